@@ -1,0 +1,241 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * LegbaHub: the Pusher Channels protocol 7 state machine of legba-server.
+ *
+ * Apps, connections, channels, presence, authentication of subscriptions,
+ * client events and limits, without any socket I/O: the transport hands it
+ * text frames and connection events and gives it two callbacks (send a
+ * frame, close a connection). Everything here runs on one thread, the one
+ * that owns the hub; nothing locks.
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct _LegbaHub LegbaHub;
+typedef struct _LegbaHubApp LegbaHubApp;
+typedef struct _LegbaHubConn LegbaHubConn;
+
+/* Pusher protocol 7 error codes (pusher:error and WebSocket close codes). */
+typedef enum
+{
+  /* 4000–4099: do not reconnect unchanged */
+  LEGBA_PUSHER_SSL_ONLY = 4000,
+  LEGBA_PUSHER_APP_NOT_FOUND = 4001,
+  LEGBA_PUSHER_APP_DISABLED = 4003,
+  LEGBA_PUSHER_OVER_CONNECTION_QUOTA = 4004,
+  LEGBA_PUSHER_PATH_NOT_FOUND = 4005,
+  LEGBA_PUSHER_INVALID_VERSION = 4006,
+  LEGBA_PUSHER_UNSUPPORTED_PROTOCOL = 4007,
+  LEGBA_PUSHER_NO_PROTOCOL = 4008,
+  LEGBA_PUSHER_UNAUTHORIZED = 4009,
+  /* 4100–4199: reconnect after backing off */
+  LEGBA_PUSHER_OVER_CAPACITY = 4100,
+  /* 4200–4299: reconnect immediately */
+  LEGBA_PUSHER_RECONNECT = 4200,
+  LEGBA_PUSHER_PONG_NOT_RECEIVED = 4201,
+  LEGBA_PUSHER_CLOSED_INACTIVE = 4202,
+  /* 4300–4399: other errors */
+  LEGBA_PUSHER_GENERIC = 4300,  /* a frame the hub cannot use: bad JSON or
+                                 * UTF-8, wrong field types, unknown event,
+                                 * binary frame */
+  LEGBA_PUSHER_RATE_LIMITED = 4301,     /* client events per second */
+  /* Legba's own, in the range Pusher leaves open: */
+  LEGBA_PUSHER_OVER_LIMIT = 4302,       /* frame over max_frame_bytes, client
+                                         * event data over max_event_bytes,
+                                         * event name over 200 bytes */
+  LEGBA_PUSHER_CLIENT_EVENT_REFUSED = 4303,     /* channel not joined, public
+                                                 * or private-encrypted */
+} LegbaPusherCode;
+
+/* A limit of 0 means no limit, except for the timeouts: activity_timeout 0
+ * turns server pings off (pusher-js needs a non-zero value advertised, so
+ * configurations should not use it), signin_timeout 0 makes sign-in
+ * optional. */
+typedef struct
+{
+  guint max_connections;              /* per app; 0: unlimited */
+  gsize max_event_bytes;              /* event data, client or API */
+  guint client_events_per_second;     /* per socket */
+  guint max_presence_members;         /* per presence channel */
+  gsize max_user_info_bytes;          /* presence user_info, as sent */
+  guint max_channel_name_length;
+  gsize max_frame_bytes;              /* one incoming WebSocket message */
+  gsize max_queued_bytes;             /* per socket; enforced by the transport */
+  guint activity_timeout;             /* seconds, advertised to clients */
+  guint pong_timeout;                 /* seconds to answer a server ping */
+  guint signin_timeout;               /* seconds; 0: user sign-in optional */
+} LegbaLimits;
+
+/* The defaults, stated in docs/server.md. */
+void legba_limits_init_defaults (LegbaLimits * limits);
+
+/* What the transport does for the hub. `handle` is the transport's own
+ * connection object, given to legba_hub_open().
+ *
+ * send: queue one text frame to the connection. The hub serializes a
+ *   broadcast once and passes the same GBytes to every recipient; the
+ *   transport must not modify it and takes its own reference if it keeps it.
+ * close: close the connection with a WebSocket close code and reason. The
+ *   transport must still call legba_hub_conn_closed() once it is closed.
+ *
+ * Either callback may call legba_hub_conn_closed() for any connection before
+ * returning (the hub defers the teardown until it returns to the
+ * transport); they must not call other hub functions. */
+typedef struct
+{
+  void (*send) (gpointer handle, GBytes * frame, gpointer user_data);
+  void (*close) (gpointer handle, guint16 code, const char *reason,
+      gpointer user_data);
+} LegbaHubTransport;
+
+/* Counters for /metrics; the hub only ever increments them. */
+typedef struct
+{
+  guint64 connections_total;
+  guint64 messages_in;
+  guint64 messages_out;         /* frames handed to transport->send */
+  guint64 bytes_in;
+  guint64 bytes_out;
+  guint64 client_events;        /* client events accepted and relayed */
+  guint64 api_events;           /* events published through the HTTP API */
+  guint64 errors[400];          /* pusher:error / close by code - 4000:
+                                 * each pusher:error sent, and each close
+                                 * the hub starts without one (4201 pong
+                                 * timeout, 4009 terminated user);
+                                 * legba_hub_close_all() is not counted */
+  guint64 subscription_errors;  /* pusher:subscription_error sent */
+} LegbaHubCounters;
+
+LegbaHub *legba_hub_new (const LegbaHubTransport * transport,
+    gpointer user_data);
+/* Frees the hub and any connection left, without calling the transport. */
+void legba_hub_free (LegbaHub * hub);
+
+/* The limits apply to every app added after the call. */
+void legba_hub_set_limits (LegbaHub * hub, const LegbaLimits * limits);
+const LegbaLimits *legba_hub_get_limits (LegbaHub * hub);
+
+/* Returns FALSE (and sets error) when id or key is already taken, or any
+ * argument is empty. */
+gboolean legba_hub_add_app (LegbaHub * hub, const char *id, const char *key,
+    const char *secret, GError ** error);
+LegbaHubApp *legba_hub_find_app_by_id (LegbaHub * hub, const char *id);
+LegbaHubApp *legba_hub_find_app_by_key (LegbaHub * hub, const char *key);
+const char *legba_hub_app_get_id (LegbaHubApp * app);
+const char *legba_hub_app_get_key (LegbaHubApp * app);
+const char *legba_hub_app_get_secret (LegbaHubApp * app);
+guint legba_hub_app_get_connection_count (LegbaHubApp * app);
+
+/* Monotonic time source, in microseconds; tests replace it. Default:
+ * g_get_monotonic_time. */
+void legba_hub_set_clock (LegbaHub * hub, gint64 (*now) (gpointer),
+    gpointer user_data);
+
+const LegbaHubCounters *legba_hub_get_counters (LegbaHub * hub);
+guint legba_hub_get_connection_count (LegbaHub * hub);
+guint legba_hub_get_subscription_count (LegbaHub * hub);
+
+/* ---- WebSocket connections ---- */
+
+/* A WebSocket was accepted at /app/APP_KEY with the given `protocol` query
+ * value (NULL when absent). On success the hub sends
+ * pusher:connection_established (with the socket_id, the activity_timeout
+ * and the advertised limits of ROOM-PROTOCOL.md §4) and returns the
+ * connection. Otherwise it sends pusher:error, asks the transport to close
+ * with that code, and returns NULL (there is then no connection to report
+ * closed). */
+LegbaHubConn *legba_hub_open (LegbaHub * hub, const char *app_key,
+    const char *protocol, gpointer handle);
+
+/* One text frame from the client. Bad input gets pusher:error (and a close
+ * where the protocol says so); it never affects other connections. */
+void legba_hub_receive (LegbaHub * hub, LegbaHubConn * conn,
+    const char *text, gsize len);
+
+/* A binary frame from the client: refused with pusher:error. */
+void legba_hub_receive_binary (LegbaHub * hub, LegbaHubConn * conn);
+
+/* The transport closed the connection (either side). Unsubscribes it
+ * everywhere (presence: member_removed when the user's last connection
+ * leaves) and frees conn; conn is invalid afterwards. */
+void legba_hub_conn_closed (LegbaHub * hub, LegbaHubConn * conn);
+
+const char *legba_hub_conn_get_socket_id (LegbaHubConn * conn);
+gpointer legba_hub_conn_get_handle (LegbaHubConn * conn);
+LegbaHubApp *legba_hub_conn_get_app (LegbaHubConn * conn);
+/* The signed-in user id (pusher:signin), or NULL. */
+const char *legba_hub_conn_get_user_id (LegbaHubConn * conn);
+
+/* Periodic housekeeping, called about once a second by the transport:
+ * sends pusher:ping to connections idle for activity_timeout, closes with
+ * 4201 those that did not answer within pong_timeout, and with 4009 those
+ * that did not sign in within signin_timeout (when set). */
+void legba_hub_tick (LegbaHub * hub);
+
+/* Close every connection with `code` (4200 on shutdown, so clients
+ * reconnect at once). */
+void legba_hub_close_all (LegbaHub * hub, guint16 code, const char *reason);
+
+/* ---- Server side (HTTP API) ---- */
+
+/* Publish `event` with `data` (a string, sent as is) to each channel.
+ * except_socket_id excludes one connection (Pusher `socket_id`), NULL for
+ * none. Fails with an error (LEGBA_HUB_ERROR), sending nothing, on an empty
+ * channel list, a bad channel name, an event name that is empty, over 200
+ * bytes or starting with "pusher", or data over max_event_bytes
+ * (LEGBA_HUB_ERROR_TOO_LARGE). */
+gboolean legba_hub_publish (LegbaHub * hub, LegbaHubApp * app,
+    const char *const *channels, const char *event, const char *data,
+    const char *except_socket_id, GError ** error);
+
+/* Send an event to every connection signed in as user_id (Pusher
+ * "#server-to-user-USER_ID" channel). Returns the number of connections. */
+guint legba_hub_send_to_user (LegbaHub * hub, LegbaHubApp * app,
+    const char *user_id, const char *event, const char *data);
+
+/* Close (4009) every connection signed in as user_id; returns how many. */
+guint legba_hub_terminate_user (LegbaHub * hub, LegbaHubApp * app,
+    const char *user_id);
+
+typedef struct
+{
+  const char *name;
+  guint subscription_count;     /* connections subscribed */
+  guint user_count;             /* presence only: distinct user ids */
+} LegbaHubChannelInfo;
+
+/* Calls func for each occupied channel of app whose name starts with
+ * prefix (NULL: all), in name order. */
+void legba_hub_foreach_channel (LegbaHub * hub, LegbaHubApp * app,
+    const char *prefix, void (*func) (const LegbaHubChannelInfo * info,
+        gpointer user_data), gpointer user_data);
+
+/* FALSE when the channel is not occupied (info then has zero counts). */
+gboolean legba_hub_get_channel (LegbaHub * hub, LegbaHubApp * app,
+    const char *name, LegbaHubChannelInfo * info);
+
+/* The distinct user ids of a presence channel, in join order; empty for an
+ * occupied channel of another kind, NULL when the channel is not occupied.
+ * Free with g_ptr_array_unref. */
+GPtrArray *legba_hub_get_users (LegbaHub * hub, LegbaHubApp * app,
+    const char *name);
+
+/* Channel names per Pusher: [A-Za-z0-9_\-=@,.;]+ within max length. */
+gboolean legba_hub_channel_name_is_valid (LegbaHub * hub, const char *name);
+
+#define LEGBA_HUB_ERROR (legba_hub_error_quark ())
+GQuark legba_hub_error_quark (void);
+
+typedef enum
+{
+  LEGBA_HUB_ERROR_INVALID,      /* bad argument: names, ids, JSON */
+  LEGBA_HUB_ERROR_TOO_LARGE,    /* over a size limit */
+  LEGBA_HUB_ERROR_EXISTS,       /* app id or key already taken */
+} LegbaHubError;
+
+G_END_DECLS

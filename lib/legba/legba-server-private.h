@@ -1,0 +1,88 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * What legba-server's own parts (config file, tools, in-process tests)
+ * reach beyond the public API.
+ */
+#pragma once
+
+#include "legba-server.h"
+#include "legba-hub.h"
+
+G_BEGIN_DECLS
+
+/* The hub behind the server. Apps added before the server listens reach
+ * the hub when it starts listening. */
+LegbaHub *legba_server_get_hub (LegbaServer * server);
+
+/* The names of the properties that are limits: the keys of the config
+ * file's [limits] group and the limit flags of legba-server. All are
+ * unsigned integer properties. NULL-terminated. */
+const char *const *legba_server_get_limit_names (void);
+
+/* Writes one structured log line in the "Legba" domain: field LEGBA_EVENT
+ * = event, then the given (FIELD, value) string pairs, NULL-terminated,
+ * and a MESSAGE "event field=value ..." for plain-text readers. Values
+ * must never hold secrets; NULL values are left out. */
+void legba_server_log (GLogLevelFlags level, const char *event, ...)
+    G_GNUC_NULL_TERMINATED;
+
+/* ---- Internal to lib/legba/legba-server*.c ---- */
+#ifdef LEGBA_SERVER_INTERNALS
+
+#include <libsoup/soup.h>
+#include "legba-metrics.h"
+
+struct _LegbaServer
+{
+  GObject parent;
+
+  GMainContext *context;
+  LegbaHub *hub;
+  LegbaLimits limits;
+  guint max_request_bytes;
+  char **allowed_origins;       /* NULL: any */
+  gboolean compression;
+  char *metrics_token;
+  char *listen_address;
+  guint listen_port;
+  char *metrics_address;
+  guint metrics_port;
+
+  SoupServer *soup;
+  SoupServer *metrics_soup;
+  GTlsCertificate *certificate;
+  GPtrArray *extension_types;   /* permessage-deflate, when compressing */
+  guint port;
+  guint bound_metrics_port;
+  char *url_host;
+
+  GPtrArray *pending_apps;      /* until the first listen */
+  gboolean started;
+  gboolean shutting_down;
+
+  GHashTable *conns;            /* LegbaServerConn set, owns them */
+  LegbaMetrics *metrics;
+  guint64 written_closed;       /* bytes written by sockets now gone */
+  GSource *tick;
+  GSource *shutdown_timer;
+};
+
+/* legba-server.c */
+void legba_server_get_gauges (LegbaServer * self, LegbaMetricsGauges * gauges);
+
+/* legba-server-http.c: the HTTP side (/apps/, /up, /metrics, CORS, bounded
+ * request bodies). */
+SoupServer *legba_server_new_soup (LegbaServer * self);
+void legba_server_handle_apps (SoupServer * soup, SoupServerMessage * msg,
+    const char *path, GHashTable * query, gpointer user_data);
+void legba_server_handle_default (SoupServer * soup, SoupServerMessage * msg,
+    const char *path, GHashTable * query, gpointer user_data);
+void legba_server_respond_error (SoupServerMessage * msg, guint status,
+    const char *error);
+char *legba_server_remote (SoupServerMessage * msg);
+gboolean legba_server_origin_allowed (LegbaServer * self, const char *origin);
+
+#endif /* LEGBA_SERVER_INTERNALS */
+
+G_END_DECLS

@@ -1,0 +1,796 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "legba-ws-stream.h"
+
+#include <sys/socket.h>
+#include <string.h>
+
+/* RFC 6455 §5.2: the header length once its first two bytes are known. */
+static guint
+legba_ws_header_need (const guint8 * h)
+{
+  guint len7 = h[1] & 0x7f;
+
+  return 2 + (len7 == 126 ? 2 : len7 == 127 ? 8 : 0) + ((h[1] & 0x80) ? 4 : 0);
+}
+
+static guint64
+legba_ws_header_payload_len (const guint8 * h)
+{
+  guint len7 = h[1] & 0x7f;
+  guint64 len = 0;
+  guint i;
+
+  if (len7 < 126)
+    return len7;
+  if (len7 == 126)
+    return ((guint64) h[2] << 8) | h[3];
+  for (i = 2; i < 10; i++)
+    len = (len << 8) | h[i];
+  return len;
+}
+
+/* ---- LegbaWsOutput: the counting output stream ---- */
+
+#define LEGBA_TYPE_WS_OUTPUT (legba_ws_output_get_type ())
+G_DECLARE_FINAL_TYPE (LegbaWsOutput, legba_ws_output, LEGBA, WS_OUTPUT,
+    GOutputStream);
+
+struct _LegbaWsOutput
+{
+  GOutputStream parent;
+
+  GOutputStream *base;
+
+  /* Parser of the frames going out (RFC 6455 §5.2). A server never masks,
+   * but the mask bit is honoured anyway. */
+  guint8 header[14];
+  guint header_len;             /* header bytes seen of the current frame */
+  guint header_need;            /* 2 until the length form is known */
+  gboolean in_payload;
+  guint64 payload_left;
+  gboolean data_frame;          /* text, binary or continuation */
+  gboolean fin;
+  guint64 message_written;      /* bytes of the head message written */
+  gboolean close_written;
+
+  /* Sizes of the accounted messages not completely written, oldest first. */
+  GQueue pending;
+  gsize queued;
+  guint64 written;
+};
+
+static void legba_ws_output_pollable_init (GPollableOutputStreamInterface *
+    iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE (LegbaWsOutput, legba_ws_output,
+    G_TYPE_OUTPUT_STREAM,
+    G_IMPLEMENT_INTERFACE (G_TYPE_POLLABLE_OUTPUT_STREAM,
+        legba_ws_output_pollable_init));
+
+static void
+legba_ws_output_message_done (LegbaWsOutput * self)
+{
+  gsize size;
+
+  self->message_written = 0;
+  if (g_queue_is_empty (&self->pending))
+    return;
+  size = GPOINTER_TO_SIZE (g_queue_pop_head (&self->pending));
+  self->queued -= size;
+}
+
+static void
+legba_ws_output_header_done (LegbaWsOutput * self)
+{
+  guint8 opcode = self->header[0] & 0x0f;
+
+  self->data_frame = (opcode & 0x08) == 0;
+  self->fin = (self->header[0] & 0x80) != 0;
+  if (opcode == 0x08)
+    self->close_written = TRUE;
+  self->payload_left = legba_ws_header_payload_len (self->header);
+  self->in_payload = TRUE;
+  if (self->data_frame)
+    self->message_written += self->header_len;
+  self->header_len = 0;
+  self->header_need = 2;
+}
+
+static void
+legba_ws_output_frame_done (LegbaWsOutput * self)
+{
+  self->in_payload = FALSE;
+  if (self->data_frame && self->fin)
+    legba_ws_output_message_done (self);
+}
+
+static void
+legba_ws_output_feed (LegbaWsOutput * self, const guint8 * data, gsize len)
+{
+  self->written += len;
+
+  while (len > 0) {
+    if (self->in_payload) {
+      gsize n = (gsize) MIN ((guint64) len, self->payload_left);
+
+      self->payload_left -= n;
+      if (self->data_frame)
+        self->message_written += n;
+      data += n;
+      len -= n;
+      if (self->payload_left == 0)
+        legba_ws_output_frame_done (self);
+      continue;
+    }
+
+    self->header[self->header_len++] = *data++;
+    len--;
+    if (self->header_len == 2)
+      self->header_need = legba_ws_header_need (self->header);
+    if (self->header_len >= 2 && self->header_len == self->header_need) {
+      legba_ws_output_header_done (self);
+      if (self->payload_left == 0)
+        legba_ws_output_frame_done (self);
+    }
+  }
+}
+
+static gboolean
+legba_ws_output_at_boundary (LegbaWsOutput * self)
+{
+  return !self->in_payload && self->header_len == 0;
+}
+
+static gsize
+legba_ws_output_get_queued (LegbaWsOutput * self)
+{
+  gsize head;
+
+  if (g_queue_is_empty (&self->pending))
+    return 0;
+  head = GPOINTER_TO_SIZE (g_queue_peek_head (&self->pending));
+  return self->queued - (gsize) MIN (self->message_written, (guint64) head);
+}
+
+static gssize
+legba_ws_output_write (GOutputStream * stream, const void *buffer,
+    gsize count, GCancellable * cancellable, GError ** error)
+{
+  LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
+  gssize n;
+
+  n = g_output_stream_write (self->base, buffer, count, cancellable, error);
+  if (n > 0)
+    legba_ws_output_feed (self, buffer, n);
+  return n;
+}
+
+static gboolean
+legba_ws_output_flush (GOutputStream * stream, GCancellable * cancellable,
+    GError ** error)
+{
+  LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
+
+  return g_output_stream_flush (self->base, cancellable, error);
+}
+
+/* The base stream belongs to the base GIOStream, which closes it. */
+static gboolean
+legba_ws_output_close (GOutputStream * stream, GCancellable * cancellable,
+    GError ** error)
+{
+  return TRUE;
+}
+
+static gboolean
+legba_ws_output_can_poll (GPollableOutputStream * stream)
+{
+  LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
+
+  return G_IS_POLLABLE_OUTPUT_STREAM (self->base) &&
+      g_pollable_output_stream_can_poll (G_POLLABLE_OUTPUT_STREAM (self->base));
+}
+
+static gboolean
+legba_ws_output_is_writable (GPollableOutputStream * stream)
+{
+  LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
+
+  return g_pollable_output_stream_is_writable (G_POLLABLE_OUTPUT_STREAM
+      (self->base));
+}
+
+static GSource *
+legba_ws_output_create_source (GPollableOutputStream * stream,
+    GCancellable * cancellable)
+{
+  LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
+  g_autoptr (GSource) base_source = NULL;
+
+  base_source = g_pollable_output_stream_create_source
+      (G_POLLABLE_OUTPUT_STREAM (self->base), cancellable);
+  return g_pollable_source_new_full (self, base_source, cancellable);
+}
+
+static gssize
+legba_ws_output_write_nonblocking (GPollableOutputStream * stream,
+    const void *buffer, gsize count, GError ** error)
+{
+  LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
+  gssize n;
+
+  n = g_pollable_output_stream_write_nonblocking (G_POLLABLE_OUTPUT_STREAM
+      (self->base), buffer, count, NULL, error);
+  if (n > 0)
+    legba_ws_output_feed (self, buffer, n);
+  return n;
+}
+
+static void
+legba_ws_output_pollable_init (GPollableOutputStreamInterface * iface)
+{
+  iface->can_poll = legba_ws_output_can_poll;
+  iface->is_writable = legba_ws_output_is_writable;
+  iface->create_source = legba_ws_output_create_source;
+  iface->write_nonblocking = legba_ws_output_write_nonblocking;
+}
+
+static void
+legba_ws_output_finalize (GObject * object)
+{
+  LegbaWsOutput *self = LEGBA_WS_OUTPUT (object);
+
+  g_queue_clear (&self->pending);
+  g_clear_object (&self->base);
+  G_OBJECT_CLASS (legba_ws_output_parent_class)->finalize (object);
+}
+
+static void
+legba_ws_output_class_init (LegbaWsOutputClass * klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GOutputStreamClass *stream_class = G_OUTPUT_STREAM_CLASS (klass);
+
+  object_class->finalize = legba_ws_output_finalize;
+  stream_class->write_fn = legba_ws_output_write;
+  stream_class->flush = legba_ws_output_flush;
+  stream_class->close_fn = legba_ws_output_close;
+}
+
+static void
+legba_ws_output_init (LegbaWsOutput * self)
+{
+  g_queue_init (&self->pending);
+  self->header_need = 2;
+}
+
+/* ---- LegbaWsInput: the input stream that bounds incoming messages ---- */
+
+/* libsoup's max-incoming-payload-size bounds one frame, not a message
+ * sent as many continuation frames (RFC 6455 §5.4), which it gathers in
+ * memory. This stream reads the frame headers as they pass and fails the
+ * read once a message would exceed the bound. */
+#define LEGBA_TYPE_WS_INPUT (legba_ws_input_get_type ())
+G_DECLARE_FINAL_TYPE (LegbaWsInput, legba_ws_input, LEGBA, WS_INPUT,
+    GInputStream);
+
+struct _LegbaWsInput
+{
+  GInputStream parent;
+
+  GInputStream *base;
+
+  guint8 header[14];
+  guint header_len;
+  guint header_need;
+  guint64 payload_left;
+  guint64 message_size;         /* payload of the current data message */
+  guint64 max_message;          /* 0: no bound */
+  gboolean too_large;
+};
+
+static void legba_ws_input_pollable_init (GPollableInputStreamInterface *
+    iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE (LegbaWsInput, legba_ws_input,
+    G_TYPE_INPUT_STREAM,
+    G_IMPLEMENT_INTERFACE (G_TYPE_POLLABLE_INPUT_STREAM,
+        legba_ws_input_pollable_init));
+
+/* Returns FALSE when a frame makes its message too large; *good is then
+ * the number of bytes before that frame's header within data. */
+static gboolean
+legba_ws_input_check (LegbaWsInput * self, const guint8 * data,
+    gsize len, gsize * good)
+{
+  gsize i = 0, header_start = 0;
+
+  while (i < len) {
+    guint64 plen;
+    guint8 opcode;
+
+    if (self->payload_left > 0) {
+      gsize n = (gsize) MIN ((guint64) (len - i), self->payload_left);
+
+      self->payload_left -= n;
+      i += n;
+      continue;
+    }
+
+    if (self->header_len == 0)
+      header_start = i;
+    self->header[self->header_len++] = data[i++];
+    if (self->header_len == 2)
+      self->header_need = legba_ws_header_need (self->header);
+    if (self->header_len < 2 || self->header_len < self->header_need)
+      continue;
+
+    plen = legba_ws_header_payload_len (self->header);
+    opcode = self->header[0] & 0x0f;
+    self->header_len = 0;
+    self->header_need = 2;
+    self->payload_left = plen;
+    if (opcode & 0x08)
+      continue;
+    if (opcode != 0)
+      self->message_size = 0;
+    if (self->max_message > 0 && plen > self->max_message - self->message_size) {
+      *good = header_start;
+      return FALSE;
+    }
+    self->message_size += plen;
+  }
+  return TRUE;
+}
+
+static gssize
+legba_ws_input_too_large (GError ** error)
+{
+  g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE,
+      "WebSocket message over the size limit");
+  return -1;
+}
+
+/* Passes on what base returned, up to the frame that breaks the bound;
+ * the read after that one fails. */
+static gssize
+legba_ws_input_filter (LegbaWsInput * self, const void *buffer, gssize n,
+    GError ** error)
+{
+  gsize good = 0;
+
+  if (n <= 0 || legba_ws_input_check (self, buffer, n, &good))
+    return n;
+
+  self->too_large = TRUE;
+  if (good > 0)
+    return good;
+  return legba_ws_input_too_large (error);
+}
+
+static gssize
+legba_ws_input_read (GInputStream * stream, void *buffer, gsize count,
+    GCancellable * cancellable, GError ** error)
+{
+  LegbaWsInput *self = LEGBA_WS_INPUT (stream);
+
+  if (self->too_large)
+    return legba_ws_input_too_large (error);
+  return legba_ws_input_filter (self, buffer,
+      g_input_stream_read (self->base, buffer, count, cancellable, error),
+      error);
+}
+
+/* The base stream belongs to the base GIOStream, which closes it. */
+static gboolean
+legba_ws_input_close (GInputStream * stream, GCancellable * cancellable,
+    GError ** error)
+{
+  return TRUE;
+}
+
+static gboolean
+legba_ws_input_can_poll (GPollableInputStream * stream)
+{
+  LegbaWsInput *self = LEGBA_WS_INPUT (stream);
+
+  return G_IS_POLLABLE_INPUT_STREAM (self->base) &&
+      g_pollable_input_stream_can_poll (G_POLLABLE_INPUT_STREAM (self->base));
+}
+
+static gboolean
+legba_ws_input_is_readable (GPollableInputStream * stream)
+{
+  LegbaWsInput *self = LEGBA_WS_INPUT (stream);
+
+  return self->too_large ||
+      g_pollable_input_stream_is_readable (G_POLLABLE_INPUT_STREAM
+      (self->base));
+}
+
+static GSource *
+legba_ws_input_create_source (GPollableInputStream * stream,
+    GCancellable * cancellable)
+{
+  LegbaWsInput *self = LEGBA_WS_INPUT (stream);
+  g_autoptr (GSource) base_source = NULL;
+
+  base_source = g_pollable_input_stream_create_source
+      (G_POLLABLE_INPUT_STREAM (self->base), cancellable);
+  return g_pollable_source_new_full (self, base_source, cancellable);
+}
+
+static gssize
+legba_ws_input_read_nonblocking (GPollableInputStream * stream, void *buffer,
+    gsize count, GError ** error)
+{
+  LegbaWsInput *self = LEGBA_WS_INPUT (stream);
+
+  if (self->too_large)
+    return legba_ws_input_too_large (error);
+  return legba_ws_input_filter (self, buffer,
+      g_pollable_input_stream_read_nonblocking (G_POLLABLE_INPUT_STREAM
+          (self->base), buffer, count, NULL, error), error);
+}
+
+static void
+legba_ws_input_pollable_init (GPollableInputStreamInterface * iface)
+{
+  iface->can_poll = legba_ws_input_can_poll;
+  iface->is_readable = legba_ws_input_is_readable;
+  iface->create_source = legba_ws_input_create_source;
+  iface->read_nonblocking = legba_ws_input_read_nonblocking;
+}
+
+static void
+legba_ws_input_finalize (GObject * object)
+{
+  LegbaWsInput *self = LEGBA_WS_INPUT (object);
+
+  g_clear_object (&self->base);
+  G_OBJECT_CLASS (legba_ws_input_parent_class)->finalize (object);
+}
+
+static void
+legba_ws_input_class_init (LegbaWsInputClass * klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GInputStreamClass *stream_class = G_INPUT_STREAM_CLASS (klass);
+
+  object_class->finalize = legba_ws_input_finalize;
+  stream_class->read_fn = legba_ws_input_read;
+  stream_class->close_fn = legba_ws_input_close;
+}
+
+static void
+legba_ws_input_init (LegbaWsInput * self)
+{
+  self->header_need = 2;
+}
+
+/* ---- LegbaWsStream ---- */
+
+struct _LegbaWsStream
+{
+  GIOStream parent;
+
+  GIOStream *base;
+  GSocket *socket;
+  LegbaWsInput *input;
+  LegbaWsOutput *output;
+
+  guint linger_ms;
+  gboolean aborted;
+
+  /* A close in progress: lingering, then closing base. */
+  GTask *close_task;
+  GSource *drain_source;
+  GSource *drain_timeout;
+};
+
+G_DEFINE_FINAL_TYPE (LegbaWsStream, legba_ws_stream, G_TYPE_IO_STREAM);
+
+static GInputStream *
+legba_ws_stream_get_input_stream (GIOStream * stream)
+{
+  LegbaWsStream *self = LEGBA_WS_STREAM (stream);
+
+  return G_INPUT_STREAM (self->input);
+}
+
+static GOutputStream *
+legba_ws_stream_get_output_stream (GIOStream * stream)
+{
+  LegbaWsStream *self = LEGBA_WS_STREAM (stream);
+
+  return G_OUTPUT_STREAM (self->output);
+}
+
+/* A peer that does not read keeps the socket unwritable; closing through
+ * TLS would then wait forever to send close_notify. Such a socket is
+ * aborted instead. */
+static void
+legba_ws_stream_abort_if_stalled (LegbaWsStream * self)
+{
+  if (self->socket == NULL || self->aborted)
+    return;
+  if (!(g_socket_condition_check (self->socket, G_IO_OUT) & G_IO_OUT))
+    legba_ws_stream_abort (self);
+}
+
+static gboolean
+legba_ws_stream_close (GIOStream * stream, GCancellable * cancellable,
+    GError ** error)
+{
+  LegbaWsStream *self = LEGBA_WS_STREAM (stream);
+
+  legba_ws_stream_abort_if_stalled (self);
+  return g_io_stream_close (self->base, cancellable, error);
+}
+
+static void
+legba_ws_stream_base_closed (GObject * source, GAsyncResult * result,
+    gpointer user_data)
+{
+  g_autoptr (GTask) task = user_data;
+  GError *error = NULL;
+
+  if (g_io_stream_close_finish (G_IO_STREAM (source), result, &error))
+    g_task_return_boolean (task, TRUE);
+  else
+    g_task_return_error (task, error);
+}
+
+static void
+legba_ws_stream_close_base (LegbaWsStream * self)
+{
+  GTask *task = g_steal_pointer (&self->close_task);
+
+  if (self->drain_source != NULL) {
+    g_source_destroy (self->drain_source);
+    g_clear_pointer (&self->drain_source, g_source_unref);
+  }
+  if (self->drain_timeout != NULL) {
+    g_source_destroy (self->drain_timeout);
+    g_clear_pointer (&self->drain_timeout, g_source_unref);
+  }
+
+  legba_ws_stream_abort_if_stalled (self);
+  g_io_stream_close_async (self->base, g_task_get_priority (task),
+      g_task_get_cancellable (task), legba_ws_stream_base_closed, task);
+}
+
+static gboolean
+legba_ws_stream_drain_timeout (gpointer user_data)
+{
+  legba_ws_stream_close_base (LEGBA_WS_STREAM (user_data));
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+legba_ws_stream_drain (GSocket * socket, GIOCondition condition,
+    gpointer user_data)
+{
+  LegbaWsStream *self = LEGBA_WS_STREAM (user_data);
+  char buffer[4096];
+
+  for (;;) {
+    g_autoptr (GError) error = NULL;
+    gssize n;
+
+    n = g_socket_receive_with_blocking (socket, buffer, sizeof buffer, FALSE,
+        NULL, &error);
+    if (n > 0)
+      continue;
+    if (n < 0 && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+      return G_SOURCE_CONTINUE;
+    break;
+  }
+
+  legba_ws_stream_close_base (self);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+legba_ws_stream_close_async (GIOStream * stream, int io_priority,
+    GCancellable * cancellable, GAsyncReadyCallback callback,
+    gpointer user_data)
+{
+  LegbaWsStream *self = LEGBA_WS_STREAM (stream);
+  GTask *task;
+
+  task = g_task_new (stream, cancellable, callback, user_data);
+  g_task_set_source_tag (task, legba_ws_stream_close_async);
+  g_task_set_priority (task, io_priority);
+  self->close_task = task;
+
+  if (self->socket == NULL || self->aborted || self->linger_ms == 0) {
+    legba_ws_stream_close_base (self);
+    return;
+  }
+
+  /* RFC 6455 §7.1.1: the server closes first; lingering lets the peer
+   * read the close frame rather than a reset caused by unread input. */
+  g_socket_shutdown (self->socket, FALSE, TRUE, NULL);
+  self->drain_source = g_socket_create_source (self->socket,
+      G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
+  g_source_set_callback (self->drain_source,
+      (GSourceFunc) G_CALLBACK (legba_ws_stream_drain), self, NULL);
+  g_source_attach (self->drain_source, g_main_context_get_thread_default ());
+  self->drain_timeout = g_timeout_source_new (self->linger_ms);
+  g_source_set_callback (self->drain_timeout, legba_ws_stream_drain_timeout,
+      self, NULL);
+  g_source_attach (self->drain_timeout, g_main_context_get_thread_default ());
+}
+
+static gboolean
+legba_ws_stream_close_finish (GIOStream * stream, GAsyncResult * result,
+    GError ** error)
+{
+  return g_task_propagate_boolean (G_TASK (result), error);
+}
+
+static void
+legba_ws_stream_finalize (GObject * object)
+{
+  LegbaWsStream *self = LEGBA_WS_STREAM (object);
+
+  g_clear_object (&self->input);
+  g_clear_object (&self->output);
+  g_clear_object (&self->base);
+  g_clear_object (&self->socket);
+  G_OBJECT_CLASS (legba_ws_stream_parent_class)->finalize (object);
+}
+
+static void
+legba_ws_stream_class_init (LegbaWsStreamClass * klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GIOStreamClass *stream_class = G_IO_STREAM_CLASS (klass);
+
+  object_class->finalize = legba_ws_stream_finalize;
+  stream_class->get_input_stream = legba_ws_stream_get_input_stream;
+  stream_class->get_output_stream = legba_ws_stream_get_output_stream;
+  stream_class->close_fn = legba_ws_stream_close;
+  stream_class->close_async = legba_ws_stream_close_async;
+  stream_class->close_finish = legba_ws_stream_close_finish;
+}
+
+static void
+legba_ws_stream_init (LegbaWsStream * self)
+{
+}
+
+LegbaWsStream *
+legba_ws_stream_new (GIOStream * base, GSocket * socket)
+{
+  LegbaWsStream *self;
+
+  g_return_val_if_fail (G_IS_IO_STREAM (base), NULL);
+  g_return_val_if_fail (socket == NULL || G_IS_SOCKET (socket), NULL);
+
+  self = g_object_new (LEGBA_TYPE_WS_STREAM, NULL);
+  self->base = g_object_ref (base);
+  self->socket = socket ? g_object_ref (socket) : NULL;
+  self->input = g_object_new (LEGBA_TYPE_WS_INPUT, NULL);
+  self->input->base = g_object_ref (g_io_stream_get_input_stream (base));
+  self->output = g_object_new (LEGBA_TYPE_WS_OUTPUT, NULL);
+  self->output->base = g_object_ref (g_io_stream_get_output_stream (base));
+  return self;
+}
+
+gsize
+legba_ws_frame_size (gsize payload_len)
+{
+  if (payload_len < 126)
+    return payload_len + 2;
+  if (payload_len < 65536)
+    return payload_len + 4;
+  return payload_len + 10;
+}
+
+void
+legba_ws_stream_account (LegbaWsStream * stream, gsize frame_size)
+{
+  g_return_if_fail (LEGBA_IS_WS_STREAM (stream));
+
+  g_queue_push_tail (&stream->output->pending, GSIZE_TO_POINTER (frame_size));
+  stream->output->queued += frame_size;
+}
+
+gsize
+legba_ws_stream_get_queued (LegbaWsStream * stream)
+{
+  g_return_val_if_fail (LEGBA_IS_WS_STREAM (stream), 0);
+
+  return legba_ws_output_get_queued (stream->output);
+}
+
+guint64
+legba_ws_stream_get_written (LegbaWsStream * stream)
+{
+  g_return_val_if_fail (LEGBA_IS_WS_STREAM (stream), 0);
+
+  return stream->output->written;
+}
+
+gboolean
+legba_ws_stream_inject_close (LegbaWsStream * stream, guint16 code,
+    const char *reason)
+{
+  LegbaWsOutput *output;
+  guint8 frame[2 + 125];
+  gsize reason_len, len;
+  gssize n;
+
+  g_return_val_if_fail (LEGBA_IS_WS_STREAM (stream), FALSE);
+
+  output = stream->output;
+  if (stream->aborted || output->close_written ||
+      !legba_ws_output_at_boundary (output) ||
+      !G_IS_POLLABLE_OUTPUT_STREAM (output->base))
+    return FALSE;
+
+  /* RFC 6455 §5.5.1: a control frame's payload is at most 125 bytes. */
+  reason_len = reason ? MIN (strlen (reason), 123) : 0;
+  len = 2 + reason_len;
+  frame[0] = 0x88;
+  frame[1] = len;
+  frame[2] = code >> 8;
+  frame[3] = code & 0xff;
+  if (reason_len > 0)
+    memcpy (frame + 4, reason, reason_len);
+
+  n = g_pollable_output_stream_write_nonblocking (G_POLLABLE_OUTPUT_STREAM
+      (output->base), frame, 2 + len, NULL, NULL);
+  if (n > 0)
+    legba_ws_output_feed (output, frame, n);
+  return n == (gssize) (2 + len);
+}
+
+void
+legba_ws_stream_set_max_message (LegbaWsStream * stream, guint64 max_bytes)
+{
+  g_return_if_fail (LEGBA_IS_WS_STREAM (stream));
+
+  stream->input->max_message = max_bytes;
+}
+
+void
+legba_ws_stream_set_linger (LegbaWsStream * stream, guint timeout_ms)
+{
+  g_return_if_fail (LEGBA_IS_WS_STREAM (stream));
+
+  stream->linger_ms = timeout_ms;
+}
+
+void
+legba_ws_stream_abort (LegbaWsStream * stream)
+{
+  struct linger linger = { 1, 0 };
+
+  g_return_if_fail (LEGBA_IS_WS_STREAM (stream));
+
+  if (stream->aborted)
+    return;
+  stream->aborted = TRUE;
+  if (stream->socket == NULL || g_socket_is_closed (stream->socket))
+    return;
+
+  /* Drop what the kernel still holds for the peer: the close that follows
+   * resets the connection instead of keeping it for the peer to read. */
+  if (setsockopt (g_socket_get_fd (stream->socket), SOL_SOCKET, SO_LINGER,
+          &linger, sizeof linger) != 0)
+    g_debug ("SO_LINGER on a stalled socket failed");
+  g_socket_shutdown (stream->socket, TRUE, TRUE, NULL);
+}
+
+gboolean
+legba_ws_stream_is_aborted (LegbaWsStream * stream)
+{
+  g_return_val_if_fail (LEGBA_IS_WS_STREAM (stream), FALSE);
+
+  return stream->aborted;
+}

@@ -1,0 +1,66 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * LegbaWsStream: the GIOStream a server-side SoupWebsocketConnection runs
+ * over. libsoup keeps outgoing frames in a queue it does not expose, so a
+ * socket whose peer stops reading would grow it without bound. This stream
+ * sits between libsoup and the connection's stream, watches the frames
+ * libsoup writes (RFC 6455 §5.2) and so knows how many bytes of the
+ * messages handed to libsoup are still waiting. It also bounds incoming
+ * messages, which libsoup does per frame only, and tears a socket down
+ * within a bounded time when asked to.
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+G_BEGIN_DECLS
+
+#define LEGBA_TYPE_WS_STREAM (legba_ws_stream_get_type ())
+G_DECLARE_FINAL_TYPE (LegbaWsStream, legba_ws_stream, LEGBA, WS_STREAM,
+    GIOStream)
+
+/* base: the stream stolen from the HTTP connection; socket: its TCP
+ * socket (NULL when there is none, e.g. in tests over pipes). */
+LegbaWsStream *legba_ws_stream_new (GIOStream * base, GSocket * socket);
+
+/* The size of an unmasked frame carrying payload_len bytes, header
+ * included (RFC 6455 §5.2). */
+gsize legba_ws_frame_size (gsize payload_len);
+
+/* One data message of frame_size bytes is being handed to libsoup; it
+ * counts as queued until its last byte is written to the socket. */
+void legba_ws_stream_account (LegbaWsStream * stream, gsize frame_size);
+
+/* Bytes of accounted messages not yet written. */
+gsize legba_ws_stream_get_queued (LegbaWsStream * stream);
+
+/* Bytes written to the socket (every frame, control frames included). */
+guint64 legba_ws_stream_get_written (LegbaWsStream * stream);
+
+/* Writes a close frame straight to the socket when that is possible
+ * without corrupting the stream (between two frames, no close frame sent
+ * yet, and the socket accepts it now). For closes libsoup makes without a
+ * close frame of its own (a frame over max-incoming-payload-size). */
+gboolean legba_ws_stream_inject_close (LegbaWsStream * stream, guint16 code,
+    const char *reason);
+
+/* Bounds the payload of one incoming message, all its fragments together
+ * (0: no bound). A frame that would exceed it makes the read fail with
+ * G_IO_ERROR_MESSAGE_TOO_LARGE, before its payload is read. */
+void legba_ws_stream_set_max_message (LegbaWsStream * stream,
+    guint64 max_bytes);
+
+/* When the stream is closed, first shut down the sending side and read
+ * and drop what the peer still sends, for up to timeout_ms or until it
+ * closes: the peer then reads the close frame instead of a reset. */
+void legba_ws_stream_set_linger (LegbaWsStream * stream, guint timeout_ms);
+
+/* Tears the socket down now: queued data is dropped (SO_LINGER 0) and both
+ * directions are shut down, so libsoup sees the end of the stream on its
+ * next poll and closes, even when the peer never reads again. */
+void legba_ws_stream_abort (LegbaWsStream * stream);
+
+gboolean legba_ws_stream_is_aborted (LegbaWsStream * stream);
+
+G_END_DECLS

@@ -1,0 +1,324 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The built legba-probe (LEGBA_PROBE) against the built legba-server
+ * (LEGBA_SERVER) on 127.0.0.1, port 0: every subcommand's exit status and
+ * parsed output.
+ */
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+#include <signal.h>
+#include <string.h>
+
+#define APP_ID "probe-app"
+#define APP_KEY "probe-key"
+#define APP_SECRET "probe-secret"
+#define START_TIMEOUT_S 20
+
+static GSubprocess *server;
+static char *server_addr;       /* HOST:PORT */
+
+typedef struct
+{
+  GDataInputStream *stdout_lines;
+  char *line;
+  gboolean done;
+} LineRead;
+
+static void
+on_line (GObject * source, GAsyncResult * result, gpointer user_data)
+{
+  LineRead *read = user_data;
+
+  read->line = g_data_input_stream_read_line_finish_utf8
+      (G_DATA_INPUT_STREAM (source), result, NULL, NULL);
+  read->done = TRUE;
+}
+
+static gboolean
+on_timeout (gpointer user_data)
+{
+  gboolean *timed_out = user_data;
+
+  *timed_out = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* Starts legba-server and waits (at most START_TIMEOUT_S) for the line
+ * "legba-server listening on ADDR:PORT". */
+static gboolean
+start_server (const char *path, GError ** error)
+{
+  g_autoptr (GDataInputStream) lines = NULL;
+  gboolean timed_out = FALSE;
+  guint timeout;
+
+  server = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, error, path,
+      "--bind", "127.0.0.1", "--port", "0", "--app-id", APP_ID,
+      "--app-key", APP_KEY, "--app-secret", APP_SECRET, NULL);
+  if (server == NULL)
+    return FALSE;
+  lines = g_data_input_stream_new (g_subprocess_get_stdout_pipe (server));
+  timeout = g_timeout_add_seconds (START_TIMEOUT_S, on_timeout, &timed_out);
+  while (server_addr == NULL && !timed_out) {
+    LineRead read = { lines, NULL, FALSE };
+    g_autofree char *line = NULL;
+
+    g_data_input_stream_read_line_async (lines, G_PRIORITY_DEFAULT, NULL,
+        on_line, &read);
+    while (!read.done)
+      g_main_context_iteration (NULL, TRUE);
+    line = read.line;
+    if (line == NULL)
+      break;
+    if (g_str_has_prefix (line, "legba-server listening on "))
+      server_addr = g_strdup (line + strlen ("legba-server listening on "));
+  }
+  if (!timed_out)
+    g_source_remove (timeout);
+  if (server_addr == NULL) {
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+        "legba-server did not print its listening line within %d s%s",
+        START_TIMEOUT_S, timed_out ? "" : " (it exited)");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Runs legba-probe with argv (NULL-terminated), returns its exit status
+ * and stdout. The probe bounds itself with --timeout. */
+static int
+run_probe (char **out, char **err, const char *first, ...)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr (GSubprocess) probe = NULL;
+  g_autoptr (GError) error = NULL;
+  va_list args;
+
+  g_ptr_array_add (argv, (gpointer) g_getenv ("LEGBA_PROBE"));
+  va_start (args, first);
+  for (const char *arg = first; arg != NULL; arg = va_arg (args, const char *))
+      g_ptr_array_add (argv, (gpointer) arg);
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+
+  probe = g_subprocess_newv ((const char *const *) argv->pdata,
+      G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
+  g_assert_no_error (error);
+  g_subprocess_communicate_utf8 (probe, NULL, NULL, out, err, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_subprocess_get_if_exited (probe));
+  return g_subprocess_get_exit_status (probe);
+}
+
+static char *
+server_url (void)
+{
+  return g_strdup_printf ("ws://%s", server_addr);
+}
+
+static JsonObject *
+parse_object (JsonParser * parser, const char *text)
+{
+  g_autoptr (GError) error = NULL;
+
+  json_parser_load_from_data (parser, text, -1, &error);
+  g_assert_no_error (error);
+  g_assert_true (JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)));
+  return json_node_get_object (json_parser_get_root (parser));
+}
+
+static void
+assert_stats (JsonObject * parent, const char *member, gint64 n)
+{
+  JsonObject *stats = json_object_get_object_member (parent, member);
+
+  g_assert_nonnull (stats);
+  g_assert_cmpint (json_object_get_int_member (stats, "n"), ==, n);
+  g_assert_cmpfloat (json_object_get_double_member (stats, "p50"), >, 0);
+  g_assert_cmpfloat (json_object_get_double_member (stats, "p50"), <=,
+      json_object_get_double_member (stats, "p95"));
+  g_assert_cmpfloat (json_object_get_double_member (stats, "p95"), <=,
+      json_object_get_double_member (stats, "p99"));
+}
+
+static void
+test_probe_checks (void)
+{
+  g_autofree char *url = server_url ();
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  int status;
+
+  status = run_probe (&out, &err, "probe", "--url", url, "--app-id", APP_ID,
+      "--app-key", APP_KEY, "--app-secret", APP_SECRET, "--timeout", "30",
+      NULL);
+  g_test_message ("%s%s", out, err);
+  g_assert_cmpint (status, ==, 0);
+  g_assert_null (strstr (out, "not ok"));
+  g_assert_nonnull (strstr (out, "ok 1 - connect"));
+  g_assert_nonnull (strstr (out, "HTTP API: event received"));
+  g_assert_nonnull (strstr (out, "member_removed"));
+  g_assert_nonnull (strstr (out, "checks passed\n"));
+}
+
+static void
+test_probe_refused (void)
+{
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  int status;
+
+  /* Nothing listens on port 1: the first check fails, the probe stops
+   * there and exits 1, saying so. */
+  status = run_probe (&out, &err, "probe", "--url", "ws://127.0.0.1:1",
+      "--app-id", APP_ID, "--app-key", APP_KEY, "--app-secret", APP_SECRET,
+      "--timeout", "5", NULL);
+  g_assert_cmpint (status, ==, 1);
+  g_assert_nonnull (strstr (out, "not ok 1 - connect"));
+  g_assert_nonnull (strstr (err, "failed"));
+}
+
+static void
+test_probe_usage (void)
+{
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+
+  g_assert_cmpint (run_probe (&out, &err, "no-such-command", NULL), ==, 2);
+  g_assert_nonnull (strstr (err, "unknown command"));
+  g_assert_cmpint (run_probe (&out, &err, "probe", "--url", "ws://x:1",
+          NULL), ==, 2);
+  g_assert_nonnull (strstr (err, "required"));
+}
+
+static void
+test_rtt (void)
+{
+  g_autofree char *url = server_url ();
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *result;
+  int status;
+
+  status = run_probe (&out, &err, "rtt", "--url", url, "--app-id", APP_ID,
+      "--app-key", APP_KEY, "--app-secret", APP_SECRET, "--count", "20",
+      "--warmup", "2", "--json", "--timeout", "60", NULL);
+  g_test_message ("%s%s", out, err);
+  g_assert_cmpint (status, ==, 0);
+  result = parse_object (parser, out);
+  g_assert_cmpint (json_object_get_int_member (result, "count"), ==, 20);
+  assert_stats (result, "ping_ms", 20);
+  assert_stats (result, "relay_ms", 20);
+}
+
+static void
+test_load_fanout (void)
+{
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *result, *split;
+  int status;
+
+  status = run_probe (&out, &err, "load", "--targets", server_addr,
+      "--connections", "200", "--events", "3", "--warmup", "1",
+      "--app-id", APP_ID, "--app-key", APP_KEY, "--app-secret", APP_SECRET,
+      "--json", "--timeout", "60", NULL);
+  g_test_message ("%s%s", out, err);
+  g_assert_cmpint (status, ==, 0);
+  result = parse_object (parser, out);
+  g_assert_cmpint (json_object_get_int_member (result, "total"), ==, 600);
+  g_assert_cmpint (json_object_get_int_member (result, "delivered"), ==, 600);
+  g_assert_cmpint (json_object_get_int_member (result, "subscribed"), ==,
+      200);
+  g_assert_cmpint (json_object_get_int_member (result, "duplicates"), ==, 0);
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member
+          (result, "split")), ==, 1);
+  split = json_array_get_object_element (json_object_get_array_member
+      (result, "split"), 0);
+  g_assert_cmpstr (json_object_get_string_member (split, "target"), ==,
+      server_addr);
+  g_assert_cmpint (json_object_get_int_member (split, "delivered"), ==, 600);
+  assert_stats (result, "latency_ms", 600);
+}
+
+/* Five round trips per pair stay under the default client-event rate. */
+static void
+test_load_relay (void)
+{
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *result, *relay;
+  int status;
+
+  status = run_probe (&out, &err, "load", "--targets", server_addr,
+      "--connections", "40", "--relay", "5", "--app-id", APP_ID,
+      "--app-key", APP_KEY, "--app-secret", APP_SECRET, "--json",
+      "--timeout", "60", NULL);
+  g_test_message ("%s%s", out, err);
+  g_assert_cmpint (status, ==, 0);
+  result = parse_object (parser, out);
+  relay = json_object_get_object_member (result, "relay");
+  g_assert_cmpint (json_object_get_int_member (relay, "expected"), ==,
+      2 * 20 * 5);
+  g_assert_cmpint (json_object_get_int_member (relay, "relayed"), ==,
+      2 * 20 * 5);
+  assert_stats (relay, "rtt_ms", 20 * 5);
+}
+
+/* The generator against its own minimal server: its ceiling. */
+static void
+test_load_self_test (void)
+{
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *result;
+  int status;
+
+  status = run_probe (&out, &err, "load", "--self-test", "--connections",
+      "300", "--events", "2", "--workers", "2", "--json", "--timeout", "60",
+      NULL);
+  g_test_message ("%s%s", out, err);
+  g_assert_cmpint (status, ==, 0);
+  result = parse_object (parser, out);
+  g_assert_true (json_object_get_boolean_member (result, "self_test"));
+  g_assert_cmpint (json_object_get_int_member (result, "workers"), ==, 2);
+  g_assert_cmpint (json_object_get_int_member (result, "delivered"), ==, 600);
+  g_assert_cmpfloat (json_object_get_double_member (result,
+          "fanout_frames_per_s"), >, 0);
+}
+
+int
+main (int argc, char **argv)
+{
+  const char *server_path = g_getenv ("LEGBA_SERVER");
+  g_autoptr (GError) error = NULL;
+  int status;
+
+  g_test_init (&argc, &argv, NULL);
+  if (server_path == NULL || g_getenv ("LEGBA_PROBE") == NULL) {
+    g_test_skip ("LEGBA_SERVER and LEGBA_PROBE must name the built tools");
+    return g_test_run ();
+  }
+  if (!start_server (server_path, &error))
+    g_error ("%s", error->message);
+
+  g_test_add_func ("/probe/probe/all-checks-pass", test_probe_checks);
+  g_test_add_func ("/probe/probe/no-server", test_probe_refused);
+  g_test_add_func ("/probe/usage", test_probe_usage);
+  g_test_add_func ("/probe/rtt/json", test_rtt);
+  g_test_add_func ("/probe/load/fanout", test_load_fanout);
+  g_test_add_func ("/probe/load/relay", test_load_relay);
+  g_test_add_func ("/probe/load/self-test", test_load_self_test);
+  status = g_test_run ();
+
+  g_subprocess_send_signal (server, SIGTERM);
+  g_subprocess_wait (server, NULL, NULL);
+  g_clear_object (&server);
+  g_free (server_addr);
+  return status;
+}

@@ -1,0 +1,642 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The built tools as a user runs them (paths in LEGBA_SERVER and
+ * LEGBA_TOKEN): legba-server's command line, configuration file, errors
+ * and signals, and a legba-token join token accepted by the server.
+ */
+#include <legba/legba.h>
+
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WAIT_S 10
+
+static gboolean
+on_wait_timeout (gpointer user_data)
+{
+  *(gboolean *) user_data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* Runs the main context until expr holds; fails the test after timeout_s. */
+#define WAIT_UNTIL(expr, timeout_s, reason) G_STMT_START { \
+    gboolean timed_out_ = FALSE, held_; \
+    guint timer_ = g_timeout_add_seconds ((timeout_s), on_wait_timeout, \
+        &timed_out_); \
+    while (!(held_ = (expr)) && !timed_out_) \
+      g_main_context_iteration (NULL, TRUE); \
+    if (!timed_out_) \
+      g_source_remove (timer_); \
+    if (!held_) \
+      g_error ("timed out after %d s waiting for %s", (timeout_s), \
+          (reason)); \
+  } G_STMT_END
+
+static const char *
+tool_path (const char *variable)
+{
+  const char *path = g_getenv (variable);
+
+  if (path == NULL)
+    g_error ("%s is not set: run this test with meson test", variable);
+  return path;
+}
+
+/* ---- A running legba-server ---- */
+
+typedef struct
+{
+  GSubprocess *process;
+  GDataInputStream *out;
+  char *line;                   /* the first line on stdout */
+  gboolean line_done;
+  gboolean exited;
+  guint port;
+} Server;
+
+static void
+on_line (GObject * source, GAsyncResult * result, gpointer user_data)
+{
+  Server *server = user_data;
+
+  server->line = g_data_input_stream_read_line_finish_utf8
+      (G_DATA_INPUT_STREAM (source), result, NULL, NULL);
+  server->line_done = TRUE;
+}
+
+static void
+on_server_exit (GObject * source, GAsyncResult * result, gpointer user_data)
+{
+  Server *server = user_data;
+
+  g_subprocess_wait_finish (G_SUBPROCESS (source), result, NULL);
+  server->exited = TRUE;
+}
+
+/* Starts legba-server with args (NULL-terminated) and waits for its
+ * listening line. */
+static Server *
+server_start (const char *first_arg, ...)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GRegex) regex = g_regex_new
+      ("^legba-server listening on 127\\.0\\.0\\.1:([0-9]+)$", 0, 0, NULL);
+  g_autoptr (GMatchInfo) match = NULL;
+  g_autofree char *port = NULL;
+  Server *server = g_new0 (Server, 1);
+  const char *arg;
+  va_list ap;
+
+  g_ptr_array_add (argv, (gpointer) tool_path ("LEGBA_SERVER"));
+  va_start (ap, first_arg);
+  for (arg = first_arg; arg != NULL; arg = va_arg (ap, const char *))
+      g_ptr_array_add (argv, (gpointer) arg);
+  va_end (ap);
+  g_ptr_array_add (argv, NULL);
+
+  server->process = g_subprocess_newv ((const char *const *) argv->pdata,
+      G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error);
+  g_assert_no_error (error);
+  server->out = g_data_input_stream_new (g_subprocess_get_stdout_pipe
+      (server->process));
+  g_subprocess_wait_async (server->process, NULL, on_server_exit, server);
+  g_data_input_stream_read_line_async (server->out, G_PRIORITY_DEFAULT, NULL,
+      on_line, server);
+  WAIT_UNTIL (server->line_done, WAIT_S, "the listening line");
+
+  g_assert_nonnull (server->line);
+  if (!g_regex_match (regex, server->line, 0, &match))
+    g_error ("unexpected first line: %s", server->line);
+  port = g_match_info_fetch (match, 1);
+  server->port = atoi (port);
+  g_assert_cmpuint (server->port, >, 0);
+  return server;
+}
+
+/* SIGTERM, then the exit status, which must be 0. */
+static void
+server_stop (Server * server)
+{
+  g_autofree char *rest = NULL;
+  gsize len = 0;
+
+  g_subprocess_send_signal (server->process, SIGTERM);
+  WAIT_UNTIL (server->exited, WAIT_S, "legba-server to exit on SIGTERM");
+  g_assert_true (g_subprocess_get_if_exited (server->process));
+  g_assert_cmpint (g_subprocess_get_exit_status (server->process), ==, 0);
+
+  /* The listening line was the only one on stdout. */
+  rest = g_data_input_stream_read_upto (server->out, "", 0, &len, NULL, NULL);
+  g_assert_cmpuint (len, ==, 0);
+
+  g_object_unref (server->out);
+  g_object_unref (server->process);
+  g_free (server->line);
+  g_free (server);
+}
+
+/* Runs legba-server with args to completion; returns its exit status. */
+static int
+run_server (const char *const *args, char **err)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr (GSubprocess) process = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *out = NULL;
+
+  g_ptr_array_add (argv, (gpointer) tool_path ("LEGBA_SERVER"));
+  for (; *args != NULL; args++)
+    g_ptr_array_add (argv, (gpointer) * args);
+  g_ptr_array_add (argv, NULL);
+
+  process = g_subprocess_newv ((const char *const *) argv->pdata,
+      G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_subprocess_communicate_utf8 (process, NULL, NULL, &out,
+          err, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_subprocess_get_if_exited (process));
+  return g_subprocess_get_exit_status (process);
+}
+
+/* ---- Clients ---- */
+
+typedef struct
+{
+  gboolean done;
+  SoupWebsocketConnection *ws;
+  GError *error;
+  GPtrArray *frames;            /* JsonObject */
+  gboolean closed;
+  gushort close_code;
+} Client;
+
+static void
+client_on_message (SoupWebsocketConnection * ws, gint type, GBytes * message,
+    gpointer user_data)
+{
+  Client *client = user_data;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  gsize len;
+  const char *text = g_bytes_get_data (message, &len);
+
+  g_assert_true (json_parser_load_from_data (parser, text, len, NULL));
+  g_ptr_array_add (client->frames,
+      json_object_ref (json_node_get_object (json_parser_get_root (parser))));
+}
+
+static void
+client_on_closed (SoupWebsocketConnection * ws, gpointer user_data)
+{
+  Client *client = user_data;
+
+  client->closed = TRUE;
+  client->close_code = soup_websocket_connection_get_close_code (ws);
+}
+
+static void
+client_on_connected (GObject * source, GAsyncResult * result,
+    gpointer user_data)
+{
+  Client *client = user_data;
+
+  client->ws = soup_session_websocket_connect_finish (SOUP_SESSION (source),
+      result, &client->error);
+  client->done = TRUE;
+  if (client->ws == NULL)
+    return;
+  g_signal_connect (client->ws, "message", G_CALLBACK (client_on_message),
+      client);
+  g_signal_connect (client->ws, "closed", G_CALLBACK (client_on_closed),
+      client);
+}
+
+static JsonObject *
+frame_data (JsonObject * frame)
+{
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  const char *data = json_object_get_string_member (frame, "data");
+
+  g_assert_true (json_parser_load_from_data (parser, data, -1, NULL));
+  return json_object_ref (json_node_get_object (json_parser_get_root (parser)));
+}
+
+static JsonObject *
+client_wait (Client * client, const char *event)
+{
+  guint i = 0;
+
+  for (;;) {
+    for (; i < client->frames->len; i++) {
+      JsonObject *frame = client->frames->pdata[i];
+
+      if (g_strcmp0 (json_object_get_string_member (frame, "event"), event)
+          == 0)
+        return frame;
+    }
+    WAIT_UNTIL (i < client->frames->len || client->closed, WAIT_S, event);
+    if (i >= client->frames->len)
+      g_error ("closed (%u) while waiting for %s", client->close_code, event);
+  }
+}
+
+/* Connects to /app/KEY?protocol=7 and returns the connection data. */
+static Client *
+client_connect (Server * server, const char *key, JsonObject ** established)
+{
+  g_autoptr (SoupSession) session = soup_session_new ();
+  g_autofree char *url = g_strdup_printf
+      ("ws://127.0.0.1:%u/app/%s?protocol=7", server->port, key);
+  g_autoptr (SoupMessage) msg = soup_message_new ("GET", url);
+  Client *client = g_new0 (Client, 1);
+
+  client->frames = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      json_object_unref);
+  soup_session_websocket_connect_async (session, msg, NULL, NULL,
+      G_PRIORITY_DEFAULT, NULL, client_on_connected, client);
+  WAIT_UNTIL (client->done, WAIT_S, "the WebSocket handshake");
+  g_assert_no_error (client->error);
+  *established = frame_data (client_wait (client,
+          "pusher:connection_established"));
+  return client;
+}
+
+static void
+client_free (Client * client)
+{
+  if (client->ws != NULL) {
+    if (soup_websocket_connection_get_state (client->ws) ==
+        SOUP_WEBSOCKET_STATE_OPEN)
+      soup_websocket_connection_close (client->ws, SOUP_WEBSOCKET_CLOSE_NORMAL,
+          NULL);
+    WAIT_UNTIL (client->closed, WAIT_S, "the client to close");
+    g_signal_handlers_disconnect_by_data (client->ws, client);
+    g_object_unref (client->ws);
+  }
+  g_ptr_array_unref (client->frames);
+  g_clear_error (&client->error);
+  g_free (client);
+}
+
+typedef struct
+{
+  gboolean done;
+  GBytes *body;
+} Response;
+
+static void
+on_response (GObject * source, GAsyncResult * result, gpointer user_data)
+{
+  Response *response = user_data;
+
+  response->body = soup_session_send_and_read_finish (SOUP_SESSION (source),
+      result, NULL);
+  response->done = TRUE;
+}
+
+static guint
+http_send (SoupMessage * msg, char **body)
+{
+  g_autoptr (SoupSession) session = soup_session_new ();
+  Response response = { 0, };
+
+  soup_session_send_and_read_async (session, msg, G_PRIORITY_DEFAULT, NULL,
+      on_response, &response);
+  WAIT_UNTIL (response.done, WAIT_S, "an HTTP response");
+  g_assert_nonnull (response.body);
+  if (body != NULL)
+    *body = g_strndup (g_bytes_get_data (response.body, NULL),
+        g_bytes_get_size (response.body));
+  g_bytes_unref (response.body);
+  return soup_message_get_status (msg);
+}
+
+static char *
+write_file (const char *dir, const char *name, const char *contents)
+{
+  g_autoptr (GError) error = NULL;
+  char *path = g_build_filename (dir, name, NULL);
+
+  g_assert_true (g_file_set_contents (path, contents, -1, &error));
+  g_assert_no_error (error);
+  return path;
+}
+
+/* ---- Tests ---- */
+
+static void
+test_listen_line (void)
+{
+  Server *server = server_start ("--port", "0", "--app-id", "1",
+      "--app-key", "key", "--app-secret", "secret", NULL);
+  g_autofree char *url = g_strdup_printf ("http://127.0.0.1:%u/up",
+      server->port);
+  g_autoptr (SoupMessage) msg = soup_message_new ("GET", url);
+  g_autofree char *body = NULL;
+
+  g_assert_cmpuint (http_send (msg, &body), ==, 200);
+  g_assert_cmpstr (body, ==, "OK\n");
+  server_stop (server);
+}
+
+static void
+test_config_two_apps (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("legba-tools-XXXXXX", &error);
+  g_autofree char *config = NULL;
+  Server *server;
+  Client *one, *two;
+  g_autoptr (JsonObject) one_data = NULL;
+  g_autoptr (JsonObject) two_data = NULL;
+
+  g_assert_no_error (error);
+  config = write_file (dir, "legba.conf",
+      "[server]\nbind = 127.0.0.1\nport = 6001\n\n"
+      "[limits]\nactivity-timeout = 30\nclient-events-per-second = 20\n\n"
+      "[app first]\nid = 1\nkey = key-one\nsecret = secret-one\n\n"
+      "[app second]\nid = 2\nkey = key-two\nsecret = secret-two\n");
+
+  /* Flags override the file: port 0 and another activity timeout. */
+  server = server_start ("--config", config, "--port", "0",
+      "--activity-timeout", "45", NULL);
+  one = client_connect (server, "key-one", &one_data);
+  two = client_connect (server, "key-two", &two_data);
+  g_assert_cmpint (json_object_get_int_member (one_data, "activity_timeout"),
+      ==, 45);
+  g_assert_cmpint (json_object_get_int_member (two_data, "activity_timeout"),
+      ==, 45);
+  g_assert_cmpint (json_object_get_int_member (json_object_get_object_member
+          (one_data, "limits"), "client_events_per_second"), ==, 20);
+
+  client_free (one);
+  client_free (two);
+  server_stop (server);
+  g_remove (config);
+  g_rmdir (dir);
+}
+
+/* legba-server with these args exits with `expected` and says `message`
+ * on stderr. */
+static void
+assert_fails (int expected, const char *message, const char *first_arg, ...)
+{
+  g_autoptr (GPtrArray) args = g_ptr_array_new ();
+  g_autofree char *err = NULL;
+  const char *arg;
+  int status;
+  va_list ap;
+
+  va_start (ap, first_arg);
+  for (arg = first_arg; arg != NULL; arg = va_arg (ap, const char *))
+      g_ptr_array_add (args, (gpointer) arg);
+  va_end (ap);
+  g_ptr_array_add (args, NULL);
+
+  status = run_server ((const char *const *) args->pdata, &err);
+  g_test_message ("stderr: %s", err);
+  g_assert_cmpint (status, ==, expected);
+  if (strstr (err, message) == NULL)
+    g_error ("expected '%s' in stderr:\n%s", message, err);
+}
+
+static void
+test_bad_flags (void)
+{
+  assert_fails (2, "--port: 'http' is not a whole number", "--port", "http",
+      "--app-id", "1", "--app-key", "k", "--app-secret", "s", NULL);
+  assert_fails (2, "--app-id, --app-key and --app-secret go together",
+      "--port", "0", "--app-id", "1", NULL);
+  assert_fails (2, "--tls-cert and --tls-key go together", "--port", "0",
+      "--app-id", "1", "--app-key", "k", "--app-secret", "s", "--tls-cert",
+      "/nonexistent.pem", NULL);
+  assert_fails (2, "Unknown option --no-such-flag", "--no-such-flag", NULL);
+  assert_fails (2, "--max-queued-bytes", "--port", "0", "--app-id", "1",
+      "--app-key", "k", "--app-secret", "s", "--max-queued-bytes", "10", NULL);
+  assert_fails (1, "no app is configured", "--port", "0", NULL);
+  assert_fails (1, "cannot listen on 'nowhere': not an IP address", "--bind",
+      "nowhere", "--port", "0", "--app-id", "1", "--app-key", "k",
+      "--app-secret", "s", NULL);
+  assert_fails (1, "TLS certificate", "--port", "0", "--app-id", "1",
+      "--app-key", "k", "--app-secret", "s", "--tls-cert", "/nonexistent.pem",
+      "--tls-key", "/nonexistent.key", NULL);
+}
+
+static void
+test_bad_config (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("legba-tools-XXXXXX", &error);
+  g_autofree char *typo = NULL;
+  g_autofree char *value = NULL;
+  g_autofree char *app = NULL;
+  g_autofree char *missing = NULL;
+  g_autofree char *expected = NULL;
+
+  g_assert_no_error (error);
+  typo = write_file (dir, "typo.conf", "[limits]\nmax-conections = 10\n");
+  value = write_file (dir, "value.conf", "[server]\nport = lots\n");
+  app = write_file (dir, "app.conf", "[app only]\nid = 1\nkey = k\n");
+  missing = g_build_filename (dir, "missing.conf", NULL);
+
+  expected = g_strdup_printf ("%s: [limits] max-conections: unknown limit",
+      typo);
+  assert_fails (1, expected, "--config", typo, NULL);
+  g_free (expected);
+  expected = g_strdup_printf ("%s: [server] port: 'lots' is not a whole "
+      "number", value);
+  assert_fails (1, expected, "--config", value, NULL);
+  g_free (expected);
+  expected = g_strdup_printf ("%s: [app only] secret: missing or empty", app);
+  assert_fails (1, expected, "--config", app, NULL);
+  assert_fails (1, missing, "--config", missing, NULL);
+
+  g_remove (typo);
+  g_remove (value);
+  g_remove (app);
+  g_rmdir (dir);
+}
+
+static void
+test_help (void)
+{
+  static const char *const flags[] = {
+    "--config=FILE", "--bind=ADDR", "--port=N", "--app-id=ID",
+    "--app-key=KEY", "--app-secret=SECRET", "--tls-cert=FILE",
+    "--tls-key=FILE", "--metrics-bind=ADDR", "--metrics-port=N",
+    "--metrics-token=TOKEN", "--allowed-origins=LIST", "--compression",
+    "--max-connections=N", "--max-event-bytes=N",
+    "--client-events-per-second=N", "--max-presence-members=N",
+    "--max-user-info-bytes=N", "--max-channel-name-length=N",
+    "--max-frame-bytes=N", "--max-queued-bytes=N", "--activity-timeout=N",
+    "--pong-timeout=N", "--signin-timeout=N", "--max-request-bytes=N",
+    "default: 127.0.0.1", "default: 6001", "default: 10240",
+    "default: 164",
+  };
+  g_autoptr (GSubprocess) process = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *out = NULL;
+  guint i;
+
+  process = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error,
+      tool_path ("LEGBA_SERVER"), "--help", NULL);
+  g_assert_no_error (error);
+  g_assert_true (g_subprocess_communicate_utf8 (process, NULL, NULL, &out,
+          NULL, &error));
+  g_assert_true (g_subprocess_get_successful (process));
+  for (i = 0; i < G_N_ELEMENTS (flags); i++) {
+    if (strstr (out, flags[i]) == NULL)
+      g_error ("--help does not mention %s:\n%s", flags[i], out);
+  }
+}
+
+static void
+test_sigterm (void)
+{
+  Server *server = server_start ("--port", "0", "--app-id", "1",
+      "--app-key", "key", "--app-secret", "secret", NULL);
+  g_autoptr (JsonObject) data = NULL;
+  Client *client = client_connect (server, "key", &data);
+
+  g_subprocess_send_signal (server->process, SIGTERM);
+  WAIT_UNTIL (client->closed, WAIT_S, "the client to be closed on SIGTERM");
+  g_assert_cmpuint (client->close_code, ==, 4200);
+  WAIT_UNTIL (server->exited, WAIT_S, "legba-server to exit");
+  g_assert_true (g_subprocess_get_if_exited (server->process));
+  g_assert_cmpint (g_subprocess_get_exit_status (server->process), ==, 0);
+
+  client_free (client);
+  g_object_unref (server->out);
+  g_object_unref (server->process);
+  g_free (server->line);
+  g_free (server);
+}
+
+/* A supervisor may signal as soon as it reads the line. */
+static void
+test_sigterm_at_once (void)
+{
+  server_stop (server_start ("--port", "0", "--app-id", "1", "--app-key",
+          "key", "--app-secret", "secret", NULL));
+}
+
+static char *
+mint_token (const char *secret, const char *room, const char *identity)
+{
+  g_autoptr (GSubprocess) process = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *out = NULL;
+
+  process = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error,
+      tool_path ("LEGBA_TOKEN"), "--secret", secret, "--room", room,
+      "--identity", identity, "--name", "Alice", NULL);
+  g_assert_no_error (error);
+  g_assert_true (g_subprocess_communicate_utf8 (process, NULL, NULL, &out,
+          NULL, &error));
+  g_assert_true (g_subprocess_get_successful (process));
+  return g_strdup (g_strstrip (out));
+}
+
+/* legba-token's token, traded at POST /apps/ID/auth for the presence
+ * authorization, lets the client join the room. */
+static void
+test_join_token (void)
+{
+  Server *server = server_start ("--port", "0", "--app-id", "7",
+      "--app-key", "key", "--app-secret", "secret", NULL);
+  g_autofree char *token = mint_token ("secret", "standup", "alice");
+  g_autofree char *forged = mint_token ("not-the-secret", "standup", "alice");
+  g_autoptr (JsonObject) data = NULL;
+  Client *client = client_connect (server, "key", &data);
+  const char *socket_id = json_object_get_string_member (data, "socket_id");
+  const char *channel = "presence-legba.standup";
+  g_autofree char *url = g_strdup_printf ("http://127.0.0.1:%u/apps/7/auth",
+      server->port);
+  g_autofree char *form = soup_form_encode ("socket_id", socket_id,
+      "channel_name", channel, "suffix", "k3x9q2", NULL);
+  g_autoptr (SoupMessage) bad = soup_message_new ("POST", url);
+  g_autoptr (SoupMessage) good = soup_message_new ("POST", url);
+  g_autoptr (GBytes) body = g_bytes_new (form, strlen (form));
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autofree char *bearer = g_strconcat ("Bearer ", forged, NULL);
+  g_autofree char *answer = NULL;
+  g_autofree char *frame = NULL;
+  g_autoptr (JsonObject) members = NULL;
+  JsonObject *auth;
+
+  soup_message_headers_replace (soup_message_get_request_headers (bad),
+      "Authorization", bearer);
+  soup_message_set_request_body_from_bytes (bad,
+      "application/x-www-form-urlencoded", body);
+  g_assert_cmpuint (http_send (bad, NULL), ==, 401);
+
+  g_free (bearer);
+  bearer = g_strconcat ("Bearer ", token, NULL);
+  soup_message_headers_replace (soup_message_get_request_headers (good),
+      "Authorization", bearer);
+  soup_message_set_request_body_from_bytes (good,
+      "application/x-www-form-urlencoded", body);
+  g_assert_cmpuint (http_send (good, &answer), ==, 200);
+  g_assert_true (json_parser_load_from_data (parser, answer, -1, NULL));
+  auth = json_node_get_object (json_parser_get_root (parser));
+
+  /* Pusher protocol 7: channel_data goes as the string the signer
+   * signed. */
+  {
+    g_autoptr (JsonBuilder) builder = json_builder_new ();
+    g_autoptr (JsonNode) root = NULL;
+
+    json_builder_begin_object (builder);
+    json_builder_set_member_name (builder, "event");
+    json_builder_add_string_value (builder, "pusher:subscribe");
+    json_builder_set_member_name (builder, "data");
+    json_builder_begin_object (builder);
+    json_builder_set_member_name (builder, "channel");
+    json_builder_add_string_value (builder, channel);
+    json_builder_set_member_name (builder, "auth");
+    json_builder_add_string_value (builder,
+        json_object_get_string_member (auth, "auth"));
+    json_builder_set_member_name (builder, "channel_data");
+    json_builder_add_string_value (builder,
+        json_object_get_string_member (auth, "channel_data"));
+    json_builder_end_object (builder);
+    json_builder_end_object (builder);
+    root = json_builder_get_root (builder);
+    frame = json_to_string (root, FALSE);
+  }
+  soup_websocket_connection_send_text (client->ws, frame);
+  members = frame_data (client_wait (client,
+          "pusher_internal:subscription_succeeded"));
+  g_assert_cmpint (json_object_get_int_member (json_object_get_object_member
+          (members, "presence"), "count"), ==, 1);
+  g_assert_true (json_object_has_member (json_object_get_object_member
+          (json_object_get_object_member (members, "presence"), "hash"),
+          "alice-k3x9q2"));
+
+  client_free (client);
+  server_stop (server);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/tools/server/listen-line", test_listen_line);
+  g_test_add_func ("/tools/server/config-two-apps", test_config_two_apps);
+  g_test_add_func ("/tools/server/bad-flags", test_bad_flags);
+  g_test_add_func ("/tools/server/bad-config", test_bad_config);
+  g_test_add_func ("/tools/server/help", test_help);
+  g_test_add_func ("/tools/server/sigterm", test_sigterm);
+  g_test_add_func ("/tools/server/sigterm-at-once", test_sigterm_at_once);
+  g_test_add_func ("/tools/token/join", test_join_token);
+
+  return g_test_run ();
+}

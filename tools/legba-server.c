@@ -1,0 +1,359 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * legba-server: the Pusher protocol 7 signalling server of Legba rooms,
+ * configured by flags and/or a configuration file (docs/server.md).
+ */
+#include <legba/legba.h>
+
+#include "legba-server-private.h"
+
+#include <glib-unix.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXIT_USAGE 2
+
+/* After the close frames, how long the server may take to see every
+ * socket closed; LegbaServer tears sockets down after 2 s itself. */
+#define SHUTDOWN_TIMEOUT_S 10
+
+static char *opt_config;
+static char *opt_bind;
+static char *opt_port;
+static char *opt_app_id;
+static char *opt_app_key;
+static char *opt_app_secret;
+static char *opt_tls_cert;
+static char *opt_tls_key;
+static char *opt_metrics_bind;
+static char *opt_metrics_port;
+static char *opt_metrics_token;
+static char *opt_allowed_origins;
+static gboolean opt_compression;
+static char *opt_limits[32];
+
+static const GOptionEntry entries[] = {
+  {"config", 'c', 0, G_OPTION_ARG_FILENAME, &opt_config,
+      "Configuration file ([server], [limits], [app NAME] groups); "
+        "flags override it", "FILE"},
+  {"bind", 'b', 0, G_OPTION_ARG_STRING, &opt_bind,
+      "IP address to listen on (default: 127.0.0.1)", "ADDR"},
+  {"port", 'p', 0, G_OPTION_ARG_STRING, &opt_port,
+      "TCP port to listen on, 0 for any free one (default: 6001)", "N"},
+  {"app-id", 0, 0, G_OPTION_ARG_STRING, &opt_app_id,
+      "Id of an app (with --app-key and --app-secret)", "ID"},
+  {"app-key", 0, 0, G_OPTION_ARG_STRING, &opt_app_key,
+      "Key of that app, the WebSocket path /app/KEY", "KEY"},
+  {"app-secret", 0, 0, G_OPTION_ARG_STRING, &opt_app_secret,
+      "Secret of that app (prefer a configuration file: other users can "
+        "read command lines)", "SECRET"},
+  {"tls-cert", 0, 0, G_OPTION_ARG_FILENAME, &opt_tls_cert,
+      "PEM certificate (chain) for https:// and wss:// (with --tls-key; "
+        "default: plain HTTP)", "FILE"},
+  {"tls-key", 0, 0, G_OPTION_ARG_FILENAME, &opt_tls_key,
+      "PEM private key of --tls-cert", "FILE"},
+  {"metrics-bind", 0, 0, G_OPTION_ARG_STRING, &opt_metrics_bind,
+        "Serve /metrics on a listener of its own at this address, and no "
+        "longer on the main one (default: /metrics on the main listener)",
+      "ADDR"},
+  {"metrics-port", 0, 0, G_OPTION_ARG_STRING, &opt_metrics_port,
+      "Port of that listener, 0 for any free one (default: 6002; alone, "
+        "implies --metrics-bind=127.0.0.1)", "N"},
+  {"metrics-token", 0, 0, G_OPTION_ARG_STRING, &opt_metrics_token,
+        "Require 'Authorization: Bearer TOKEN' on /metrics (default: none)",
+      "TOKEN"},
+  {"allowed-origins", 0, 0, G_OPTION_ARG_STRING, &opt_allowed_origins,
+      "Comma-separated origins whose pages may connect and call the HTTP "
+        "API, or * (default: *)", "LIST"},
+  {"compression", 0, 0, G_OPTION_ARG_NONE, &opt_compression,
+      "Accept permessage-deflate (default: off)", NULL},
+  G_OPTION_ENTRY_NULL
+};
+
+static int
+usage_error (const char *message)
+{
+  g_printerr ("%s: %s\nTry '%s --help' for more information.\n",
+      g_get_prgname (), message, g_get_prgname ());
+  return EXIT_USAGE;
+}
+
+/* One --NAME=N flag per limit, documented from the property. */
+static GOptionEntry *
+limit_entries (GObjectClass * klass)
+{
+  const char *const *names = legba_server_get_limit_names ();
+  guint n = g_strv_length ((char **) names), i;
+  GOptionEntry *limits = g_new0 (GOptionEntry, n + 1);
+
+  g_assert (n < G_N_ELEMENTS (opt_limits));
+  for (i = 0; i < n; i++) {
+    GParamSpecUInt *pspec = G_PARAM_SPEC_UINT (g_object_class_find_property
+        (klass, names[i]));
+
+    limits[i].long_name = names[i];
+    limits[i].arg = G_OPTION_ARG_STRING;
+    limits[i].arg_data = &opt_limits[i];
+    limits[i].description = g_strdup_printf ("%s (default: %u)",
+        g_param_spec_get_blurb (G_PARAM_SPEC (pspec)), pspec->default_value);
+    limits[i].arg_description = "N";
+  }
+  return limits;
+}
+
+static void
+limit_entries_free (GOptionEntry * limits)
+{
+  GOptionEntry *e;
+
+  for (e = limits; e->long_name != NULL; e++)
+    g_free ((char *) e->description);
+  g_free (limits);
+}
+
+static gboolean
+parse_uint (const char *flag, const char *text, guint min, guint max,
+    guint * value, GError ** error)
+{
+  guint64 number;
+
+  if (!g_ascii_string_to_unsigned (text, 10, min, max, &number, NULL)) {
+    g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+        "--%s: '%s' is not a whole number from %u to %u", flag, text, min, max);
+    return FALSE;
+  }
+  *value = number;
+  return TRUE;
+}
+
+static gboolean
+apply_uint_flag (LegbaServer * server, const char *flag,
+    const char *property, const char *text, GError ** error)
+{
+  GParamSpecUInt *pspec;
+  guint value;
+
+  if (text == NULL)
+    return TRUE;
+  pspec = G_PARAM_SPEC_UINT (g_object_class_find_property
+      (G_OBJECT_GET_CLASS (server), property));
+  if (!parse_uint (flag, text, pspec->minimum, pspec->maximum, &value, error))
+    return FALSE;
+  g_object_set (server, property, value, NULL);
+  return TRUE;
+}
+
+static gboolean
+apply_flags (LegbaServer * server, GError ** error)
+{
+  const char *const *limits = legba_server_get_limit_names ();
+  g_autofree char *metrics_bind = NULL;
+  guint i;
+
+  if (opt_bind != NULL)
+    g_object_set (server, "listen-address", opt_bind, NULL);
+  if (!apply_uint_flag (server, "port", "listen-port", opt_port, error))
+    return FALSE;
+
+  g_object_get (server, "metrics-address", &metrics_bind, NULL);
+  if (opt_metrics_bind != NULL)
+    g_object_set (server, "metrics-address", opt_metrics_bind, NULL);
+  else if (opt_metrics_port != NULL && metrics_bind == NULL)
+    g_object_set (server, "metrics-address", "127.0.0.1", NULL);
+  if (!apply_uint_flag (server, "metrics-port", "metrics-port",
+          opt_metrics_port, error))
+    return FALSE;
+  if (opt_metrics_token != NULL)
+    g_object_set (server, "metrics-token", opt_metrics_token, NULL);
+
+  if (opt_allowed_origins != NULL) {
+    g_auto (GStrv) origins = g_strsplit (opt_allowed_origins, ",", -1);
+    char **o;
+
+    for (o = origins; *o != NULL; o++)
+      g_strstrip (*o);
+    g_object_set (server, "allowed-origins",
+        g_strv_contains ((const char *const *) origins, "*") ? NULL : origins,
+        NULL);
+  }
+  if (opt_compression)
+    g_object_set (server, "compression", TRUE, NULL);
+
+  for (i = 0; limits[i] != NULL; i++) {
+    if (!apply_uint_flag (server, limits[i], limits[i], opt_limits[i], error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+apply_app_and_tls (LegbaServer * server, GError ** error)
+{
+  if (opt_app_id || opt_app_key || opt_app_secret) {
+    if (!opt_app_id || !opt_app_key || !opt_app_secret) {
+      g_set_error_literal (error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+          "--app-id, --app-key and --app-secret go together");
+      return FALSE;
+    }
+    if (!legba_server_add_app (server, opt_app_id, opt_app_key,
+            opt_app_secret, error))
+      return FALSE;
+  }
+
+  if (opt_tls_cert || opt_tls_key) {
+    if (!opt_tls_cert || !opt_tls_key) {
+      g_set_error_literal (error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+          "--tls-cert and --tls-key go together");
+      return FALSE;
+    }
+    if (!legba_server_set_tls_files (server, opt_tls_cert, opt_tls_key, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+typedef struct
+{
+  LegbaServer *server;
+  GMainLoop *loop;
+  gboolean started;
+  guint timeout;
+} Shutdown;
+
+static void
+on_connection_count (LegbaServer * server, GParamSpec * pspec,
+    gpointer user_data)
+{
+  Shutdown *shutdown = user_data;
+
+  if (legba_server_get_connection_count (server) == 0)
+    g_main_loop_quit (shutdown->loop);
+}
+
+static gboolean
+on_shutdown_timeout (gpointer user_data)
+{
+  Shutdown *shutdown = user_data;
+
+  shutdown->timeout = 0;
+  g_printerr ("%s: %u sockets still open after %d s, exiting\n",
+      g_get_prgname (), legba_server_get_connection_count (shutdown->server),
+      SHUTDOWN_TIMEOUT_S);
+  g_main_loop_quit (shutdown->loop);
+  return G_SOURCE_REMOVE;
+}
+
+/* SIGTERM, SIGINT: close every socket with 4200 (clients reconnect at
+ * once, to another instance), then exit once they are closed. */
+static gboolean
+on_signal (gpointer user_data)
+{
+  Shutdown *shutdown = user_data;
+
+  if (shutdown->started)
+    return G_SOURCE_CONTINUE;
+  shutdown->started = TRUE;
+  legba_server_shutdown (shutdown->server);
+  if (legba_server_get_connection_count (shutdown->server) == 0) {
+    g_main_loop_quit (shutdown->loop);
+    return G_SOURCE_CONTINUE;
+  }
+  g_signal_connect (shutdown->server, "notify::connection-count",
+      G_CALLBACK (on_connection_count), shutdown);
+  shutdown->timeout = g_timeout_add_seconds (SHUTDOWN_TIMEOUT_S,
+      on_shutdown_timeout, shutdown);
+  return G_SOURCE_CONTINUE;
+}
+
+static int
+run (LegbaServer * server)
+{
+  g_autoptr (GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  g_autofree char *address = NULL;
+  Shutdown shutdown = { server, loop, FALSE, 0 };
+  guint term, intr;
+
+  /* Handlers first: whoever reads the line may signal at once. */
+  term = g_unix_signal_add (SIGTERM, on_signal, &shutdown);
+  intr = g_unix_signal_add (SIGINT, on_signal, &shutdown);
+
+  g_object_get (server, "listen-address", &address, NULL);
+  g_print ("legba-server listening on %s%s%s:%u\n",
+      strchr (address, ':') ? "[" : "", address,
+      strchr (address, ':') ? "]" : "", legba_server_get_port (server));
+  fflush (stdout);
+  if (legba_server_get_metrics_port (server) != 0)
+    g_printerr ("legba-server: /metrics on port %u\n",
+        legba_server_get_metrics_port (server));
+
+  g_main_loop_run (loop);
+  g_source_remove (term);
+  g_source_remove (intr);
+  if (shutdown.timeout != 0)
+    g_source_remove (shutdown.timeout);
+  g_signal_handlers_disconnect_by_data (server, &shutdown);
+  return EXIT_SUCCESS;
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autoptr (GOptionContext) context = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (LegbaServer) server = NULL;
+  GOptionEntry *limits;
+
+  g_log_writer_default_set_use_stderr (TRUE);
+  server = legba_server_new ();
+
+  context = g_option_context_new ("- Pusher protocol 7 signalling server");
+  g_option_context_add_main_entries (context, entries, NULL);
+  limits = limit_entries (G_OBJECT_GET_CLASS (server));
+  g_option_context_add_main_entries (context, limits, NULL);
+  g_option_context_set_summary (context,
+      "Serves Legba rooms: WebSocket clients at /app/APP_KEY?protocol=7,\n"
+      "the Pusher HTTP API and join tokens under /apps/APP_ID/, GET /up\n"
+      "and GET /metrics. Prints one line, 'legba-server listening on\n"
+      "ADDR:PORT', once it listens; SIGTERM or SIGINT closes every socket\n"
+      "with 4200 (clients reconnect) and exits.");
+  g_option_context_set_description (context,
+      "At least one app is needed, from --app-* or a configuration file.\n"
+      "Logs go to stderr; G_MESSAGES_DEBUG=Legba adds a line per\n"
+      "connection and HTTP API call. See docs/server.md.\n"
+      "\n"
+      "Exit status: 0 after a shutdown on a signal, 1 when the server cannot\n"
+      "start (configuration, TLS, listening), 2 on a usage error.\n");
+
+  if (!g_option_context_parse (context, &argc, &argv, &error)) {
+    limit_entries_free (limits);
+    return usage_error (error->message);
+  }
+  limit_entries_free (limits);
+  if (argc > 1)
+    return usage_error ("unexpected argument");
+
+  if (opt_config != NULL && !legba_server_load_config (server, opt_config,
+          &error)) {
+    g_printerr ("%s: %s\n", g_get_prgname (), error->message);
+    return EXIT_FAILURE;
+  }
+  if (!apply_flags (server, &error))
+    return usage_error (error->message);
+  if (!apply_app_and_tls (server, &error)) {
+    if (error->domain == G_OPTION_ERROR)
+      return usage_error (error->message);
+    g_printerr ("%s: %s\n", g_get_prgname (), error->message);
+    return EXIT_FAILURE;
+  }
+  if (!legba_server_start (server, &error)) {
+    g_printerr ("%s: %s%s\n", g_get_prgname (), error->message,
+        g_error_matches (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_CONFIG)
+        ? " (give --app-id, --app-key and --app-secret, or --config)" : "");
+    return EXIT_FAILURE;
+  }
+
+  return run (server);
+}
