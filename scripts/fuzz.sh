@@ -17,5 +17,5 @@ if [ ! -f build-fuzz/build.ninja ]; then
 else
   meson configure build-fuzz -Dfuzz_seconds="$seconds"
 fi
-ninja -C build-fuzz
-meson test -C build-fuzz --suite fuzz --print-errorlogs
+ninja -C build-fuzz tests/fuzz/fuzz-frame tests/fuzz/fuzz-http-api
+meson test -C build-fuzz --suite fuzz --no-rebuild --print-errorlogs

@@ -382,9 +382,10 @@ split_budget (JsonObject * signal, const char *id, const char *text,
    * cut, and retry with the count found until its digits fit. */
   for (;;) {
     gsize overhead;
-    g_autofree char *empty = part_to_string (signal, id, guess - 1, guess,
-        "", &overhead);
     guint count;
+
+    /* an empty part: only its overhead is needed */
+    g_free (part_to_string (signal, id, guess - 1, guess, "", &overhead));
 
     /* at least one character of any kind per part */
     if (overhead + 8 > limit)
