@@ -134,8 +134,7 @@ probe_subscriptions (ProbeRun * run, Checks * checks)
   probe_socket_send (run->a, "pusher:ping", NULL, NULL);
   message = probe_socket_wait (run->a, "pusher:pong", NULL, run->deadline,
       &error);
-  check (checks, message != NULL, "pusher:ping answered by pusher:pong",
-      error);
+  check (checks, message != NULL, "pusher:ping answered by pusher:pong", error);
   g_clear_pointer (&message, probe_message_free);
   g_clear_error (&error);
 
@@ -256,8 +255,7 @@ probe_api_and_leave (ProbeRun * run, Checks * checks)
   gboolean sent;
 
   sent = probe_api_trigger (api, run->public, "probe-api", data, &error);
-  check (checks, sent, "HTTP API: signed POST /apps/ID/events accepted",
-      error);
+  check (checks, sent, "HTTP API: signed POST /apps/ID/events accepted", error);
   g_clear_error (&error);
   if (sent) {
     message = probe_socket_wait (run->a, "probe-api", run->public,
@@ -391,8 +389,7 @@ rtt_relay (ProbeSocket * a, ProbeSocket * b, const char *channel,
     if (at_b == NULL)
       return FALSE;
     probe_socket_send (b, "client-rtt-reply", channel, data);
-    at_a = probe_socket_wait (a, "client-rtt-reply", channel, deadline,
-        error);
+    at_a = probe_socket_wait (a, "client-rtt-reply", channel, deadline, error);
     if (at_a == NULL)
       return FALSE;
     if (data_int (at_a, "n") != i) {

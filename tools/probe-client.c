@@ -31,10 +31,11 @@ probe_common_entries (ProbeCommon * common)
     {"app-key", 0, 0, G_OPTION_ARG_STRING, &common->app_key,
         "Application key", "KEY"},
     {"app-secret", 0, 0, G_OPTION_ARG_STRING, &common->app_secret,
-        "Application secret (signs subscriptions and API calls locally)",
+          "Application secret (signs subscriptions and API calls locally)",
         "SECRET"},
     {"timeout", 0, 0, G_OPTION_ARG_INT, &common->timeout_s,
-        "Give up after this many seconds in all (default 30)", "S"},
+          "Give up after this many seconds in all (default 30; load: 120)",
+        "S"},
     {"json", 0, 0, G_OPTION_ARG_NONE, &common->json,
         "Print the result as one JSON object", NULL},
     {NULL}
@@ -102,7 +103,7 @@ gboolean
 probe_parse_options (const char *command, const char *summary,
     GOptionEntry * entries, GOptionEntry * common, int *argc, char ***argv)
 {
-  g_autofree char *name = g_strdup_printf ("%s - legba-probe", command);
+  g_autofree char *name = g_strdup_printf ("legba-probe %s", command);
   g_autoptr (GOptionContext) context = g_option_context_new (NULL);
   g_autoptr (GError) error = NULL;
 
@@ -271,14 +272,12 @@ message_parse (const char *text, gsize len, gint64 received_ns)
       || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
     return NULL;
   frame = json_node_get_object (json_parser_get_root (parser));
-  if (json_object_get_string_member_with_default (frame, "event",
-          NULL) == NULL)
+  if (json_object_get_string_member_with_default (frame, "event", NULL) == NULL)
     return NULL;
 
   message = g_new0 (ProbeMessage, 1);
   message->received_ns = received_ns;
-  message->event =
-      g_strdup (json_object_get_string_member (frame, "event"));
+  message->event = g_strdup (json_object_get_string_member (frame, "event"));
   message->channel = g_strdup (json_object_get_string_member_with_default
       (frame, "channel", NULL));
   message->user_id = g_strdup (json_object_get_string_member_with_default
@@ -349,8 +348,7 @@ on_closed (SoupWebsocketConnection * conn, gpointer user_data)
 }
 
 static void
-on_ws_error (SoupWebsocketConnection * conn, GError * error,
-    gpointer user_data)
+on_ws_error (SoupWebsocketConnection * conn, GError * error, gpointer user_data)
 {
   ProbeSocket *socket = user_data;
 
@@ -381,8 +379,7 @@ on_connected (GObject * source, GAsyncResult * result, gpointer user_data)
 }
 
 static gboolean
-read_established (ProbeSocket * socket, ProbeMessage * message,
-    GError ** error)
+read_established (ProbeSocket * socket, ProbeMessage * message, GError ** error)
 {
   JsonObject *data, *limits;
 
@@ -434,7 +431,8 @@ probe_socket_connect (const char *url, const char *app_key,
   g_queue_init (&socket->messages);
   soup_session_websocket_connect_async (socket->session, msg, NULL, NULL,
       G_PRIORITY_DEFAULT, NULL, on_connected, socket);
-  while (socket->conn == NULL && !socket->closed && iterate_until (deadline_ns));
+  while (socket->conn == NULL && !socket->closed
+      && iterate_until (deadline_ns));
   if (socket->conn == NULL) {
     if (socket->error != NULL)
       g_propagate_prefixed_error (error, g_steal_pointer (&socket->error),
@@ -521,16 +519,14 @@ probe_socket_send (ProbeSocket * socket, const char *event,
 }
 
 static gboolean
-message_matches (ProbeMessage * message, const char *event,
-    const char *channel)
+message_matches (ProbeMessage * message, const char *event, const char *channel)
 {
   return g_strcmp0 (message->event, event) == 0 && (channel == NULL
       || g_strcmp0 (message->channel, channel) == 0);
 }
 
 ProbeMessage *
-probe_socket_take (ProbeSocket * socket, const char *event,
-    const char *channel)
+probe_socket_take (ProbeSocket * socket, const char *event, const char *channel)
 {
   for (GList * l = socket->messages.head; l != NULL; l = l->next) {
     ProbeMessage *message = l->data;
@@ -619,8 +615,7 @@ probe_socket_subscribe (ProbeSocket * socket, const char *channel,
         "pusher_internal:subscription_succeeded", channel);
     if (message != NULL)
       return message;
-    refused = probe_socket_take (socket, "pusher:subscription_error",
-        channel);
+    refused = probe_socket_take (socket, "pusher:subscription_error", channel);
     if (refused == NULL)
       refused = probe_socket_take (socket, "pusher:error", NULL);
     if (refused != NULL) {

@@ -22,12 +22,14 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define NS_PER_S G_GINT64_CONSTANT (1000000000)
 #define FD_RESERVE 64
+#define READY_GRACE_NS (5 * NS_PER_S)
 
 typedef struct
 {
@@ -75,12 +77,16 @@ typedef struct
   guint64 duplicates;
   guint64 relayed;
   guint64 frames_in;
+  guint64 work_cpu_ns;
+  guint64 work_frames;
   GArray *latency_ms;
   GArray *relay_rtt_ms;
 } Load;
 
-static void
-load_error (Load * load, const char *format, ...) G_GNUC_PRINTF (2, 3);
+/* *INDENT-OFF* */
+static void load_error (Load * load, const char *format, ...)
+    G_GNUC_PRINTF (2, 3);
+/* *INDENT-ON* */
 
 static void
 load_error (Load * load, const char *format, ...)
@@ -208,6 +214,7 @@ spawn_workers (Load * load, GError ** error)
     if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
       g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno),
           "socketpair: %s", g_strerror (errno));
+      load->n_workers = w;
       return FALSE;
     }
     h->count = count;
@@ -215,9 +222,14 @@ spawn_workers (Load * load, GError ** error)
     if (h->pid < 0) {
       g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno),
           "fork: %s", g_strerror (errno));
+      close (pair[0]);
+      close (pair[1]);
+      load->n_workers = w;
       return FALSE;
     }
     if (h->pid == 0) {
+      /* A worker has no purpose without the parent that drives it. */
+      prctl (PR_SET_PDEATHSIG, SIGKILL);
       close (pair[0]);
       for (guint other = 0; other < w; other++)
         close (load->workers[other].control);
@@ -230,8 +242,8 @@ spawn_workers (Load * load, GError ** error)
   return TRUE;
 }
 
-/* Reads one message from any worker (payload discarded); FALSE at the
- * deadline or when a worker is gone. */
+/* Reads one message from any worker into header and payload; FALSE at
+ * the deadline or when a worker is gone. */
 static gboolean
 read_message (Load * load, gint64 deadline_ns, guint * worker,
     ProbeCtlHeader * header, void *payload, gsize payload_size)
@@ -334,7 +346,10 @@ connect_phase (Load * load)
 {
   guint failed = 0;
 
-  if (!wait_workers (load, PROBE_CTL_READY, 0, load->config.deadline_ns)) {
+  /* Workers give up on their stragglers at the deadline and report what
+   * they set up: wait a little past it for that report. */
+  if (!wait_workers (load, PROBE_CTL_READY, 0,
+          load->config.deadline_ns + READY_GRACE_NS)) {
     load_error (load, "timed out before every socket was set up");
     return FALSE;
   }
@@ -375,8 +390,7 @@ publish_phase (Load * load)
 
     data = g_strdup_printf ("{\"probe_t\":%" G_GINT64_FORMAT ",\"probe_i\":"
         "%u}", now, i);
-    if (!probe_api_trigger (api, o->channel, load->config.event, data,
-            &error)) {
+    if (!probe_api_trigger (api, o->channel, load->config.event, data, &error)) {
       load_error (load, "publishing event %u: %s", i, error->message);
       return FALSE;
     }
@@ -445,6 +459,8 @@ merge_result (Load * load, const guint8 * p, gsize len)
   load->duplicates += r.duplicates;
   load->relayed += r.relayed;
   load->frames_in += r.frames_in;
+  load->work_cpu_ns += r.work_cpu_ns;
+  load->work_frames += r.work_frames;
 }
 
 /* Asks every worker for its result and reaps it. */
@@ -578,8 +594,12 @@ print_json (Load * load, Summary * sum)
   json_double (out, "fanout_frames_per_s", sum->fanout_per_s, TRUE);
   json_double (out, "publish_s", load->publish_ns / 1e9, TRUE);
   json_double (out, "generator_cpu_s", sum->cpu_s, TRUE);
-  g_string_append_printf (out, "\"frames_in\":%" G_GUINT64_FORMAT ",",
-      load->frames_in);
+  g_string_append_printf (out, "\"frames_in\":%" G_GUINT64_FORMAT ","
+      "\"work_frames\":%" G_GUINT64_FORMAT ",", load->frames_in,
+      load->work_frames);
+  json_double (out, "work_cpu_s", load->work_cpu_ns / 1e9, TRUE);
+  json_double (out, "work_us_per_frame", load->work_frames ?
+      load->work_cpu_ns / 1e3 / load->work_frames : 0, TRUE);
   g_string_append_printf (out, "\"relay\":{\"rounds\":%d,\"pairs\":%d,"
       "\"relayed\":%" G_GUINT64_FORMAT ",\"expected\":%" G_GUINT64_FORMAT
       ",", o->relay, o->relay > 0 ? o->connections / 2 : 0, load->relayed,
@@ -625,7 +645,10 @@ print_text (Load * load, Summary * sum)
         sum->relay_rtt.p50, sum->relay_rtt.p95);
   if (load->duplicates > 0)
     g_print ("duplicates %" G_GUINT64_FORMAT "\n", load->duplicates);
-  g_print ("generator CPU %.3f s\n", sum->cpu_s);
+  g_print ("generator CPU %.3f s; after setup %.3f s for %" G_GUINT64_FORMAT
+      " frames received (%.2f us per frame)\n", sum->cpu_s,
+      load->work_cpu_ns / 1e9, load->work_frames, load->work_frames ?
+      load->work_cpu_ns / 1e3 / load->work_frames : 0);
 }
 
 /* ---- the command ---- */
@@ -708,6 +731,7 @@ load_run (Load * load)
 
   if (!spawn_workers (load, &error)) {
     load_error (load, "%s", error->message);
+    finish_workers (load);
     return FALSE;
   }
   ok = connect_phase (load);
@@ -740,29 +764,29 @@ probe_command_load (int argc, char **argv)
         "Sockets in all (default 100)", "N"},
     {"events", 'e', 0, G_OPTION_ARG_INT, &o.events,
         "Timed fan-out events, published one after the other, each once "
-        "the previous one reached every socket (default 1)", "E"},
+          "the previous one reached every socket (default 1)", "E"},
     {"warmup", 0, 0, G_OPTION_ARG_INT, &o.warmup,
         "Untimed fan-out events before them (default 0)", "W"},
     {"relay", 0, 0, G_OPTION_ARG_INT, &o.relay,
         "Instead of fan-out: pair the sockets on private channels and "
-        "bounce R client-event round trips per pair", "R"},
+          "bounce R client-event round trips per pair", "R"},
     {"channel", 0, 0, G_OPTION_ARG_STRING, &o.channel,
         "Fan-out channel, relay channel prefix (default probe-load)", "NAME"},
     {"workers", 'w', 0, G_OPTION_ARG_INT, &o.workers,
         "Worker processes (default: as few as the file-descriptor limit "
-        "allows)", "W"},
+          "allows)", "W"},
     {"event-timeout", 0, 0, G_OPTION_ARG_INT, &o.event_timeout_s,
         "Wait at most this long for one event to reach every socket "
-        "(default 10)", "S"},
+          "(default 10)", "S"},
     {"connect-window", 0, 0, G_OPTION_ARG_INT, &o.connect_window,
         "Handshakes in flight per worker (default 256)", "N"},
     {"sync", 0, 0, G_OPTION_ARG_NONE, &o.sync,
         "Print 'subscribed S N', 'warm' (after --warmup events) and 'done', "
-        "and wait for a line on stdin after each, so a harness can sample "
-        "the server", NULL},
+          "and wait for a line on stdin after each, so a harness can sample "
+          "the server", NULL},
     {"self-test", 0, 0, G_OPTION_ARG_NONE, &o.self_test,
         "Run against a built-in minimal fan-out server: the generator's own "
-        "ceiling", NULL},
+          "ceiling", NULL},
     {NULL}
   };
   g_autoptr (GError) error = NULL;
@@ -796,8 +820,7 @@ probe_command_load (int argc, char **argv)
   }
   if (error == NULL && !resolve_targets (o.targets, &load.config, &error)
       && error == NULL)
-    g_set_error (&error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-        "no targets");
+    g_set_error (&error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "no targets");
   if (error == NULL && o.common.api_url == NULL)
     o.common.api_url = g_strdup_printf ("http://%s:%u",
         load.config.targets[0].host, load.config.targets[0].port);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -224,7 +225,7 @@ handshake (SServer * s, SConn * c, const char *head)
   int fd;
 
   if (key == NULL) {
-      c->closing = TRUE;
+    c->closing = TRUE;
     sconn_write (s, c, "HTTP/1.1 400 Bad Request\r\n\r\n", 28);
     return;
   }
@@ -445,8 +446,11 @@ probe_selftest_server_start (guint16 * port, gint64 deadline_ns,
     close (listener);
     return -1;
   }
-  if (pid == 0)
+  if (pid == 0) {
+    /* It serves the generator only: it goes when the generator goes. */
+    prctl (PR_SET_PDEATHSIG, SIGKILL);
     server_run (listener, deadline_ns);
+  }
   close (listener);
   return pid;
 }

@@ -18,6 +18,7 @@
 #include <netinet/tcp.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define MAX_PAYLOAD (1024 * 1024)
@@ -303,6 +304,8 @@ typedef struct
   guint64 duplicates;
   guint64 relayed;
   guint64 frames_in;
+  guint64 ready_frames;         /* frames_in when READY was sent */
+  gint64 ready_cpu_ns;          /* CPU time when READY was sent */
   GArray *latency_ns;
   GArray *relay_rtt_ns;
   GString *error;
@@ -310,9 +313,10 @@ typedef struct
   guint8 frame[4096 + PROBE_WS_HEADER_MAX];
 } Worker;
 
-static void
-worker_error (Worker * w, Conn * c, const char *format, ...)
-G_GNUC_PRINTF (3, 4);
+/* *INDENT-OFF* */
+static void worker_error (Worker * w, Conn * c, const char *format, ...)
+    G_GNUC_PRINTF (3, 4);
+/* *INDENT-ON* */
 
 static void
 worker_error (Worker * w, Conn * c, const char *format, ...)
@@ -787,6 +791,17 @@ conn_readable (Worker * w, Conn * c)
 
 /* ---- the worker's loop ---- */
 
+static gint64
+cpu_time_ns (void)
+{
+  struct rusage usage;
+
+  getrusage (RUSAGE_SELF, &usage);
+  return (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) *
+      G_GINT64_CONSTANT (1000000000) + (usage.ru_utime.tv_usec +
+      usage.ru_stime.tv_usec) * G_GINT64_CONSTANT (1000);
+}
+
 static void
 worker_report (Worker * w)
 {
@@ -802,6 +817,8 @@ worker_report (Worker * w)
   result.n_latencies = w->latency_ns->len;
   result.n_relay_rtts = w->relay_rtt_ns->len;
   result.error_len = w->error->len;
+  result.work_cpu_ns = cpu_time_ns () - w->ready_cpu_ns;
+  result.work_frames = w->frames_in - w->ready_frames;
   g_byte_array_append (out, (guint8 *) & result, sizeof (result));
   g_byte_array_append (out, (guint8 *) w->connections,
       config->n_targets * sizeof (guint64));
@@ -872,14 +889,15 @@ worker_timeout (Worker * w)
 static void
 worker_step (Worker * w)
 {
-  while (w->in_flight < w->config->connect_window
-      && w->next_connect < w->count)
+  while (w->in_flight < w->config->connect_window && w->next_connect < w->count)
     conn_start (w, &w->conns[w->next_connect++]);
   if (!w->ready_sent && w->ready + w->failed == w->count) {
     ProbeWorkerReady ready = { w->ready, w->failed, "" };
 
     g_strlcpy (ready.error, w->error->str, sizeof (ready.error));
     w->ready_sent = TRUE;
+    w->ready_frames = w->frames_in;
+    w->ready_cpu_ns = cpu_time_ns ();
     probe_ctl_send (w->control, PROBE_CTL_READY, 0, &ready, sizeof (ready));
   }
 }

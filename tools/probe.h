@@ -261,6 +261,8 @@ typedef struct
   guint64 n_latencies;
   guint64 n_relay_rtts;
   guint64 error_len;
+  guint64 work_cpu_ns;          /* the worker's CPU time since READY */
+  guint64 work_frames;          /* frames it received since READY */
 } ProbeWorkerResult;
 
 gboolean probe_ctl_send (int fd, guint32 type, guint32 arg,

@@ -307,8 +307,13 @@ class Probe:
                     result = json.loads(line)
                     continue
                 on_sync(line)
-                proc.stdin.write("\n")
-                proc.stdin.flush()
+                try:
+                    proc.stdin.write("\n")
+                    proc.stdin.flush()
+                except BrokenPipeError:
+                    # It gave up (its own timeout) right after the line;
+                    # its result follows on stdout.
+                    pass
         finally:
             if proc.poll() is None:
                 try:
@@ -341,7 +346,7 @@ def run_fanout(peer, probe, size, events, warmup, tag, settle):
             elif line == "done":
                 marks["done"] = sample(peer.proc.pid)
 
-        timeout = 60 + size // 100
+        timeout = 60 + size // 50
         result = probe.load(["--targets", f"127.0.0.1:{peer.port}",
                              "--connections", str(size), "--events",
                              str(events), "--warmup", str(warmup)]
@@ -418,9 +423,10 @@ def conditions(args, node):
         "kernel": platform.release(),
         "os": read_first("/etc/os-release", "PRETTY_NAME", "="),
         "nofile_hard": resource.getrlimit(resource.RLIMIT_NOFILE)[1],
-        "legba_version": command_output(["git", "-C", args.source,
-                                         "describe", "--always",
-                                         "--dirty"]) or "unknown",
+        "legba_version": " ".join(filter(None, [
+            args.legba_version,
+            command_output(["git", "-C", args.source, "describe",
+                            "--always", "--dirty"])])) or "unknown",
         "legba_buildtype": args.buildtype,
         "libsoup": command_output(["pkg-config", "--modversion",
                                    "libsoup-3.0"]),
@@ -443,6 +449,8 @@ def parse_args():
     p.add_argument("--soketi", required=True,
                    help="bench/peers/soketi, with node_modules")
     p.add_argument("--source", required=True, help="the source tree")
+    p.add_argument("--legba-version", default="",
+                   help="the meson project version of the build")
     p.add_argument("--output", required=True, help="results JSON")
     p.add_argument("--logs", required=True,
                    help="directory for server logs and configs")
@@ -463,7 +471,7 @@ def plan(args):
                                else "1000,5000,10000")).split(",")]
     return {
         "sizes": sizes,
-        "rounds": args.rounds or (1 if quick else 4),
+        "rounds": args.rounds or (1 if quick else 3),
         # At least ~100,000 socket-broadcasts per run, so that CPU time in
         # clock ticks (10 ms) is a small part of what is measured.
         "events": {str(n): max(10, -(-100000 // n)) if not quick else 5
@@ -484,7 +492,72 @@ def order(round_index):
     return [a, b, b, a]
 
 
+def run_rounds(results, peers, probe, p, started):
+    """Every round of every scenario, appending to results as it goes."""
+    failed = set()
+    for r in range(p["rounds"]):
+        for size in p["sizes"]:
+            events = p["events"][str(size)]
+            st = run_self_test(probe, size, events, p["warmup"])
+            results["self_test"].append({"round": r, "size": size,
+                                         "load": st})
+            for slot, name in enumerate(order(r)):
+                key = (name, size)
+                if key in failed:
+                    results["skipped"].append({"round": r, "slot": slot,
+                                               "peer": name, "size": size})
+                    continue
+                try:
+                    run = run_fanout(peers[name], probe, size, events,
+                                     p["warmup"], f"r{r}-{size}-{slot}",
+                                     p["settle_s"])
+                except BenchError as e:
+                    run = {"error": str(e)}
+                run.update({"round": r, "slot": slot, "peer": name,
+                            "scenario": "fanout", "size": size,
+                            "events": events, "warmup": p["warmup"]})
+                results["runs"].append(run)
+                load = run.get("load")
+                if load is None:
+                    print(f"bench: round {r} {name:6} fanout {size:5}: "
+                          f"{run['error']}", flush=True)
+                    failed.add(key)
+                    continue
+                print(f"bench: round {r} {name:6} fanout {size:5}: "
+                      f"{load['subscribed']} subscribed, "
+                      f"{load['delivered']}/{load['total']} delivered, "
+                      f"p50 {load['latency_ms']['p50']} "
+                      f"p95 {load['latency_ms']['p95']} ms", flush=True)
+                # A peer that cannot serve N sockets in time is not tried
+                # at that size again: the run stays bounded.
+                if load["subscribed"] < size or \
+                        load["delivered"] < load["total"]:
+                    failed.add(key)
+        for slot, name in enumerate(order(r)):
+            try:
+                run = run_rtt(peers[name], probe, p["rtt_count"],
+                              p["relay_pairs"], p["relay_rounds"],
+                              f"r{r}-rtt-{slot}")
+            except BenchError as e:
+                run = {"error": str(e), "rtt": {}}
+            run.update({"round": r, "slot": slot, "peer": name,
+                        "scenario": "rtt"})
+            results["runs"].append(run)
+            rtt = run["rtt"]
+            print(f"bench: round {r} {name:6} rtt: ping p50 "
+                  f"{rtt.get('ping_ms', {}).get('p50')} relay p50 "
+                  f"{rtt.get('relay_ms', {}).get('p50')} ms", flush=True)
+        print(f"bench: round {r} done after "
+              f"{time.monotonic() - started:.0f} s", flush=True)
+
+
+
+def on_sigterm(signum, frame):
+    raise BenchError("stopped by SIGTERM (the suite's time bound)")
+
+
 def main():
+    signal.signal(signal.SIGTERM, on_sigterm)
     args = parse_args()
     if args.buildtype != "release":
         sys.exit(f"bench.py: refusing to measure a {args.buildtype} build "
@@ -522,61 +595,14 @@ def main():
             peer.stop()
         print(f"bench: {name} passes legba-probe probe", flush=True)
 
-    failed = set()
     started = time.monotonic()
-    for r in range(p["rounds"]):
-        for size in p["sizes"]:
-            events = p["events"][str(size)]
-            st = run_self_test(probe, size, events, p["warmup"])
-            results["self_test"].append({"round": r, "size": size,
-                                         "load": st})
-            for slot, name in enumerate(order(r)):
-                key = (name, size)
-                if key in failed:
-                    results["skipped"].append({"round": r, "slot": slot,
-                                               "peer": name, "size": size})
-                    continue
-                try:
-                    run = run_fanout(peers[name], probe, size, events,
-                                     p["warmup"], f"r{r}-{size}-{slot}",
-                                     p["settle_s"])
-                except BenchError as e:
-                    run = {"error": str(e)}
-                run.update({"round": r, "slot": slot, "peer": name,
-                            "scenario": "fanout", "size": size,
-                            "events": events, "warmup": p["warmup"]})
-                results["runs"].append(run)
-                load = run.get("load")
-                if load is None:
-                    print(f"bench: round {r} {name:6} fanout {size:5}: "
-                          f"{run['error']}", flush=True)
-                    failed.add(key)
-                    continue
-                print(f"bench: round {r} {name:6} fanout {size:5}: "
-                      f"{load['subscribed']} subscribed, "
-                      f"{load['delivered']}/{load['total']} delivered, "
-                      f"p50 {load['latency_ms']['p50']} "
-                      f"p95 {load['latency_ms']['p95']} ms", flush=True)
-                # A peer that cannot set up N sockets in time is not tried
-                # at that size again: the run stays bounded.
-                if load["subscribed"] < size:
-                    failed.add(key)
-        for slot, name in enumerate(order(r)):
-            try:
-                run = run_rtt(peers[name], probe, p["rtt_count"],
-                              p["relay_pairs"], p["relay_rounds"],
-                              f"r{r}-rtt-{slot}")
-            except BenchError as e:
-                run = {"error": str(e), "rtt": {}}
-            run.update({"round": r, "slot": slot, "peer": name,
-                        "scenario": "rtt"})
-            results["runs"].append(run)
-            rtt = run["rtt"]
-            print(f"bench: round {r} {name:6} rtt: ping p50 "
-                  f"{rtt.get('ping_ms', {}).get('p50')} relay p50 "
-                  f"{rtt.get('relay_ms', {}).get('p50')} ms", flush=True)
-        print(f"bench: round {r} done after "
-              f"{time.monotonic() - started:.0f} s", flush=True)
+    try:
+        run_rounds(results, peers, probe, p, started)
+    except (BenchError, OSError, ValueError, KeyError) as e:
+        # Whatever was measured so far is kept, and the report says the
+        # run stopped early.
+        results["aborted"] = f"{type(e).__name__}: {e}"
+        print(f"bench: stopped early: {results['aborted']}", flush=True)
 
     results["conditions"]["loadavg_end"] = loadavg()
     results["conditions"]["busy_end"] = busy_processes(own)

@@ -40,6 +40,9 @@ if [ "$buildtype" != release ]; then
   exit 1
 fi
 ninja -C "$build" tools/legba-server tools/legba-probe >/dev/null
+version=$(meson introspect --projectinfo "$build" | /usr/bin/python3 -c '
+import json, sys
+print(json.load(sys.stdin)["version"])')
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 if [ $quick -eq 1 ]; then
@@ -51,16 +54,22 @@ else
 fi
 
 # The whole suite is bounded: each run inside is bounded by its own
-# timeouts, and this is the backstop.
+# timeouts, and this is the backstop. A stopped run still writes what it
+# measured, and the report says it stopped.
+status=0
 timeout --signal=TERM 50m /usr/bin/python3 "$here/bench.py" \
   --legba-server "$build/tools/legba-server" \
   --legba-probe "$build/tools/legba-probe" \
   --buildtype "$buildtype" \
+  --legba-version "$version" \
   --soketi "$root/bench/peers/soketi" \
   --source "$root" \
   --output "$out" \
   --logs "$root/bench/results/tmp/logs-$stamp" \
   --command "bench/server/run.sh $*" \
-  "${extra[@]}"
+  "${extra[@]}" || status=$?
 
-/usr/bin/python3 "$root/bench/analyze.py" "$out" --output "$report"
+if [ -f "$out" ]; then
+  /usr/bin/python3 "$root/bench/analyze.py" "$out" --output "$report"
+fi
+exit $status

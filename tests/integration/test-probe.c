@@ -9,6 +9,7 @@
 #include <json-glib/json-glib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #define APP_ID "probe-app"
 #define APP_KEY "probe-key"
@@ -46,14 +47,24 @@ on_timeout (gpointer user_data)
 
 /* Starts legba-server and waits (at most START_TIMEOUT_S) for the line
  * "legba-server listening on ADDR:PORT". */
+/* The server goes when the test goes, even when an assertion aborts it. */
+static void
+die_with_parent (gpointer user_data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGTERM);
+}
+
 static gboolean
 start_server (const char *path, GError ** error)
 {
+  g_autoptr (GSubprocessLauncher) launcher =
+      g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
   g_autoptr (GDataInputStream) lines = NULL;
   gboolean timed_out = FALSE;
   guint timeout;
 
-  server = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, error, path,
+  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  server = g_subprocess_launcher_spawn (launcher, error, path,
       "--bind", "127.0.0.1", "--port", "0", "--app-id", APP_ID,
       "--app-key", APP_KEY, "--app-secret", APP_SECRET, NULL);
   if (server == NULL)
@@ -86,7 +97,8 @@ start_server (const char *path, GError ** error)
 }
 
 /* Runs legba-probe with argv (NULL-terminated), returns its exit status
- * and stdout. The probe bounds itself with --timeout. */
+ * and replaces *out and *err with its stdout and stderr. The probe bounds
+ * itself with --timeout. */
 static int
 run_probe (char **out, char **err, const char *first, ...)
 {
@@ -102,6 +114,8 @@ run_probe (char **out, char **err, const char *first, ...)
   va_end (args);
   g_ptr_array_add (argv, NULL);
 
+  g_clear_pointer (out, g_free);
+  g_clear_pointer (err, g_free);
   probe = g_subprocess_newv ((const char *const *) argv->pdata,
       G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
   g_assert_no_error (error);
@@ -224,15 +238,14 @@ test_load_fanout (void)
 
   status = run_probe (&out, &err, "load", "--targets", server_addr,
       "--connections", "200", "--events", "3", "--warmup", "1",
-      "--app-id", APP_ID, "--app-key", APP_KEY, "--app-secret", APP_SECRET,
-      "--json", "--timeout", "60", NULL);
+      "--connect-window", "16", "--app-id", APP_ID, "--app-key", APP_KEY,
+      "--app-secret", APP_SECRET, "--json", "--timeout", "60", NULL);
   g_test_message ("%s%s", out, err);
   g_assert_cmpint (status, ==, 0);
   result = parse_object (parser, out);
   g_assert_cmpint (json_object_get_int_member (result, "total"), ==, 600);
   g_assert_cmpint (json_object_get_int_member (result, "delivered"), ==, 600);
-  g_assert_cmpint (json_object_get_int_member (result, "subscribed"), ==,
-      200);
+  g_assert_cmpint (json_object_get_int_member (result, "subscribed"), ==, 200);
   g_assert_cmpint (json_object_get_int_member (result, "duplicates"), ==, 0);
   g_assert_cmpuint (json_array_get_length (json_object_get_array_member
           (result, "split")), ==, 1);
