@@ -5,6 +5,7 @@
 
 #define LEGBA_INSIDE
 #include <legba/legba-version.h>
+#include <legba/legba-encoder.h>
 #include <legba/legba-server.h>
 #include <legba/legba-signaller.h>
 #include <legba/legba-signal-client.h>

@@ -1,0 +1,18 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "legba-elements.h"
+
+static gboolean
+plugin_init (GstPlugin * plugin)
+{
+  gboolean ret = FALSE;
+
+  ret |= GST_ELEMENT_REGISTER (legbavideoenc, plugin);
+  return ret;
+}
+
+GST_PLUGIN_DEFINE (GST_VERSION_MAJOR, GST_VERSION_MINOR, legba,
+    "Real-time rooms for GStreamer: encoder selection",
+    plugin_init, VERSION, "LGPL",
+    "Legba", "https://legba.invalid/")
