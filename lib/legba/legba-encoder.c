@@ -75,8 +75,9 @@ legba_encoder_ensure_debug (void)
 /* ---- codecs ---- */
 
 static const gchar *const codec_caps[] = {
-  [LEGBA_VIDEO_CODEC_H264] = "video/x-h264, stream-format=byte-stream, "
-      "alignment=au, profile=constrained-baseline",
+  /* one string, split for width (parenthesized for -Wstring-concatenation) */
+  [LEGBA_VIDEO_CODEC_H264] = ("video/x-h264, stream-format=byte-stream, "
+      "alignment=au, profile=constrained-baseline"),
   [LEGBA_VIDEO_CODEC_VP8] = "video/x-vp8",
   [LEGBA_VIDEO_CODEC_VP9] = "video/x-vp9",
   [LEGBA_VIDEO_CODEC_AV1] = "video/x-av1",
