@@ -18,7 +18,8 @@ done
 
 # Building: compiler, meson, GLib, libsoup 3, json-glib, GStreamer 1.22.
 # Testing: Node.js for the real pusher-js/pusher clients, openssl for test
-# certificates, clang for the fuzzers and sanitizer runtimes.
+# certificates, clang for the fuzzers and sanitizer runtimes, Chromium for
+# the browser interop tests (driven headless through playwright-core).
 packages=(
   build-essential meson ninja-build pkg-config
   libglib2.0-dev libsoup-3.0-dev libjson-glib-dev glib-networking
@@ -26,9 +27,10 @@ packages=(
   libgstreamer-plugins-bad1.0-dev
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
-  gstreamer1.0-nice gstreamer1.0-tools
-  nodejs npm openssl ca-certificates
+  gstreamer1.0-nice gstreamer1.0-tools libnice-dev libssl-dev
+  nodejs npm openssl ca-certificates chromium
   clang libclang-rt-14-dev indent
+  libhiredis-dev redis-server
 )
 
 missing=()

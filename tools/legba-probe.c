@@ -511,7 +511,9 @@ usage (void)
       "Commands:\n"
       "  probe   check a Pusher protocol 7 server, one line per check\n"
       "  rtt     round trips: pusher:ping->pong and client event relay\n"
-      "  load    fan-out and relay load over many sockets\n\n"
+      "  load    fan-out and relay load over many sockets\n"
+      "  relay   instances sharing rooms: events reach every instance once\n"
+      "  presence  instances sharing rooms: one presence list\n\n"
       "legba-probe COMMAND --help shows the options of a command.\n");
 }
 
@@ -533,6 +535,10 @@ main (int argc, char **argv)
     return command_rtt (argc, argv);
   if (g_strcmp0 (command, "load") == 0)
     return probe_command_load (argc, argv);
+  if (g_strcmp0 (command, "relay") == 0)
+    return probe_command_relay (argc, argv);
+  if (g_strcmp0 (command, "presence") == 0)
+    return probe_command_presence (argc, argv);
   if (g_strcmp0 (command, "--help") == 0 || g_strcmp0 (command, "-h") == 0
       || g_strcmp0 (command, "help") == 0) {
     usage ();

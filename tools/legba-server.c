@@ -7,6 +7,7 @@
 #include <legba/legba.h>
 
 #include "legba-server-private.h"
+#include "legba-relay.h"
 
 #include <glib-unix.h>
 #include <signal.h>
@@ -33,6 +34,11 @@ static char *opt_metrics_port;
 static char *opt_metrics_token;
 static char *opt_allowed_origins;
 static gboolean opt_compression;
+static char *opt_redis;
+static char *opt_instance_id;
+static char *opt_redis_prefix;
+static char *opt_redis_retention;
+static char *opt_redis_instance_ttl;
 static char *opt_limits[32];
 
 static const GOptionEntry entries[] = {
@@ -70,6 +76,23 @@ static const GOptionEntry entries[] = {
         "API, or * (default: *)", "LIST"},
   {"compression", 0, 0, G_OPTION_ARG_NONE, &opt_compression,
       "Accept permessage-deflate (default: off)", NULL},
+  {"redis", 0, 0, G_OPTION_ARG_STRING, &opt_redis,
+      "Share rooms with the other instances using this Redis: "
+        "redis://[:PASSWORD@]HOST[:PORT][/DB] or unix://[:PASSWORD@]/PATH "
+        "(default: none, a single instance)", "URL"},
+  {"instance-id", 0, 0, G_OPTION_ARG_STRING, &opt_instance_id,
+      "Id of this instance in the cluster, unique (default: host name "
+        "and process id)", "ID"},
+  {"redis-prefix", 0, 0, G_OPTION_ARG_STRING, &opt_redis_prefix,
+      "Prefix of the cluster's Redis keys, so that clusters can share a "
+        "Redis (default: " LEGBA_RELAY_DEFAULT_PREFIX ")", "PREFIX"},
+  {"redis-retention", 0, 0, G_OPTION_ARG_STRING, &opt_redis_retention,
+      "Entries the Redis stream keeps for instances catching up (default: "
+        G_STRINGIFY (LEGBA_RELAY_DEFAULT_RETENTION) ")", "N"},
+  {"redis-instance-ttl", 0, 0, G_OPTION_ARG_STRING, &opt_redis_instance_ttl,
+      "Seconds before the members of an instance that stopped answering "
+        "are removed (default: "
+        G_STRINGIFY (LEGBA_RELAY_DEFAULT_INSTANCE_TTL) ")", "S"},
   G_OPTION_ENTRY_NULL
 };
 
@@ -146,6 +169,46 @@ apply_uint_flag (LegbaServer * server, const char *flag,
   return TRUE;
 }
 
+/* The cluster (docs/scale-out.md). */
+static gboolean
+apply_redis_flags (LegbaServer * server, GError ** error)
+{
+  g_autofree char *url = NULL;
+
+  if (opt_redis != NULL) {
+    LegbaRedisAddress address;
+
+    if (!legba_redis_address_parse (opt_redis, &address, error))
+      return FALSE;
+    legba_redis_address_clear (&address);
+    g_object_set (server, "redis-url", opt_redis, NULL);
+  }
+  if (opt_instance_id != NULL) {
+    if (!legba_relay_instance_id_is_valid (opt_instance_id)) {
+      g_set_error_literal (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+          "--instance-id: use 1 to 64 of A-Z a-z 0-9 . _ - :");
+      return FALSE;
+    }
+    g_object_set (server, "instance-id", opt_instance_id, NULL);
+  }
+  if (opt_redis_prefix != NULL)
+    g_object_set (server, "redis-prefix", opt_redis_prefix, NULL);
+  if (!apply_uint_flag (server, "redis-retention", "redis-retention",
+          opt_redis_retention, error) ||
+      !apply_uint_flag (server, "redis-instance-ttl", "redis-instance-ttl",
+          opt_redis_instance_ttl, error))
+    return FALSE;
+
+  g_object_get (server, "redis-url", &url, NULL);
+  if (url == NULL && (opt_instance_id || opt_redis_prefix ||
+          opt_redis_retention || opt_redis_instance_ttl)) {
+    g_set_error_literal (error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+        "--instance-id and --redis-* need --redis (or [redis] url)");
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean
 apply_flags (LegbaServer * server, GError ** error)
 {
@@ -181,6 +244,8 @@ apply_flags (LegbaServer * server, GError ** error)
   }
   if (opt_compression)
     g_object_set (server, "compression", TRUE, NULL);
+  if (!apply_redis_flags (server, error))
+    return FALSE;
 
   for (i = 0; limits[i] != NULL; i++) {
     if (!apply_uint_flag (server, limits[i], limits[i], opt_limits[i], error))
@@ -322,7 +387,8 @@ main (int argc, char **argv)
   g_option_context_set_description (context,
       "At least one app is needed, from --app-* or a configuration file.\n"
       "Logs go to stderr; G_MESSAGES_DEBUG=Legba adds a line per\n"
-      "connection and HTTP API call. See docs/server.md.\n"
+      "connection and HTTP API call. See docs/server.md, and\n"
+      "docs/scale-out.md for several instances sharing rooms (--redis).\n"
       "\n"
       "Exit status: 0 after a shutdown on a signal, 1 when the server cannot\n"
       "start (configuration, TLS, listening), 2 on a usage error.\n");

@@ -288,5 +288,8 @@ GPid probe_selftest_server_start (guint16 * port, gint64 deadline_ns,
 /* ---- subcommands ---- */
 
 int probe_command_load (int argc, char **argv);
+/* probe-cluster.c: several instances sharing rooms */
+int probe_command_relay (int argc, char **argv);
+int probe_command_presence (int argc, char **argv);
 
 G_END_DECLS

@@ -2,10 +2,10 @@
 # Signalling-server benchmark: legba-server against soketi 1.6.1, same
 # generator (legba-probe), same run, alternating order (BENCHMARKING.md).
 #
-#   bench/server/run.sh           full run (about 15 minutes), writes
+#   bench/server/run.sh           full run (15–30 minutes), writes
 #                                 bench/results/server-DATE.json and
 #                                 regenerates bench/RESULTS.md
-#   bench/server/run.sh --quick   smoke run (about 2 minutes): small sizes,
+#   bench/server/run.sh --quick   smoke run (1–2 minutes): small sizes,
 #                                 one round; results and report go to
 #                                 bench/results/tmp/ (not committed)
 #

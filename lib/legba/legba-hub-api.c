@@ -2,7 +2,9 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * LegbaHub, server side: what the Pusher HTTP API does over the hub
- * (publish, server-to-user events, terminating users, channel queries).
+ * (publish, server-to-user events, terminating users, channel queries),
+ * and what the relay between server instances applies (the cluster
+ * entry points at the end).
  */
 #include "legba-hub-private.h"
 
@@ -79,6 +81,8 @@ legba_hub_publish (LegbaHub * hub, LegbaHubApp * app,
   for (guint i = 0; channels[i] != NULL; i++) {
     g_autoptr (GBytes) frame = hub_frame_new (event, channels[i], data);
 
+    /* The relay first: the other instances fan out while this one does. */
+    hub_relay_event (hub, app, channels[i], frame, except_socket_id);
     hub_deliver (hub, app, channels[i], frame, except);
   }
   hub->counters.api_events++;
@@ -100,27 +104,25 @@ legba_hub_send_to_user (LegbaHub * hub, LegbaHubApp * app,
   g_return_val_if_fail (event != NULL, 0);
   g_return_val_if_fail (data != NULL, 0);
 
-  if (!g_hash_table_contains (app->users, user_id))
+  /* With a relay the user may be signed in on another instance. */
+  if (!g_hash_table_contains (app->users, user_id) &&
+      hub->cluster.event == NULL)
     return 0;
   channel = g_strconcat (SERVER_TO_USER_PREFIX, user_id, NULL);
   frame = hub_frame_new (event, channel, data);
   hub_enter (hub);
+  hub_relay_event (hub, app, channel, frame, NULL);
   n = hub_deliver (hub, app, channel, frame, NULL);
   hub->counters.api_events++;
   hub_leave (hub);
   return n;
 }
 
-guint
-legba_hub_terminate_user (LegbaHub * hub, LegbaHubApp * app,
-    const char *user_id)
+static guint
+terminate_user (LegbaHub * hub, LegbaHubApp * app, const char *user_id)
 {
   GPtrArray *conns;
   guint n = 0;
-
-  g_return_val_if_fail (hub != NULL, 0);
-  g_return_val_if_fail (app != NULL, 0);
-  g_return_val_if_fail (user_id != NULL, 0);
 
   conns = g_hash_table_lookup (app->users, user_id);
   hub_enter (hub);
@@ -138,11 +140,25 @@ legba_hub_terminate_user (LegbaHub * hub, LegbaHubApp * app,
   return n;
 }
 
+guint
+legba_hub_terminate_user (LegbaHub * hub, LegbaHubApp * app,
+    const char *user_id)
+{
+  g_return_val_if_fail (hub != NULL, 0);
+  g_return_val_if_fail (app != NULL, 0);
+  g_return_val_if_fail (user_id != NULL, 0);
+
+  if (hub->cluster.terminate_user != NULL)
+    hub->cluster.terminate_user (app, user_id, hub->cluster_data);
+  return terminate_user (hub, app, user_id);
+}
+
 static void
 channel_info_fill (Channel * channel, LegbaHubChannelInfo * info)
 {
   info->name = channel->name;
-  info->subscription_count = channel->subscriptions->len;
+  info->subscription_count = channel->subscriptions->len +
+      channel->n_remote_subscriptions;
   info->user_count = channel->kind == CHANNEL_PRESENCE ?
       channel->member_order.length : 0;
 }
@@ -226,4 +242,102 @@ legba_hub_get_users (LegbaHub * hub, LegbaHubApp * app, const char *name)
     for (GList * l = channel->member_order.head; l != NULL; l = l->next)
       g_ptr_array_add (users, g_strdup (((Member *) l->data)->user_id));
   return users;
+}
+
+/* ---- Cluster: what other instances did ---- */
+
+void
+legba_hub_set_cluster (LegbaHub * hub, const LegbaHubCluster * cluster,
+    gpointer user_data)
+{
+  g_return_if_fail (hub != NULL);
+
+  memset (&hub->cluster, 0, sizeof hub->cluster);
+  hub->cluster_data = NULL;
+  if (cluster != NULL) {
+    hub->cluster = *cluster;
+    hub->cluster_data = user_data;
+  }
+}
+
+guint
+legba_hub_cluster_deliver (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel, GBytes * frame, const char *except_socket_id)
+{
+  LegbaHubConn *except = NULL;
+  guint n;
+
+  g_return_val_if_fail (hub != NULL, 0);
+  g_return_val_if_fail (app != NULL, 0);
+  g_return_val_if_fail (channel != NULL, 0);
+  g_return_val_if_fail (frame != NULL, 0);
+
+  if (except_socket_id != NULL)
+    except = g_hash_table_lookup (hub->conns_by_socket_id, except_socket_id);
+  hub_enter (hub);
+  n = hub_deliver (hub, app, channel, frame, except);
+  hub_leave (hub);
+  return n;
+}
+
+void
+legba_hub_cluster_member (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel_name, const char *user_id, const char *user_info,
+    gboolean present)
+{
+  Channel *channel;
+  Member *member;
+
+  g_return_if_fail (hub != NULL);
+  g_return_if_fail (app != NULL);
+  g_return_if_fail (g_str_has_prefix (channel_name, "presence-"));
+  g_return_if_fail (user_id != NULL);
+
+  hub_enter (hub);
+  channel = hub_channel_get (app, channel_name);
+  member = g_hash_table_lookup (channel->members, user_id);
+  if (present) {
+    if (member == NULL) {
+      member = hub_member_add (channel, g_strdup (user_id),
+          g_strdup (user_info));
+      member->n_remote = 1;
+      hub_presence_member_joined (hub, app, channel, member, NULL);
+    } else {
+      member->n_remote++;
+    }
+  } else if (member != NULL && member->n_remote > 0) {
+    if (--member->n_remote == 0 && member->n_subscriptions == 0)
+      hub_presence_member_left (hub, app, channel, member);
+  }
+  hub_channel_release (app, channel);
+  hub_leave (hub);
+}
+
+void
+legba_hub_cluster_subscriptions (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel_name, gint delta)
+{
+  Channel *channel;
+
+  g_return_if_fail (hub != NULL);
+  g_return_if_fail (app != NULL);
+  g_return_if_fail (channel_name != NULL);
+
+  channel = hub_channel_get (app, channel_name);
+  if (delta < 0 && (guint) - delta > channel->n_remote_subscriptions)
+    channel->n_remote_subscriptions = 0;
+  else
+    channel->n_remote_subscriptions += delta;
+  hub_channel_release (app, channel);
+}
+
+guint
+legba_hub_cluster_terminate_user (LegbaHub * hub, LegbaHubApp * app,
+    const char *user_id)
+{
+  g_return_val_if_fail (hub != NULL, 0);
+  g_return_val_if_fail (app != NULL, 0);
+  g_return_val_if_fail (user_id != NULL, 0);
+
+  return terminate_user (hub, app, user_id);
 }

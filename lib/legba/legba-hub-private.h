@@ -35,7 +35,8 @@ struct _Member
   GList link;                   /* in Channel.member_order; data: self */
   char *user_id;
   char *user_info;              /* raw JSON text, or NULL when absent */
-  guint n_subscriptions;
+  guint n_subscriptions;        /* this instance's connections */
+  guint n_remote;               /* other instances that have the user here */
 };
 
 struct _Channel
@@ -45,6 +46,7 @@ struct _Channel
   GPtrArray *subscriptions;     /* Subscription *, each knows its index */
   GHashTable *members;          /* presence: user_id -> Member * (owned) */
   GQueue member_order;          /* presence: Members in join order */
+  guint n_remote_subscriptions; /* subscriptions on other instances */
 };
 
 struct _Subscription
@@ -102,6 +104,8 @@ struct _LegbaHub
   GBytes *pong_frame;
   guint depth;                  /* nesting of calls from the transport */
   GPtrArray *closed_later;      /* conns closed while depth > 0 */
+  LegbaHubCluster cluster;      /* all NULL without a relay */
+  gpointer cluster_data;
 };
 
 /* Pusher protocol 7 frame {"event", "channel" (when not NULL), "data"},
@@ -118,6 +122,29 @@ G_GNUC_INTERNAL guint hub_deliver (LegbaHub * hub, LegbaHubApp * app,
 /* Around every entry point that may reach the transport's callbacks. */
 G_GNUC_INTERNAL void hub_enter (LegbaHub * hub);
 G_GNUC_INTERNAL void hub_leave (LegbaHub * hub);
+
+/* ---- Cluster: channels and members shared with other instances ---- */
+
+/* Hands an event this instance originates to the relay, if any. */
+G_GNUC_INTERNAL void hub_relay_event (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel, GBytes * frame, const char *except_socket_id);
+
+/* The channel, created when absent. */
+G_GNUC_INTERNAL Channel *hub_channel_get (LegbaHubApp * app,
+    const char *name);
+/* Frees the channel when nobody, here or elsewhere, is in it any more. */
+G_GNUC_INTERNAL void hub_channel_release (LegbaHubApp * app,
+    Channel * channel);
+/* A new member at the end of the join order; takes the strings. */
+G_GNUC_INTERNAL Member *hub_member_add (Channel * channel, char *user_id,
+    char *user_info);
+/* Pusher protocol 7: member_added to the channel's subscribers but
+ * except, member_removed to all of them (the member is then freed). */
+G_GNUC_INTERNAL void hub_presence_member_joined (LegbaHub * hub,
+    LegbaHubApp * app, Channel * channel, Member * member,
+    LegbaHubConn * except);
+G_GNUC_INTERNAL void hub_presence_member_left (LegbaHub * hub,
+    LegbaHubApp * app, Channel * channel, Member * member);
 
 G_GNUC_INTERNAL void hub_conn_close (LegbaHub * hub, LegbaHubConn * conn,
     guint16 code, const char *reason);

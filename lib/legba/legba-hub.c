@@ -11,8 +11,11 @@
  * only calls transport->send.
  *
  * Every delivery to a channel (client events, HTTP API events, presence
- * changes, server-to-user events) goes through hub_deliver(), the one
- * place a relay between server instances hooks in.
+ * changes, server-to-user events) goes through hub_deliver(). With a relay
+ * between server instances (legba_hub_set_cluster()), the events this
+ * instance originates also go to hub_relay_event(), presence channels
+ * count the members other instances have (Member.n_remote), and a channel
+ * lives as long as anyone in the cluster is in it (hub_channel_release()).
  *
  * The transport may call legba_hub_conn_closed() from inside its send or
  * close callback: the hub then finishes what it is doing first and tears the
@@ -265,6 +268,56 @@ channel_free (Channel * channel)
   g_free (channel);
 }
 
+/* Nobody here or on another instance: the channel is not occupied. */
+static gboolean
+channel_vacant (Channel * channel)
+{
+  return channel->subscriptions->len == 0 &&
+      channel->n_remote_subscriptions == 0 &&
+      (channel->members == NULL || g_hash_table_size (channel->members) == 0);
+}
+
+Channel *
+hub_channel_get (LegbaHubApp * app, const char *name)
+{
+  Channel *channel = g_hash_table_lookup (app->channels, name);
+
+  if (channel == NULL) {
+    channel = channel_new (name);
+    g_hash_table_insert (app->channels, channel->name, channel);
+  }
+  return channel;
+}
+
+void
+hub_channel_release (LegbaHubApp * app, Channel * channel)
+{
+  if (channel_vacant (channel))
+    g_hash_table_remove (app->channels, channel->name);
+}
+
+Member *
+hub_member_add (Channel * channel, char *user_id, char *user_info)
+{
+  Member *member = g_new0 (Member, 1);
+
+  member->link.data = member;
+  member->user_id = user_id;
+  member->user_info = user_info;
+  g_hash_table_insert (channel->members, member->user_id, member);
+  g_queue_push_tail_link (&channel->member_order, &member->link);
+  return member;
+}
+
+void
+hub_relay_event (LegbaHub * hub, LegbaHubApp * app, const char *channel,
+    GBytes * frame, const char *except_socket_id)
+{
+  if (hub->cluster.event != NULL)
+    hub->cluster.event (app, channel, frame, except_socket_id,
+        hub->cluster_data);
+}
+
 static void
 app_free (LegbaHubApp * app)
 {
@@ -317,10 +370,10 @@ hub_deliver (LegbaHub * hub, LegbaHubApp * app,
 }
 
 /* Pusher protocol 7: pusher_internal:member_removed, sent when the user's
- * last connection leaves the channel. */
-static void
-presence_member_left (LegbaHub * hub, LegbaHubApp * app, Channel * channel,
-    Member * member)
+ * last connection (in the cluster) leaves the channel. */
+void
+hub_presence_member_left (LegbaHub * hub, LegbaHubApp * app,
+    Channel * channel, Member * member)
 {
   g_queue_unlink (&channel->member_order, &member->link);
   if (channel->subscriptions->len > 0) {
@@ -352,10 +405,17 @@ subscription_remove (LegbaHub * hub, Subscription * sub)
   hub->n_subscriptions--;
   g_free (sub);
 
-  if (member != NULL && --member->n_subscriptions == 0)
-    presence_member_left (hub, app, channel, member);
-  if (subs->len == 0)
-    g_hash_table_remove (app->channels, channel->name);
+  if (hub->cluster.subscriptions != NULL)
+    hub->cluster.subscriptions (app, channel->name, subs->len,
+        hub->cluster_data);
+  if (member != NULL && --member->n_subscriptions == 0) {
+    if (hub->cluster.member != NULL)
+      hub->cluster.member (app, channel->name, member->user_id, NULL, FALSE,
+          hub->cluster_data);
+    if (member->n_remote == 0)
+      hub_presence_member_left (hub, app, channel, member);
+  }
+  hub_channel_release (app, channel);
 }
 
 /* ---- Connections ---- */
@@ -623,10 +683,10 @@ subscribe_authorize (LegbaHub * hub, LegbaHubConn * conn, JsonObject * data,
 }
 
 /* Pusher protocol 7: pusher_internal:member_added to the channel's other
- * subscribers when a user's first connection joins. */
-static void
-presence_member_joined (LegbaHub * hub, LegbaHubConn * conn,
-    Channel * channel, Member * member)
+ * subscribers when a user's first connection (in the cluster) joins. */
+void
+hub_presence_member_joined (LegbaHub * hub, LegbaHubApp * app,
+    Channel * channel, Member * member, LegbaHubConn * except)
 {
   g_autoptr (GString) data = g_string_new ("{\"user_id\":");
   g_autoptr (GBytes) frame = NULL;
@@ -639,7 +699,7 @@ presence_member_joined (LegbaHub * hub, LegbaHubConn * conn,
   g_string_append_c (data, '}');
   frame =
       hub_frame_new ("pusher_internal:member_added", channel->name, data->str);
-  hub_deliver (hub, conn->app, channel->name, frame, conn);
+  hub_deliver (hub, app, channel->name, frame, except);
 }
 
 static void
@@ -661,10 +721,7 @@ subscription_add (LegbaHub * hub, LegbaHubConn * conn, const char *name,
       return;
     }
   }
-  if (channel == NULL) {
-    channel = channel_new (name);
-    g_hash_table_insert (app->channels, channel->name, channel);
-  }
+  channel = hub_channel_get (app, name);
   sub = g_new0 (Subscription, 1);
   sub->conn = conn;
   sub->channel = channel;
@@ -675,19 +732,22 @@ subscription_add (LegbaHub * hub, LegbaHubConn * conn, const char *name,
 
   if (*user_id != NULL) {
     if (member == NULL) {
-      member = g_new0 (Member, 1);
-      member->link.data = member;
-      member->user_id = g_steal_pointer (user_id);
-      member->user_info = g_steal_pointer (user_info);
-      g_hash_table_insert (channel->members, member->user_id, member);
-      g_queue_push_tail_link (&channel->member_order, &member->link);
+      member = hub_member_add (channel, g_steal_pointer (user_id),
+          g_steal_pointer (user_info));
       joined = TRUE;
     }
-    member->n_subscriptions++;
+    /* The user's first connection here: the other instances learn of it,
+     * with the user_info this connection brought. */
+    if (member->n_subscriptions++ == 0 && hub->cluster.member != NULL)
+      hub->cluster.member (app, name, member->user_id,
+          *user_info ? *user_info : member->user_info, TRUE, hub->cluster_data);
     sub->member = member;
   }
+  if (hub->cluster.subscriptions != NULL)
+    hub->cluster.subscriptions (app, name, channel->subscriptions->len,
+        hub->cluster_data);
   if (joined)
-    presence_member_joined (hub, conn, channel, member);
+    hub_presence_member_joined (hub, app, channel, member, conn);
   conn_subscription_succeeded (hub, conn, channel);
 }
 
@@ -832,6 +892,8 @@ handle_client_event (LegbaHub * hub, LegbaHubConn * conn, const char *event,
   }
   bytes = frame_end (out);
   hub->counters.client_events++;
+  /* The relay first: the other instances fan out while this one does. */
+  hub_relay_event (hub, conn->app, name, bytes, NULL);
   hub_deliver (hub, conn->app, name, bytes, conn);
 }
 

@@ -210,7 +210,8 @@ typedef struct
 } LegbaHubChannelInfo;
 
 /* Calls func for each occupied channel of app whose name starts with
- * prefix (NULL: all), in name order. */
+ * prefix (NULL: all), in name order. With a relay (legba_hub_set_cluster())
+ * the channels, counts and users below are those of the whole cluster. */
 void legba_hub_foreach_channel (LegbaHub * hub, LegbaHubApp * app,
     const char *prefix, void (*func) (const LegbaHubChannelInfo * info,
         gpointer user_data), gpointer user_data);
@@ -227,6 +228,59 @@ GPtrArray *legba_hub_get_users (LegbaHub * hub, LegbaHubApp * app,
 
 /* Channel names per Pusher: [A-Za-z0-9_\-=@,.;]+ within max length. */
 gboolean legba_hub_channel_name_is_valid (LegbaHub * hub, const char *name);
+
+/* ---- Cluster (several server instances, docs/scale-out.md) ---- */
+
+/* What the hub tells the relay between instances, from inside the call
+ * that caused it. None of these may call back into the hub.
+ *
+ * event: an event this instance delivered to a channel (client event,
+ *   HTTP API event, "#server-to-user-ID" event), as the frame its
+ *   subscribers got; the other instances deliver it to theirs, but to the
+ *   connection except_socket_id (Pusher `socket_id`, NULL for none).
+ * member: the user's first connection on this instance joined a presence
+ *   channel (present), or its last one here left it.
+ * subscriptions: the number of this instance's subscriptions to a channel
+ *   changed (0: none left).
+ * terminate_user: the HTTP API terminated the user's connections. */
+typedef struct
+{
+  void (*event) (LegbaHubApp * app, const char *channel, GBytes * frame,
+      const char *except_socket_id, gpointer user_data);
+  void (*member) (LegbaHubApp * app, const char *channel,
+      const char *user_id, const char *user_info, gboolean present,
+      gpointer user_data);
+  void (*subscriptions) (LegbaHubApp * app, const char *channel, guint count,
+      gpointer user_data);
+  void (*terminate_user) (LegbaHubApp * app, const char *user_id,
+      gpointer user_data);
+} LegbaHubCluster;
+
+/* Sets (or with NULL removes) the relay's callbacks. */
+void legba_hub_set_cluster (LegbaHub * hub, const LegbaHubCluster * cluster,
+    gpointer user_data);
+
+/* What other instances did, applied here without telling the relay again.
+ * The relay keeps the books per instance: every member present has its
+ * absent, and the subscription deltas of an instance add up to its count.
+ *
+ * Delivers an event another instance delivered, but to except_socket_id
+ * (may be NULL); returns the recipients. */
+guint legba_hub_cluster_deliver (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel, GBytes * frame, const char *except_socket_id);
+/* One more (present) or one fewer instance has the user in a presence
+ * channel; member_added / member_removed go to local subscribers when the
+ * user joins or leaves the cluster as a whole. user_info: raw JSON or
+ * NULL. */
+void legba_hub_cluster_member (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel, const char *user_id, const char *user_info,
+    gboolean present);
+/* Another instance's subscriptions to a channel changed by delta. */
+void legba_hub_cluster_subscriptions (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel, gint delta);
+/* Closes (4009) this instance's connections signed in as user_id. */
+guint legba_hub_cluster_terminate_user (LegbaHub * hub, LegbaHubApp * app,
+    const char *user_id);
 
 #define LEGBA_HUB_ERROR (legba_hub_error_quark ())
 GQuark legba_hub_error_quark (void);

@@ -2,11 +2,13 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * legba-server's configuration file: a GKeyFile with the groups [server],
- * [limits] and one [app NAME] per app (docs/server.md). The whole file is
+ * [limits], [redis] and one [app NAME] per app (docs/server.md,
+ * docs/scale-out.md). The whole file is
  * checked before anything is applied, and unknown groups and keys are
  * errors, so that a typo does not silently leave a default in force.
  */
 #include "legba-server-private.h"
+#include "legba-relay.h"
 
 #include <string.h>
 
@@ -205,6 +207,44 @@ legba_config_server_key (LegbaConfig * config, const char *group,
   return legba_config_fail (config, group, key, error, "unknown key");
 }
 
+/* [redis]: the cluster (docs/scale-out.md). */
+static gboolean
+legba_config_redis_key (LegbaConfig * config, const char *group,
+    const char *key, GError ** error)
+{
+  if (g_str_equal (key, "url")) {
+    g_autofree char *url = g_key_file_get_string (config->file, group, key,
+        NULL);
+    g_autoptr (GError) local_error = NULL;
+    LegbaRedisAddress address;
+
+    if (url == NULL || !legba_redis_address_parse (g_strstrip (url),
+            &address, &local_error))
+      return legba_config_fail (config, group, key, error, local_error ?
+          local_error->message : "empty value");
+    legba_redis_address_clear (&address);
+    return legba_config_string (config, group, key, "redis-url", error);
+  }
+  if (g_str_equal (key, "instance-id")) {
+    g_autofree char *id = g_key_file_get_string (config->file, group, key,
+        NULL);
+
+    if (id == NULL || !legba_relay_instance_id_is_valid (g_strstrip (id)))
+      return legba_config_fail (config, group, key, error,
+          "1 to 64 of A-Z a-z 0-9 . _ - :");
+    return legba_config_string (config, group, key, "instance-id", error);
+  }
+  if (g_str_equal (key, "prefix"))
+    return legba_config_string (config, group, key, "redis-prefix", error);
+  if (g_str_equal (key, "retention"))
+    return legba_config_uint (config, group, key, "redis-retention",
+        LEGBA_RELAY_MIN_RETENTION, G_MAXINT, error);
+  if (g_str_equal (key, "instance-ttl"))
+    return legba_config_uint (config, group, key, "redis-instance-ttl",
+        LEGBA_RELAY_MIN_INSTANCE_TTL, 3600, error);
+  return legba_config_fail (config, group, key, error, "unknown key");
+}
+
 static gboolean
 legba_config_limits (LegbaConfig * config, const char *group,
     GObjectClass * klass, GError ** error)
@@ -283,12 +323,20 @@ legba_config_read (LegbaConfig * config, GError ** error)
     } else if (g_str_equal (*group, "limits")) {
       if (!legba_config_limits (config, *group, G_OBJECT_CLASS (klass), error))
         return FALSE;
+    } else if (g_str_equal (*group, "redis")) {
+      g_auto (GStrv) keys = g_key_file_get_keys (config->file, *group, NULL,
+          NULL);
+
+      for (char **key = keys; key && *key; key++) {
+        if (!legba_config_redis_key (config, *group, *key, error))
+          return FALSE;
+      }
     } else if (g_str_has_prefix (*group, "app ") && (*group)[4] != '\0') {
       if (!legba_config_app (config, *group, error))
         return FALSE;
     } else {
       return legba_config_fail (config, *group, NULL, error,
-          "unknown group (expected server, limits or \"app NAME\")");
+          "unknown group (expected server, limits, redis or \"app NAME\")");
     }
   }
 
@@ -349,8 +397,9 @@ legba_config_apply (LegbaConfig * config, LegbaServer * server, GError ** error)
  *
  * Configures @server from a key file: `[server]` (bind, port, tls-cert,
  * tls-key, allowed-origins, compression, metrics-bind, metrics-port,
- * metrics-token), `[limits]` (each limit by its property name) and one
- * `[app NAME]` group per app (id, key, secret). Relative paths are taken
+ * metrics-token), `[limits]` (each limit by its property name), `[redis]`
+ * (url, instance-id, prefix, retention, instance-ttl) and one `[app NAME]`
+ * group per app (id, key, secret). Relative paths are taken
  * from the file's directory. Nothing is applied unless the whole file is
  * valid; errors (%LEGBA_SERVER_ERROR_CONFIG) name the file, group and key.
  *

@@ -217,8 +217,6 @@ legba_server_metrics_authorized (LegbaServer * self, SoupServerMessage * msg)
 static void
 legba_server_serve_metrics (LegbaServer * self, SoupServerMessage * msg)
 {
-  LegbaMetricsGauges gauges = { 0, };
-
   if (!legba_server_is_get (msg))
     return;
   if (!legba_server_metrics_authorized (self, msg)) {
@@ -229,10 +227,9 @@ legba_server_serve_metrics (LegbaServer * self, SoupServerMessage * msg)
     return;
   }
 
-  legba_server_get_gauges (self, &gauges);
   legba_server_respond (msg, SOUP_STATUS_OK,
       "text/plain; version=0.0.4; charset=utf-8",
-      legba_metrics_render (self->metrics, self->hub, &gauges));
+      legba_server_render_metrics (self));
 }
 
 static void

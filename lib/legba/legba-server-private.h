@@ -32,6 +32,7 @@ void legba_server_log (GLogLevelFlags level, const char *event, ...)
 
 #include <libsoup/soup.h>
 #include "legba-metrics.h"
+#include "legba-relay.h"
 
 struct _LegbaServer
 {
@@ -64,12 +65,22 @@ struct _LegbaServer
   GHashTable *conns;            /* LegbaServerConn set, owns them */
   LegbaMetrics *metrics;
   guint64 written_closed;       /* bytes written by sockets now gone */
+
+  /* Scale-out through Redis (docs/scale-out.md) */
+  char *redis_url;              /* NULL: a single instance */
+  char *instance_id;            /* NULL until started: a default one */
+  char *redis_prefix;
+  guint redis_retention;
+  guint redis_instance_ttl;
+  LegbaRelay *relay;
   GSource *tick;
   GSource *shutdown_timer;
 };
 
 /* legba-server.c */
 void legba_server_get_gauges (LegbaServer * self, LegbaMetricsGauges * gauges);
+/* /metrics: the transport's and hub's, then the relay's. */
+char *legba_server_render_metrics (LegbaServer * self);
 
 /* legba-server-http.c: the HTTP side (/apps/, /up, /metrics, CORS, bounded
  * request bodies). */

@@ -104,6 +104,11 @@ enum
   PROP_LISTEN_PORT,
   PROP_METRICS_ADDRESS,
   PROP_METRICS_PORT,
+  PROP_REDIS_URL,
+  PROP_INSTANCE_ID,
+  PROP_REDIS_PREFIX,
+  PROP_REDIS_RETENTION,
+  PROP_REDIS_INSTANCE_TTL,
   PROP_CONNECTION_COUNT,
   PROP_LIMIT_FIRST,
   N_PROPS = PROP_LIMIT_FIRST + G_N_ELEMENTS (limit_specs)
@@ -634,6 +639,41 @@ legba_server_parse_address (const char *address, GError ** error)
   return inet;
 }
 
+/* With a Redis URL, the relay to the other instances starts with the
+ * first listener; it connects in the background (docs/scale-out.md). */
+static gboolean
+legba_server_start_relay (LegbaServer * self, GError ** error)
+{
+  LegbaRelayConfig config = { 0, };
+  g_autoptr (GError) local_error = NULL;
+
+  if (self->redis_url == NULL || self->relay != NULL)
+    return TRUE;
+  if (!legba_redis_address_parse (self->redis_url, &config.address,
+          &local_error)) {
+    g_set_error_literal (error, LEGBA_SERVER_ERROR,
+        LEGBA_SERVER_ERROR_CONFIG, local_error->message);
+    return FALSE;
+  }
+  if (self->instance_id == NULL)
+    self->instance_id = legba_relay_default_instance_id ();
+  if (!legba_relay_instance_id_is_valid (self->instance_id)) {
+    g_set_error (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_CONFIG,
+        "instance id '%s': use 1 to 64 of A-Z a-z 0-9 . _ - :",
+        self->instance_id);
+    legba_redis_address_clear (&config.address);
+    return FALSE;
+  }
+  config.instance_id = self->instance_id;
+  config.prefix = self->redis_prefix;
+  config.retention = self->redis_retention;
+  config.instance_ttl = self->redis_instance_ttl;
+  self->relay = legba_relay_new (self->hub, self->context, &config);
+  legba_redis_address_clear (&config.address);
+  legba_relay_start (self->relay);
+  return TRUE;
+}
+
 /* Listens on address:port and returns the port the socket got. The socket
  * is made here rather than by libsoup, for its backlog: a restart sends
  * every client back at once, and GLib's default backlog of 10 would drop
@@ -713,7 +753,8 @@ legba_server_listen (LegbaServer * server, const char *address, guint port,
         "the server was shut down");
     return FALSE;
   }
-  if (!legba_server_flush_apps (server, error))
+  if (!legba_server_flush_apps (server, error) ||
+      !legba_server_start_relay (server, error))
     return FALSE;
   if (server->certificate != NULL)
     options |= SOUP_SERVER_LISTEN_HTTPS;
@@ -892,6 +933,21 @@ legba_server_get_gauges (LegbaServer * self, LegbaMetricsGauges * gauges)
   }
 }
 
+char *
+legba_server_render_metrics (LegbaServer * self)
+{
+  LegbaMetricsGauges gauges = { 0, };
+  g_autofree char *text = NULL;
+  GString *out;
+
+  legba_server_get_gauges (self, &gauges);
+  text = legba_metrics_render (self->metrics, self->hub, &gauges);
+  out = g_string_new (text);
+  if (self->relay != NULL)
+    legba_relay_render_metrics (self->relay, out);
+  return g_string_free (out, FALSE);
+}
+
 /* ---- Apps and TLS ---- */
 
 static void
@@ -1048,6 +1104,10 @@ legba_server_shutdown (LegbaServer * server)
     soup_server_disconnect (server->metrics_soup);
   legba_hub_close_all (server->hub, LEGBA_PUSHER_RECONNECT,
       "server shutting down");
+  /* The other instances drop this one's members at once rather than when
+   * its heartbeat expires. */
+  if (server->relay != NULL)
+    legba_relay_leave (server->relay);
 
   /* Sockets the hub refused and is not closing already. */
   g_hash_table_iter_init (&iter, server->conns);
@@ -1116,6 +1176,26 @@ legba_server_set_property (GObject * object, guint prop_id,
     case PROP_METRICS_PORT:
       self->metrics_port = g_value_get_uint (value);
       break;
+    case PROP_REDIS_URL:
+      g_free (self->redis_url);
+      self->redis_url = g_value_dup_string (value);
+      break;
+    case PROP_INSTANCE_ID:
+      g_free (self->instance_id);
+      self->instance_id = g_value_dup_string (value);
+      break;
+    case PROP_REDIS_PREFIX:
+      g_free (self->redis_prefix);
+      self->redis_prefix = g_value_dup_string (value);
+      if (self->redis_prefix == NULL)
+        self->redis_prefix = g_strdup (LEGBA_RELAY_DEFAULT_PREFIX);
+      break;
+    case PROP_REDIS_RETENTION:
+      self->redis_retention = g_value_get_uint (value);
+      break;
+    case PROP_REDIS_INSTANCE_TTL:
+      self->redis_instance_ttl = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1159,6 +1239,21 @@ legba_server_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_METRICS_PORT:
       g_value_set_uint (value, self->metrics_port);
       break;
+    case PROP_REDIS_URL:
+      g_value_set_string (value, self->redis_url);
+      break;
+    case PROP_INSTANCE_ID:
+      g_value_set_string (value, self->instance_id);
+      break;
+    case PROP_REDIS_PREFIX:
+      g_value_set_string (value, self->redis_prefix);
+      break;
+    case PROP_REDIS_RETENTION:
+      g_value_set_uint (value, self->redis_retention);
+      break;
+    case PROP_REDIS_INSTANCE_TTL:
+      g_value_set_uint (value, self->redis_instance_ttl);
+      break;
     case PROP_CONNECTION_COUNT:
       g_value_set_uint (value, g_hash_table_size (self->conns));
       break;
@@ -1187,6 +1282,10 @@ legba_server_dispose (GObject * object)
     soup_server_disconnect (self->soup);
   if (self->metrics_soup != NULL)
     soup_server_disconnect (self->metrics_soup);
+  if (self->relay != NULL) {
+    legba_relay_leave (self->relay);
+    g_clear_pointer (&self->relay, legba_relay_free);
+  }
 
   /* Sockets still open: the hub forgets them first (so nothing is sent
    * to a socket being dropped), then they are torn down. */
@@ -1223,6 +1322,9 @@ legba_server_finalize (GObject * object)
   g_free (self->listen_address);
   g_free (self->metrics_address);
   g_free (self->url_host);
+  g_free (self->redis_url);
+  g_free (self->instance_id);
+  g_free (self->redis_prefix);
   g_main_context_unref (self->context);
   G_OBJECT_CLASS (legba_server_parent_class)->finalize (object);
 }
@@ -1336,6 +1438,62 @@ legba_server_class_init (LegbaServerClass * klass)
       DEFAULT_METRICS_PORT, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
+   * LegbaServer:redis-url: (nullable)
+   *
+   * With a Redis URL (`redis://[:PASSWORD@]HOST[:PORT][/DB]` or
+   * `unix://[:PASSWORD@]/PATH[?db=N]`), this server is one instance of a
+   * cluster sharing its rooms through Redis (docs/scale-out.md): events,
+   * presence and channel counts reach every instance. Set before listening.
+   */
+  properties[PROP_REDIS_URL] = g_param_spec_string ("redis-url", NULL,
+      "Redis shared by the instances of a cluster (NULL: one instance)",
+      NULL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:instance-id: (nullable)
+   *
+   * This instance's id in the cluster, unique among the instances sharing
+   * the Redis key prefix (1 to 64 of A-Z a-z 0-9 . _ - :). %NULL: the host
+   * name and process id, chosen when listening starts.
+   */
+  properties[PROP_INSTANCE_ID] = g_param_spec_string ("instance-id", NULL,
+      "Id of this instance in the cluster (NULL: host name and pid)", NULL,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:redis-prefix:
+   *
+   * Prefix of every Redis key the cluster uses, so that several clusters
+   * can share one Redis.
+   */
+  properties[PROP_REDIS_PREFIX] = g_param_spec_string ("redis-prefix", NULL,
+      "Prefix of the cluster's Redis keys", LEGBA_RELAY_DEFAULT_PREFIX,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:redis-retention:
+   *
+   * Entries the cluster's Redis stream keeps (approximately, XADD MAXLEN
+   * ~): an instance away from Redis catches up on at most this many.
+   */
+  properties[PROP_REDIS_RETENTION] = g_param_spec_uint ("redis-retention",
+      NULL, "Entries kept in the cluster's Redis stream",
+      LEGBA_RELAY_MIN_RETENTION, G_MAXINT, LEGBA_RELAY_DEFAULT_RETENTION,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:redis-instance-ttl:
+   *
+   * Seconds after which an instance that stopped renewing its heartbeat in
+   * Redis is taken for dead: the others remove its members.
+   */
+  properties[PROP_REDIS_INSTANCE_TTL] =
+      g_param_spec_uint ("redis-instance-ttl", NULL,
+      "Seconds before a silent instance's members are removed",
+      LEGBA_RELAY_MIN_INSTANCE_TTL, 3600, LEGBA_RELAY_DEFAULT_INSTANCE_TTL,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
    * LegbaServer:connection-count:
    *
    * WebSocket sockets open, closing ones included; notified on change.
@@ -1358,6 +1516,9 @@ legba_server_init (LegbaServer * self)
   self->listen_address = g_strdup (DEFAULT_LISTEN_ADDRESS);
   self->listen_port = DEFAULT_LISTEN_PORT;
   self->metrics_port = DEFAULT_METRICS_PORT;
+  self->redis_prefix = g_strdup (LEGBA_RELAY_DEFAULT_PREFIX);
+  self->redis_retention = LEGBA_RELAY_DEFAULT_RETENTION;
+  self->redis_instance_ttl = LEGBA_RELAY_DEFAULT_INSTANCE_TTL;
   self->pending_apps = g_ptr_array_new_with_free_func (legba_pending_app_free);
   self->conns = g_hash_table_new_full (NULL, NULL, legba_server_conn_free,
       NULL);

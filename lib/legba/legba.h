@@ -10,4 +10,6 @@
 #include <legba/legba-signaller.h>
 #include <legba/legba-signal-client.h>
 #include <legba/legba-token.h>
+#include <legba/legba-participant.h>
+#include <legba/legba-room.h>
 #undef LEGBA_INSIDE

@@ -8,11 +8,14 @@ plugin_init (GstPlugin * plugin)
 {
   gboolean ret = FALSE;
 
+  ret |= GST_ELEMENT_REGISTER (legbastamp, plugin);
+  ret |= GST_ELEMENT_REGISTER (legbastampcheck, plugin);
   ret |= GST_ELEMENT_REGISTER (legbavideoenc, plugin);
+  ret |= GST_ELEMENT_REGISTER (legbaroom, plugin);
   return ret;
 }
 
 GST_PLUGIN_DEFINE (GST_VERSION_MAJOR, GST_VERSION_MINOR, legba,
-    "Real-time rooms for GStreamer: encoder selection",
-    plugin_init, VERSION, "LGPL",
+    "Real-time rooms: WebRTC mesh calls, data channels, encoder selection "
+    "and latency instruments", plugin_init, VERSION, "LGPL",
     "Legba", "https://legba.invalid/")

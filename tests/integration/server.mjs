@@ -93,6 +93,7 @@ export async function startServer ({ args = [], appId, key, secret } = {})
     ...app,
     host: address.host,
     port: address.port,
+    pid: child.pid,
     base: `http://${address.host}:${address.port}`,
     log: () => log,
     exitStatus: () => exitStatus,

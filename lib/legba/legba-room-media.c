@@ -1,0 +1,914 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The media of a LegbaRoom (ROOM-PROTOCOL.md §5): each local track is
+ * encoded once upstream and teed to every peer connection, payloaded per
+ * peer with what that peer negotiated; each participant's tracks come out
+ * depayloaded on a pad of its peer bin; key-frame requests go upstream,
+ * rate-limited.
+ *
+ * Threads: pad-added and the probes run on streaming threads. They touch
+ * only fields marked (lock) in legba-room-private.h, and build the
+ * receive branch right there (data is already flowing); everything else
+ * is handed to the room's main context.
+ */
+#include "legba-room-private.h"
+
+#include <gst/video/video.h>
+
+static const char *const kind_names[] = { "video", "audio" };
+
+/* ---- Local tracks ---- */
+
+static void
+local_caps_known (LegbaRoom * self)
+{
+  GHashTableIter iter;
+  gpointer peer;
+  g_autoptr (GPtrArray) peers = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      legba_peer_unref);
+
+  if (!legba_room_media_ready (self))
+    return;
+  g_hash_table_iter_init (&iter, self->peers);
+  while (g_hash_table_iter_next (&iter, NULL, &peer))
+    g_ptr_array_add (peers, legba_peer_ref (peer));
+  for (guint i = 0; i < peers->len; i++)
+    if (((LegbaPeer *) peers->pdata[i])->room != NULL)
+      legba_peer_media_ready (peers->pdata[i]);
+}
+
+static gboolean
+local_caps_known_cb (gpointer data)
+{
+  local_caps_known (data);
+  return G_SOURCE_REMOVE;
+}
+
+static GstEvent *
+key_unit_event (void)
+{
+  return gst_video_event_new_upstream_force_key_unit (GST_CLOCK_TIME_NONE,
+      TRUE, 0);
+}
+
+/* Sends the request the rate limit held back, now that it may pass. */
+static gboolean
+key_unit_later (gpointer data)
+{
+  LegbaLocalTrack *track = data;
+  GstPad *teesink = gst_element_get_static_pad (track->tee, "sink");
+
+  g_mutex_lock (&track->room->lock);
+  g_clear_pointer (&track->key_unit_later, g_source_unref);
+  g_mutex_unlock (&track->room->lock);
+  gst_pad_push_event (teesink, key_unit_event ());
+  gst_object_unref (teesink);
+  return G_SOURCE_REMOVE;
+}
+
+/* At most one key-frame request per 500 ms reaches the encoder, whatever
+ * the number of peers asking (PLI/FIR, newcomers): one that comes sooner
+ * is held back and merged with any other until the interval has passed,
+ * never lost. Runs with the room's lock held. */
+static GstPadProbeReturn
+limit_key_units (LegbaLocalTrack * track)
+{
+  gint64 now = g_get_monotonic_time ();
+  gint64 wait = track->last_key_unit + LEGBA_ROOM_KEY_UNIT_INTERVAL_US - now;
+
+  if (track->last_key_unit == 0 || wait <= 0) {
+    track->last_key_unit = now;
+    return GST_PAD_PROBE_OK;
+  }
+  if (track->key_unit_later == NULL)
+    track->key_unit_later = legba_room_timeout (track->room,
+        wait / 1000 + 1, key_unit_later, track, NULL);
+  return GST_PAD_PROBE_DROP;
+}
+
+/* Downstream: the caps of the encoded stream decide what the room offers.
+ * Upstream: key-frame requests, rate-limited. */
+static GstPadProbeReturn
+local_track_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  LegbaLocalTrack *track = data;
+  GstEvent *event = GST_PAD_PROBE_INFO_EVENT (info);
+  GstPadProbeReturn ret = GST_PAD_PROBE_OK;
+
+  if (GST_EVENT_TYPE (event) == GST_EVENT_CAPS) {
+    GstCaps *caps;
+    gboolean first;
+
+    gst_event_parse_caps (event, &caps);
+    g_mutex_lock (&track->room->lock);
+    first = track->caps == NULL;
+    gst_caps_replace (&track->caps, caps);
+    g_mutex_unlock (&track->room->lock);
+    if (first)
+      legba_room_invoke (track->room, local_caps_known_cb,
+          g_object_ref (track->room), g_object_unref);
+  } else if (gst_video_event_is_force_key_unit (event)) {
+    g_mutex_lock (&track->room->lock);
+    ret = limit_key_units (track);
+    g_mutex_unlock (&track->room->lock);
+    GST_LOG ("%s key-frame request %s", kind_names[track->kind],
+        ret == GST_PAD_PROBE_DROP ? "held back (rate limit)" : "passed");
+  }
+  return ret;
+}
+
+/**
+ * legba_room_add_track:
+ * @self: a #LegbaRoom
+ * @kind: the kind of track
+ * @error: return location for a #GError
+ *
+ * Adds a local track: the returned sink pad (of an element the room adds
+ * to #LegbaRoom:bin) takes an encoded stream, #LEGBA_ROOM_VIDEO_CAPS or
+ * #LEGBA_ROOM_AUDIO_CAPS, which is sent to every participant. Its caps
+ * constrain the encoder upstream (H.264: constrained baseline,
+ * byte-stream, access units). Link an encoder to it.
+ *
+ * Add tracks before connecting: what a participant publishes is decided
+ * when a peer connection is negotiated (ROOM-PROTOCOL.md §5 has no
+ * renegotiation), and negotiation waits until each added track's caps are
+ * known (its first buffer's caps event).
+ *
+ * Returns: (transfer full) (nullable): the track's sink pad, or %NULL
+ *   with @error set: version 1 carries one track of each kind per
+ *   participant (%LEGBA_ROOM_ERROR_INVALID), or a GStreamer element is
+ *   missing
+ */
+GstPad *
+legba_room_add_track (LegbaRoom * self, LegbaTrackKind kind, GError ** error)
+{
+  LegbaLocalTrack *track;
+  g_autoptr (GstCaps) caps = NULL;
+  g_autofree char *name = NULL;
+  GstPad *teesink;
+
+  g_return_val_if_fail (LEGBA_IS_ROOM (self), NULL);
+  g_return_val_if_fail (kind <= LEGBA_TRACK_KIND_AUDIO, NULL);
+  g_return_val_if_fail (self->bin != NULL, NULL);
+
+  if (self->tracks[kind] != NULL) {
+    g_set_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_INVALID,
+        "A participant sends at most one %s track (room protocol version "
+        "1), and this one has one already", kind_names[kind]);
+    return NULL;
+  }
+  track = g_new0 (LegbaLocalTrack, 1);
+  track->room = self;
+  track->kind = kind;
+  name = g_strdup_printf ("legba-%s-caps", kind_names[kind]);
+  track->capsfilter = gst_element_factory_make ("capsfilter", name);
+  g_free (name);
+  name = g_strdup_printf ("legba-%s-tee", kind_names[kind]);
+  track->tee = gst_element_factory_make ("tee", name);
+  caps = gst_caps_from_string (kind == LEGBA_TRACK_KIND_VIDEO ?
+      LEGBA_ROOM_VIDEO_CAPS : LEGBA_ROOM_AUDIO_CAPS);
+  g_object_set (track->capsfilter, "caps", caps, NULL);
+  g_object_set (track->tee, "allow-not-linked", TRUE, NULL);
+  gst_bin_add_many (self->bin, track->capsfilter, track->tee, NULL);
+  gst_element_link (track->capsfilter, track->tee);
+  gst_element_sync_state_with_parent (track->tee);
+  gst_element_sync_state_with_parent (track->capsfilter);
+  teesink = gst_element_get_static_pad (track->tee, "sink");
+  gst_pad_add_probe (teesink, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM |
+      GST_PAD_PROBE_TYPE_EVENT_UPSTREAM, local_track_probe, track, NULL);
+  gst_object_unref (teesink);
+  track->sinkpad = gst_element_get_static_pad (track->capsfilter, "sink");
+
+  g_mutex_lock (&self->lock);
+  self->tracks[kind] = track;
+  g_mutex_unlock (&self->lock);
+  return gst_object_ref (track->sinkpad);
+}
+
+void
+legba_room_media_free_track (LegbaLocalTrack * track)
+{
+  GstBin *bin = track->room->bin;
+
+  if (bin != NULL) {
+    gst_element_set_locked_state (track->capsfilter, TRUE);
+    gst_element_set_locked_state (track->tee, TRUE);
+    gst_element_set_state (track->capsfilter, GST_STATE_NULL);
+    gst_element_set_state (track->tee, GST_STATE_NULL);
+    gst_bin_remove_many (bin, track->capsfilter, track->tee, NULL);
+  }
+  legba_clear_source (&track->key_unit_later);
+  gst_object_unref (track->sinkpad);
+  gst_clear_caps (&track->caps);
+  g_free (track);
+}
+
+static void unlink_send (LegbaPeer * peer, LegbaTrackKind kind);
+
+/**
+ * legba_room_remove_track:
+ * @self: a #LegbaRoom
+ * @kind: the kind of track
+ *
+ * Stops sending the local track of @kind to every participant and removes
+ * its elements from #LegbaRoom:bin; unlink its pad first. Peer
+ * connections keep their negotiated media (nothing is renegotiated).
+ */
+void
+legba_room_remove_track (LegbaRoom * self, LegbaTrackKind kind)
+{
+  LegbaLocalTrack *track;
+  GHashTableIter iter;
+  gpointer peer;
+
+  g_return_if_fail (LEGBA_IS_ROOM (self));
+  g_return_if_fail (kind <= LEGBA_TRACK_KIND_AUDIO);
+
+  if (self->tracks[kind] == NULL)
+    return;
+  g_hash_table_iter_init (&iter, self->peers);
+  while (g_hash_table_iter_next (&iter, NULL, &peer))
+    unlink_send (peer, kind);
+  g_mutex_lock (&self->lock);
+  track = g_steal_pointer (&self->tracks[kind]);
+  g_mutex_unlock (&self->lock);
+  legba_room_media_free_track (track);
+}
+
+gboolean
+legba_room_media_ready (LegbaRoom * self)
+{
+  gboolean ready = TRUE;
+
+  g_mutex_lock (&self->lock);
+  for (guint i = 0; i < G_N_ELEMENTS (self->tracks); i++)
+    if (self->tracks[i] != NULL && self->tracks[i]->caps == NULL)
+      ready = FALSE;
+  g_mutex_unlock (&self->lock);
+  return ready;
+}
+
+static GstCaps *
+track_caps (LegbaRoom * self, LegbaTrackKind kind)
+{
+  GstCaps *caps = NULL;
+
+  g_mutex_lock (&self->lock);
+  if (self->tracks[kind] != NULL && self->tracks[kind]->caps != NULL)
+    caps = gst_caps_ref (self->tracks[kind]->caps);
+  g_mutex_unlock (&self->lock);
+  return caps;
+}
+
+/* ---- Codecs (§5) ---- */
+
+/* §5: constrained baseline at the level the resolution needs: 3.1 up to
+ * 720p30, 4.0 for 1080p, 5.1 above. */
+static const char *
+h264_profile_level_id (const GstCaps * caps)
+{
+  const GstStructure *s = caps ? gst_caps_get_structure (caps, 0) : NULL;
+  int width = 0, height = 0;
+
+  if (s != NULL) {
+    gst_structure_get_int (s, "width", &width);
+    gst_structure_get_int (s, "height", &height);
+  }
+  if ((gint64) width * height <= 1280 * 720)
+    return "42e01f";
+  if ((gint64) width * height <= 1920 * 1088)
+    return "42e028";
+  return "42e033";
+}
+
+/* An answer accepts any (constrained) baseline the offer lists, at any
+ * level the offerer wants: level-asymmetry-allowed lets each side send at
+ * its own level. */
+static void
+set_baseline_profiles (GstStructure * s)
+{
+  static const char *const profiles[] = { "42e0", "42c0", "4200" };
+  static const char *const levels[] = { "1f", "28", "2a", "32", "33", "34",
+    "1e", "16", "15", "14", "0d", "0c", "0b", "0a"
+  };
+  GValue list = G_VALUE_INIT;
+
+  gst_value_list_init (&list, G_N_ELEMENTS (profiles) * G_N_ELEMENTS (levels));
+  for (guint i = 0; i < G_N_ELEMENTS (profiles); i++) {
+    for (guint j = 0; j < G_N_ELEMENTS (levels); j++) {
+      GValue v = G_VALUE_INIT;
+
+      g_value_init (&v, G_TYPE_STRING);
+      g_value_take_string (&v, g_strconcat (profiles[i], levels[j], NULL));
+      gst_value_list_append_and_take_value (&list, &v);
+    }
+  }
+  gst_structure_take_value (s, "profile-level-id", &list);
+}
+
+static GstStructure *
+rtp_structure (const char *media, const char *encoding, int clock_rate,
+    int payload, LegbaPeerRole role)
+{
+  GstStructure *s = gst_structure_new ("application/x-rtp",
+      "media", G_TYPE_STRING, media,
+      "encoding-name", G_TYPE_STRING, encoding,
+      "clock-rate", G_TYPE_INT, clock_rate, NULL);
+
+  /* an answer keeps the offer's payload types, header extension ids and
+   * feedback (webrtcbin intersects the offer with these) */
+  if (role == LEGBA_PEER_ANSWERER)
+    return s;
+  gst_structure_set (s, "payload", G_TYPE_INT, payload, NULL);
+  if (strcmp (media, "video") == 0)
+    gst_structure_set (s, "rtcp-fb-nack", G_TYPE_BOOLEAN, TRUE,
+        "rtcp-fb-nack-pli", G_TYPE_BOOLEAN, TRUE,
+        "rtcp-fb-ccm-fir", G_TYPE_BOOLEAN, TRUE,
+        "rtcp-fb-transport-cc", G_TYPE_BOOLEAN, TRUE,
+        "extmap-1", G_TYPE_STRING, LEGBA_TWCC_URI, NULL);
+  return s;
+}
+
+GstCaps *
+legba_room_media_codec_preferences (LegbaRoom * self, LegbaTrackKind kind,
+    LegbaPeerRole role)
+{
+  g_autoptr (GstCaps) local = track_caps (self, kind);
+  GstCaps *caps = gst_caps_new_empty ();
+  const char *name = local ?
+      gst_structure_get_name (gst_caps_get_structure (local, 0)) : NULL;
+
+  if (kind == LEGBA_TRACK_KIND_AUDIO) {
+    GstStructure *s = rtp_structure ("audio", "OPUS", 48000, 111, role);
+
+    gst_structure_set (s, "encoding-params", G_TYPE_STRING, "2", NULL);
+    gst_caps_append_structure (caps, s);
+    return caps;
+  }
+  /* §5: a sender offers only the codec it publishes; a receive-only side
+   * offers H.264 and VP8 */
+  if (name == NULL || strcmp (name, "video/x-h264") == 0) {
+    GstStructure *s = rtp_structure ("video", "H264", 90000, 96, role);
+
+    gst_structure_set (s, "packetization-mode", G_TYPE_STRING, "1", NULL);
+    if (role == LEGBA_PEER_OFFERER)
+      gst_structure_set (s, "profile-level-id", G_TYPE_STRING,
+          h264_profile_level_id (local), "level-asymmetry-allowed",
+          G_TYPE_STRING, "1", NULL);
+    else
+      set_baseline_profiles (s);
+    gst_caps_append_structure (caps, s);
+  }
+  if (name == NULL || strcmp (name, "video/x-vp8") == 0)
+    gst_caps_append_structure (caps, rtp_structure ("video", "VP8", 90000, 97,
+            role));
+  return caps;
+}
+
+/* ---- Sending: one branch per peer from each local tee ---- */
+
+static int
+find_media (const GstSDPMessage * sdp, const char *kind)
+{
+  for (guint i = 0; i < gst_sdp_message_medias_len (sdp); i++) {
+    const GstSDPMedia *media = gst_sdp_message_get_media (sdp, i);
+
+    if (g_strcmp0 (gst_sdp_media_get_media (media), kind) == 0)
+      return gst_sdp_media_get_port (media) != 0 ? (int) i : -1;
+  }
+  return -1;
+}
+
+/* Does the negotiated answer let the local participant send this media? */
+static gboolean
+local_sends (LegbaPeer * peer, const GstSDPMedia * media)
+{
+  const char *direction = "sendrecv";
+
+  for (guint i = 0; i < gst_sdp_media_attributes_len (media); i++) {
+    const char *key = gst_sdp_media_get_attribute (media, i)->key;
+
+    if (strcmp (key, "sendrecv") == 0 || strcmp (key, "sendonly") == 0 ||
+        strcmp (key, "recvonly") == 0 || strcmp (key, "inactive") == 0)
+      direction = key;
+  }
+  if (strcmp (direction, "sendrecv") == 0)
+    return TRUE;
+  /* the answer is ours as answerer, the remote's as offerer */
+  return strcmp (direction, peer->role == LEGBA_PEER_ANSWERER ? "sendonly" :
+      "recvonly") == 0;
+}
+
+/* The payload type and transport-wide-cc extension id the answer gives
+ * our codec, as the caps the payloader must produce. */
+static GstCaps *
+negotiated_caps (const GstSDPMedia * media, const char *encoding)
+{
+  for (guint i = 0; i < gst_sdp_media_formats_len (media); i++) {
+    int pt = atoi (gst_sdp_media_get_format (media, i));
+    g_autoptr (GstCaps) caps = gst_sdp_media_get_caps_from_media (media, pt);
+    GstStructure *s;
+    GstCaps *result;
+    int clock_rate = 0;
+
+    if (caps == NULL)
+      continue;
+    s = gst_caps_get_structure (caps, 0);
+    if (g_ascii_strcasecmp (gst_structure_get_string (s, "encoding-name") ?
+            gst_structure_get_string (s, "encoding-name") : "", encoding) != 0)
+      continue;
+    if (strcmp (encoding, "H264") == 0 &&
+        g_strcmp0 (gst_structure_get_string (s, "packetization-mode"),
+            "1") != 0)
+      continue;
+    gst_structure_get_int (s, "clock-rate", &clock_rate);
+    result = gst_caps_new_simple ("application/x-rtp",
+        "media", G_TYPE_STRING, gst_structure_get_string (s, "media"),
+        "encoding-name", G_TYPE_STRING, encoding,
+        "clock-rate", G_TYPE_INT, clock_rate, "payload", G_TYPE_INT, pt, NULL);
+    caps = gst_caps_make_writable (caps);
+    gst_sdp_media_attributes_to_caps (media, caps);
+    s = gst_caps_get_structure (caps, 0);
+    for (int f = 0; f < gst_structure_n_fields (s); f++) {
+      const char *field = gst_structure_nth_field_name (s, f);
+      const char *uri = gst_structure_get_string (s, field);
+
+      if (g_str_has_prefix (field, "extmap-") && uri != NULL &&
+          strcmp (uri, LEGBA_TWCC_URI) == 0)
+        gst_caps_set_simple (result, field, G_TYPE_STRING, uri, NULL);
+    }
+    return result;
+  }
+  return NULL;
+}
+
+static GstElement *
+make_payloader (const char *encoding, GError ** error)
+{
+  const char *factory = strcmp (encoding, "H264") == 0 ? "rtph264pay" :
+      strcmp (encoding, "VP8") == 0 ? "rtpvp8pay" : "rtpopuspay";
+  GstElement *pay = gst_element_factory_make (factory, NULL);
+
+  if (pay == NULL) {
+    g_set_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_MISSING_PLUGIN,
+        "The GStreamer element %s is missing (gst-plugins-good)", factory);
+    return NULL;
+  }
+  if (strcmp (encoding, "H264") == 0) {
+    /* SPS/PPS before every key frame: a newcomer decodes from the first */
+    g_object_set (pay, "config-interval", -1, NULL);
+    gst_util_set_object_arg (G_OBJECT (pay), "aggregate-mode", "zero-latency");
+  } else if (strcmp (encoding, "VP8") == 0) {
+    gst_util_set_object_arg (G_OBJECT (pay), "picture-id-mode", "15-bit");
+  }
+  return pay;
+}
+
+static const char *
+encoding_of (const GstCaps * caps)
+{
+  const char *name = gst_structure_get_name (gst_caps_get_structure (caps, 0));
+
+  if (strcmp (name, "video/x-h264") == 0)
+    return "H264";
+  if (strcmp (name, "video/x-vp8") == 0)
+    return "VP8";
+  return "OPUS";
+}
+
+/* webrtcbin 1.22 makes a sink pad of its own for a sending transceiver
+ * that has none when the session is negotiated; use it if it is there. */
+static GstPad *
+find_sink_pad (LegbaPeer * peer, guint mline)
+{
+  GstPad *found = NULL;
+
+  GST_OBJECT_LOCK (peer->webrtcbin);
+  for (GList * l = GST_ELEMENT (peer->webrtcbin)->sinkpads; l; l = l->next) {
+    GstWebRTCRTPTransceiver *transceiver = NULL;
+    guint index = G_MAXUINT;
+
+    if (g_object_class_find_property (G_OBJECT_GET_CLASS (l->data),
+            "transceiver") == NULL)
+      continue;
+    g_object_get (l->data, "transceiver", &transceiver, NULL);
+    if (transceiver != NULL)
+      g_object_get (transceiver, "mlineindex", &index, NULL);
+    if (index == mline && found == NULL)
+      found = gst_object_ref (l->data);
+    g_clear_object (&transceiver);
+  }
+  GST_OBJECT_UNLOCK (peer->webrtcbin);
+  return found;
+}
+
+static gboolean
+link_send (LegbaPeer * peer, LegbaTrackKind kind, GError ** error)
+{
+  LegbaRoom *room = peer->room;
+  LegbaPeerMedia *m = &peer->media[kind];
+  g_autoptr (GstCaps) local = track_caps (room, kind);
+  g_autoptr (GstCaps) caps = NULL;
+  g_autofree char *sink_name = NULL;
+  g_autofree char *ghost_name = NULL;
+  GstElement *queue, *pay, *filter;
+  GstPad *queue_sink, *filter_src;
+  GstPadLinkReturn link;
+  int index;
+
+  index = find_media (peer->answer, kind_names[kind]);
+  if (local == NULL || index < 0 ||
+      !local_sends (peer, gst_sdp_message_get_media (peer->answer, index)))
+    return TRUE;
+  caps = negotiated_caps (gst_sdp_message_get_media (peer->answer, index),
+      encoding_of (local));
+  if (caps == NULL) {
+    GST_WARNING ("pc %s: %s did not accept our %s codec", peer->pc,
+        peer->participant->id, kind_names[kind]);
+    return TRUE;
+  }
+  pay = make_payloader (encoding_of (local), error);
+  if (pay == NULL)
+    return FALSE;
+  queue = gst_element_factory_make ("queue", NULL);
+  /* a peer that cannot keep up loses frames, never stalls the others */
+  g_object_set (queue, "max-size-buffers", 0, "max-size-bytes", 0,
+      "max-size-time", 200 * GST_MSECOND, NULL);
+  gst_util_set_object_arg (G_OBJECT (queue), "leaky", "downstream");
+  filter = gst_element_factory_make ("capsfilter", NULL);
+  g_object_set (filter, "caps", caps, NULL);
+  gst_bin_add_many (peer->bin, queue, pay, filter, NULL);
+  gst_element_link_many (queue, pay, filter, NULL);
+  sink_name = g_strdup_printf ("sink_%d", index);
+  m->webrtc_sink = find_sink_pad (peer, index);
+  if (m->webrtc_sink == NULL)
+    m->webrtc_sink = gst_element_request_pad_simple (peer->webrtcbin,
+        sink_name);
+  filter_src = gst_element_get_static_pad (filter, "src");
+  link = m->webrtc_sink ? gst_pad_link (filter_src, m->webrtc_sink) :
+      GST_PAD_LINK_REFUSED;
+  gst_object_unref (filter_src);
+  if (link != GST_PAD_LINK_OK) {
+    g_set_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_PEER,
+        "Could not send %s to %s: webrtcbin refused pad %s (%s)",
+        kind_names[kind], peer->participant->id, sink_name,
+        gst_pad_link_get_name (link));
+    return FALSE;
+  }
+  m->elements[0] = queue;
+  m->elements[1] = pay;
+  m->elements[2] = filter;
+  for (int i = 2; i >= 0; i--)
+    gst_element_sync_state_with_parent (m->elements[i]);
+  queue_sink = gst_element_get_static_pad (queue, "sink");
+  ghost_name = g_strdup_printf ("send_%s", kind_names[kind]);
+  m->bin_sink = gst_ghost_pad_new (ghost_name, queue_sink);
+  gst_object_unref (queue_sink);
+  gst_pad_set_active (m->bin_sink, TRUE);
+  gst_element_add_pad (GST_ELEMENT (peer->bin), m->bin_sink);
+  m->tee_pad = gst_element_request_pad_simple (room->tracks[kind]->tee,
+      "src_%u");
+  gst_pad_link (m->tee_pad, m->bin_sink);
+  GST_DEBUG ("pc %s: sending %s as %" GST_PTR_FORMAT, peer->pc,
+      kind_names[kind], caps);
+  return TRUE;
+}
+
+gboolean
+legba_peer_media_link_send (LegbaPeer * peer, GError ** error)
+{
+  for (LegbaTrackKind kind = 0; kind < 2; kind++)
+    if (peer->room->tracks[kind] != NULL && peer->media[kind].tee_pad == NULL
+        && !link_send (peer, kind, error))
+      return FALSE;
+  return TRUE;
+}
+
+/* Stops the branch; when the peer stays (a track was removed) its
+ * elements go too. */
+static void
+unlink_send (LegbaPeer * peer, LegbaTrackKind kind)
+{
+  LegbaPeerMedia *m = &peer->media[kind];
+  LegbaLocalTrack *track = peer->room->tracks[kind];
+
+  if (m->tee_pad != NULL) {
+    gst_pad_unlink (m->tee_pad, m->bin_sink);
+    gst_element_release_request_pad (track->tee, m->tee_pad);
+    gst_clear_object (&m->tee_pad);
+  }
+  if (peer->closing || m->elements[0] == NULL)
+    return;
+  for (int i = 0; i < 3; i++) {
+    gst_element_set_locked_state (m->elements[i], TRUE);
+    gst_element_set_state (m->elements[i], GST_STATE_NULL);
+    gst_bin_remove (peer->bin, m->elements[i]);
+    m->elements[i] = NULL;
+  }
+  gst_element_remove_pad (GST_ELEMENT (peer->bin), m->bin_sink);
+  m->bin_sink = NULL;
+  if (m->webrtc_sink != NULL) {
+    gst_element_release_request_pad (peer->webrtcbin, m->webrtc_sink);
+    gst_clear_object (&m->webrtc_sink);
+  }
+}
+
+void
+legba_peer_media_unlink (LegbaPeer * peer)
+{
+  for (LegbaTrackKind kind = 0; kind < 2; kind++) {
+    LegbaPeerMedia *m = &peer->media[kind];
+    GstPad *track_pad;
+
+    g_mutex_lock (&peer->lock);
+    track_pad = g_steal_pointer (&m->track_pad);
+    g_mutex_unlock (&peer->lock);
+    if (track_pad != NULL && m->track_announced)
+      legba_room_emit_track (peer->room, peer->participant, kind, track_pad,
+          FALSE);
+    m->track_announced = FALSE;
+    gst_clear_object (&track_pad);
+    unlink_send (peer, kind);
+    gst_clear_object (&m->webrtc_sink);
+  }
+}
+
+/* ---- Receiving ---- */
+
+static GstPadProbeReturn
+count_frame (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  LegbaPeer *peer = g_object_get_data (G_OBJECT (pad), "legba-peer");
+  LegbaTrackKind kind = GPOINTER_TO_INT (data);
+
+  g_mutex_lock (&peer->lock);
+  peer->frames[kind]++;
+  g_mutex_unlock (&peer->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn
+packet_in (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  LegbaPeer *peer = data;
+  gint64 now = g_get_monotonic_time ();
+
+  g_mutex_lock (&peer->lock);
+  peer->last_rx = now;
+  g_mutex_unlock (&peer->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+/* Liveness (§3 grace period): any packet from the peer. The peer outlives
+ * the probe: its bin stops streaming before the peer is released. */
+void
+legba_peer_media_watch_input (LegbaPeer * peer, GstElement * nicesrc)
+{
+  GstPad *pad = gst_element_get_static_pad (nicesrc, "src");
+
+  if (pad == NULL)
+    return;
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_BUFFER_LIST, packet_in, peer, NULL);
+  gst_object_unref (pad);
+}
+
+static void
+unref_pad (gpointer pad, GClosure * closure)
+{
+  gst_object_unref (pad);
+}
+
+/* A newcomer needs a key frame to start decoding: the receiving side
+ * asks (a PLI) as soon as the track is consumed; a browser does the same
+ * when it starts decoding. */
+static void
+on_track_linked (GstPad * pad, GstPad * peer_pad, gpointer data)
+{
+  GstPad *tee_src = data;
+
+  gst_pad_send_event (tee_src, key_unit_event ());
+}
+
+static void
+announce_track (LegbaPeer * peer, gpointer data)
+{
+  LegbaTrackKind kind = GPOINTER_TO_INT (data);
+  GstPad *pad;
+
+  g_mutex_lock (&peer->lock);
+  pad = peer->media[kind].track_pad ?
+      gst_object_ref (peer->media[kind].track_pad) : NULL;
+  g_mutex_unlock (&peer->lock);
+  if (pad == NULL)
+    return;
+  peer->media[kind].track_announced = TRUE;
+  GST_INFO ("pc %s: %s track of %s", peer->pc, kind_names[kind],
+      peer->participant->id);
+  legba_room_emit_track (peer->room, peer->participant, kind, pad, TRUE);
+  gst_object_unref (pad);
+}
+
+static void
+discard (LegbaPeer * peer, GstPad * pad)
+{
+  GstElement *sink = gst_element_factory_make ("fakesink", NULL);
+  GstPad *sinkpad;
+
+  g_object_set (sink, "sync", FALSE, "async", FALSE, NULL);
+  gst_bin_add (peer->bin, sink);
+  gst_element_sync_state_with_parent (sink);
+  sinkpad = gst_element_get_static_pad (sink, "sink");
+  gst_pad_link (pad, sinkpad);
+  gst_object_unref (sinkpad);
+}
+
+static gboolean
+receive_format (const GstCaps * caps, LegbaTrackKind * kind,
+    const char **depay, const char **out)
+{
+  const GstStructure *s = gst_caps_get_structure (caps, 0);
+  const char *encoding = gst_structure_get_string (s, "encoding-name");
+
+  if (encoding == NULL)
+    return FALSE;
+  if (g_ascii_strcasecmp (encoding, "H264") == 0) {
+    *kind = LEGBA_TRACK_KIND_VIDEO;
+    *depay = "rtph264depay";
+    *out = "video/x-h264, stream-format=byte-stream, alignment=au";
+  } else if (g_ascii_strcasecmp (encoding, "VP8") == 0) {
+    *kind = LEGBA_TRACK_KIND_VIDEO;
+    *depay = "rtpvp8depay";
+    *out = "video/x-vp8";
+  } else if (g_ascii_strcasecmp (encoding, "OPUS") == 0) {
+    *kind = LEGBA_TRACK_KIND_AUDIO;
+    *depay = "rtpopusdepay";
+    *out = "audio/x-opus";
+  } else {
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* webrtcbin's pad-added, on a streaming thread: the stream is flowing, so
+ * its branch is built here and now; the application hears of it on the
+ * room's context. */
+void
+legba_peer_media_on_pad_added (GstElement * webrtcbin, GstPad * pad,
+    LegbaPeer * peer)
+{
+  g_autoptr (GstCaps) caps = NULL;
+  g_autoptr (GstCaps) out_caps = NULL;
+  g_autofree char *ghost_name = NULL;
+  LegbaTrackKind kind = LEGBA_TRACK_KIND_VIDEO;
+  const char *depay_name = NULL, *out = NULL;
+  GstElement *depay, *filter, *tee;
+  GstPad *pad_in, *tee_src, *ghost, *counted;
+  gboolean take;
+
+  if (GST_PAD_DIRECTION (pad) != GST_PAD_SRC)
+    return;
+  caps = gst_pad_get_current_caps (pad);
+  if (caps == NULL)
+    caps = gst_pad_query_caps (pad, NULL);
+  if (gst_caps_is_empty (caps) || !receive_format (caps, &kind, &depay_name,
+          &out)
+      || (depay = gst_element_factory_make (depay_name, NULL)) == NULL) {
+    GST_WARNING ("pc %s: discarding a stream of %" GST_PTR_FORMAT, peer->pc,
+        caps);
+    discard (peer, pad);
+    return;
+  }
+  g_mutex_lock (&peer->lock);
+  take = !peer->closing && !peer->media[kind].receiving;
+  peer->media[kind].receiving = TRUE;
+  g_mutex_unlock (&peer->lock);
+  if (!take) {
+    gst_object_unref (depay);
+    discard (peer, pad);
+    return;
+  }
+  filter = gst_element_factory_make ("capsfilter", NULL);
+  out_caps = gst_caps_from_string (out);
+  g_object_set (filter, "caps", out_caps, NULL);
+  tee = gst_element_factory_make ("tee", NULL);
+  /* an unlinked track pad discards its data, never stops the stream */
+  g_object_set (tee, "allow-not-linked", TRUE, NULL);
+  gst_bin_add_many (peer->bin, depay, filter, tee, NULL);
+  gst_element_link_many (depay, filter, tee, NULL);
+  counted = gst_element_get_static_pad (filter, "src");
+  g_object_set_data (G_OBJECT (counted), "legba-peer", peer);
+  gst_pad_add_probe (counted, GST_PAD_PROBE_TYPE_BUFFER, count_frame,
+      GINT_TO_POINTER (kind), NULL);
+  gst_object_unref (counted);
+  tee_src = gst_element_request_pad_simple (tee, "src_%u");
+  ghost_name = g_strdup_printf ("recv_%s", kind_names[kind]);
+  ghost = gst_ghost_pad_new (ghost_name, tee_src);
+  g_signal_connect_data (ghost, "linked", G_CALLBACK (on_track_linked),
+      tee_src, unref_pad, 0);
+  gst_pad_set_active (ghost, TRUE);
+  gst_element_add_pad (GST_ELEMENT (peer->bin), ghost);
+  gst_element_sync_state_with_parent (tee);
+  gst_element_sync_state_with_parent (filter);
+  gst_element_sync_state_with_parent (depay);
+  pad_in = gst_element_get_static_pad (depay, "sink");
+  gst_pad_link (pad, pad_in);
+  gst_object_unref (pad_in);
+
+  g_mutex_lock (&peer->lock);
+  peer->media[kind].track_pad = gst_object_ref (ghost);
+  g_mutex_unlock (&peer->lock);
+  legba_peer_invoke (peer, announce_track, GINT_TO_POINTER (kind), NULL);
+}
+
+/* ---- Stats ---- */
+
+static gdouble
+number (const GstStructure * s, const char *field)
+{
+  const GValue *value = gst_structure_get_value (s, field);
+  GValue d = G_VALUE_INIT;
+  gdouble result = 0;
+
+  if (value == NULL)
+    return 0;
+  g_value_init (&d, G_TYPE_DOUBLE);
+  if (g_value_transform (value, &d))
+    result = g_value_get_double (&d);
+  g_value_unset (&d);
+  return result;
+}
+
+typedef struct
+{
+  gdouble bytes_in, bytes_out, packets_in, lost, rtt, jitter;
+} Totals;
+
+static gboolean
+add_stat (GQuark field, const GValue * value, gpointer data)
+{
+  Totals *t = data;
+  const GstStructure *s;
+  GstWebRTCStatsType type;
+
+  if (!GST_VALUE_HOLDS_STRUCTURE (value))
+    return TRUE;
+  s = gst_value_get_structure (value);
+  if (!gst_structure_get (s, "type", GST_TYPE_WEBRTC_STATS_TYPE, &type, NULL))
+    return TRUE;
+  switch (type) {
+    case GST_WEBRTC_STATS_INBOUND_RTP:
+      t->bytes_in += number (s, "bytes-received");
+      t->packets_in += number (s, "packets-received");
+      t->lost += number (s, "packets-lost");
+      t->jitter = MAX (t->jitter, number (s, "jitter"));
+      break;
+    case GST_WEBRTC_STATS_OUTBOUND_RTP:
+      t->bytes_out += number (s, "bytes-sent");
+      break;
+    case GST_WEBRTC_STATS_REMOTE_INBOUND_RTP:
+      t->rtt = MAX (t->rtt, number (s, "round-trip-time"));
+      break;
+    default:
+      break;
+  }
+  return TRUE;
+}
+
+GstStructure *
+legba_peer_media_summarize (LegbaPeer * peer, const GstStructure * stats)
+{
+  Totals t = { 0, };
+  gint64 now = g_get_monotonic_time ();
+  gdouble seconds = (now - peer->last_stats_time) / 1e6;
+  guint64 rate_in = 0, rate_out = 0, frames[2];
+  GstStructure *summary;
+
+  gst_structure_foreach (stats, add_stat, &t);
+  if (peer->last_stats != NULL && seconds > 0) {
+    rate_in = MAX (0, t.bytes_in - number (peer->last_stats,
+            "bytes-received")) * 8 / seconds;
+    rate_out = MAX (0, t.bytes_out - number (peer->last_stats,
+            "bytes-sent")) * 8 / seconds;
+  }
+  g_mutex_lock (&peer->lock);
+  frames[0] = peer->frames[0];
+  frames[1] = peer->frames[1];
+  g_mutex_unlock (&peer->lock);
+  summary = gst_structure_new ("legba-participant-stats",
+      "bitrate-in", G_TYPE_UINT64, rate_in,
+      "bitrate-out", G_TYPE_UINT64, rate_out,
+      "bytes-received", G_TYPE_UINT64, (guint64) t.bytes_in,
+      "bytes-sent", G_TYPE_UINT64, (guint64) t.bytes_out,
+      "packets-received", G_TYPE_UINT64, (guint64) t.packets_in,
+      "packets-lost", G_TYPE_INT64, (gint64) t.lost,
+      "round-trip-time", G_TYPE_DOUBLE, t.rtt,
+      "jitter", G_TYPE_DOUBLE, t.jitter,
+      "video-frames-received", G_TYPE_UINT64, frames[0],
+      "audio-frames-received", G_TYPE_UINT64, frames[1], NULL);
+  g_clear_pointer (&peer->last_stats, gst_structure_free);
+  peer->last_stats = gst_structure_copy (summary);
+  peer->last_stats_time = now;
+  return summary;
+}

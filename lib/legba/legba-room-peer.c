@@ -1,0 +1,1155 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * One peer connection of a LegbaRoom: a webrtcbin in a bin of its own,
+ * its negotiation (ROOM-PROTOCOL.md §3-§6), trickle ICE with batching and
+ * queueing (§4), and the knobs WEBRTCBIN-1.22.md measured.
+ *
+ * Threads: webrtcbin calls back on its own threads (promises, ICE, data
+ * channels, connection state). Every such callback only hands a closure
+ * holding a peer reference to the room's main context; the closure drops
+ * itself when the peer was closed meanwhile (peer->room is NULL).
+ */
+#include "legba-room-private.h"
+#include "legba-json.h"
+
+#include <nice/agent.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+/* ---- Process-wide: certificate, SCTP ids, the first dtlsdec ---- */
+
+/* WEBRTCBIN-1.22.md: an ECDSA P-256 certificate shakes hands faster than
+ * webrtcbin's RSA-2048 one, and shared by every connection (and held by
+ * one long-lived dtlsdec) it is built once per process. */
+static char *
+make_certificate (void)
+{
+  EVP_PKEY *key = EVP_EC_gen ("P-256");
+  X509 *cert = X509_new ();
+  X509_NAME *name;
+  BIO *bio = BIO_new (BIO_s_mem ());
+  char *data = NULL;
+  long len;
+  char *pem = NULL;
+
+  if (key == NULL || cert == NULL || bio == NULL)
+    goto out;
+  X509_set_version (cert, 2);
+  ASN1_INTEGER_set (X509_get_serialNumber (cert), g_random_int () >> 1);
+  X509_gmtime_adj (X509_getm_notBefore (cert), -24 * 3600);
+  X509_gmtime_adj (X509_getm_notAfter (cert), 30L * 24 * 3600);
+  X509_set_pubkey (cert, key);
+  name = X509_get_subject_name (cert);
+  X509_NAME_add_entry_by_txt (name, "CN", MBSTRING_ASC,
+      (const unsigned char *) "legba", -1, -1, 0);
+  X509_set_issuer_name (cert, name);
+  if (X509_sign (cert, key, EVP_sha256 ()) == 0 ||
+      !PEM_write_bio_X509 (bio, cert) ||
+      !PEM_write_bio_PrivateKey (bio, key, NULL, NULL, 0, NULL, NULL))
+    goto out;
+  len = BIO_get_mem_data (bio, &data);
+  pem = g_strndup (data, len);
+
+out:
+  BIO_free (bio);
+  X509_free (cert);
+  EVP_PKEY_free (key);
+  return pem;
+}
+
+const char *
+legba_room_certificate_pem (void)
+{
+  static gsize pem;
+
+  if (g_once_init_enter (&pem)) {
+    char *made = make_certificate ();
+
+    if (made == NULL)
+      g_warning ("Could not make an ECDSA certificate; webrtcbin's own "
+          "will be used");
+    g_once_init_leave (&pem, (gsize) (made ? made : g_strdup ("")));
+  }
+  return ((const char *) pem)[0] ? (const char *) pem : NULL;
+}
+
+/* WEBRTCBIN-1.22.md: webrtcbin draws SCTP association ids at random and
+ * pairs in one process collide; Legba hands out distinct ones. */
+guint16
+legba_room_next_sctp_association_id (void)
+{
+  static gint next;
+  guint id = (guint) g_atomic_int_add (&next, 1);
+
+  return (guint16) (id % 65535 + 1);
+}
+
+static struct
+{
+  GThread *thread;
+  GstElement *dtls;             /* keeps the certificate's DTLS agent */
+} prepared;
+
+static gpointer
+prepare_thread (gpointer data)
+{
+  const char *pem = legba_room_certificate_pem ();
+  GstElement *dec = gst_element_factory_make ("dtlsdec", "legba-dtls-keeper");
+
+  if (dec == NULL)
+    return NULL;
+  if (pem != NULL)
+    g_object_set (dec, "pem", pem, NULL);
+  prepared.dtls = gst_object_ref_sink (dec);
+  return NULL;
+}
+
+/* Waits for the preparing thread if it is still at work: a process that
+ * exits while that thread is inside OpenSSL crashes in OpenSSL's cleanup.
+ * A room waits when it is disposed, so a program that releases its rooms
+ * before it exits is safe. */
+void
+legba_room_prepare_finish (void)
+{
+  static GMutex lock;
+  GThread *thread;
+
+  g_mutex_lock (&lock);
+  thread = g_steal_pointer (&prepared.thread);
+  g_mutex_unlock (&lock);
+  if (thread != NULL) {
+    g_thread_join (thread);
+    GST_DEBUG ("DTLS prepared: %" GST_PTR_FORMAT, prepared.dtls);
+  }
+}
+
+/**
+ * legba_room_prepare:
+ *
+ * Makes, on a thread of its own, what the first call of a process would
+ * otherwise make on its way: the process's DTLS certificate and the key
+ * GStreamer's DTLS plugin generates when its first element is created (an
+ * RSA key, 80–560 ms). legba_room_connect_async() calls it; an
+ * application calls it earlier (after gst_init()) to take it further off
+ * its first call's path. Only the first call does anything.
+ */
+void
+legba_room_prepare (void)
+{
+  static gsize started;
+
+  if (g_once_init_enter (&started)) {
+    prepared.thread = g_thread_new ("legba-prepare", prepare_thread, NULL);
+    g_once_init_leave (&started, 1);
+  }
+}
+
+/* ---- Reference counting ---- */
+
+LegbaPeer *
+legba_peer_ref (LegbaPeer * peer)
+{
+  g_atomic_ref_count_inc (&peer->ref);
+  return peer;
+}
+
+void
+legba_peer_unref (LegbaPeer * peer)
+{
+  if (!g_atomic_ref_count_dec (&peer->ref))
+    return;
+  g_assert (peer->room == NULL);
+  g_clear_object (&peer->bin);
+  g_clear_object (&peer->webrtcbin);
+  g_clear_object (&peer->participant);
+  for (guint i = 0; i < G_N_ELEMENTS (peer->channels); i++)
+    g_clear_object (&peer->channels[i]);
+  for (guint i = 0; i < G_N_ELEMENTS (peer->transceivers); i++)
+    g_clear_object (&peer->transceivers[i]);
+  for (guint i = 0; i < G_N_ELEMENTS (peer->mids); i++)
+    g_free (peer->mids[i]);
+  g_clear_pointer (&peer->answer, gst_sdp_message_free);
+  g_clear_pointer (&peer->last_stats, gst_structure_free);
+  g_ptr_array_unref (peer->remote_candidates);
+  g_ptr_array_unref (peer->local_candidates);
+  g_ptr_array_unref (peer->promises);
+  g_free (peer->pending_offer);
+  g_free (peer->pc);
+  g_mutex_clear (&peer->lock);
+  g_free (peer);
+}
+
+void
+legba_peer_closure_unref (gpointer peer, GClosure * closure)
+{
+  legba_peer_unref (peer);
+}
+
+/* ---- Handing over to the room's context ---- */
+
+typedef struct
+{
+  LegbaPeer *peer;
+  PeerFunc func;
+  gpointer data;
+  GDestroyNotify free_data;
+} PeerCall;
+
+static gboolean
+peer_call_run (gpointer data)
+{
+  PeerCall *call = data;
+
+  if (call->peer->room != NULL)
+    call->func (call->peer, call->data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+peer_call_free (gpointer data)
+{
+  PeerCall *call = data;
+
+  if (call->free_data != NULL && call->data != NULL)
+    call->free_data (call->data);
+  legba_peer_unref (call->peer);
+  g_free (call);
+}
+
+/* From any thread: runs func (peer, data) on the room's main context
+ * unless the peer is closed by then; data is freed either way. */
+void
+legba_peer_invoke (LegbaPeer * peer, PeerFunc func, gpointer data,
+    GDestroyNotify free_data)
+{
+  PeerCall *call = g_new0 (PeerCall, 1);
+  LegbaRoom *room = peer->room;
+
+  call->peer = legba_peer_ref (peer);
+  call->func = func;
+  call->data = data;
+  call->free_data = free_data;
+  if (room == NULL) {
+    peer_call_free (call);
+    return;
+  }
+  legba_room_invoke (room, peer_call_run, call, peer_call_free);
+}
+
+/* ---- ICE (§4: trickle, batched every 50 ms) ---- */
+
+static gboolean
+flush_candidates (gpointer data)
+{
+  LegbaPeer *peer = data;
+  g_autoptr (JsonObject) signal = json_object_new ();
+  JsonArray *list = json_array_new ();
+
+  legba_clear_source (&peer->batch_source);
+  if (!peer->local_sent ||
+      (peer->local_candidates->len == 0 && !peer->local_candidates_end))
+    return G_SOURCE_REMOVE;
+  for (guint i = 0; i < peer->local_candidates->len; i++)
+    json_array_add_object_element (list,
+        json_object_ref (peer->local_candidates->pdata[i]));
+  g_ptr_array_set_size (peer->local_candidates, 0);
+  json_object_set_string_member (signal, "pc", peer->pc);
+  json_object_set_string_member (signal, "type", "candidates");
+  json_object_set_array_member (signal, "candidates", list);
+  if (peer->local_candidates_end)
+    json_object_set_boolean_member (signal, "end", TRUE);
+  peer->local_candidates_end = FALSE;
+  legba_room_send_signal (peer->room, peer, signal);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+schedule_flush (LegbaPeer * peer)
+{
+  if (peer->batch_source == NULL)
+    peer->batch_source = legba_room_timeout (peer->room,
+        LEGBA_ROOM_CANDIDATE_BATCH_MS, flush_candidates, peer, NULL);
+}
+
+typedef struct
+{
+  guint mline;
+  char *candidate;
+} LocalCandidate;
+
+static void
+local_candidate_free (gpointer data)
+{
+  LocalCandidate *c = data;
+
+  g_free (c->candidate);
+  g_free (c);
+}
+
+static void
+add_local_candidate (LegbaPeer * peer, gpointer data)
+{
+  LocalCandidate *c = data;
+  JsonObject *object = json_object_new ();
+
+  json_object_set_string_member (object, "candidate", c->candidate);
+  if (c->mline < G_N_ELEMENTS (peer->mids) && peer->mids[c->mline] != NULL)
+    json_object_set_string_member (object, "sdpMid", peer->mids[c->mline]);
+  json_object_set_int_member (object, "sdpMLineIndex", c->mline);
+  g_ptr_array_add (peer->local_candidates, object);
+  schedule_flush (peer);
+}
+
+static void
+on_ice_candidate (GstElement * webrtcbin, guint mline, const char *candidate,
+    LegbaPeer * peer)
+{
+  LocalCandidate *c;
+
+  if (candidate == NULL || candidate[0] == '\0')
+    return;
+  c = g_new0 (LocalCandidate, 1);
+  c->mline = mline;
+  c->candidate = g_strdup (candidate);
+  legba_peer_invoke (peer, add_local_candidate, c, local_candidate_free);
+}
+
+/* §4: candidates are gathered for up to 50 ms; when gathering is over
+ * sooner (host candidates only, as on one machine) they leave at once. */
+static void
+end_of_candidates (LegbaPeer * peer, gpointer data)
+{
+  peer->local_candidates_end = TRUE;
+  legba_clear_source (&peer->batch_source);
+  flush_candidates (peer);
+}
+
+static void
+on_gathering_state (GstElement * webrtcbin, GParamSpec * pspec,
+    LegbaPeer * peer)
+{
+  GstWebRTCICEGatheringState state;
+
+  g_object_get (webrtcbin, "ice-gathering-state", &state, NULL);
+  if (state == GST_WEBRTC_ICE_GATHERING_STATE_COMPLETE)
+    legba_peer_invoke (peer, end_of_candidates, NULL, NULL);
+}
+
+static void
+add_remote_candidate (LegbaPeer * peer, JsonNode * node)
+{
+  JsonObject *object;
+  JsonNode *index;
+  const char *candidate;
+  gint64 mline;
+
+  if (!JSON_NODE_HOLDS_OBJECT (node)) {
+    g_message ("pc %s: dropping a candidate that is not an object", peer->pc);
+    return;
+  }
+  object = json_node_get_object (node);
+  candidate = legba_json_object_get_string (object, "candidate");
+  index = json_object_get_member (object, "sdpMLineIndex");
+  /* with max-bundle every candidate is the first m-line's */
+  mline = index && JSON_NODE_HOLDS_VALUE (index) &&
+      json_node_get_value_type (index) == G_TYPE_INT64 ?
+      json_node_get_int (index) : 0;
+  if (candidate != NULL && candidate[0] == '\0')
+    return;                     /* an end-of-candidates marker */
+  if (candidate == NULL || mline < 0 || mline > 255 ||
+      !(g_str_has_prefix (candidate, "candidate:") ||
+          g_str_has_prefix (candidate, "a=candidate:"))) {
+    g_message ("pc %s: dropping a malformed candidate", peer->pc);
+    return;
+  }
+  g_signal_emit_by_name (peer->webrtcbin, "add-ice-candidate", (guint) mline,
+      candidate);
+}
+
+void
+legba_peer_handle_candidates (LegbaPeer * peer, JsonArray * candidates)
+{
+  guint n = json_array_get_length (candidates);
+
+  for (guint i = 0; i < n; i++) {
+    JsonNode *node = json_array_get_element (candidates, i);
+
+    /* §4: kept until the description they belong to is set */
+    if (!peer->remote_set)
+      g_ptr_array_add (peer->remote_candidates, json_node_copy (node));
+    else
+      add_remote_candidate (peer, node);
+  }
+}
+
+static void
+apply_remote_candidates (LegbaPeer * peer)
+{
+  g_autoptr (GPtrArray) pending = g_steal_pointer (&peer->remote_candidates);
+
+  peer->remote_candidates =
+      g_ptr_array_new_with_free_func ((GDestroyNotify) json_node_unref);
+  for (guint i = 0; i < pending->len; i++)
+    add_remote_candidate (peer, pending->pdata[i]);
+}
+
+/* ---- Connection state and data channels ---- */
+
+static void
+check_connected (LegbaPeer * peer)
+{
+  if (peer->connected ||
+      peer->connection_state != GST_WEBRTC_PEER_CONNECTION_STATE_CONNECTED ||
+      !peer->channel_open[0] || !peer->channel_open[1])
+    return;
+  peer->connected = TRUE;
+  legba_clear_source (&peer->connect_timeout);
+  GST_INFO ("pc %s: connected to %s in %" G_GINT64_FORMAT " us", peer->pc,
+      peer->participant->id, g_get_monotonic_time () - peer->created);
+  legba_room_peer_connected (peer->room, peer);
+}
+
+static void
+connection_state_changed (LegbaPeer * peer, gpointer data)
+{
+  GstWebRTCPeerConnectionState state = GPOINTER_TO_INT (data);
+
+  GST_DEBUG ("pc %s: connection state %d", peer->pc, state);
+  peer->connection_state = state;
+  if (state == GST_WEBRTC_PEER_CONNECTION_STATE_FAILED)
+    legba_room_peer_failed (peer->room, peer, "ICE or DTLS failed");
+  else
+    check_connected (peer);
+}
+
+static void
+on_connection_state (GstElement * webrtcbin, GParamSpec * pspec,
+    LegbaPeer * peer)
+{
+  GstWebRTCPeerConnectionState state;
+
+  g_object_get (webrtcbin, "connection-state", &state, NULL);
+  legba_peer_invoke (peer, connection_state_changed, GINT_TO_POINTER (state),
+      NULL);
+}
+
+static gboolean
+connect_timed_out (gpointer data)
+{
+  LegbaPeer *peer = data;
+
+  legba_clear_source (&peer->connect_timeout);
+  legba_room_peer_failed (peer->room, peer, "not connected in time");
+  return G_SOURCE_REMOVE;
+}
+
+static int
+channel_index (GstWebRTCDataChannel * channel)
+{
+  g_autofree char *label = NULL;
+
+  g_object_get (channel, "label", &label, NULL);
+  if (g_strcmp0 (label, LEGBA_ROOM_CHANNEL_RELIABLE) == 0)
+    return 0;
+  if (g_strcmp0 (label, LEGBA_ROOM_CHANNEL_LOSSY) == 0)
+    return 1;
+  return -1;
+}
+
+static void
+channel_opened (LegbaPeer * peer, gpointer data)
+{
+  GstWebRTCDataChannel *channel = data;
+  int i = channel_index (channel);
+
+  if (i < 0 || peer->channels[i] != channel)
+    return;
+  GST_DEBUG ("pc %s: data channel %d open", peer->pc, i);
+  peer->channel_open[i] = TRUE;
+  check_connected (peer);
+}
+
+static void
+on_channel_open (GstWebRTCDataChannel * channel, LegbaPeer * peer)
+{
+  legba_peer_invoke (peer, channel_opened, g_object_ref (channel),
+      g_object_unref);
+}
+
+static void
+watch_channel (LegbaPeer * peer, GstWebRTCDataChannel * channel)
+{
+  int i = channel_index (channel);
+  GstWebRTCDataChannelState state;
+
+  if (i < 0) {
+    GST_INFO ("pc %s: ignoring a data channel of another protocol", peer->pc);
+    return;
+  }
+  if (peer->channels[i] != NULL) {
+    GST_INFO ("pc %s: ignoring a second data channel %d", peer->pc, i);
+    return;
+  }
+  peer->channels[i] = g_object_ref (channel);
+  g_signal_connect_data (channel, "on-open", G_CALLBACK (on_channel_open),
+      legba_peer_ref (peer), legba_peer_closure_unref, 0);
+  g_object_get (channel, "ready-state", &state, NULL);
+  if (state == GST_WEBRTC_DATA_CHANNEL_STATE_OPEN) {
+    peer->channel_open[i] = TRUE;
+    check_connected (peer);
+  }
+}
+
+static void
+remote_channel (LegbaPeer * peer, gpointer data)
+{
+  watch_channel (peer, data);
+}
+
+static void
+on_data_channel (GstElement * webrtcbin, GstWebRTCDataChannel * channel,
+    LegbaPeer * peer)
+{
+  legba_peer_invoke (peer, remote_channel, g_object_ref (channel),
+      g_object_unref);
+}
+
+/* §6: the offerer creates both channels before its offer. */
+static gboolean
+create_channels (LegbaPeer * peer)
+{
+  GstWebRTCDataChannel *reliable = NULL, *lossy = NULL;
+  g_autoptr (GstStructure) lossy_options =
+      gst_structure_new ("options", "ordered", G_TYPE_BOOLEAN, FALSE,
+      "max-retransmits", G_TYPE_INT, 0, NULL);
+
+  g_signal_emit_by_name (peer->webrtcbin, "create-data-channel",
+      LEGBA_ROOM_CHANNEL_RELIABLE, NULL, &reliable);
+  g_signal_emit_by_name (peer->webrtcbin, "create-data-channel",
+      LEGBA_ROOM_CHANNEL_LOSSY, lossy_options, &lossy);
+  if (reliable != NULL)
+    watch_channel (peer, reliable);
+  if (lossy != NULL)
+    watch_channel (peer, lossy);
+  g_clear_object (&reliable);
+  g_clear_object (&lossy);
+  return peer->channels[0] != NULL && peer->channels[1] != NULL;
+}
+
+GstWebRTCDataChannel *
+legba_peer_get_channel (LegbaPeer * peer, gboolean lossy)
+{
+  return peer->channels[lossy ? 1 : 0];
+}
+
+/* ---- Negotiation (§3, §5) ---- */
+
+/* A promise handed to webrtcbin is kept in peer->promises until its
+ * change function runs (the reply), or until the peer is closed: then the
+ * ones webrtcbin will never answer are expired (GstPromise must not be
+ * freed pending). */
+static void
+emit_with_promise (LegbaPeer * peer, const char *action, gpointer argument,
+    GstPromise * promise)
+{
+  g_mutex_lock (&peer->lock);
+  g_ptr_array_add (peer->promises, promise);
+  g_mutex_unlock (&peer->lock);
+  g_signal_emit_by_name (peer->webrtcbin, action, argument, promise);
+}
+
+/* From a change function, on any thread: drops the peer's reference to a
+ * promise that has been answered. */
+static void
+promise_done (LegbaPeer * peer, GstPromise * promise)
+{
+  gboolean kept;
+
+  g_mutex_lock (&peer->lock);
+  kept = g_ptr_array_remove_fast (peer->promises, promise);
+  g_mutex_unlock (&peer->lock);
+  if (kept)
+    gst_promise_unref (promise);
+}
+
+static void
+expire_promises (LegbaPeer * peer)
+{
+  g_autoptr (GPtrArray) pending = NULL;
+
+  g_mutex_lock (&peer->lock);
+  pending = g_steal_pointer (&peer->promises);
+  peer->promises = g_ptr_array_new ();
+  g_mutex_unlock (&peer->lock);
+  for (guint i = 0; i < pending->len; i++) {
+    gst_promise_expire (pending->pdata[i]);
+    gst_promise_unref (pending->pdata[i]);
+  }
+}
+
+static void
+fail_peer (LegbaPeer * peer, const char *why)
+{
+  legba_room_peer_failed (peer->room, peer, why);
+}
+
+static char *
+promise_error (GstPromise * promise)
+{
+  const GstStructure *reply;
+  g_autoptr (GError) error = NULL;
+
+  if (gst_promise_wait (promise) != GST_PROMISE_RESULT_REPLIED)
+    return g_strdup ("webrtcbin did not answer");
+  reply = gst_promise_get_reply (promise);
+  if (reply != NULL && gst_structure_has_field (reply, "error")) {
+    gst_structure_get (reply, "error", G_TYPE_ERROR, &error, NULL);
+    return g_strdup (error ? error->message : "webrtcbin failed");
+  }
+  return NULL;
+}
+
+static void
+description_applied (LegbaPeer * peer, gpointer data)
+{
+  const char *error = data;
+  g_autoptr (GError) link_error = NULL;
+
+  if (error != NULL) {
+    fail_peer (peer, error);
+    return;
+  }
+  if (++peer->applied < 2 || peer->negotiated)
+    return;
+  peer->negotiated = TRUE;
+  GST_DEBUG ("pc %s: negotiated", peer->pc);
+  if (!legba_peer_media_link_send (peer, &link_error))
+    legba_room_report (peer->room, link_error->code, "%s", link_error->message);
+}
+
+static void
+on_applied (GstPromise * promise, gpointer data)
+{
+  LegbaPeer *peer = data;
+
+  legba_peer_invoke (peer, description_applied, promise_error (promise),
+      g_free);
+  promise_done (peer, promise);
+}
+
+static GstPromise *
+applied_promise (LegbaPeer * peer)
+{
+  return gst_promise_new_with_change_func (on_applied, legba_peer_ref (peer),
+      (GDestroyNotify) legba_peer_unref);
+}
+
+static void
+remember_mids (LegbaPeer * peer, const GstSDPMessage * sdp)
+{
+  guint n = MIN (gst_sdp_message_medias_len (sdp), G_N_ELEMENTS (peer->mids));
+
+  for (guint i = 0; i < n; i++) {
+    const GstSDPMedia *media = gst_sdp_message_get_media (sdp, i);
+
+    g_free (peer->mids[i]);
+    peer->mids[i] = g_strdup (gst_sdp_media_get_attribute_val (media, "mid"));
+  }
+}
+
+static void
+description_created (LegbaPeer * peer, gpointer data)
+{
+  GstWebRTCSessionDescription *desc = data;
+  gboolean offer = peer->role == LEGBA_PEER_OFFERER;
+  g_autoptr (JsonObject) signal = json_object_new ();
+  g_autofree char *text = NULL;
+
+  if (desc == NULL) {
+    fail_peer (peer, offer ? "could not create an offer" :
+        "could not answer the offer");
+    return;
+  }
+  remember_mids (peer, desc->sdp);
+  if (!offer)
+    gst_sdp_message_copy (desc->sdp, &peer->answer);
+  emit_with_promise (peer, "set-local-description", desc,
+      applied_promise (peer));
+  text = gst_sdp_message_as_text (desc->sdp);
+  json_object_set_string_member (signal, "pc", peer->pc);
+  json_object_set_string_member (signal, "type", offer ? "offer" : "answer");
+  json_object_set_string_member (signal, "sdp", text);
+  GST_DEBUG ("pc %s: sending the %s", peer->pc, offer ? "offer" : "answer");
+  legba_room_send_signal (peer->room, peer, signal);
+  /* §4: the description leaves before any of its candidates */
+  peer->local_sent = TRUE;
+  if (peer->local_candidates->len > 0 || peer->local_candidates_end)
+    schedule_flush (peer);
+}
+
+static void
+on_description_created (GstPromise * promise, gpointer data)
+{
+  LegbaPeer *peer = data;
+  GstWebRTCSessionDescription *desc = NULL;
+  const char *field = peer->role == LEGBA_PEER_OFFERER ? "offer" : "answer";
+
+  if (gst_promise_wait (promise) == GST_PROMISE_RESULT_REPLIED &&
+      gst_promise_get_reply (promise) != NULL)
+    gst_structure_get (gst_promise_get_reply (promise), field,
+        GST_TYPE_WEBRTC_SESSION_DESCRIPTION, &desc, NULL);
+  legba_peer_invoke (peer, description_created, desc,
+      (GDestroyNotify) gst_webrtc_session_description_free);
+  promise_done (peer, promise);
+}
+
+static GstPromise *
+created_promise (LegbaPeer * peer)
+{
+  return gst_promise_new_with_change_func (on_description_created,
+      legba_peer_ref (peer), (GDestroyNotify) legba_peer_unref);
+}
+
+/* §5: exactly one video and one audio transceiver, sendrecv for a kind
+ * this participant publishes, recvonly otherwise; NACK/RTX on video. */
+static void
+add_transceivers (LegbaPeer * peer)
+{
+  for (LegbaTrackKind kind = 0; kind < 2; kind++) {
+    g_autoptr (GstCaps) caps = legba_room_media_codec_preferences (peer->room,
+        kind, peer->role);
+    GstWebRTCRTPTransceiverDirection direction = peer->room->tracks[kind] ?
+        GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDRECV :
+        GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY;
+    GstWebRTCRTPTransceiver *transceiver = NULL;
+
+    g_signal_emit_by_name (peer->webrtcbin, "add-transceiver", direction, caps,
+        &transceiver);
+    if (transceiver != NULL && kind == LEGBA_TRACK_KIND_VIDEO)
+      g_object_set (transceiver, "do-nack", TRUE, NULL);
+    peer->transceivers[kind] = g_steal_pointer (&transceiver);
+  }
+}
+
+static void
+start_offer (LegbaPeer * peer)
+{
+  add_transceivers (peer);
+  if (!create_channels (peer)) {
+    fail_peer (peer, "could not create the data channels (is the sctp "
+        "plugin installed?)");
+    return;
+  }
+  /* WEBRTCBIN-1.22.md: on-negotiation-needed may fire before the session
+   * is fully described; the offer is made here, once it is. */
+  emit_with_promise (peer, "create-offer", NULL, created_promise (peer));
+}
+
+static GstWebRTCSessionDescription *
+parse_description (LegbaPeer * peer, GstWebRTCSDPType type, const char *sdp)
+{
+  GstSDPMessage *message = NULL;
+
+  if (gst_sdp_message_new_from_text (sdp, &message) != GST_SDP_OK ||
+      gst_sdp_message_medias_len (message) == 0) {
+    g_message ("pc %s: dropping an unreadable %s", peer->pc,
+        gst_webrtc_sdp_type_to_string (type));
+    g_clear_pointer (&message, gst_sdp_message_free);
+    return NULL;
+  }
+  return gst_webrtc_session_description_new (type, message);
+}
+
+/* §5: an m-line none of our transceivers took (a codec we do not
+ * publish, a second track of a kind) is only received. */
+static void
+receive_only_the_rest (LegbaPeer * peer)
+{
+  GArray *transceivers = NULL;
+
+  g_signal_emit_by_name (peer->webrtcbin, "get-transceivers", &transceivers);
+  for (guint i = 0; transceivers != NULL && i < transceivers->len; i++) {
+    GstWebRTCRTPTransceiver *t = g_array_index (transceivers,
+        GstWebRTCRTPTransceiver *, i);
+
+    if (t != peer->transceivers[0] && t != peer->transceivers[1])
+      g_object_set (t, "direction",
+          GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY, NULL);
+  }
+  g_clear_pointer (&transceivers, g_array_unref);
+}
+
+static void
+offer_applied (LegbaPeer * peer, gpointer data)
+{
+  if (data != NULL) {
+    fail_peer (peer, data);
+    return;
+  }
+  peer->applied++;
+  receive_only_the_rest (peer);
+  emit_with_promise (peer, "create-answer", NULL, created_promise (peer));
+}
+
+static void
+on_offer_applied (GstPromise * promise, gpointer data)
+{
+  LegbaPeer *peer = data;
+
+  legba_peer_invoke (peer, offer_applied, promise_error (promise), g_free);
+  promise_done (peer, promise);
+}
+
+static void
+answer_offer (LegbaPeer * peer)
+{
+  g_autofree char *sdp = g_steal_pointer (&peer->pending_offer);
+  GstWebRTCSessionDescription *offer;
+
+  offer = parse_description (peer, GST_WEBRTC_SDP_TYPE_OFFER, sdp);
+  if (offer == NULL) {
+    fail_peer (peer, "unreadable offer");
+    return;
+  }
+  add_transceivers (peer);
+  emit_with_promise (peer, "set-remote-description", offer,
+      gst_promise_new_with_change_func (on_offer_applied,
+          legba_peer_ref (peer), (GDestroyNotify) legba_peer_unref));
+  gst_webrtc_session_description_free (offer);
+  /* webrtcbin applies operations in order: candidates may follow now */
+  peer->remote_set = TRUE;
+  apply_remote_candidates (peer);
+}
+
+void
+legba_peer_start (LegbaPeer * peer)
+{
+  g_return_if_fail (peer->role == LEGBA_PEER_OFFERER);
+
+  if (!legba_room_media_ready (peer->room)) {
+    GST_DEBUG ("pc %s: waiting for the local tracks' caps", peer->pc);
+    peer->waiting_media = TRUE;
+    return;
+  }
+  start_offer (peer);
+}
+
+void
+legba_peer_handle_offer (LegbaPeer * peer, const char *sdp)
+{
+  g_return_if_fail (peer->role == LEGBA_PEER_ANSWERER);
+
+  peer->pending_offer = g_strdup (sdp);
+  if (!legba_room_media_ready (peer->room)) {
+    GST_DEBUG ("pc %s: waiting for the local tracks' caps", peer->pc);
+    peer->waiting_media = TRUE;
+    return;
+  }
+  answer_offer (peer);
+}
+
+void
+legba_peer_media_ready (LegbaPeer * peer)
+{
+  if (!peer->waiting_media)
+    return;
+  peer->waiting_media = FALSE;
+  if (peer->role == LEGBA_PEER_OFFERER)
+    start_offer (peer);
+  else
+    answer_offer (peer);
+}
+
+void
+legba_peer_handle_answer (LegbaPeer * peer, const char *sdp)
+{
+  GstWebRTCSessionDescription *answer;
+
+  if (peer->role != LEGBA_PEER_OFFERER || peer->remote_set || !peer->local_sent) {
+    g_message ("pc %s: dropping an answer that was not asked for", peer->pc);
+    return;
+  }
+  answer = parse_description (peer, GST_WEBRTC_SDP_TYPE_ANSWER, sdp);
+  if (answer == NULL)
+    return;
+  gst_sdp_message_copy (answer->sdp, &peer->answer);
+  emit_with_promise (peer, "set-remote-description", answer,
+      applied_promise (peer));
+  gst_webrtc_session_description_free (answer);
+  peer->remote_set = TRUE;
+  apply_remote_candidates (peer);
+}
+
+gboolean
+legba_peer_awaits_answer (LegbaPeer * peer)
+{
+  return peer->role == LEGBA_PEER_OFFERER && !peer->remote_set;
+}
+
+/* ---- Knobs (WEBRTCBIN-1.22.md) ---- */
+
+static void
+on_deep_element_added (GstBin * bin, GstBin * sub_bin, GstElement * element,
+    LegbaPeer * peer)
+{
+  GstElementFactory *factory = gst_element_get_factory (element);
+  const char *name = factory ? GST_OBJECT_NAME (factory) : "";
+
+  if (strcmp (name, "dtlssrtpdec") == 0) {
+    const char *pem = legba_room_certificate_pem ();
+
+    if (pem != NULL)
+      g_object_set (element, "pem", pem, NULL);
+  } else if (strcmp (name, "sctpenc") == 0 || strcmp (name, "sctpdec") == 0) {
+    g_object_set (element, "sctp-association-id", (guint) peer->sctp_id, NULL);
+  } else if (strcmp (name, "nicesrc") == 0) {
+    legba_peer_media_watch_input (peer, element);
+  }
+}
+
+static gboolean
+is_loopback_url (const char *url)
+{
+  g_autoptr (GUri) uri = url ? g_uri_parse (url, G_URI_FLAGS_NONE, NULL) : NULL;
+  const char *host = uri ? g_uri_get_host (uri) : NULL;
+
+  return host != NULL && (g_str_has_prefix (host, "127.") ||
+      strcmp (host, "localhost") == 0 || strcmp (host, "::1") == 0);
+}
+
+static char **
+effective_local_addresses (LegbaRoom * room)
+{
+  g_autofree char *url = NULL;
+
+  if (room->local_addresses != NULL)
+    return g_strdupv (room->local_addresses);
+  if (g_object_class_find_property (G_OBJECT_GET_CLASS (room->signaller),
+          "server-url") != NULL)
+    g_object_get (room->signaller, "server-url", &url, NULL);
+  if (is_loopback_url (url)) {
+    char *loopback[] = { (char *) "127.0.0.1", NULL };
+
+    return g_strdupv (loopback);
+  }
+  return NULL;
+}
+
+static void
+configure_ice (LegbaPeer * peer)
+{
+  LegbaRoom *room = peer->room;
+  g_autoptr (GObject) ice = NULL;
+  g_autoptr (GObject) agent = NULL;
+  g_auto (GStrv) addresses = effective_local_addresses (room);
+
+  g_object_get (peer->webrtcbin, "ice-agent", &ice, NULL);
+  if (ice == NULL ||
+      g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent") == NULL)
+    return;
+  g_object_get (ice, "agent", &agent, NULL);
+  if (agent == NULL || !NICE_IS_AGENT (agent))
+    return;
+  g_object_set (agent, "upnp", FALSE, "stun-pacing-timer",
+      room->stun_pacing_timer, NULL);
+  if (g_object_class_find_property (G_OBJECT_GET_CLASS (agent),
+          "idle-timeout") != NULL)
+    g_object_set (agent, "idle-timeout", room->ice_idle_timeout, NULL);
+  for (guint i = 0; addresses != NULL && addresses[i] != NULL; i++) {
+    NiceAddress address;
+
+    nice_address_init (&address);
+    if (nice_address_set_from_string (&address, addresses[i]))
+      nice_agent_add_local_address (NICE_AGENT (agent), &address);
+    else
+      g_warning ("local-addresses: '%s' is not an IP address", addresses[i]);
+  }
+}
+
+static void
+configure_webrtcbin (LegbaPeer * peer)
+{
+  LegbaRoom *room = peer->room;
+
+  g_object_set (peer->webrtcbin, "bundle-policy",
+      GST_WEBRTC_BUNDLE_POLICY_MAX_BUNDLE, "latency", room->latency,
+      "ice-transport-policy", room->ice_transport_policy, NULL);
+  if (room->stun_server != NULL)
+    g_object_set (peer->webrtcbin, "stun-server", room->stun_server, NULL);
+  if (room->turn_server != NULL)
+    g_object_set (peer->webrtcbin, "turn-server", room->turn_server, NULL);
+  configure_ice (peer);
+}
+
+static gboolean
+check_plugins (GError ** error)
+{
+  static const char *const needed[][2] = {
+    {"webrtcbin", "webrtcbin (gst-plugins-bad, the webrtc plugin)"},
+    {"nicesrc", "the nice plugin (gstreamer1.0-nice)"},
+    {"dtlssrtpdec", "the dtls plugin (gst-plugins-bad)"},
+    {"srtpdec", "the srtp plugin (gst-plugins-bad)"},
+    {"sctpenc", "the sctp plugin (gst-plugins-bad)"},
+    {"rtpbin", "the rtpmanager plugin (gst-plugins-good)"},
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (needed); i++) {
+    g_autoptr (GstElementFactory) factory =
+        gst_element_factory_find (needed[i][0]);
+
+    if (factory == NULL) {
+      g_set_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_MISSING_PLUGIN,
+          "The GStreamer element %s is missing: install %s", needed[i][0],
+          needed[i][1]);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static void
+connect_webrtcbin (LegbaPeer * peer)
+{
+  struct
+  {
+    const char *name;
+    GCallback callback;
+  } handlers[] = {
+    {"on-ice-candidate", G_CALLBACK (on_ice_candidate)},
+    {"notify::ice-gathering-state", G_CALLBACK (on_gathering_state)},
+    {"notify::connection-state", G_CALLBACK (on_connection_state)},
+    {"on-data-channel", G_CALLBACK (on_data_channel)},
+    {"pad-added", G_CALLBACK (legba_peer_media_on_pad_added)},
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (handlers); i++)
+    g_signal_connect_data (peer->webrtcbin, handlers[i].name,
+        handlers[i].callback, legba_peer_ref (peer),
+        legba_peer_closure_unref, 0);
+  g_signal_connect_data (peer->bin, "deep-element-added",
+      G_CALLBACK (on_deep_element_added), legba_peer_ref (peer),
+      legba_peer_closure_unref, 0);
+}
+
+LegbaPeer *
+legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
+    const char *pc, LegbaPeerRole role, GError ** error)
+{
+  LegbaPeer *peer;
+  g_autofree char *name = NULL;
+
+  if (!check_plugins (error))
+    return NULL;
+  peer = g_new0 (LegbaPeer, 1);
+  g_atomic_ref_count_init (&peer->ref);
+  g_mutex_init (&peer->lock);
+  peer->room = room;
+  peer->participant = g_object_ref (participant);
+  peer->pc = g_strdup (pc);
+  peer->role = role;
+  peer->created = g_get_monotonic_time ();
+  peer->sctp_id = legba_room_next_sctp_association_id ();
+  peer->remote_candidates =
+      g_ptr_array_new_with_free_func ((GDestroyNotify) json_node_unref);
+  peer->local_candidates =
+      g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
+  peer->promises = g_ptr_array_new ();
+
+  name = g_strdup_printf ("legba-peer-%s", pc);
+  peer->bin = GST_BIN (gst_object_ref_sink (gst_bin_new (name)));
+  peer->webrtcbin = gst_object_ref_sink (gst_element_factory_make ("webrtcbin",
+          "webrtcbin"));
+  configure_webrtcbin (peer);
+  connect_webrtcbin (peer);
+  gst_bin_add (peer->bin, peer->webrtcbin);
+  gst_bin_add (room->bin, GST_ELEMENT (peer->bin));
+  gst_element_sync_state_with_parent (GST_ELEMENT (peer->bin));
+  /* negotiation needs webrtcbin running, media only the parent's PLAYING */
+  if (GST_STATE_TARGET (peer->bin) < GST_STATE_READY)
+    gst_element_set_state (GST_ELEMENT (peer->bin), GST_STATE_READY);
+  peer->connect_timeout = legba_room_timeout (room,
+      LEGBA_ROOM_PEER_CONNECT_TIMEOUT_MS, connect_timed_out, peer, NULL);
+  return peer;
+}
+
+void
+legba_peer_close (LegbaPeer * peer)
+{
+  LegbaRoom *room = peer->room;
+
+  if (room == NULL)
+    return;
+  legba_clear_source (&peer->batch_source);
+  legba_clear_source (&peer->connect_timeout);
+  g_mutex_lock (&peer->lock);
+  peer->closing = TRUE;
+  g_mutex_unlock (&peer->lock);
+  legba_peer_media_unlink (peer);
+  g_signal_handlers_disconnect_by_data (peer->webrtcbin, peer);
+  g_signal_handlers_disconnect_by_data (peer->bin, peer);
+  for (guint i = 0; i < G_N_ELEMENTS (peer->channels); i++)
+    if (peer->channels[i] != NULL)
+      g_signal_handlers_disconnect_by_data (peer->channels[i], peer);
+  gst_element_set_locked_state (GST_ELEMENT (peer->bin), TRUE);
+  gst_element_set_state (GST_ELEMENT (peer->bin), GST_STATE_NULL);
+  expire_promises (peer);
+  if (room->bin != NULL)
+    gst_bin_remove (room->bin, GST_ELEMENT (peer->bin));
+  peer->room = NULL;
+  GST_DEBUG ("pc %s: closed", peer->pc);
+}
+
+gboolean
+legba_peer_is_live (LegbaPeer * peer)
+{
+  gint64 last;
+
+  g_mutex_lock (&peer->lock);
+  last = peer->last_rx;
+  g_mutex_unlock (&peer->lock);
+  return peer->connected && last > 0 &&
+      g_get_monotonic_time () - last < LEGBA_ROOM_LIVENESS_MS * 1000;
+}
+
+/* ---- Stats ---- */
+
+static void
+stats_ready (LegbaPeer * peer, gpointer data)
+{
+  GstStructure *summary = legba_peer_media_summarize (peer, data);
+
+  if (peer->participant->peer == peer)
+    legba_participant_take_stats (peer->participant, summary);
+  else
+    gst_structure_free (summary);
+}
+
+static void
+on_stats (GstPromise * promise, gpointer data)
+{
+  LegbaPeer *peer = data;
+  const GstStructure *reply = NULL;
+
+  if (gst_promise_wait (promise) == GST_PROMISE_RESULT_REPLIED)
+    reply = gst_promise_get_reply (promise);
+  if (reply != NULL)
+    legba_peer_invoke (peer, stats_ready, gst_structure_copy (reply),
+        (GDestroyNotify) gst_structure_free);
+  promise_done (peer, promise);
+}
+
+void
+legba_peer_update_stats (LegbaPeer * peer)
+{
+  GstPromise *promise;
+
+  /* nothing to count before, and webrtcbin 1.22 is safest left alone
+   * while it negotiates */
+  if (!peer->connected)
+    return;
+  promise = gst_promise_new_with_change_func (on_stats, legba_peer_ref (peer),
+      (GDestroyNotify) legba_peer_unref);
+  emit_with_promise (peer, "get-stats", NULL, promise);
+}

@@ -1,0 +1,393 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The legbaroom element: properties, request pads, and gst-launch-1.0
+ * style pipelines (a sender line and a receiver line, gst_parse_launch)
+ * through legba-server running in this process on 127.0.0.1.
+ */
+#include <gst/check/gstcheck.h>
+#include <legba/legba.h>
+
+#define APP_ID "1"
+#define APP_KEY "room-key"
+#define APP_SECRET "room-secret"
+#define WAIT_MS 60000
+
+static LegbaServer *server;
+
+static void
+start_server (void)
+{
+  g_autoptr (GError) error = NULL;
+
+  server = legba_server_new ();
+  fail_unless (legba_server_add_app (server, APP_ID, APP_KEY, APP_SECRET,
+          &error));
+  fail_unless (legba_server_listen (server, "127.0.0.1", 0, &error));
+}
+
+static void
+stop_server (void)
+{
+  legba_server_shutdown (server);
+  g_clear_object (&server);
+  while (g_main_context_iteration (NULL, FALSE));
+}
+
+static gboolean
+on_deadline (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* Runs the default main context (the server's) until cond holds; fails
+ * after WAIT_MS with the reason. */
+#define WAIT_FOR(cond, reason) G_STMT_START { \
+    gboolean expired_ = FALSE; \
+    GSource *deadline_ = g_timeout_source_new (WAIT_MS); \
+    g_source_set_callback (deadline_, on_deadline, &expired_, NULL); \
+    g_source_attach (deadline_, NULL); \
+    while (!(cond) && !expired_) \
+      g_main_context_iteration (NULL, TRUE); \
+    g_source_destroy (deadline_); \
+    g_source_unref (deadline_); \
+    fail_unless ((cond), "timed out waiting for %s", reason); \
+  } G_STMT_END
+
+typedef struct
+{
+  GstElement *pipeline;
+  GMutex lock;
+  guint frames;
+  GPtrArray *messages;          /* GstStructure names, element messages */
+  GError *error;
+  GError *warning;
+} Line;
+
+static gboolean
+on_bus (GstBus * bus, GstMessage * message, gpointer data)
+{
+  Line *line = data;
+
+  switch (GST_MESSAGE_TYPE (message)) {
+    case GST_MESSAGE_ELEMENT:
+      g_ptr_array_add (line->messages,
+          g_strdup (gst_structure_get_name (gst_message_get_structure
+                  (message))));
+      break;
+    case GST_MESSAGE_ERROR:
+      if (line->error == NULL) {
+        g_autofree char *debug = NULL;
+
+        g_autofree char *path = NULL;
+
+        gst_message_parse_error (message, &line->error, &debug);
+        path = gst_object_get_path_string (GST_MESSAGE_SRC (message));
+        GST_CAT_INFO (check_debug, "error from %s: %s (%s)", path,
+            line->error->message, debug);
+      }
+      break;
+    case GST_MESSAGE_WARNING:
+      if (line->warning == NULL)
+        gst_message_parse_warning (message, &line->warning, NULL);
+      break;
+    default:
+      break;
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+static GstPadProbeReturn
+count_frame (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Line *line = data;
+
+  g_mutex_lock (&line->lock);
+  line->frames++;
+  g_mutex_unlock (&line->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static guint
+frames (Line * line)
+{
+  guint n;
+
+  g_mutex_lock (&line->lock);
+  n = line->frames;
+  g_mutex_unlock (&line->lock);
+  return n;
+}
+
+static gboolean
+has_message (Line * line, const char *name)
+{
+  for (guint i = 0; i < line->messages->len; i++)
+    if (strcmp (line->messages->pdata[i], name) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* A launch line with SERVER, KEY and SECRET replaced. */
+static Line *
+line_new (const char *format)
+{
+  Line *line = g_new0 (Line, 1);
+  g_autofree char *url = server ? legba_server_get_url (server) : NULL;
+  g_autoptr (GString) text = g_string_new (format);
+  g_autoptr (GError) error = NULL;
+  GstElement *sink;
+  GstBus *bus;
+
+  if (url != NULL)
+    g_string_replace (text, "SERVER", url, 0);
+  g_string_replace (text, "KEY", APP_KEY, 0);
+  g_string_replace (text, "SECRET", APP_SECRET, 0);
+  line->pipeline = gst_parse_launch (text->str, &error);
+  fail_unless (line->pipeline != NULL, "%s: %s", text->str,
+      error ? error->message : "");
+  if (!GST_IS_PIPELINE (line->pipeline)) {
+    /* a line of one element: as gst-launch-1.0 does, put it in a pipeline */
+    GstElement *pipeline = gst_pipeline_new (NULL);
+
+    gst_bin_add (GST_BIN (pipeline), line->pipeline);
+    line->pipeline = pipeline;
+  }
+  g_mutex_init (&line->lock);
+  line->messages = g_ptr_array_new_with_free_func (g_free);
+  bus = gst_element_get_bus (line->pipeline);
+  gst_bus_add_watch (bus, on_bus, line);
+  gst_object_unref (bus);
+  sink = gst_bin_get_by_name (GST_BIN (line->pipeline), "out");
+  if (sink != NULL) {
+    GstPad *pad = gst_element_get_static_pad (sink, "sink");
+
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, count_frame, line, NULL);
+    gst_object_unref (pad);
+    gst_object_unref (sink);
+  }
+  return line;
+}
+
+static void
+line_play (Line * line)
+{
+  fail_if (gst_element_set_state (line->pipeline, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+}
+
+static void
+line_free (Line * line)
+{
+  GstBus *bus = gst_element_get_bus (line->pipeline);
+
+  gst_element_set_state (line->pipeline, GST_STATE_NULL);
+  gst_bus_remove_watch (bus);
+  gst_object_unref (bus);
+  gst_object_unref (line->pipeline);
+  g_ptr_array_unref (line->messages);
+  g_clear_error (&line->error);
+  g_clear_error (&line->warning);
+  g_mutex_clear (&line->lock);
+  g_free (line);
+}
+
+#define ROOM_ARGS "server-url=SERVER app-key=KEY app-secret=SECRET room=demo"
+
+#define SENDER \
+  "videotestsrc is-live=true ! video/x-raw,width=160,height=120," \
+  "framerate=15/1 ! x264enc tune=zerolatency speed-preset=ultrafast " \
+  "key-int-max=1000 ! legbaroom name=r " ROOM_ARGS " identity=alice " \
+  "audiotestsrc is-live=true ! opusenc ! r."
+
+#define RECEIVER \
+  "legbaroom name=r " ROOM_ARGS " identity=bob " \
+  "r. ! video/x-h264 ! avdec_h264 ! fakesink name=out sync=false async=false"
+
+GST_START_TEST (test_properties)
+{
+  GstElement *room = gst_element_factory_make ("legbaroom", NULL);
+  guint latency, max;
+  char *url;
+
+  fail_unless (room != NULL);
+  g_object_get (room, "latency", &latency, "max-participants", &max,
+      "server-url", &url, NULL);
+  fail_unless_equals_int (latency, 100);
+  fail_unless_equals_int (max, 6);
+  fail_unless (url == NULL);
+  g_object_set (room, "server-url", "ws://127.0.0.1:1", "room", "r1",
+      "identity", "alice", "display-name", "Alice", "latency", 50, NULL);
+  g_object_get (room, "server-url", &url, "latency", &latency, NULL);
+  fail_unless_equals_string (url, "ws://127.0.0.1:1");
+  fail_unless_equals_int (latency, 50);
+  g_free (url);
+  gst_object_unref (room);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_request_pads)
+{
+  GstElement *room = gst_element_factory_make ("legbaroom", NULL);
+  GstPad *video, *audio, *extra;
+  LegbaRoom *lroom = NULL;
+
+  video = gst_element_request_pad_simple (room, "video_%u");
+  fail_unless (video != NULL);
+  fail_unless_equals_string (GST_PAD_NAME (video), "video_0");
+  audio = gst_element_request_pad_simple (room, "audio_%u");
+  fail_unless (audio != NULL);
+  /* version 1: one stream of each kind */
+  extra = gst_element_request_pad_simple (room, "video_%u");
+  fail_unless (extra == NULL);
+  g_object_get (room, "legba-room", &lroom, NULL);
+  fail_unless (LEGBA_IS_ROOM (lroom));
+  g_object_unref (lroom);
+  gst_element_release_request_pad (room, video);
+  gst_object_unref (video);
+  /* released: a video stream can be requested again */
+  video = gst_element_request_pad_simple (room, "video_%u");
+  fail_unless (video != NULL);
+  gst_element_release_request_pad (room, video);
+  gst_element_release_request_pad (room, audio);
+  gst_object_unref (video);
+  gst_object_unref (audio);
+  gst_object_unref (room);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_launch_lines)
+{
+  Line *sender, *receiver;
+
+  start_server ();
+  sender = line_new (SENDER);
+  receiver = line_new (RECEIVER);
+  line_play (sender);
+  line_play (receiver);
+  WAIT_FOR (frames (receiver) >= 10 || receiver->error || sender->error,
+      "bob to decode alice's video");
+  fail_unless (receiver->error == NULL, "%s", receiver->error ?
+      receiver->error->message : "");
+  fail_unless (sender->error == NULL, "%s", sender->error ?
+      sender->error->message : "");
+  fail_unless (has_message (receiver, "legba-participant-joined"));
+  {
+    GstElement *r = gst_bin_get_by_name (GST_BIN (receiver->pipeline), "r");
+    GstPad *pad = gst_element_get_static_pad (r, "recv_video_0");
+    char *id = NULL;
+
+    fail_unless (pad != NULL);
+    g_object_get (pad, "participant-id", &id, NULL);
+    fail_unless (id != NULL && g_str_has_prefix (id, "alice-"));
+    g_free (id);
+    gst_object_unref (pad);
+    gst_object_unref (r);
+  }
+  fail_unless (has_message (receiver, "legba-room-state"));
+
+  /* alice leaves: bob's pads go, bob's pipeline carries on */
+  line_free (sender);
+  WAIT_FOR (has_message (receiver, "legba-participant-left"),
+      "bob to see alice leave");
+  {
+    GstElement *r = gst_bin_get_by_name (GST_BIN (receiver->pipeline), "r");
+
+    fail_unless_equals_int (GST_ELEMENT (r)->numsrcpads, 0);
+    for (GList * l = GST_BIN_CHILDREN (r); l; l = l->next)
+      fail_if (g_str_has_prefix (GST_OBJECT_NAME (l->data), "legba-peer-"));
+    gst_object_unref (r);
+  }
+  fail_unless (receiver->error == NULL);
+  line_free (receiver);
+  stop_server ();
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_unlinked_pads)
+{
+  /* a receiver that links nothing and a third that links only audio:
+   * unlinked pads must not stop anything */
+  Line *sender, *idle, *audio_only;
+
+  start_server ();
+  sender = line_new (SENDER);
+  idle = line_new ("legbaroom " ROOM_ARGS " identity=carol");
+  audio_only = line_new ("legbaroom name=r " ROOM_ARGS " identity=dave "
+      "r. ! audio/x-opus ! opusdec ! fakesink name=out sync=false "
+      "async=false");
+  line_play (sender);
+  line_play (idle);
+  line_play (audio_only);
+  WAIT_FOR (frames (audio_only) >= 25 || audio_only->error || idle->error ||
+      sender->error, "dave to decode alice's audio");
+  for (guint i = 0; i < 3; i++) {
+    Line *l = i == 0 ? sender : i == 1 ? idle : audio_only;
+
+    fail_unless (l->error == NULL, "%s", l->error ? l->error->message : "");
+  }
+  line_free (audio_only);
+  line_free (idle);
+  line_free (sender);
+  stop_server ();
+}
+
+GST_END_TEST;
+
+static void
+expect_error (const char *launch, GQuark domain, int code)
+{
+  Line *line = line_new (launch);
+
+  /* the state change fails, or the error comes later */
+  gst_element_set_state (line->pipeline, GST_STATE_PLAYING);
+  WAIT_FOR (line->error != NULL, "an error message");
+  fail_unless (g_error_matches (line->error, domain, code), "got: %s",
+      line->error->message);
+  GST_INFO ("error as expected: %s", line->error->message);
+  line_free (line);
+}
+
+GST_START_TEST (test_errors)
+{
+  g_autofree char *closed = NULL;
+  guint port;
+
+  start_server ();
+  expect_error ("legbaroom server-url=SERVER app-key=KEY app-secret=wrong "
+      "room=demo identity=eve", GST_RESOURCE_ERROR,
+      GST_RESOURCE_ERROR_NOT_AUTHORIZED);
+  port = legba_server_get_port (server);
+  stop_server ();
+  closed = g_strdup_printf ("legbaroom server-url=ws://127.0.0.1:%u "
+      "app-key=k app-secret=s room=demo identity=eve", port);
+  expect_error (closed, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ_WRITE);
+  start_server ();
+  expect_error ("legbaroom app-key=KEY room=demo identity=eve",
+      GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS);
+  stop_server ();
+}
+
+GST_END_TEST;
+
+static Suite *
+legbaroom_suite (void)
+{
+  Suite *s = suite_create ("legbaroom");
+  TCase *tc = tcase_create ("general");
+
+  tcase_set_timeout (tc, 90);
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_properties);
+  tcase_add_test (tc, test_request_pads);
+  tcase_add_test (tc, test_launch_lines);
+  tcase_add_test (tc, test_unlinked_pads);
+  tcase_add_test (tc, test_errors);
+  return s;
+}
+
+GST_CHECK_MAIN (legbaroom);

@@ -1,0 +1,662 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * What the LegbaRoom tests share: an in-process signaller with a hub the
+ * tests can steer, and participants that decode and count what they get.
+ */
+#include "room-test.h"
+
+/* ---- TestHub and TestSignaller ---- */
+
+struct _TestHub
+{
+  GHashTable *members;          /* id -> TestSignaller (unowned) */
+  TestHubFilter filter;
+  gpointer filter_data;
+  gboolean announce;
+  GHashTable *counts;           /* signal type -> count */
+  GHashTable *pcs;              /* "a\nb" (sorted ids) -> pc of the last offer */
+};
+
+struct _TestSignaller
+{
+  GObject parent;
+  TestHub *hub;
+  char *id;
+  char *identity;
+  char *name;
+  LegbaSignallerState state;
+  GSource *join_source;
+};
+
+enum
+{
+  PROP_0,
+  PROP_STATE,
+};
+
+static void test_signaller_iface_init (LegbaSignallerInterface * iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE (TestSignaller, test_signaller, G_TYPE_OBJECT,
+    G_IMPLEMENT_INTERFACE (LEGBA_TYPE_SIGNALLER, test_signaller_iface_init));
+
+TestHub *
+test_hub_new (void)
+{
+  TestHub *hub = g_new0 (TestHub, 1);
+
+  hub->members = g_hash_table_new (g_str_hash, g_str_equal);
+  hub->counts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  hub->pcs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  hub->announce = TRUE;
+  return hub;
+}
+
+void
+test_hub_free (TestHub * hub)
+{
+  g_assert_cmpuint (g_hash_table_size (hub->members), ==, 0);
+  g_hash_table_unref (hub->members);
+  g_hash_table_unref (hub->counts);
+  g_hash_table_unref (hub->pcs);
+  g_free (hub);
+}
+
+void
+test_hub_set_filter (TestHub * hub, TestHubFilter filter, gpointer user_data)
+{
+  hub->filter = filter;
+  hub->filter_data = user_data;
+}
+
+void
+test_hub_set_announce (TestHub * hub, gboolean announce)
+{
+  hub->announce = announce;
+}
+
+static char *
+pair_key (const char *a, const char *b)
+{
+  return strcmp (a, b) < 0 ? g_strconcat (a, "\n", b, NULL) :
+      g_strconcat (b, "\n", a, NULL);
+}
+
+const char *
+test_hub_pc (TestHub * hub, const char *a, const char *b)
+{
+  g_autofree char *key = pair_key (a, b);
+
+  return g_hash_table_lookup (hub->pcs, key);
+}
+
+guint
+test_hub_count (TestHub * hub, const char *type)
+{
+  return GPOINTER_TO_UINT (g_hash_table_lookup (hub->counts, type));
+}
+
+static LegbaSignalMember *
+member_of (TestSignaller * s)
+{
+  g_autoptr (JsonObject) info = json_object_new ();
+
+  json_object_set_string_member (info, "identity", s->identity);
+  json_object_set_string_member (info, "name", s->name);
+  json_object_set_string_member (info, "protocol", "legba-room/1");
+  return legba_signal_member_new (s->id, info);
+}
+
+void
+test_hub_deliver (TestHub * hub, const char *from, const char *to,
+    JsonObject * signal)
+{
+  TestSignaller *target = g_hash_table_lookup (hub->members, to);
+
+  if (target != NULL)
+    g_signal_emit_by_name (target, "signal-received", from, signal);
+}
+
+typedef struct
+{
+  TestHub *hub;
+  char *from;
+  char *to;
+  JsonObject *signal;
+} Delivery;
+
+static void
+delivery_free (gpointer data)
+{
+  Delivery *d = data;
+
+  g_free (d->from);
+  g_free (d->to);
+  json_object_unref (d->signal);
+  g_free (d);
+}
+
+static gboolean
+deliver_later (gpointer data)
+{
+  Delivery *d = data;
+
+  if (d->hub->filter == NULL ||
+      d->hub->filter (d->hub, d->from, d->to, d->signal, d->hub->filter_data))
+    test_hub_deliver (d->hub, d->from, d->to, d->signal);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+set_state (TestSignaller * self, LegbaSignallerState state)
+{
+  self->state = state;
+  g_object_notify (G_OBJECT (self), "state");
+}
+
+static gboolean
+complete_join (gpointer data)
+{
+  TestSignaller *self = data;
+  g_autoptr (GPtrArray) members =
+      g_ptr_array_new_with_free_func ((GDestroyNotify)
+      legba_signal_member_unref);
+  g_autoptr (LegbaSignalMember) me = member_of (self);
+  GHashTableIter iter;
+  gpointer other;
+
+  g_clear_pointer (&self->join_source, g_source_unref);
+  g_hash_table_iter_init (&iter, self->hub->members);
+  while (g_hash_table_iter_next (&iter, NULL, &other))
+    if (other != self && self->hub->announce)
+      g_ptr_array_add (members, member_of (other));
+  set_state (self, LEGBA_SIGNALLER_STATE_CONNECTED);
+  g_signal_emit_by_name (self, "joined", members);
+  g_hash_table_iter_init (&iter, self->hub->members);
+  while (g_hash_table_iter_next (&iter, NULL, &other))
+    if (other != self)
+      g_signal_emit_by_name (other, "member-joined", me);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+test_join (LegbaSignaller * signaller, const char *room,
+    const char *participant_id, const char *identity,
+    const char *display_name, GError ** error)
+{
+  TestSignaller *self = TEST_SIGNALLER (signaller);
+
+  if (!legba_signaller_check_participant (room, participant_id, identity,
+          error))
+    return FALSE;
+  g_free (self->id);
+  g_free (self->identity);
+  g_free (self->name);
+  self->id = g_strdup (participant_id);
+  self->identity = g_strdup (identity);
+  self->name = g_strdup (display_name ? display_name : identity);
+  g_hash_table_insert (self->hub->members, self->id, self);
+  set_state (self, LEGBA_SIGNALLER_STATE_CONNECTING);
+  /* the member list is taken when the join completes: two joins started
+   * together list each other (both offer: glare) */
+  self->join_source = g_idle_source_new ();
+  g_source_set_callback (self->join_source, complete_join, self, NULL);
+  g_source_attach (self->join_source, NULL);
+  return TRUE;
+}
+
+static void
+test_leave (LegbaSignaller * signaller)
+{
+  TestSignaller *self = TEST_SIGNALLER (signaller);
+  g_autoptr (LegbaSignalMember) me = NULL;
+  GHashTableIter iter;
+  gpointer other;
+
+  if (self->id == NULL ||
+      g_hash_table_lookup (self->hub->members, self->id) != self)
+    return;
+  if (self->join_source != NULL) {
+    g_source_destroy (self->join_source);
+    g_clear_pointer (&self->join_source, g_source_unref);
+  }
+  g_hash_table_remove (self->hub->members, self->id);
+  me = member_of (self);
+  g_hash_table_iter_init (&iter, self->hub->members);
+  while (g_hash_table_iter_next (&iter, NULL, &other))
+    g_signal_emit_by_name (other, "member-left", me);
+  set_state (self, LEGBA_SIGNALLER_STATE_DISCONNECTED);
+}
+
+static void
+copy_member (JsonObject * object, const char *name, JsonNode * node,
+    gpointer data)
+{
+  json_object_set_member (data, name, json_node_copy (node));
+}
+
+static gboolean
+test_send (LegbaSignaller * signaller, const char *to, JsonObject * signal,
+    GError ** error)
+{
+  TestSignaller *self = TEST_SIGNALLER (signaller);
+  Delivery *d = g_new0 (Delivery, 1);
+  const char *type = json_object_get_string_member_with_default (signal,
+      "type", "?");
+
+  g_hash_table_insert (self->hub->counts, g_strdup (type),
+      GUINT_TO_POINTER (test_hub_count (self->hub, type) + 1));
+  if (strcmp (type, "offer") == 0)
+    g_hash_table_insert (self->hub->pcs, pair_key (self->id, to),
+        g_strdup (json_object_get_string_member (signal, "pc")));
+  d->hub = self->hub;
+  d->from = g_strdup (self->id);
+  d->to = g_strdup (to);
+  d->signal = json_object_new ();
+  json_object_foreach_member (signal, copy_member, d->signal);
+  json_object_set_string_member (d->signal, "to", to);
+  json_object_set_string_member (d->signal, "from", self->id);
+  g_idle_add_full (G_PRIORITY_DEFAULT, deliver_later, d, delivery_free);
+  return TRUE;
+}
+
+static LegbaSignallerState
+test_get_state (LegbaSignaller * signaller)
+{
+  return TEST_SIGNALLER (signaller)->state;
+}
+
+static void
+test_signaller_iface_init (LegbaSignallerInterface * iface)
+{
+  iface->join = test_join;
+  iface->leave = test_leave;
+  iface->send = test_send;
+  iface->get_state = test_get_state;
+}
+
+static void
+test_signaller_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  g_value_set_enum (value, TEST_SIGNALLER (object)->state);
+}
+
+static void
+test_signaller_finalize (GObject * object)
+{
+  TestSignaller *self = TEST_SIGNALLER (object);
+
+  test_leave (LEGBA_SIGNALLER (self));
+  g_free (self->id);
+  g_free (self->identity);
+  g_free (self->name);
+  G_OBJECT_CLASS (test_signaller_parent_class)->finalize (object);
+}
+
+static void
+test_signaller_class_init (TestSignallerClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+
+  gobject_class->get_property = test_signaller_get_property;
+  gobject_class->finalize = test_signaller_finalize;
+  g_object_class_override_property (gobject_class, PROP_STATE, "state");
+}
+
+static void
+test_signaller_init (TestSignaller * self)
+{
+}
+
+TestSignaller *
+test_signaller_new (TestHub * hub)
+{
+  TestSignaller *self = g_object_new (TEST_TYPE_SIGNALLER, NULL);
+
+  self->hub = hub;
+  return self;
+}
+
+/* ---- Participants ---- */
+
+/* Key frames only on request (and the first): a participant that decodes
+ * proves that key-frame requests reach the encoder. */
+static const char *const video_sources[] = {
+  /* h264 */
+  "videotestsrc is-live=true pattern=ball ! "
+      "video/x-raw,width=160,height=120,framerate=15/1 ! "
+      "x264enc tune=zerolatency speed-preset=ultrafast key-int-max=1000 "
+      "bitrate=200",
+  /* vp8 */
+  "videotestsrc is-live=true pattern=ball ! "
+      "video/x-raw,width=160,height=120,framerate=15/1 ! "
+      "vp8enc deadline=1 keyframe-max-dist=1000 target-bitrate=200000",
+};
+
+#define AUDIO_SOURCE \
+  "audiotestsrc is-live=true wave=sine samplesperbuffer=960 ! " \
+  "audio/x-raw,rate=48000,channels=1 ! opusenc"
+
+typedef struct
+{
+  Participant *p;
+  Remote *r;
+  LegbaTrackKind kind;
+} Counter;
+
+static void
+remote_free (gpointer data)
+{
+  Remote *r = data;
+
+  g_free (r->id);
+  g_free (r);
+}
+
+static Remote *
+remote_for (Participant * p, LegbaParticipant * lp)
+{
+  const char *id = legba_participant_get_id (lp);
+  Remote *r = g_hash_table_lookup (p->remotes, id);
+
+  if (r == NULL) {
+    r = g_new0 (Remote, 1);
+    r->id = g_strdup (id);
+    g_hash_table_insert (p->remotes, r->id, r);
+  }
+  return r;
+}
+
+static GstPadProbeReturn
+count_decoded (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Counter *c = data;
+
+  g_mutex_lock (&c->p->lock);
+  if (c->r->frames[c->kind]++ == 0 && c->kind == LEGBA_TRACK_KIND_VIDEO)
+    c->r->first_video_time = g_get_monotonic_time ();
+  g_mutex_unlock (&c->p->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static void
+on_track_added (LegbaRoom * room, LegbaParticipant * lp, LegbaTrackKind kind,
+    GstPad * pad, Participant * p)
+{
+  Remote *r = remote_for (p, lp);
+  g_autoptr (GstCaps) caps = gst_pad_query_caps (pad, NULL);
+  const char *name = gst_structure_get_name (gst_caps_get_structure (caps,
+          0));
+  const char *decoder = strcmp (name, "video/x-h264") == 0 ? "avdec_h264" :
+      strcmp (name, "video/x-vp8") == 0 ? "vp8dec" : "opusdec";
+  g_autofree char *desc = g_strdup_printf ("%s name=dec ! fakesink "
+      "name=sink sync=false async=false", decoder);
+  g_autoptr (GError) error = NULL;
+  GstElement *bin = gst_parse_bin_from_description (desc, TRUE, &error);
+  GstElement *sink;
+  GstPad *sinkpad;
+  Counter *c = g_new0 (Counter, 1);
+
+  g_assert_no_error (error);
+  g_assert_null (r->decoders[kind]);
+  p->tracks_added++;
+  c->p = p;
+  c->r = r;
+  c->kind = kind;
+  sink = gst_bin_get_by_name (GST_BIN (bin), "sink");
+  sinkpad = gst_element_get_static_pad (sink, "sink");
+  gst_pad_add_probe (sinkpad, GST_PAD_PROBE_TYPE_BUFFER, count_decoded, c,
+      g_free);
+  gst_object_unref (sinkpad);
+  gst_object_unref (sink);
+  gst_bin_add (GST_BIN (p->pipeline), bin);
+  gst_element_sync_state_with_parent (bin);
+  sinkpad = gst_element_get_static_pad (bin, "sink");
+  g_assert_cmpint (gst_pad_link (pad, sinkpad), ==, GST_PAD_LINK_OK);
+  gst_object_unref (sinkpad);
+  r->decoders[kind] = bin;
+  r->pads[kind] = pad;
+}
+
+static void
+on_track_removed (LegbaRoom * room, LegbaParticipant * lp,
+    LegbaTrackKind kind, GstPad * pad, Participant * p)
+{
+  Remote *r = remote_for (p, lp);
+  GstElement *bin = g_steal_pointer (&r->decoders[kind]);
+
+  g_assert_nonnull (bin);
+  g_assert_true (r->pads[kind] == pad);
+  r->pads[kind] = NULL;
+  p->tracks_removed++;
+  gst_element_set_locked_state (bin, TRUE);
+  gst_element_set_state (bin, GST_STATE_NULL);
+  gst_bin_remove (GST_BIN (p->pipeline), bin);
+}
+
+static void
+on_participant_joined (LegbaRoom * room, LegbaParticipant * lp, Participant * p)
+{
+  remote_for (p, lp);
+  p->joined++;
+}
+
+static void
+on_participant_left (LegbaRoom * room, LegbaParticipant * lp, Participant * p)
+{
+  p->left++;
+}
+
+static void
+on_room_error (LegbaRoom * room, GError * error, Participant * p)
+{
+  g_test_message ("%s: room error: %s", p->identity, error->message);
+  g_ptr_array_add (p->errors, g_error_copy (error));
+}
+
+static gboolean
+on_bus_message (GstBus * bus, GstMessage * message, gpointer data)
+{
+  Participant *p = data;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *debug = NULL;
+
+  if (GST_MESSAGE_TYPE (message) != GST_MESSAGE_ERROR)
+    return G_SOURCE_CONTINUE;
+  gst_message_parse_error (message, &error, &debug);
+  g_error ("%s: pipeline error from %s: %s (%s)", p->identity,
+      GST_OBJECT_NAME (GST_MESSAGE_SRC (message)), error->message, debug);
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+add_source (Participant * p, LegbaTrackKind kind, const char *desc)
+{
+  g_autoptr (GError) error = NULL;
+  GstElement *bin = gst_parse_bin_from_description (desc, TRUE, &error);
+  GstPad *src, *sink;
+
+  g_assert_no_error (error);
+  gst_bin_add (GST_BIN (p->pipeline), bin);
+  sink = legba_room_add_track (p->room, kind, &error);
+  g_assert_no_error (error);
+  src = gst_element_get_static_pad (bin, "src");
+  g_assert_cmpint (gst_pad_link (src, sink), ==, GST_PAD_LINK_OK);
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  p->sources[kind] = bin;
+}
+
+Participant *
+participant_new (LegbaSignaller * signaller, const char *identity,
+    const char *video, gboolean audio)
+{
+  Participant *p = g_new0 (Participant, 1);
+  GstBus *bus;
+
+  p->identity = g_strdup (identity);
+  p->signaller = signaller;
+  p->remotes = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
+      remote_free);
+  p->errors = g_ptr_array_new_with_free_func ((GDestroyNotify) g_error_free);
+  g_mutex_init (&p->lock);
+  p->pipeline = gst_pipeline_new (identity);
+  bus = gst_element_get_bus (p->pipeline);
+  gst_bus_add_watch (bus, on_bus_message, p);
+  gst_object_unref (bus);
+  p->room = legba_room_new (signaller, GST_BIN (p->pipeline));
+  g_object_set (p->room, "room", ROOM, "identity", identity, NULL);
+  g_signal_connect (p->room, "track-added", G_CALLBACK (on_track_added), p);
+  g_signal_connect (p->room, "track-removed", G_CALLBACK (on_track_removed), p);
+  g_signal_connect (p->room, "participant-joined",
+      G_CALLBACK (on_participant_joined), p);
+  g_signal_connect (p->room, "participant-left",
+      G_CALLBACK (on_participant_left), p);
+  g_signal_connect (p->room, "error", G_CALLBACK (on_room_error), p);
+  if (video != NULL)
+    add_source (p, LEGBA_TRACK_KIND_VIDEO,
+        video_sources[strcmp (video, "vp8") == 0]);
+  if (audio)
+    add_source (p, LEGBA_TRACK_KIND_AUDIO, AUDIO_SOURCE);
+  g_assert_cmpint (gst_element_set_state (p->pipeline, GST_STATE_PLAYING), !=,
+      GST_STATE_CHANGE_FAILURE);
+  return p;
+}
+
+Participant *
+participant_new_for_server (Fixture * f, const char *identity,
+    const char *video, gboolean audio)
+{
+  LegbaSignalClient *client = legba_signal_client_new (f->url, APP_KEY);
+
+  g_object_set (client, "app-secret", APP_SECRET,
+      "reconnect-delay-min", BACKOFF_MIN, "reconnect-delay-max", BACKOFF_MAX,
+      NULL);
+  return participant_new (LEGBA_SIGNALLER (client), identity, video, audio);
+}
+
+void
+participant_free (Participant * p)
+{
+  GstBus *bus = gst_element_get_bus (p->pipeline);
+
+  legba_room_disconnect (p->room);
+  gst_element_set_state (p->pipeline, GST_STATE_NULL);
+  g_clear_object (&p->room);
+  gst_bus_remove_watch (bus);
+  gst_object_unref (bus);
+  gst_object_unref (p->pipeline);
+  g_object_unref (p->signaller);
+  g_hash_table_unref (p->remotes);
+  g_ptr_array_unref (p->errors);
+  g_clear_error (&p->connect_error);
+  g_mutex_clear (&p->lock);
+  g_free (p->identity);
+  g_free (p);
+}
+
+static void
+on_connected (GObject * object, GAsyncResult * result, gpointer data)
+{
+  Participant *p = data;
+
+  legba_room_connect_finish (LEGBA_ROOM (object), result, &p->connect_error);
+  p->connect_done = TRUE;
+}
+
+void
+participant_connect (Participant * p)
+{
+  p->connect_done = FALSE;
+  g_clear_error (&p->connect_error);
+  p->connect_started = g_get_monotonic_time ();
+  legba_room_connect_async (p->room, NULL, on_connected, p);
+}
+
+void
+participant_connect_and_wait (Participant * p)
+{
+  participant_connect (p);
+  ROOM_WAIT_FOR (p->connect_done, "the room to be joined");
+  g_assert_no_error (p->connect_error);
+  g_assert_cmpint (legba_room_get_state (p->room), ==,
+      LEGBA_ROOM_STATE_CONNECTED);
+}
+
+guint64
+participant_frames (Participant * p, Participant * from, LegbaTrackKind kind)
+{
+  const char *id = legba_room_get_participant_id (from->room);
+  Remote *r = id ? g_hash_table_lookup (p->remotes, id) : NULL;
+  guint64 frames;
+
+  if (r == NULL)
+    return 0;
+  g_mutex_lock (&p->lock);
+  frames = r->frames[kind];
+  g_mutex_unlock (&p->lock);
+  return frames;
+}
+
+gboolean
+participant_decodes (Participant * p, Participant * from, guint64 frames)
+{
+  return (from->sources[0] == NULL ||
+      participant_frames (p, from, LEGBA_TRACK_KIND_VIDEO) >= frames) &&
+      (from->sources[1] == NULL ||
+      participant_frames (p, from, LEGBA_TRACK_KIND_AUDIO) >= frames);
+}
+
+guint
+participant_peer_bins (Participant * p)
+{
+  guint n = 0;
+
+  for (GList * l = GST_BIN_CHILDREN (p->pipeline); l; l = l->next)
+    if (g_str_has_prefix (GST_OBJECT_NAME (l->data), "legba-peer-"))
+      n++;
+  return n;
+}
+
+LegbaParticipant *
+participant_find (Participant * p, Participant * other)
+{
+  const char *id = legba_room_get_participant_id (other->room);
+
+  return id ? legba_room_find_participant (p->room, id) : NULL;
+}
+
+gboolean
+participant_connected_to (Participant * p, Participant * other)
+{
+  LegbaParticipant *lp = participant_find (p, other);
+
+  return lp != NULL &&
+      legba_participant_get_state (lp) == LEGBA_PARTICIPANT_STATE_CONNECTED;
+}
+
+void
+assert_no_room_errors (Participant * p)
+{
+  if (p->errors->len > 0)
+    g_error ("%s: %u room errors, the first: %s", p->identity,
+        p->errors->len, ((GError *) p->errors->pdata[0])->message);
+}
+
+static gboolean
+all_decode (Participant ** all, guint n, guint64 frames)
+{
+  for (guint i = 0; i < n; i++)
+    for (guint j = 0; j < n; j++)
+      if (i != j && !participant_decodes (all[i], all[j], frames))
+        return FALSE;
+  return TRUE;
+}
+
+void
+wait_until_all_decode (Participant ** all, guint n, guint64 frames)
+{
+  ROOM_WAIT_FOR (all_decode (all, n, frames),
+      "every participant to decode every other's video and audio");
+}

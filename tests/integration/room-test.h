@@ -1,0 +1,102 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * What the LegbaRoom tests share (room-test.c): participants made of a
+ * pipeline, a room and a signaller, that count the frames they decode
+ * from each remote participant; and an in-process signaller whose hub
+ * lets a test hold, reorder and forge signals.
+ */
+#pragma once
+
+#include "signal-test.h"
+
+/* Media tests decode on a machine that may be busy (CI runs the suite
+ * under AddressSanitizer too): their waits are longer. */
+#define ROOM_WAIT_MS 60000
+
+#define ROOM_WAIT_FOR(expr, reason) G_STMT_START { \
+    gboolean expired_; \
+    GSource *deadline_ = deadline_new (ROOM_WAIT_MS, &expired_); \
+    while (!(expr) && !expired_) \
+      g_main_context_iteration (NULL, TRUE); \
+    deadline_free (deadline_); \
+    if (!(expr)) \
+      g_error ("Timed out after %d ms waiting for %s", ROOM_WAIT_MS, \
+          reason); \
+  } G_STMT_END
+
+/* ---- An in-process LegbaSignaller ---- */
+
+#define TEST_TYPE_SIGNALLER (test_signaller_get_type ())
+G_DECLARE_FINAL_TYPE (TestSignaller, test_signaller, TEST, SIGNALLER,
+    GObject)
+
+typedef struct _TestHub TestHub;
+
+/* Returns TRUE to deliver the signal now; FALSE when the filter kept it
+ * (it may deliver it later with test_hub_deliver). */
+typedef gboolean (*TestHubFilter) (TestHub * hub, const char *from,
+    const char *to, JsonObject * signal, gpointer user_data);
+
+TestHub *test_hub_new (void);
+void test_hub_free (TestHub * hub);
+void test_hub_set_filter (TestHub * hub, TestHubFilter filter,
+    gpointer user_data);
+/* Delivers signal to `to` as if `from` (the vouched sender) sent it. */
+void test_hub_deliver (TestHub * hub, const char *from, const char *to,
+    JsonObject * signal);
+/* When FALSE, joiners are neither listed to nor announced to others. */
+void test_hub_set_announce (TestHub * hub, gboolean announce);
+guint test_hub_count (TestHub * hub, const char *type);
+/* the pc of the last offer between participants a and b */
+const char *test_hub_pc (TestHub * hub, const char *a, const char *b);
+
+TestSignaller *test_signaller_new (TestHub * hub);
+
+/* ---- Participants ---- */
+
+typedef struct
+{
+  char *id;
+  guint64 frames[2];            /* decoded, by LegbaTrackKind */
+  gint64 first_video_time;      /* monotonic, of the first decoded frame */
+  GstElement *decoders[2];
+  GstPad *pads[2];
+} Remote;
+
+typedef struct
+{
+  GstElement *pipeline;
+  LegbaSignaller *signaller;
+  LegbaRoom *room;
+  char *identity;
+  GHashTable *remotes;          /* participant id -> Remote */
+  GMutex lock;                  /* frames are counted on streaming threads */
+  guint joined;
+  guint left;
+  guint tracks_added;
+  guint tracks_removed;
+  GPtrArray *errors;            /* GError */
+  gboolean connect_done;
+  GError *connect_error;
+  gint64 connect_started;
+  GstElement *sources[2];
+} Participant;
+
+/* video: "h264", "vp8" or NULL for none */
+Participant *participant_new (LegbaSignaller * signaller, const char *identity,
+    const char *video, gboolean audio);
+Participant *participant_new_for_server (Fixture * f, const char *identity,
+    const char *video, gboolean audio);
+void participant_free (Participant * p);
+void participant_connect (Participant * p);
+void participant_connect_and_wait (Participant * p);
+guint64 participant_frames (Participant * p, Participant * from,
+    LegbaTrackKind kind);
+gboolean participant_decodes (Participant * p, Participant * from,
+    guint64 frames);
+guint participant_peer_bins (Participant * p);
+LegbaParticipant *participant_find (Participant * p, Participant * other);
+gboolean participant_connected_to (Participant * p, Participant * other);
+void assert_no_room_errors (Participant * p);
+void wait_until_all_decode (Participant ** all, guint n, guint64 frames);

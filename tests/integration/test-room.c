@@ -1,0 +1,408 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * LegbaRoom through legba-server (in-process, 127.0.0.1, port 0): GStreamer
+ * participants in one process that decode and count each other's video
+ * and audio; joining and leaving mid-call; a full room; chunked offers;
+ * the server restarted mid-call.
+ */
+#include "room-test.h"
+
+#define GST_USE_UNSTABLE_API
+#include <gst/webrtc/webrtc.h>
+
+/* frames each participant must decode of each other's tracks */
+#define FRAMES 10
+
+static GstElement *
+first_webrtcbin (Participant * p)
+{
+  for (GList * l = GST_BIN_CHILDREN (p->pipeline); l; l = l->next)
+    if (g_str_has_prefix (GST_OBJECT_NAME (l->data), "legba-peer-"))
+      return gst_bin_get_by_name (GST_BIN (l->data), "webrtcbin");
+  return NULL;
+}
+
+static gboolean
+stats_show_media (Participant * p, Participant * other)
+{
+  g_autoptr (GstStructure) stats =
+      legba_participant_get_stats (participant_find (p, other));
+  guint64 frames = 0, bytes = 0, packets = 0, bitrate = 0;
+
+  if (stats == NULL)
+    return FALSE;
+  gst_structure_get (stats, "video-frames-received", G_TYPE_UINT64, &frames,
+      "bytes-received", G_TYPE_UINT64, &bytes, "packets-received",
+      G_TYPE_UINT64, &packets, "bitrate-in", G_TYPE_UINT64, &bitrate, NULL);
+  return frames > 0 && bytes > 0 && packets > 0 && bitrate > 0;
+}
+
+/* The knobs of WEBRTCBIN-1.22.md reach each webrtcbin and its ICE agent. */
+static void
+assert_knobs (Participant * p, guint latency)
+{
+  g_autoptr (GstElement) webrtcbin = first_webrtcbin (p);
+  g_autoptr (GObject) ice = NULL;
+  g_autoptr (GObject) agent = NULL;
+  guint webrtc_latency, pacing;
+  gboolean upnp;
+  GstWebRTCBundlePolicy bundle;
+
+  g_assert_nonnull (webrtcbin);
+  g_object_get (webrtcbin, "latency", &webrtc_latency, "bundle-policy",
+      &bundle, "ice-agent", &ice, NULL);
+  g_assert_cmpuint (webrtc_latency, ==, latency);
+  g_assert_cmpint (bundle, ==, GST_WEBRTC_BUNDLE_POLICY_MAX_BUNDLE);
+  g_object_get (ice, "agent", &agent, NULL);
+  g_object_get (agent, "stun-pacing-timer", &pacing, "upnp", &upnp, NULL);
+  g_assert_cmpuint (pacing, ==, 1);
+  g_assert_false (upnp);
+}
+
+static void
+test_two (Fixture * f, gconstpointer data)
+{
+  Participant *alice = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *bob = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *all[] = { alice, bob };
+  Remote *r;
+
+  g_object_set (alice->room, "latency", 150, NULL);
+  participant_connect_and_wait (alice);
+  participant_connect_and_wait (bob);
+  ROOM_WAIT_FOR (participant_connected_to (alice, bob) &&
+      participant_connected_to (bob, alice), "the peer connection");
+  wait_until_all_decode (all, 2, FRAMES);
+  assert_knobs (alice, 150);
+  assert_knobs (bob, 100);
+  ROOM_WAIT_FOR (stats_show_media (alice, bob) && stats_show_media (bob,
+          alice), "stats to show the media");
+
+  r = g_hash_table_lookup (bob->remotes,
+      legba_room_get_participant_id (alice->room));
+  g_test_message ("bob: connect to the first decoded frame of alice: "
+      "%.1f ms", (r->first_video_time - bob->connect_started) / 1000.0);
+  g_assert_cmpuint (g_list_model_get_n_items (legba_room_get_participants
+          (alice->room)), ==, 1);
+  g_assert_cmpuint (participant_peer_bins (alice), ==, 1);
+  g_assert_cmpuint (participant_peer_bins (bob), ==, 1);
+  g_assert_cmpuint (alice->tracks_added, ==, 2);
+  g_assert_cmpuint (bob->tracks_added, ==, 2);
+  assert_no_room_errors (alice);
+  assert_no_room_errors (bob);
+  participant_free (bob);
+  ROOM_WAIT_FOR (alice->left == 1, "alice to see bob leave");
+  g_assert_cmpuint (alice->tracks_removed, ==, 2);
+  g_assert_cmpuint (participant_peer_bins (alice), ==, 0);
+  participant_free (alice);
+}
+
+/* WEBRTCBIN-1.22.md: every webrtcbin of the process has its own SCTP
+ * association id (its sctpenc and sctpdec share it). */
+static void
+assert_distinct_sctp_ids (Participant ** all, guint n)
+{
+  g_autoptr (GHashTable) seen = g_hash_table_new (NULL, NULL);
+  guint encoders = 0;
+
+  for (guint i = 0; i < n; i++) {
+    GstIterator *it = gst_bin_iterate_recurse (GST_BIN (all[i]->pipeline));
+    GValue item = G_VALUE_INIT;
+
+    while (gst_iterator_next (it, &item) == GST_ITERATOR_OK) {
+      GstElement *e = g_value_get_object (&item);
+      GstElementFactory *factory = gst_element_get_factory (e);
+      guint id;
+
+      if (factory != NULL && strcmp (GST_OBJECT_NAME (factory), "sctpenc") == 0) {
+        g_object_get (e, "sctp-association-id", &id, NULL);
+        g_assert_false (g_hash_table_contains (seen, GUINT_TO_POINTER (id)));
+        g_hash_table_add (seen, GUINT_TO_POINTER (id));
+        encoders++;
+      }
+      g_value_reset (&item);
+    }
+    g_value_unset (&item);
+    gst_iterator_free (it);
+  }
+  g_assert_cmpuint (encoders, ==, n * (n - 1));
+}
+
+static void
+test_four (Fixture * f, gconstpointer data)
+{
+  const char *names[] = { "anna", "ben", "carl", "dora" };
+  Participant *all[4];
+
+  for (guint i = 0; i < 4; i++) {
+    all[i] = participant_new_for_server (f, names[i], "h264", TRUE);
+    participant_connect_and_wait (all[i]);
+  }
+  wait_until_all_decode (all, 4, FRAMES);
+  assert_distinct_sctp_ids (all, 4);
+  for (guint i = 0; i < 4; i++) {
+    g_assert_cmpuint (g_list_model_get_n_items (legba_room_get_participants
+            (all[i]->room)), ==, 3);
+    g_assert_cmpuint (participant_peer_bins (all[i]), ==, 3);
+    g_assert_cmpuint (all[i]->tracks_added, ==, 6);
+    assert_no_room_errors (all[i]);
+  }
+  for (guint i = 0; i < 4; i++)
+    participant_free (all[i]);
+}
+
+/* A participant leaves mid-call: the others release its pads and its
+ * webrtcbin; it joins again (same participant id) and media resumes. */
+static void
+test_leave_and_return (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *c = participant_new_for_server (f, "carol", "h264", TRUE);
+  Participant *all[] = { a, b, c };
+  g_autofree char *carol_id = NULL;
+
+  participant_connect_and_wait (a);
+  participant_connect_and_wait (b);
+  wait_until_all_decode (all, 2, FRAMES);
+  /* carol joins mid-call: she decodes the others, who decode her */
+  participant_connect_and_wait (c);
+  wait_until_all_decode (all, 3, FRAMES);
+  carol_id = g_strdup (legba_room_get_participant_id (c->room));
+
+  legba_room_disconnect (c->room);
+  g_assert_cmpint (legba_room_get_state (c->room), ==,
+      LEGBA_ROOM_STATE_DISCONNECTED);
+  g_assert_cmpuint (c->left, ==, 2);
+  g_assert_cmpuint (c->tracks_removed, ==, 4);
+  g_assert_cmpuint (participant_peer_bins (c), ==, 0);
+  ROOM_WAIT_FOR (a->left == 1
+      && b->left == 1, "carol to be gone for the others");
+  g_assert_null (legba_room_find_participant (a->room, carol_id));
+  g_assert_cmpuint (a->tracks_removed, ==, 2);
+  g_assert_cmpuint (participant_peer_bins (a), ==, 1);
+  g_assert_cmpuint (participant_peer_bins (b), ==, 1);
+
+  /* back, with the same participant id: fresh peer connections */
+  participant_connect_and_wait (c);
+  g_assert_cmpstr (legba_room_get_participant_id (c->room), ==, carol_id);
+  ROOM_WAIT_FOR (a->tracks_added == 6 && b->tracks_added == 6 &&
+      c->tracks_added == 8, "carol's tracks again");
+  {
+    guint64 before = participant_frames (a, c, LEGBA_TRACK_KIND_VIDEO);
+
+    ROOM_WAIT_FOR (participant_frames (a, c, LEGBA_TRACK_KIND_VIDEO) >=
+        before + FRAMES && participant_frames (c, a,
+            LEGBA_TRACK_KIND_VIDEO) >= 2 * FRAMES,
+        "media between alice and carol again");
+  }
+  for (guint i = 0; i < 3; i++) {
+    assert_no_room_errors (all[i]);
+    participant_free (all[i]);
+  }
+}
+
+/* §3 mesh cap: a room already holding max-participants refuses the join
+ * with a clear error. */
+static void
+test_full (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", NULL, TRUE);
+  Participant *b = participant_new_for_server (f, "bob", NULL, TRUE);
+  Participant *c = participant_new_for_server (f, "carol", NULL, TRUE);
+
+  g_object_set (c->room, "max-participants", 2, NULL);
+  participant_connect_and_wait (a);
+  participant_connect_and_wait (b);
+  participant_connect (c);
+  ROOM_WAIT_FOR (c->connect_done, "carol's join to end");
+  g_assert_error (c->connect_error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_FULL);
+  g_assert_nonnull (strstr (c->connect_error->message, "full"));
+  g_assert_cmpint (legba_room_get_state (c->room), ==, LEGBA_ROOM_STATE_FAILED);
+  g_assert_cmpuint (participant_peer_bins (c), ==, 0);
+  /* carol left at once: the others end up without her */
+  ROOM_WAIT_FOR (g_list_model_get_n_items (legba_room_get_participants
+          (a->room))
+      == 1, "carol to be gone");
+  participant_free (c);
+  participant_free (b);
+  participant_free (a);
+}
+
+static void
+test_unreachable (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", NULL, TRUE);
+
+  stop_server (f);
+  participant_connect (a);
+  ROOM_WAIT_FOR (a->connect_done, "the join to fail");
+  g_assert_error (a->connect_error, LEGBA_ROOM_ERROR,
+      LEGBA_ROOM_ERROR_UNREACHABLE);
+  g_assert_cmpint (legba_room_get_state (a->room), ==, LEGBA_ROOM_STATE_FAILED);
+  participant_free (a);
+}
+
+static void
+test_refused (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", NULL, TRUE);
+
+  g_object_set (a->signaller, "app-secret", "not-the-secret", NULL);
+  participant_connect (a);
+  ROOM_WAIT_FOR (a->connect_done, "the join to fail");
+  g_assert_error (a->connect_error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_REFUSED);
+  participant_free (a);
+}
+
+/* §4: offers larger than the server's client event limit leave in parts
+ * and are put back together. */
+static void
+test_chunked (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *all[] = { a, b };
+
+  g_autoptr (GstElement) webrtcbin = NULL;
+  GstWebRTCSessionDescription *offer = NULL;
+  g_autofree char *text = NULL;
+
+  participant_connect_and_wait (a);
+  participant_connect_and_wait (b);
+  wait_until_all_decode (all, 2, FRAMES);
+  /* bob offered; his offer did not fit in one client event */
+  webrtcbin = first_webrtcbin (b);
+  g_object_get (webrtcbin, "local-description", &offer, NULL);
+  text = gst_sdp_message_as_text (offer->sdp);
+  g_assert_cmpuint (strlen (text), >, 1000);
+  gst_webrtc_session_description_free (offer);
+  assert_no_room_errors (a);
+  assert_no_room_errors (b);
+  participant_free (b);
+  participant_free (a);
+}
+
+static gboolean
+rooms_in_state (Participant ** all, guint n, LegbaRoomState state)
+{
+  for (guint i = 0; i < n; i++)
+    if (legba_room_get_state (all[i]->room) != state)
+      return FALSE;
+  return TRUE;
+}
+
+/* §3: a signalling outage is not a media outage. The server goes away
+ * mid-call and comes back on the same port: media flows throughout, the
+ * same peer connections carry on, and the room is whole again. */
+static void
+test_server_restart (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *all[] = { a, b };
+  LegbaParticipant *bob_seen_by_a;
+  guint port;
+  guint64 before;
+
+  participant_connect_and_wait (a);
+  participant_connect_and_wait (b);
+  wait_until_all_decode (all, 2, FRAMES);
+  bob_seen_by_a = participant_find (a, b);
+
+  port = f->port;
+  stop_server (f);
+  ROOM_WAIT_FOR (rooms_in_state (all, 2, LEGBA_ROOM_STATE_RECONNECTING),
+      "both rooms to lose the server");
+  before = participant_frames (a, b, LEGBA_TRACK_KIND_VIDEO);
+  ROOM_WAIT_FOR (participant_frames (a, b, LEGBA_TRACK_KIND_VIDEO) >=
+      before + FRAMES && participant_frames (b, a, LEGBA_TRACK_KIND_AUDIO) >=
+      before + FRAMES, "media to flow while the server is down");
+  g_assert_true (rooms_in_state (all, 2, LEGBA_ROOM_STATE_RECONNECTING));
+
+  start_server (f, port, 0);
+  ROOM_WAIT_FOR (rooms_in_state (all, 2, LEGBA_ROOM_STATE_CONNECTED) &&
+      participant_connected_to (a, b) && participant_connected_to (b, a),
+      "the room to be whole again");
+  /* the same participant object and peer connection: nothing torn down */
+  g_assert_true (participant_find (a, b) == bob_seen_by_a);
+  g_assert_cmpuint (a->left, ==, 0);
+  g_assert_cmpuint (a->tracks_added, ==, 2);
+  g_assert_cmpuint (participant_peer_bins (a), ==, 1);
+  before = participant_frames (b, a, LEGBA_TRACK_KIND_VIDEO);
+  ROOM_WAIT_FOR (participant_frames (b, a, LEGBA_TRACK_KIND_VIDEO) >=
+      before + FRAMES, "media after the outage");
+  participant_free (b);
+  participant_free (a);
+}
+
+static int
+compare_times (gconstpointer a, gconstpointer b)
+{
+  gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+/* Calls set up one after another in one process (the first cold, the
+ * others warm): from the newcomer's legba_room_connect_async() through
+ * legba-server to the data channels open on both sides. Reports the
+ * times; asserts that every call connects and leaves cleanly. */
+static void
+test_setup_times (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", NULL, FALSE);
+  GArray *warm = g_array_new (FALSE, FALSE, sizeof (gint64));
+  gint64 cold = 0;
+
+  participant_connect_and_wait (a);
+  for (guint i = 0; i < 6; i++) {
+    Participant *b = participant_new_for_server (f, "bob", NULL, FALSE);
+    gint64 start = g_get_monotonic_time (), took;
+
+    participant_connect (b);
+    ROOM_WAIT_FOR (participant_connected_to (a, b) &&
+        participant_connected_to (b, a), "both data channels open");
+    took = g_get_monotonic_time () - start;
+    if (i == 0)
+      cold = took;
+    else
+      g_array_append_val (warm, took);
+    participant_free (b);
+    ROOM_WAIT_FOR (a->left == i + 1, "alice to see bob leave");
+    g_assert_cmpuint (participant_peer_bins (a), ==, 0);
+  }
+  g_array_sort (warm, compare_times);
+  g_test_message ("connect -> data channels open on both sides, through "
+      "legba-server: first %.1f ms, warm median %.1f ms (min %.1f, max "
+      "%.1f, n=%u)", cold / 1000.0,
+      g_array_index (warm, gint64, warm->len / 2) / 1000.0,
+      g_array_index (warm, gint64, 0) / 1000.0,
+      g_array_index (warm, gint64, warm->len - 1) / 1000.0, warm->len);
+  g_array_unref (warm);
+  assert_no_room_errors (a);
+  participant_free (a);
+}
+
+int
+main (int argc, char **argv)
+{
+  gst_init (&argc, &argv);
+  g_test_init (&argc, &argv, NULL);
+
+#define ADD_ROOM(path, func, data) \
+  g_test_add ("/room/server/" path, Fixture, GUINT_TO_POINTER (data), \
+      fixture_setup, func, fixture_teardown)
+  ADD_ROOM ("two", test_two, 0);
+  ADD_ROOM ("setup-times", test_setup_times, 0);
+  ADD_ROOM ("four", test_four, 0);
+  ADD_ROOM ("leave-and-return", test_leave_and_return, 0);
+  ADD_ROOM ("full", test_full, 0);
+  ADD_ROOM ("unreachable", test_unreachable, 0);
+  ADD_ROOM ("refused", test_refused, 0);
+  /* a limit below an offer's size (~2,500 bytes): offers leave in parts */
+  ADD_ROOM ("chunked-offer", test_chunked, 1000);
+  ADD_ROOM ("server-restart", test_server_restart, 0);
+  return g_test_run ();
+}
