@@ -9,6 +9,7 @@
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
 #include <legba/legba.h>
+#include <legba-test.h>
 #include <string.h>
 
 #define LIVE_SOURCE "videotestsrc is-live=true pattern=ball " \
@@ -19,45 +20,10 @@
 #define RTP_CAPS "application/x-rtp,media=video,encoding-name=H264," \
   "clock-rate=90000,payload=96"
 
-/* Runs legba-bench with argv (NULL-terminated) and --timeout 60, returns
- * its exit status and replaces *out and *err with its stdout and stderr. */
-static int
-run_bench (char **out, char **err, const char *first, ...)
-{
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_autoptr (GSubprocess) bench = NULL;
-  g_autoptr (GError) error = NULL;
-  va_list args;
-
-  g_ptr_array_add (argv, (gpointer) g_getenv ("LEGBA_BENCH"));
-  g_ptr_array_add (argv, (gpointer) "--timeout=60");
-  va_start (args, first);
-  for (const char *arg = first; arg != NULL; arg = va_arg (args, const char *))
-      g_ptr_array_add (argv, (gpointer) arg);
-  va_end (args);
-  g_ptr_array_add (argv, NULL);
-
-  g_clear_pointer (out, g_free);
-  g_clear_pointer (err, g_free);
-  bench = g_subprocess_newv ((const char *const *) argv->pdata,
-      G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
-  g_assert_no_error (error);
-  g_subprocess_communicate_utf8 (bench, NULL, NULL, out, err, &error);
-  g_assert_no_error (error);
-  g_assert_true (g_subprocess_get_if_exited (bench));
-  return g_subprocess_get_exit_status (bench);
-}
-
-static JsonObject *
-parse_object (JsonParser * parser, const char *text)
-{
-  g_autoptr (GError) error = NULL;
-
-  json_parser_load_from_data (parser, text, -1, &error);
-  g_assert_no_error (error);
-  g_assert_true (JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)));
-  return json_node_get_object (json_parser_get_root (parser));
-}
+/* Runs legba-bench with --timeout 60 and the arguments that follow. */
+#define run_bench(out, err, ...) \
+  legba_test_run_tool ("LEGBA_BENCH", (out), (err), "--timeout=60", \
+      __VA_ARGS__)
 
 static JsonObject *
 member_object (JsonObject * o, const char *name)
@@ -147,7 +113,7 @@ test_pipeline_json (void)
       "! avdec_h264 ! legbastampcheck ! fakesink", NULL);
   g_test_message ("%s", err);
   g_assert_cmpint (status, ==, 0);
-  result = parse_object (parser, out);
+  result = legba_test_parse_object (parser, out);
 
   g_assert_cmpstr (json_object_get_string_member (result, "mode"), ==,
       "pipeline");
@@ -196,7 +162,7 @@ test_pipeline_warmup (void)
       "! legbastamp ! legbastampcheck ! fakesink", NULL);
   g_test_message ("%s", err);
   g_assert_cmpint (status, ==, 0);
-  result = parse_object (parser, out);
+  result = legba_test_parse_object (parser, out);
   g_assert_cmpint (json_object_get_int_member (result, "warmup_frames"), ==, 5);
   g_assert_cmpint (json_object_get_int_member (result, "frames_in_total"), ==,
       15);
@@ -225,7 +191,7 @@ test_pipeline_seconds (void)
       "--json", LIVE_SOURCE "! legbastampcheck ! fakesink", NULL);
   g_test_message ("%s", err);
   g_assert_cmpint (status, ==, 0);
-  result = parse_object (parser, out);
+  result = legba_test_parse_object (parser, out);
   frames = json_object_get_int_member (result, "frames");
   g_assert_cmpint (frames, >, 0);
   g_assert_cmpfloat (json_object_get_double_member (result, "seconds"), >=,
@@ -280,7 +246,7 @@ test_send_recv (gconstpointer data)
       processes ? "--processes" : NULL, NULL);
   g_test_message ("%s", err);
   g_assert_cmpint (status, ==, 0);
-  result = parse_object (parser, out);
+  result = legba_test_parse_object (parser, out);
 
   g_assert_cmpstr (json_object_get_string_member (result, "mode"), ==,
       processes ? "processes" : "send-recv");
@@ -325,7 +291,7 @@ test_no_instruments (void)
       "--json", "videotestsrc", "!", "fakesink", NULL);
   g_test_message ("%s", err);
   g_assert_cmpint (status, ==, 0);
-  result = parse_object (parser, out);
+  result = legba_test_parse_object (parser, out);
   g_assert_cmpint (json_object_get_int_member (result, "frames"), ==, 10);
   g_assert_cmpint (json_object_get_int_member (result, "frames_out"), ==, 10);
   latency = member_object (result, "latency_ms");

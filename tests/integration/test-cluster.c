@@ -17,11 +17,11 @@
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
+#include <legba-test.h>
 #include <libsoup/soup.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 
 #define WAIT_S 20
 /* Short, so that a dead instance goes within seconds. */
@@ -29,134 +29,16 @@
 
 static char *redis_server_path;
 
-static gboolean
-on_wait_timeout (gpointer user_data)
-{
-  *(gboolean *) user_data = TRUE;
-  return G_SOURCE_REMOVE;
-}
-
-/* Runs the main context until expr holds; fails the test after timeout_s. */
-#define WAIT_UNTIL(expr, timeout_s, reason) G_STMT_START { \
-    gboolean timed_out_ = FALSE, held_; \
-    guint timer_ = g_timeout_add_seconds ((timeout_s), on_wait_timeout, \
-        &timed_out_); \
-    while (!(held_ = (expr)) && !timed_out_) \
-      g_main_context_iteration (NULL, TRUE); \
-    if (!timed_out_) \
-      g_source_remove (timer_); \
-    if (!held_) \
-      g_error ("timed out after %d s waiting for %s", (timeout_s), \
-          (reason)); \
-  } G_STMT_END
-
-/* Runs the main context for ms milliseconds: for polls of the HTTP API,
- * whose answers change through Redis. */
-static void
-iterate_for (guint ms)
-{
-  gboolean done = FALSE;
-  guint timer = g_timeout_add (ms, on_wait_timeout, &done);
-
-  while (!done)
-    g_main_context_iteration (NULL, TRUE);
-  (void) timer;
-}
-
-static const char *
-tool_path (const char *variable)
-{
-  const char *path = g_getenv (variable);
-
-  if (path == NULL)
-    g_error ("%s is not set: run this test with meson test", variable);
-  return path;
-}
 
 /* ---- Processes: redis-server and legba-server ---- */
 
-typedef struct
-{
-  GSubprocess *process;
-  GDataInputStream *out;
-  char *line;                   /* the line looked for */
-  const char *wanted;           /* its start, or NULL for the first */
-  gboolean line_done;
-  gboolean exited;
-} Process;
+typedef LegbaTestProcess Process;
 
-static void
-on_line (GObject * source, GAsyncResult * result, gpointer user_data)
-{
-  Process *p = user_data;
-  g_autofree char *line = g_data_input_stream_read_line_finish_utf8
-      (G_DATA_INPUT_STREAM (source), result, NULL, NULL);
-
-  if (line != NULL && p->wanted != NULL && strstr (line, p->wanted) == NULL) {
-    g_data_input_stream_read_line_async (p->out, G_PRIORITY_DEFAULT, NULL,
-        on_line, p);
-    return;
-  }
-  p->line = g_steal_pointer (&line);
-  p->line_done = TRUE;
-}
-
-static void
-on_process_exit (GObject * source, GAsyncResult * result, gpointer user_data)
-{
-  Process *p = user_data;
-
-  g_subprocess_wait_finish (G_SUBPROCESS (source), result, NULL);
-  p->exited = TRUE;
-}
-
-/* In the child: it dies with the test, whatever ends the test. */
-static void
-die_with_parent (gpointer user_data)
-{
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
-}
-
-/* Spawns argv and waits for a line of stdout containing wanted (or the
- * first line). */
-static void
-process_start (Process * p, const char *const *argv, const char *wanted)
-{
-  g_autoptr (GSubprocessLauncher) launcher =
-      g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
-  g_autoptr (GError) error = NULL;
-
-  p->wanted = wanted;
-  p->line_done = p->exited = FALSE;
-  g_clear_pointer (&p->line, g_free);
-  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
-  p->process = g_subprocess_launcher_spawnv (launcher, argv, &error);
-  g_assert_no_error (error);
-  p->out = g_data_input_stream_new (g_subprocess_get_stdout_pipe (p->process));
-  g_subprocess_wait_async (p->process, NULL, on_process_exit, p);
-  g_data_input_stream_read_line_async (p->out, G_PRIORITY_DEFAULT, NULL,
-      on_line, p);
-  WAIT_UNTIL (p->line_done, WAIT_S, argv[0]);
-  if (p->line == NULL)
-    g_error ("%s ended before saying it was ready", argv[0]);
-}
-
-static void
-process_signal (Process * p, int signum)
-{
-  g_subprocess_send_signal (p->process, signum);
-  WAIT_UNTIL (p->exited, WAIT_S, "a process to exit on a signal");
-}
-
-static void
-process_clear (Process * p)
-{
-  if (p->process != NULL && !p->exited)
-    process_signal (p, SIGKILL);
-  g_clear_object (&p->out);
-  g_clear_object (&p->process);
-  g_clear_pointer (&p->line, g_free);
-}
+#define process_start(p, argv, wanted) \
+  legba_test_process_start ((p), (argv), (wanted), WAIT_S)
+#define process_signal(p, signum) \
+  legba_test_process_signal ((p), (signum), WAIT_S)
+#define process_clear legba_test_process_clear
 
 typedef struct
 {
@@ -228,7 +110,7 @@ server_start (Redis * redis, const char *id, const char *const *extra)
   Server *server = g_new0 (Server, 1);
 
   server->id = g_strdup (id);
-  g_ptr_array_add (argv, (gpointer) tool_path ("LEGBA_SERVER"));
+  g_ptr_array_add (argv, (gpointer) legba_test_tool_path ("LEGBA_SERVER"));
   for (const char *const *a = (const char *const[]) {
         "--port", "0", "--app-id", "1", "--app-key", "key", "--app-secret",
         "secret", "--client-events-per-second", "1000", NULL
@@ -407,7 +289,7 @@ wait_users (Server * server, const char *channel, const char *want)
       return;
     if (g_get_monotonic_time () > deadline)
       g_error ("instance %s lists [%s], expected [%s]", server->id, got, want);
-    iterate_for (20);
+    legba_test_iterate_for (20);
   }
 }
 
@@ -441,7 +323,7 @@ wait_metric (Server * server, const char *name, double value)
     if (g_get_monotonic_time () > deadline)
       g_error ("%s of %s stayed at %g, not %g", name, server->id,
           metric (server, name), value);
-    iterate_for (20);
+    legba_test_iterate_for (20);
   }
 }
 
@@ -546,7 +428,8 @@ client_wait (Client * c, const char *event, const char *channel)
 {
   Message *m = NULL;
 
-  WAIT_UNTIL ((m = client_take (c, event, channel)) != NULL, WAIT_S, event);
+  LEGBA_TEST_WAIT_UNTIL ((m =
+          client_take (c, event, channel)) != NULL, WAIT_S, event);
   return m;
 }
 
@@ -580,7 +463,8 @@ client_connect (Server * server)
   c->session = soup_session_new ();
   soup_session_websocket_connect_async (c->session, msg, NULL, NULL,
       G_PRIORITY_DEFAULT, NULL, on_connected, c);
-  WAIT_UNTIL (c->ws != NULL || c->failed, WAIT_S, "a WebSocket to connect");
+  LEGBA_TEST_WAIT_UNTIL (c->ws != NULL
+      || c->failed, WAIT_S, "a WebSocket to connect");
   g_assert_false (c->failed);
   established = client_wait (c, "pusher:connection_established", NULL);
   data = json_from_string (established->data, NULL);
@@ -669,7 +553,7 @@ static void
 client_close (Client * c)
 {
   soup_websocket_connection_close (c->ws, SOUP_WEBSOCKET_CLOSE_NORMAL, NULL);
-  WAIT_UNTIL (c->closed, WAIT_S, "a WebSocket to close");
+  LEGBA_TEST_WAIT_UNTIL (c->closed, WAIT_S, "a WebSocket to close");
   client_free (c);
 }
 
@@ -906,7 +790,7 @@ test_presence_shared (void)
           "user_count,subscription_count", NULL);
       if (json_object_get_int_member (info, "subscription_count") == 5)
         break;
-      iterate_for (20);
+      legba_test_iterate_for (20);
     }
     g_assert_true (json_object_get_boolean_member (info, "occupied"));
     g_assert_cmpint (json_object_get_int_member (info, "user_count"), ==, 4);
@@ -1151,18 +1035,6 @@ test_redis_restart (void)
 
 /* ---- legba-probe relay and presence ---- */
 
-static int
-run_tool (const char *const *argv, char **out, char **err)
-{
-  g_autoptr (GError) error = NULL;
-  int status = 0;
-
-  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, out,
-      err, &status, &error);
-  g_assert_no_error (error);
-  g_assert_true (WIFEXITED (status));
-  return WEXITSTATUS (status);
-}
 
 /* timeout: "60" for a probe that passes, a few seconds for one that
  * fails (each failing check waits until the probe's deadline). */
@@ -1170,12 +1042,13 @@ static int
 run_probe (const char *command, const char *urls, const char *timeout,
     char **out)
 {
-  const char *argv[] = { tool_path ("LEGBA_PROBE"), command, "--urls", urls,
+  const char *argv[] =
+      { legba_test_tool_path ("LEGBA_PROBE"), command, "--urls", urls,
     "--app-id", "1", "--app-key", "key", "--app-secret", "secret",
     "--timeout", timeout, NULL
   };
   g_autofree char *err = NULL;
-  int status = run_tool (argv, out, &err);
+  int status = legba_test_run (argv, out, &err);
 
   g_test_message ("legba-probe %s:\n%s%s", command, *out, err);
   return status;
@@ -1228,21 +1101,24 @@ test_config (void)
   g_autofree char *text = NULL;
   Redis *redis = redis_start ();
   Server *by_file, *by_flags, *other;
-  const char *bad_url[] = { tool_path ("LEGBA_SERVER"), "--app-id", "1",
+  const char *bad_url[] =
+      { legba_test_tool_path ("LEGBA_SERVER"), "--app-id", "1",
     "--app-key", "k", "--app-secret", "s", "--redis", "http://x", NULL
   };
-  const char *alone[] = { tool_path ("LEGBA_SERVER"), "--app-id", "1",
+  const char *alone[] =
+      { legba_test_tool_path ("LEGBA_SERVER"), "--app-id", "1",
     "--app-key", "k", "--app-secret", "s", "--instance-id", "x", NULL
   };
-  const char *bad_key[] = { tool_path ("LEGBA_SERVER"), "--config", NULL,
+  const char *bad_key[] =
+      { legba_test_tool_path ("LEGBA_SERVER"), "--config", NULL,
     NULL
   };
 
-  g_assert_cmpint (run_tool (bad_url, &out, &err), ==, 2);
+  g_assert_cmpint (legba_test_run (bad_url, &out, &err), ==, 2);
   g_assert_nonnull (strstr (err, "Redis URL"));
   g_clear_pointer (&err, g_free);
   g_clear_pointer (&out, g_free);
-  g_assert_cmpint (run_tool (alone, &out, &err), ==, 2);
+  g_assert_cmpint (legba_test_run (alone, &out, &err), ==, 2);
   g_assert_nonnull (strstr (err, "need --redis"));
   g_clear_pointer (&err, g_free);
   g_clear_pointer (&out, g_free);
@@ -1251,7 +1127,7 @@ test_config (void)
   bad_key[2] = config;
   g_assert_true (g_file_set_contents (config, "[redis]\nurl = unix:///x\n"
           "bogus = 1\n", -1, NULL));
-  g_assert_cmpint (run_tool (bad_key, &out, &err), ==, 1);
+  g_assert_cmpint (legba_test_run (bad_key, &out, &err), ==, 1);
   g_assert_nonnull (strstr (err, "[redis] bogus: unknown key"));
 
   /* [redis] in a file and the same by flags make one cluster; another

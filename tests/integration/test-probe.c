@@ -7,139 +7,27 @@
  */
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
+#include <legba-test.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 
 #define APP_ID "probe-app"
 #define APP_KEY "probe-key"
 #define APP_SECRET "probe-secret"
 #define START_TIMEOUT_S 20
 
-static GSubprocess *server;
+static LegbaTestProcess server;
 static char *server_addr;       /* HOST:PORT */
 
-typedef struct
-{
-  GDataInputStream *stdout_lines;
-  char *line;
-  gboolean done;
-} LineRead;
-
-static void
-on_line (GObject * source, GAsyncResult * result, gpointer user_data)
-{
-  LineRead *read = user_data;
-
-  read->line = g_data_input_stream_read_line_finish_utf8
-      (G_DATA_INPUT_STREAM (source), result, NULL, NULL);
-  read->done = TRUE;
-}
-
-static gboolean
-on_timeout (gpointer user_data)
-{
-  gboolean *timed_out = user_data;
-
-  *timed_out = TRUE;
-  return G_SOURCE_REMOVE;
-}
-
-/* Starts legba-server and waits (at most START_TIMEOUT_S) for the line
- * "legba-server listening on ADDR:PORT". */
-/* The server goes when the test goes, even when an assertion aborts it. */
-static void
-die_with_parent (gpointer user_data)
-{
-  prctl (PR_SET_PDEATHSIG, SIGTERM);
-}
-
-static gboolean
-start_server (const char *path, GError ** error)
-{
-  g_autoptr (GSubprocessLauncher) launcher =
-      g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
-  g_autoptr (GDataInputStream) lines = NULL;
-  gboolean timed_out = FALSE;
-  guint timeout;
-
-  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
-  server = g_subprocess_launcher_spawn (launcher, error, path,
-      "--bind", "127.0.0.1", "--port", "0", "--app-id", APP_ID,
-      "--app-key", APP_KEY, "--app-secret", APP_SECRET, NULL);
-  if (server == NULL)
-    return FALSE;
-  lines = g_data_input_stream_new (g_subprocess_get_stdout_pipe (server));
-  timeout = g_timeout_add_seconds (START_TIMEOUT_S, on_timeout, &timed_out);
-  while (server_addr == NULL && !timed_out) {
-    LineRead read = { lines, NULL, FALSE };
-    g_autofree char *line = NULL;
-
-    g_data_input_stream_read_line_async (lines, G_PRIORITY_DEFAULT, NULL,
-        on_line, &read);
-    while (!read.done)
-      g_main_context_iteration (NULL, TRUE);
-    line = read.line;
-    if (line == NULL)
-      break;
-    if (g_str_has_prefix (line, "legba-server listening on "))
-      server_addr = g_strdup (line + strlen ("legba-server listening on "));
-  }
-  if (!timed_out)
-    g_source_remove (timeout);
-  if (server_addr == NULL) {
-    g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
-        "legba-server did not print its listening line within %d s%s",
-        START_TIMEOUT_S, timed_out ? "" : " (it exited)");
-    return FALSE;
-  }
-  return TRUE;
-}
-
-/* Runs legba-probe with argv (NULL-terminated), returns its exit status
- * and replaces *out and *err with its stdout and stderr. The probe bounds
- * itself with --timeout. */
-static int
-run_probe (char **out, char **err, const char *first, ...)
-{
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_autoptr (GSubprocess) probe = NULL;
-  g_autoptr (GError) error = NULL;
-  va_list args;
-
-  g_ptr_array_add (argv, (gpointer) g_getenv ("LEGBA_PROBE"));
-  va_start (args, first);
-  for (const char *arg = first; arg != NULL; arg = va_arg (args, const char *))
-      g_ptr_array_add (argv, (gpointer) arg);
-  va_end (args);
-  g_ptr_array_add (argv, NULL);
-
-  g_clear_pointer (out, g_free);
-  g_clear_pointer (err, g_free);
-  probe = g_subprocess_newv ((const char *const *) argv->pdata,
-      G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
-  g_assert_no_error (error);
-  g_subprocess_communicate_utf8 (probe, NULL, NULL, out, err, &error);
-  g_assert_no_error (error);
-  g_assert_true (g_subprocess_get_if_exited (probe));
-  return g_subprocess_get_exit_status (probe);
-}
+/* Runs legba-probe with the arguments that follow (NULL-terminated). The
+ * probe bounds itself with --timeout. */
+#define run_probe(out, err, ...) \
+  legba_test_run_tool ("LEGBA_PROBE", (out), (err), __VA_ARGS__)
 
 static char *
 server_url (void)
 {
   return g_strdup_printf ("ws://%s", server_addr);
-}
-
-static JsonObject *
-parse_object (JsonParser * parser, const char *text)
-{
-  g_autoptr (GError) error = NULL;
-
-  json_parser_load_from_data (parser, text, -1, &error);
-  g_assert_no_error (error);
-  g_assert_true (JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)));
-  return json_node_get_object (json_parser_get_root (parser));
 }
 
 static void
@@ -221,7 +109,7 @@ test_rtt (void)
       "--warmup", "2", "--json", "--timeout", "60", NULL);
   g_test_message ("%s%s", out, err);
   g_assert_cmpint (status, ==, 0);
-  result = parse_object (parser, out);
+  result = legba_test_parse_object (parser, out);
   g_assert_cmpint (json_object_get_int_member (result, "count"), ==, 20);
   assert_stats (result, "ping_ms", 20);
   assert_stats (result, "relay_ms", 20);
@@ -242,7 +130,7 @@ test_load_fanout (void)
       "--app-secret", APP_SECRET, "--json", "--timeout", "60", NULL);
   g_test_message ("%s%s", out, err);
   g_assert_cmpint (status, ==, 0);
-  result = parse_object (parser, out);
+  result = legba_test_parse_object (parser, out);
   g_assert_cmpint (json_object_get_int_member (result, "total"), ==, 600);
   g_assert_cmpint (json_object_get_int_member (result, "delivered"), ==, 600);
   g_assert_cmpint (json_object_get_int_member (result, "subscribed"), ==, 200);
@@ -273,7 +161,7 @@ test_load_relay (void)
       "--timeout", "60", NULL);
   g_test_message ("%s%s", out, err);
   g_assert_cmpint (status, ==, 0);
-  result = parse_object (parser, out);
+  result = legba_test_parse_object (parser, out);
   relay = json_object_get_object_member (result, "relay");
   g_assert_cmpint (json_object_get_int_member (relay, "expected"), ==,
       2 * 20 * 5);
@@ -297,7 +185,7 @@ test_load_self_test (void)
       NULL);
   g_test_message ("%s%s", out, err);
   g_assert_cmpint (status, ==, 0);
-  result = parse_object (parser, out);
+  result = legba_test_parse_object (parser, out);
   g_assert_true (json_object_get_boolean_member (result, "self_test"));
   g_assert_cmpint (json_object_get_int_member (result, "workers"), ==, 2);
   g_assert_cmpint (json_object_get_int_member (result, "delivered"), ==, 600);
@@ -308,17 +196,24 @@ test_load_self_test (void)
 int
 main (int argc, char **argv)
 {
-  const char *server_path = g_getenv ("LEGBA_SERVER");
-  g_autoptr (GError) error = NULL;
   int status;
 
   g_test_init (&argc, &argv, NULL);
-  if (server_path == NULL || g_getenv ("LEGBA_PROBE") == NULL) {
+  if (g_getenv ("LEGBA_SERVER") == NULL || g_getenv ("LEGBA_PROBE") == NULL) {
     g_test_skip ("LEGBA_SERVER and LEGBA_PROBE must name the built tools");
     return g_test_run ();
   }
-  if (!start_server (server_path, &error))
-    g_error ("%s", error->message);
+  {
+    const char *server_argv[] = { legba_test_tool_path ("LEGBA_SERVER"),
+      "--bind", "127.0.0.1", "--port", "0", "--app-id", APP_ID,
+      "--app-key", APP_KEY, "--app-secret", APP_SECRET, NULL
+    };
+
+    legba_test_process_start (&server, server_argv,
+        "legba-server listening on ", START_TIMEOUT_S);
+    server_addr =
+        g_strdup (server.line + strlen ("legba-server listening on "));
+  }
 
   g_test_add_func ("/probe/probe/all-checks-pass", test_probe_checks);
   g_test_add_func ("/probe/probe/no-server", test_probe_refused);
@@ -329,9 +224,8 @@ main (int argc, char **argv)
   g_test_add_func ("/probe/load/self-test", test_load_self_test);
   status = g_test_run ();
 
-  g_subprocess_send_signal (server, SIGTERM);
-  g_subprocess_wait (server, NULL, NULL);
-  g_clear_object (&server);
+  legba_test_process_signal (&server, SIGTERM, START_TIMEOUT_S);
+  legba_test_process_clear (&server);
   g_free (server_addr);
   return status;
 }

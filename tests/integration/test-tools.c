@@ -9,6 +9,7 @@
 
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
+#include <legba-test.h>
 #include <libsoup/soup.h>
 #include <glib/gstdio.h>
 #include <signal.h>
@@ -17,106 +18,39 @@
 
 #define WAIT_S 10
 
-static gboolean
-on_wait_timeout (gpointer user_data)
-{
-  *(gboolean *) user_data = TRUE;
-  return G_SOURCE_REMOVE;
-}
-
-/* Runs the main context until expr holds; fails the test after timeout_s. */
-#define WAIT_UNTIL(expr, timeout_s, reason) G_STMT_START { \
-    gboolean timed_out_ = FALSE, held_; \
-    guint timer_ = g_timeout_add_seconds ((timeout_s), on_wait_timeout, \
-        &timed_out_); \
-    while (!(held_ = (expr)) && !timed_out_) \
-      g_main_context_iteration (NULL, TRUE); \
-    if (!timed_out_) \
-      g_source_remove (timer_); \
-    if (!held_) \
-      g_error ("timed out after %d s waiting for %s", (timeout_s), \
-          (reason)); \
-  } G_STMT_END
-
-static const char *
-tool_path (const char *variable)
-{
-  const char *path = g_getenv (variable);
-
-  if (path == NULL)
-    g_error ("%s is not set: run this test with meson test", variable);
-  return path;
-}
 
 /* ---- A running legba-server ---- */
 
 typedef struct
 {
-  GSubprocess *process;
-  GDataInputStream *out;
-  char *line;                   /* the first line on stdout */
-  gboolean line_done;
-  gboolean exited;
+  LegbaTestProcess p;
   guint port;
 } Server;
 
-static void
-on_line (GObject * source, GAsyncResult * result, gpointer user_data)
-{
-  Server *server = user_data;
-
-  server->line = g_data_input_stream_read_line_finish_utf8
-      (G_DATA_INPUT_STREAM (source), result, NULL, NULL);
-  server->line_done = TRUE;
-}
-
-static void
-on_server_exit (GObject * source, GAsyncResult * result, gpointer user_data)
-{
-  Server *server = user_data;
-
-  g_subprocess_wait_finish (G_SUBPROCESS (source), result, NULL);
-  server->exited = TRUE;
-}
-
-/* Starts legba-server with args (NULL-terminated) and waits for its
- * listening line. */
+/* Starts legba-server with args (NULL-terminated) and checks that its
+ * first line is the listening line. */
 static Server *
 server_start (const char *first_arg, ...)
 {
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_autoptr (GError) error = NULL;
   g_autoptr (GRegex) regex = g_regex_new
-      ("^legba-server listening on 127\\.0\\.0\\.1:([0-9]+)$", 0, 0, NULL);
-  g_autoptr (GMatchInfo) match = NULL;
-  g_autofree char *port = NULL;
+      ("^legba-server listening on 127\\.0\\.0\\.1:[0-9]+$", 0, 0, NULL);
   Server *server = g_new0 (Server, 1);
   const char *arg;
   va_list ap;
 
-  g_ptr_array_add (argv, (gpointer) tool_path ("LEGBA_SERVER"));
+  g_ptr_array_add (argv, (gpointer) legba_test_tool_path ("LEGBA_SERVER"));
   va_start (ap, first_arg);
   for (arg = first_arg; arg != NULL; arg = va_arg (ap, const char *))
       g_ptr_array_add (argv, (gpointer) arg);
   va_end (ap);
   g_ptr_array_add (argv, NULL);
 
-  server->process = g_subprocess_newv ((const char *const *) argv->pdata,
-      G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error);
-  g_assert_no_error (error);
-  server->out = g_data_input_stream_new (g_subprocess_get_stdout_pipe
-      (server->process));
-  g_subprocess_wait_async (server->process, NULL, on_server_exit, server);
-  g_data_input_stream_read_line_async (server->out, G_PRIORITY_DEFAULT, NULL,
-      on_line, server);
-  WAIT_UNTIL (server->line_done, WAIT_S, "the listening line");
-
-  g_assert_nonnull (server->line);
-  if (!g_regex_match (regex, server->line, 0, &match))
-    g_error ("unexpected first line: %s", server->line);
-  port = g_match_info_fetch (match, 1);
-  server->port = atoi (port);
-  g_assert_cmpuint (server->port, >, 0);
+  legba_test_process_start (&server->p, (const char *const *) argv->pdata,
+      NULL, WAIT_S);
+  if (!g_regex_match (regex, server->p.line, 0, NULL))
+    g_error ("unexpected first line: %s", server->p.line);
+  server->port = legba_test_server_port (&server->p);
   return server;
 }
 
@@ -127,18 +61,15 @@ server_stop (Server * server)
   g_autofree char *rest = NULL;
   gsize len = 0;
 
-  g_subprocess_send_signal (server->process, SIGTERM);
-  WAIT_UNTIL (server->exited, WAIT_S, "legba-server to exit on SIGTERM");
-  g_assert_true (g_subprocess_get_if_exited (server->process));
-  g_assert_cmpint (g_subprocess_get_exit_status (server->process), ==, 0);
+  legba_test_process_signal (&server->p, SIGTERM, WAIT_S);
+  g_assert_true (g_subprocess_get_if_exited (server->p.process));
+  g_assert_cmpint (g_subprocess_get_exit_status (server->p.process), ==, 0);
 
   /* The listening line was the only one on stdout. */
-  rest = g_data_input_stream_read_upto (server->out, "", 0, &len, NULL, NULL);
+  rest = g_data_input_stream_read_upto (server->p.out, "", 0, &len, NULL, NULL);
   g_assert_cmpuint (len, ==, 0);
 
-  g_object_unref (server->out);
-  g_object_unref (server->process);
-  g_free (server->line);
+  legba_test_process_clear (&server->p);
   g_free (server);
 }
 
@@ -147,23 +78,13 @@ static int
 run_server (const char *const *args, char **err)
 {
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_autoptr (GSubprocess) process = NULL;
-  g_autoptr (GError) error = NULL;
   g_autofree char *out = NULL;
 
-  g_ptr_array_add (argv, (gpointer) tool_path ("LEGBA_SERVER"));
+  g_ptr_array_add (argv, (gpointer) legba_test_tool_path ("LEGBA_SERVER"));
   for (; *args != NULL; args++)
     g_ptr_array_add (argv, (gpointer) * args);
   g_ptr_array_add (argv, NULL);
-
-  process = g_subprocess_newv ((const char *const *) argv->pdata,
-      G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
-  g_assert_no_error (error);
-  g_assert_true (g_subprocess_communicate_utf8 (process, NULL, NULL, &out,
-          err, &error));
-  g_assert_no_error (error);
-  g_assert_true (g_subprocess_get_if_exited (process));
-  return g_subprocess_get_exit_status (process);
+  return legba_test_run ((const char *const *) argv->pdata, &out, err);
 }
 
 /* ---- Clients ---- */
@@ -241,7 +162,8 @@ client_wait (Client * client, const char *event)
           == 0)
         return frame;
     }
-    WAIT_UNTIL (i < client->frames->len || client->closed, WAIT_S, event);
+    LEGBA_TEST_WAIT_UNTIL (i < client->frames->len
+        || client->closed, WAIT_S, event);
     if (i >= client->frames->len)
       g_error ("closed (%u) while waiting for %s", client->close_code, event);
   }
@@ -261,7 +183,7 @@ client_connect (Server * server, const char *key, JsonObject ** established)
       json_object_unref);
   soup_session_websocket_connect_async (session, msg, NULL, NULL,
       G_PRIORITY_DEFAULT, NULL, client_on_connected, client);
-  WAIT_UNTIL (client->done, WAIT_S, "the WebSocket handshake");
+  LEGBA_TEST_WAIT_UNTIL (client->done, WAIT_S, "the WebSocket handshake");
   g_assert_no_error (client->error);
   *established = frame_data (client_wait (client,
           "pusher:connection_established"));
@@ -276,7 +198,7 @@ client_free (Client * client)
         SOUP_WEBSOCKET_STATE_OPEN)
       soup_websocket_connection_close (client->ws, SOUP_WEBSOCKET_CLOSE_NORMAL,
           NULL);
-    WAIT_UNTIL (client->closed, WAIT_S, "the client to close");
+    LEGBA_TEST_WAIT_UNTIL (client->closed, WAIT_S, "the client to close");
     g_signal_handlers_disconnect_by_data (client->ws, client);
     g_object_unref (client->ws);
   }
@@ -309,7 +231,7 @@ http_send (SoupMessage * msg, char **body)
 
   soup_session_send_and_read_async (session, msg, G_PRIORITY_DEFAULT, NULL,
       on_response, &response);
-  WAIT_UNTIL (response.done, WAIT_S, "an HTTP response");
+  LEGBA_TEST_WAIT_UNTIL (response.done, WAIT_S, "an HTTP response");
   g_assert_nonnull (response.body);
   if (body != NULL)
     *body = g_strndup (g_bytes_get_data (response.body, NULL),
@@ -486,7 +408,7 @@ test_help (void)
   guint i;
 
   process = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error,
-      tool_path ("LEGBA_SERVER"), "--help", NULL);
+      legba_test_tool_path ("LEGBA_SERVER"), "--help", NULL);
   g_assert_no_error (error);
   g_assert_true (g_subprocess_communicate_utf8 (process, NULL, NULL, &out,
           NULL, &error));
@@ -505,17 +427,16 @@ test_sigterm (void)
   g_autoptr (JsonObject) data = NULL;
   Client *client = client_connect (server, "key", &data);
 
-  g_subprocess_send_signal (server->process, SIGTERM);
-  WAIT_UNTIL (client->closed, WAIT_S, "the client to be closed on SIGTERM");
+  g_subprocess_send_signal (server->p.process, SIGTERM);
+  LEGBA_TEST_WAIT_UNTIL (client->closed, WAIT_S,
+      "the client to be closed on SIGTERM");
   g_assert_cmpuint (client->close_code, ==, 4200);
-  WAIT_UNTIL (server->exited, WAIT_S, "legba-server to exit");
-  g_assert_true (g_subprocess_get_if_exited (server->process));
-  g_assert_cmpint (g_subprocess_get_exit_status (server->process), ==, 0);
+  LEGBA_TEST_WAIT_UNTIL (server->p.exited, WAIT_S, "legba-server to exit");
+  g_assert_true (g_subprocess_get_if_exited (server->p.process));
+  g_assert_cmpint (g_subprocess_get_exit_status (server->p.process), ==, 0);
 
   client_free (client);
-  g_object_unref (server->out);
-  g_object_unref (server->process);
-  g_free (server->line);
+  legba_test_process_clear (&server->p);
   g_free (server);
 }
 
@@ -530,17 +451,11 @@ test_sigterm_at_once (void)
 static char *
 mint_token (const char *secret, const char *room, const char *identity)
 {
-  g_autoptr (GSubprocess) process = NULL;
-  g_autoptr (GError) error = NULL;
   g_autofree char *out = NULL;
 
-  process = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error,
-      tool_path ("LEGBA_TOKEN"), "--secret", secret, "--room", room,
-      "--identity", identity, "--name", "Alice", NULL);
-  g_assert_no_error (error);
-  g_assert_true (g_subprocess_communicate_utf8 (process, NULL, NULL, &out,
-          NULL, &error));
-  g_assert_true (g_subprocess_get_successful (process));
+  g_assert_cmpint (legba_test_run_tool ("LEGBA_TOKEN", &out, NULL,
+          "--secret", secret, "--room", room, "--identity", identity,
+          "--name", "Alice", NULL), ==, 0);
   return g_strdup (g_strstrip (out));
 }
 

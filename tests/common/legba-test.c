@@ -1,0 +1,194 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "legba-test.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+gboolean
+legba_test_timeout_cb (gpointer user_data)
+{
+  *(gboolean *) user_data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* Iterates the main context for ms milliseconds: for polls of state that
+ * changes elsewhere (another process, Redis). */
+void
+legba_test_iterate_for (guint ms)
+{
+  gboolean done = FALSE;
+
+  g_timeout_add (ms, legba_test_timeout_cb, &done);
+  while (!done)
+    g_main_context_iteration (NULL, TRUE);
+}
+
+/* The path of a built tool, from the variable meson test sets. */
+const char *
+legba_test_tool_path (const char *variable)
+{
+  const char *path = g_getenv (variable);
+
+  if (path == NULL)
+    g_error ("%s is not set: run this test with meson test", variable);
+  return path;
+}
+
+/* Runs argv to completion; returns its exit status and stores its stdout
+ * and stderr in *out and *err (either may be NULL). */
+int
+legba_test_run (const char *const *argv, char **out, char **err)
+{
+  g_autoptr (GError) error = NULL;
+  int status = 0;
+
+  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, out,
+      err, &status, &error);
+  g_assert_no_error (error);
+  g_assert_true (WIFEXITED (status));
+  return WEXITSTATUS (status);
+}
+
+/* Runs the built tool named by variable with the arguments that follow
+ * (NULL-terminated); returns its exit status and replaces *out and *err
+ * with its stdout and stderr (either may be NULL: inherited). */
+int
+legba_test_run_tool (const char *variable, char **out, char **err,
+    const char *first_arg, ...)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  va_list args;
+
+  g_ptr_array_add (argv, (gpointer) legba_test_tool_path (variable));
+  va_start (args, first_arg);
+  for (const char *arg = first_arg; arg != NULL;
+      arg = va_arg (args, const char *))
+      g_ptr_array_add (argv, (gpointer) arg);
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+
+  if (out != NULL)
+    g_clear_pointer (out, g_free);
+  if (err != NULL)
+    g_clear_pointer (err, g_free);
+  return legba_test_run ((const char *const *) argv->pdata, out, err);
+}
+
+/* Parses text, which must be one JSON object; owned by parser. */
+JsonObject *
+legba_test_parse_object (JsonParser * parser, const char *text)
+{
+  g_autoptr (GError) error = NULL;
+
+  json_parser_load_from_data (parser, text, -1, &error);
+  g_assert_no_error (error);
+  g_assert_true (JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)));
+  return json_node_get_object (json_parser_get_root (parser));
+}
+
+static void
+on_line (GObject * source, GAsyncResult * result, gpointer user_data)
+{
+  LegbaTestProcess *p = user_data;
+  g_autofree char *line = g_data_input_stream_read_line_finish_utf8
+      (G_DATA_INPUT_STREAM (source), result, NULL, NULL);
+
+  if (line != NULL && p->wanted != NULL && strstr (line, p->wanted) == NULL) {
+    g_data_input_stream_read_line_async (p->out, G_PRIORITY_DEFAULT, NULL,
+        on_line, p);
+    return;
+  }
+  p->line = g_steal_pointer (&line);
+  p->line_done = TRUE;
+}
+
+static void
+on_process_exit (GObject * source, GAsyncResult * result, gpointer user_data)
+{
+  LegbaTestProcess *p = user_data;
+
+  g_subprocess_wait_finish (G_SUBPROCESS (source), result, NULL);
+  p->exited = TRUE;
+}
+
+static void
+die_with_parent (gpointer user_data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/**
+ * legba_test_process_start:
+ * @p: a zeroed or cleared process
+ * @argv: the command
+ * @wanted: (nullable): a string the ready line contains; %NULL for the
+ *   first line
+ * @timeout_s: how long readiness may take
+ *
+ * Spawns @argv and waits for its ready line (in @p->line). The child
+ * dies with the test.
+ */
+void
+legba_test_process_start (LegbaTestProcess * p, const char *const *argv,
+    const char *wanted, guint timeout_s)
+{
+  g_autoptr (GSubprocessLauncher) launcher =
+      g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+  g_autoptr (GError) error = NULL;
+
+  p->wanted = wanted;
+  p->line_done = p->exited = FALSE;
+  g_clear_pointer (&p->line, g_free);
+  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  p->process = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  g_assert_no_error (error);
+  p->out = g_data_input_stream_new (g_subprocess_get_stdout_pipe (p->process));
+  g_subprocess_wait_async (p->process, NULL, on_process_exit, p);
+  g_data_input_stream_read_line_async (p->out, G_PRIORITY_DEFAULT, NULL,
+      on_line, p);
+  LEGBA_TEST_WAIT_UNTIL (p->line_done, timeout_s, argv[0]);
+  if (p->line == NULL)
+    g_error ("%s ended before saying it was ready", argv[0]);
+}
+
+/* Sends signum and waits for the child to exit. */
+void
+legba_test_process_signal (LegbaTestProcess * p, int signum, guint timeout_s)
+{
+  g_subprocess_send_signal (p->process, signum);
+  LEGBA_TEST_WAIT_UNTIL (p->exited, timeout_s, "a process to exit on a signal");
+}
+
+/* Kills the child if it still runs and frees what p holds. */
+void
+legba_test_process_clear (LegbaTestProcess * p)
+{
+  if (p->process != NULL && !p->exited)
+    legba_test_process_signal (p, SIGKILL, 10);
+  g_clear_object (&p->out);
+  g_clear_object (&p->process);
+  g_clear_pointer (&p->line, g_free);
+}
+
+/* The port in legba-server's ready line
+ * "legba-server listening on 127.0.0.1:PORT". */
+guint
+legba_test_server_port (LegbaTestProcess * p)
+{
+  const char *colon;
+  guint64 port = 0;
+
+  g_assert_nonnull (p->line);
+  g_assert_true (g_str_has_prefix (p->line, "legba-server listening on "));
+  colon = strrchr (p->line, ':');
+  g_assert_nonnull (colon);
+  g_assert_true (g_ascii_string_to_unsigned (colon + 1, 10, 1, 65535, &port,
+          NULL));
+  return (guint) port;
+}
