@@ -435,19 +435,19 @@ test_advertised_limits (Fixture * f, gconstpointer data)
 }
 
 /* ROOM-PROTOCOL.md §4: at most 10 client events in any 1.1 s, a queue and
- * never a drop. Measured at the receiver, where arrival times carry the
- * delivery jitter of a loaded machine: allow 50 ms for it, plus the time
- * this test spends queueing the signals (the first ten leave during that
- * loop and may be held up by it; the later ones leave from a timer). */
+ * never a drop. Signal i cannot leave before start + (i / 10) windows, and
+ * it cannot arrive before it leaves: a lower bound on each arrival that
+ * no delay on a loaded machine can break, and that a client sending
+ * without pacing fails by whole windows. */
 #define PACING_COUNT 30
-#define PACING_JITTER_US (50 * G_TIME_SPAN_MILLISECOND)
+#define PACING_PER_WINDOW 10
 
 static void
 test_pacing (Fixture * f, gconstpointer data)
 {
   Peer *a = peer_new (f, "alice");
   Peer *b = peer_new (f, "bob");
-  gint64 start, allowance;
+  gint64 start;
   guint i;
 
   peer_join_and_wait (a);
@@ -455,22 +455,14 @@ test_pacing (Fixture * f, gconstpointer data)
   start = g_get_monotonic_time ();
   for (i = 0; i < PACING_COUNT; i++)
     peer_send (a, b, "candidates", "pc-1", NULL, i);
-  allowance = PACING_JITTER_US + g_get_monotonic_time () - start;
   WAIT_FOR (b->received->len == PACING_COUNT, "all 30 signals");
 
-  for (i = 0; i < PACING_COUNT; i++)
+  for (i = 0; i < PACING_COUNT; i++) {
     g_assert_cmpint (json_object_get_int_member (peer_received (b,
                 i)->signal, "seq"), ==, i);
-  /* any 11 consecutive arrivals span more than a window */
-  for (i = 0; i + 10 < PACING_COUNT; i++) {
-    gint64 span = peer_received (b, i + 10)->time - peer_received (b,
-        i)->time;
-
-    g_assert_cmpint (span, >, LEGBA_SIGNAL_RATE_WINDOW_US - allowance);
+    g_assert_cmpint (peer_received (b, i)->time - start, >=,
+        (gint64) (i / PACING_PER_WINDOW) * LEGBA_SIGNAL_RATE_WINDOW_US);
   }
-  g_assert_cmpint (peer_received (b, PACING_COUNT - 1)->time -
-      peer_received (b, 0)->time, >,
-      2 * LEGBA_SIGNAL_RATE_WINDOW_US - allowance);
   /* the server never refused one (4301 would be reported as an error) */
   assert_no_errors (a);
   assert_no_errors (b);
