@@ -11,6 +11,7 @@
  * itself when the peer was closed meanwhile (peer->room is NULL).
  */
 #include "legba-room-private.h"
+#include "legba-room-data-private.h"
 #include "legba-json.h"
 
 #include <nice/agent.h>
@@ -177,6 +178,7 @@ legba_peer_unref (LegbaPeer * peer)
   g_ptr_array_unref (peer->promises);
   g_free (peer->pending_offer);
   g_free (peer->pc);
+  legba_peer_data_free (peer->data);
   g_mutex_clear (&peer->lock);
   g_free (peer);
 }
@@ -512,6 +514,7 @@ static void
 on_data_channel (GstElement * webrtcbin, GstWebRTCDataChannel * channel,
     LegbaPeer * peer)
 {
+  legba_peer_data_watch_channel (peer, channel);
   legba_peer_invoke (peer, remote_channel, g_object_ref (channel),
       g_object_unref);
 }
@@ -529,10 +532,14 @@ create_channels (LegbaPeer * peer)
       LEGBA_ROOM_CHANNEL_RELIABLE, NULL, &reliable);
   g_signal_emit_by_name (peer->webrtcbin, "create-data-channel",
       LEGBA_ROOM_CHANNEL_LOSSY, lossy_options, &lossy);
-  if (reliable != NULL)
+  if (reliable != NULL) {
+    legba_peer_data_watch_channel (peer, reliable);
     watch_channel (peer, reliable);
-  if (lossy != NULL)
+  }
+  if (lossy != NULL) {
+    legba_peer_data_watch_channel (peer, lossy);
     watch_channel (peer, lossy);
+  }
   g_clear_object (&reliable);
   g_clear_object (&lossy);
   return peer->channels[0] != NULL && peer->channels[1] != NULL;
@@ -1086,6 +1093,7 @@ legba_peer_close (LegbaPeer * peer)
   g_mutex_lock (&peer->lock);
   peer->closing = TRUE;
   g_mutex_unlock (&peer->lock);
+  legba_peer_data_close (peer);
   legba_peer_media_unlink (peer);
   g_signal_handlers_disconnect_by_data (peer->webrtcbin, peer);
   g_signal_handlers_disconnect_by_data (peer->bin, peer);
@@ -1120,6 +1128,7 @@ stats_ready (LegbaPeer * peer, gpointer data)
 {
   GstStructure *summary = legba_peer_media_summarize (peer, data);
 
+  legba_peer_data_add_stats (peer, summary);
   if (peer->participant->peer == peer)
     legba_participant_take_stats (peer->participant, summary);
   else

@@ -45,6 +45,9 @@ GST_DEBUG_CATEGORY_EXTERN (legba_room_debug);
   "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"
 
 typedef struct _LegbaPeer LegbaPeer;
+/* legba-room-data.c */
+typedef struct _LegbaRoomData LegbaRoomData;
+typedef struct _LegbaPeerData LegbaPeerData;
 
 /* ---- Participants (legba-participant.c) ---- */
 
@@ -127,6 +130,8 @@ struct _LegbaRoom
 
   GMutex lock;
   LegbaLocalTrack *tracks[2];   /* by LegbaTrackKind */
+
+  LegbaRoomData *data;          /* application data (§6, §7) */
 };
 
 void legba_room_invoke (LegbaRoom * self, GSourceFunc func, gpointer data,
@@ -209,6 +214,7 @@ struct _LegbaPeer
   GPtrArray *promises;          /* GstPromise handed to webrtcbin, pending */
   guint64 frames[2];            /* depayloaded frames, by kind */
   gboolean closing;             /* no new receive branches */
+  LegbaPeerData *data;          /* received messages, channels watched */
 };
 
 typedef void (*PeerFunc) (LegbaPeer * peer, gpointer data);

@@ -12,4 +12,5 @@
 #include <legba/legba-token.h>
 #include <legba/legba-participant.h>
 #include <legba/legba-room.h>
+#include <legba/legba-room-data.h>
 #undef LEGBA_INSIDE
