@@ -307,6 +307,127 @@ test_lossy (Fixture * f, gconstpointer unused)
   free_all (all, 2);
 }
 
+/* ---- One stalled recipient ---- */
+
+static GstPadProbeReturn
+drop_while_stalled (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  return g_atomic_int_get ((gint *) data) ? GST_PAD_PROBE_DROP :
+      GST_PAD_PROBE_OK;
+}
+
+/* Everything arriving at the participant's ICE transports is dropped
+ * while *stalled: SCTP gets no acknowledgement from it, as from a peer on
+ * a frozen network. ICE's own checks are not data and carry on. */
+static void
+stall_input (Participant * p, gint * stalled)
+{
+  GstIterator *it = gst_bin_iterate_recurse (GST_BIN (p->pipeline));
+  GValue item = G_VALUE_INIT;
+  guint n = 0;
+
+  while (gst_iterator_next (it, &item) == GST_ITERATOR_OK) {
+    GstElement *e = g_value_get_object (&item);
+    GstElementFactory *factory = gst_element_get_factory (e);
+
+    if (factory != NULL && strcmp (GST_OBJECT_NAME (factory), "nicesrc") == 0) {
+      GstPad *pad = gst_element_get_static_pad (e, "src");
+
+      gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+          GST_PAD_PROBE_TYPE_BUFFER_LIST, drop_while_stalled, stalled, NULL);
+      gst_object_unref (pad);
+      n++;
+    }
+    g_value_reset (&item);
+  }
+  g_value_unset (&item);
+  gst_iterator_free (it);
+  g_assert_cmpuint (n, >, 0);
+}
+
+#define CHUNK 32768
+
+static guint
+count_reliable (Data * d)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < d->got->len; i++)
+    n += got (d, i)->reliability == LEGBA_RELIABILITY_RELIABLE;
+  return n;
+}
+
+static void
+test_stalled (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob"),
+      *c = data_new (f, "carol");
+  Data *all[] = { a, b, c };
+  gint stalled = 1;
+  g_autofree char *filler = g_malloc (CHUNK + 1);
+  g_autoptr (GError) error = NULL;
+  guint accepted = 0, lossy_for_carol = 0;
+  const char *to_carol[] = { NULL, NULL };
+
+  connect_all (all, 3);
+  to_carol[0] = id_of (c);
+  memset (filler, 'x', CHUNK);
+  filler[CHUNK] = '\0';
+  stall_input (c->p, &stalled);
+  /* each message waits for bob to have it: bob keeps receiving while
+   * carol's queue fills, until carol cannot take more */
+  for (guint i = 0; error == NULL; i++) {
+    g_autoptr (JsonNode) node = json_node_init_string (json_node_alloc (),
+        filler);
+    guint before = b->got->len;
+
+    if (i == 2000)
+      g_error ("carol took 2000 messages of %d bytes while stalled", CHUNK);
+    if (legba_room_send_json (a->p->room, node, "bulk",
+            LEGBA_RELIABILITY_RELIABLE, NULL, &error))
+      accepted++;
+    ROOM_WAIT_FOR (b->got->len == before + 1, "bob to receive while carol "
+        "is stalled");
+  }
+  g_assert_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_NOT_DELIVERED);
+  g_assert_nonnull (strstr (error->message, id_of (c)));
+  g_assert_null (strstr (error->message, id_of (b)));
+  g_test_message ("carol stalled after %u messages of %d bytes", accepted,
+      CHUNK);
+  g_assert_cmpuint (accepted, >, 0);
+  g_assert_cmpuint (stat (a, "not-delivered"), ==, 1);
+  g_assert_cmpuint (a->ready, ==, 0);
+  /* the lossy channel drops instead (latest value wins), and counts */
+  while (stat (a, "lossy-dropped") == 0) {
+    g_autoptr (JsonNode) node = json_node_init_string (json_node_alloc (),
+        filler);
+
+    g_assert_cmpuint (lossy_for_carol, <, 1000);
+    g_assert_true (legba_room_send_json (a->p->room, node, "pos",
+            LEGBA_RELIABILITY_LOSSY, to_carol, NULL));
+    lossy_for_carol++;
+  }
+  g_assert_cmpuint (b->got->len, ==, accepted + 1);
+
+  /* carol's network is back: her queue drains, in order */
+  g_atomic_int_set (&stalled, 0);
+  ROOM_WAIT_FOR (a->ready == 1, "ready-to-send for carol");
+  ROOM_WAIT_FOR (count_reliable (c) == accepted, "carol to get every "
+      "message accepted for her");
+  for (guint i = 0; i < c->got->len; i++)
+    if (got (c, i)->reliability == LEGBA_RELIABILITY_RELIABLE)
+      g_assert_cmpstr (got (c, i)->topic, ==, "bulk");
+  g_assert_cmpuint (count_reliable (c), ==, accepted);
+  g_clear_error (&error);
+  send_json (a, "\"again\"", "again", LEGBA_RELIABILITY_RELIABLE, to_carol);
+  ROOM_WAIT_FOR (c->got->len > 0 &&
+      g_strcmp0 (got (c, c->got->len - 1)->topic, "again") == 0,
+      "carol to take messages again");
+  for (guint i = 0; i < 3; i++)
+    assert_no_room_errors (all[i]->p);
+  free_all (all, 3);
+}
+
 /* ---- Queued before the channels open ---- */
 
 static void
@@ -583,6 +704,7 @@ main (int argc, char **argv)
   ADD_DATA ("order-topics-recipients", test_order);
   ADD_DATA ("bytes", test_bytes);
   ADD_DATA ("lossy", test_lossy);
+  ADD_DATA ("stalled-recipient", test_stalled);
   ADD_DATA ("queued-before-open", test_queued);
   ADD_DATA ("size", test_size);
   ADD_DATA ("malformed", test_malformed);
