@@ -164,6 +164,7 @@ legba_peer_unref (LegbaPeer * peer)
   g_clear_object (&peer->bin);
   g_clear_object (&peer->webrtcbin);
   g_clear_object (&peer->participant);
+  gst_clear_object (&peer->sctpenc);
   for (guint i = 0; i < G_N_ELEMENTS (peer->channels); i++)
     g_clear_object (&peer->channels[i]);
   for (guint i = 0; i < G_N_ELEMENTS (peer->transceivers); i++)
@@ -904,6 +905,11 @@ on_deep_element_added (GstBin * bin, GstBin * sub_bin, GstElement * element,
       g_object_set (element, "pem", pem, NULL);
   } else if (strcmp (name, "sctpenc") == 0 || strcmp (name, "sctpdec") == 0) {
     g_object_set (element, "sctp-association-id", (guint) peer->sctp_id, NULL);
+    if (name[4] == 'e') {
+      g_mutex_lock (&peer->lock);
+      gst_object_replace ((GstObject **) & peer->sctpenc, GST_OBJECT (element));
+      g_mutex_unlock (&peer->lock);
+    }
   } else if (strcmp (name, "nicesrc") == 0) {
     legba_peer_media_watch_input (peer, element);
   }
@@ -1074,6 +1080,51 @@ legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
   return peer;
 }
 
+static void
+unlink_sctp_pad (const GValue * item, gpointer data)
+{
+  GstPad *pad = g_value_get_object (item);
+  GstPad *peer_pad = gst_pad_get_peer (pad);
+
+  if (peer_pad != NULL) {
+    gst_pad_unlink (peer_pad, pad);
+    gst_object_unref (peer_pad);
+  }
+}
+
+/* webrtcbin 1.22: a data channel that closes (the remote reset its
+ * stream, or it failed) releases its sctpenc pad from a task on
+ * webrtcbin's thread, while sctpenc, going down to READY, removes the same
+ * pads on ours: whichever comes second releases a pad that is no longer
+ * sctpenc's. So before the peer's bin stops, the channels are unlinked
+ * from sctpenc (a closing channel then finds nothing to release), and a
+ * task already past that point is waited for: webrtcbin runs its tasks in
+ * order, so the reply to a request queued now comes after it. */
+static void
+detach_data_channels (LegbaPeer * peer)
+{
+  GstElement *sctpenc;
+  GstIterator *it;
+  GstPromise *promise;
+
+  g_mutex_lock (&peer->lock);
+  sctpenc = peer->sctpenc ? gst_object_ref (peer->sctpenc) : NULL;
+  g_mutex_unlock (&peer->lock);
+  if (sctpenc == NULL)
+    return;
+  it = gst_element_iterate_sink_pads (sctpenc);
+  while (gst_iterator_foreach (it, unlink_sctp_pad, NULL) ==
+      GST_ITERATOR_RESYNC)
+    gst_iterator_resync (it);
+  gst_iterator_free (it);
+  gst_object_unref (sctpenc);
+  /* a closed webrtcbin replies at once */
+  promise = gst_promise_new ();
+  g_signal_emit_by_name (peer->webrtcbin, "get-stats", NULL, promise);
+  gst_promise_wait (promise);
+  gst_promise_unref (promise);
+}
+
 void
 legba_peer_close (LegbaPeer * peer)
 {
@@ -1092,6 +1143,7 @@ legba_peer_close (LegbaPeer * peer)
   for (guint i = 0; i < G_N_ELEMENTS (peer->channels); i++)
     if (peer->channels[i] != NULL)
       g_signal_handlers_disconnect_by_data (peer->channels[i], peer);
+  detach_data_channels (peer);
   gst_element_set_locked_state (GST_ELEMENT (peer->bin), TRUE);
   gst_element_set_state (GST_ELEMENT (peer->bin), GST_STATE_NULL);
   expire_promises (peer);

@@ -177,6 +177,7 @@ struct _LegbaPeer
   GstBin *bin;                  /* holds webrtcbin and the media branches */
   GstElement *webrtcbin;
   guint16 sctp_id;              /* unique in the process */
+  GstElement *sctpenc;          /* webrtcbin's, once it made one (lock) */
   GstWebRTCRTPTransceiver *transceivers[2];     /* ours, by kind */
   GstSDPMessage *answer;        /* the negotiated media, once applied */
   char *mids[3];                /* of our description's first m-lines */
