@@ -188,6 +188,7 @@ struct _LegbaPeer
   gboolean negotiated;          /* offer and answer both applied */
   gboolean waiting_media;       /* negotiation waits for local caps */
   char *pending_offer;          /* answerer: the offer, while it waits */
+  GstSDPMessage *offer;         /* answerer: the offer, once applied */
   GPtrArray *remote_candidates; /* JsonObject, until remote_set */
   GPtrArray *local_candidates;  /* JsonObject, batched (§4: 50 ms) */
   gboolean local_candidates_end;
@@ -241,6 +242,8 @@ gboolean legba_room_media_ready (LegbaRoom * self);
 GstCaps *legba_room_media_codec_preferences (LegbaRoom * self,
     LegbaTrackKind kind, LegbaPeerRole role);
 void legba_room_media_free_track (LegbaLocalTrack * track);
+void legba_room_media_complete_answer (const GstSDPMessage * offer,
+    GstSDPMessage * answer);
 gboolean legba_peer_media_link_send (LegbaPeer * peer, GError ** error);
 void legba_peer_media_unlink (LegbaPeer * peer);
 void legba_peer_media_on_pad_added (GstElement * webrtcbin, GstPad * pad,
