@@ -11,6 +11,7 @@
  * itself when the peer was closed meanwhile (peer->room is NULL).
  */
 #include "legba-room-private.h"
+#include "legba-room-data-private.h"
 #include "legba-json.h"
 
 #include <nice/agent.h>
@@ -23,8 +24,31 @@
 /* WEBRTCBIN-1.22.md: an ECDSA P-256 certificate shakes hands faster than
  * webrtcbin's RSA-2048 one, and shared by every connection (and held by
  * one long-lived dtlsdec) it is built once per process. */
+typedef struct
+{
+  char *pem;                    /* certificate and private key */
+  char *fingerprint;            /* "sha-256 AB:CD:…", of the certificate */
+} Certificate;
+
+/* RFC 8122: the hash of the certificate's DER encoding, in uppercase hex
+ * pairs joined by colons. */
 static char *
-make_certificate (void)
+certificate_fingerprint (X509 * cert)
+{
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  GString *out;
+
+  if (X509_digest (cert, EVP_sha256 (), md, &len) == 0 || len == 0)
+    return NULL;
+  out = g_string_new ("sha-256 ");
+  for (unsigned int i = 0; i < len; i++)
+    g_string_append_printf (out, i ? ":%02X" : "%02X", md[i]);
+  return g_string_free (out, FALSE);
+}
+
+static gboolean
+make_certificate (Certificate * out)
 {
   EVP_PKEY *key = EVP_EC_gen ("P-256");
   X509 *cert = X509_new ();
@@ -32,7 +56,6 @@ make_certificate (void)
   BIO *bio = BIO_new (BIO_s_mem ());
   char *data = NULL;
   long len;
-  char *pem = NULL;
 
   if (key == NULL || cert == NULL || bio == NULL)
     goto out;
@@ -49,30 +72,73 @@ make_certificate (void)
       !PEM_write_bio_X509 (bio, cert) ||
       !PEM_write_bio_PrivateKey (bio, key, NULL, NULL, 0, NULL, NULL))
     goto out;
+  out->fingerprint = certificate_fingerprint (cert);
+  if (out->fingerprint == NULL)
+    goto out;
   len = BIO_get_mem_data (bio, &data);
-  pem = g_strndup (data, len);
+  out->pem = g_strndup (data, len);
 
 out:
   BIO_free (bio);
   X509_free (cert);
   EVP_PKEY_free (key);
-  return pem;
+  return out->pem != NULL;
+}
+
+static const Certificate *
+certificate (void)
+{
+  static gsize made;
+  static Certificate cert;
+
+  if (g_once_init_enter (&made)) {
+    if (!make_certificate (&cert)) {
+      g_warning ("Could not make an ECDSA certificate; webrtcbin's own "
+          "will be used");
+      g_clear_pointer (&cert.fingerprint, g_free);
+    }
+    g_once_init_leave (&made, 1);
+  }
+  return &cert;
 }
 
 const char *
 legba_room_certificate_pem (void)
 {
-  static gsize pem;
+  return certificate ()->pem;
+}
 
-  if (g_once_init_enter (&pem)) {
-    char *made = make_certificate ();
+/* webrtcbin 1.22 derives a=fingerprint from everything base64 in the
+ * dtlssrtpdec's `pem`: with a private key in it, the hash covers the key
+ * too and matches no certificate (a browser then refuses the handshake).
+ * Each fingerprint of a local description is set to the certificate's
+ * own. Nothing changes when webrtcbin's own certificate is in use. */
+static void
+fix_fingerprints (GstSDPMessage * sdp)
+{
+  const char *fingerprint = certificate ()->fingerprint;
+  GstSDPAttribute attr;
 
-    if (made == NULL)
-      g_warning ("Could not make an ECDSA certificate; webrtcbin's own "
-          "will be used");
-    g_once_init_leave (&pem, (gsize) (made ? made : g_strdup ("")));
+  if (fingerprint == NULL)
+    return;
+  for (guint i = 0; i < gst_sdp_message_attributes_len (sdp); i++) {
+    if (g_strcmp0 (gst_sdp_message_get_attribute (sdp, i)->key,
+            "fingerprint") != 0)
+      continue;
+    gst_sdp_attribute_set (&attr, "fingerprint", fingerprint);
+    gst_sdp_message_replace_attribute (sdp, i, &attr);
   }
-  return ((const char *) pem)[0] ? (const char *) pem : NULL;
+  for (guint m = 0; m < gst_sdp_message_medias_len (sdp); m++) {
+    GstSDPMedia *media = (GstSDPMedia *) gst_sdp_message_get_media (sdp, m);
+
+    for (guint i = 0; i < gst_sdp_media_attributes_len (media); i++) {
+      if (g_strcmp0 (gst_sdp_media_get_attribute (media, i)->key,
+              "fingerprint") != 0)
+        continue;
+      gst_sdp_attribute_set (&attr, "fingerprint", fingerprint);
+      gst_sdp_media_replace_attribute (media, i, &attr);
+    }
+  }
 }
 
 /* WEBRTCBIN-1.22.md: webrtcbin draws SCTP association ids at random and
@@ -164,6 +230,7 @@ legba_peer_unref (LegbaPeer * peer)
   g_clear_object (&peer->bin);
   g_clear_object (&peer->webrtcbin);
   g_clear_object (&peer->participant);
+  gst_clear_object (&peer->sctpenc);
   for (guint i = 0; i < G_N_ELEMENTS (peer->channels); i++)
     g_clear_object (&peer->channels[i]);
   for (guint i = 0; i < G_N_ELEMENTS (peer->transceivers); i++)
@@ -171,12 +238,14 @@ legba_peer_unref (LegbaPeer * peer)
   for (guint i = 0; i < G_N_ELEMENTS (peer->mids); i++)
     g_free (peer->mids[i]);
   g_clear_pointer (&peer->answer, gst_sdp_message_free);
+  g_clear_pointer (&peer->offer, gst_sdp_message_free);
   g_clear_pointer (&peer->last_stats, gst_structure_free);
   g_ptr_array_unref (peer->remote_candidates);
   g_ptr_array_unref (peer->local_candidates);
   g_ptr_array_unref (peer->promises);
   g_free (peer->pending_offer);
   g_free (peer->pc);
+  legba_peer_data_free (peer->data);
   g_mutex_clear (&peer->lock);
   g_free (peer);
 }
@@ -512,6 +581,7 @@ static void
 on_data_channel (GstElement * webrtcbin, GstWebRTCDataChannel * channel,
     LegbaPeer * peer)
 {
+  legba_peer_data_watch_channel (peer, channel);
   legba_peer_invoke (peer, remote_channel, g_object_ref (channel),
       g_object_unref);
 }
@@ -529,10 +599,14 @@ create_channels (LegbaPeer * peer)
       LEGBA_ROOM_CHANNEL_RELIABLE, NULL, &reliable);
   g_signal_emit_by_name (peer->webrtcbin, "create-data-channel",
       LEGBA_ROOM_CHANNEL_LOSSY, lossy_options, &lossy);
-  if (reliable != NULL)
+  if (reliable != NULL) {
+    legba_peer_data_watch_channel (peer, reliable);
     watch_channel (peer, reliable);
-  if (lossy != NULL)
+  }
+  if (lossy != NULL) {
+    legba_peer_data_watch_channel (peer, lossy);
     watch_channel (peer, lossy);
+  }
   g_clear_object (&reliable);
   g_clear_object (&lossy);
   return peer->channels[0] != NULL && peer->channels[1] != NULL;
@@ -672,6 +746,9 @@ description_created (LegbaPeer * peer, gpointer data)
         "could not answer the offer");
     return;
   }
+  fix_fingerprints (desc->sdp);
+  if (!offer && peer->offer != NULL)
+    legba_room_media_complete_answer (peer->offer, desc->sdp);
   remember_mids (peer, desc->sdp);
   if (!offer)
     gst_sdp_message_copy (desc->sdp, &peer->answer);
@@ -814,6 +891,8 @@ answer_offer (LegbaPeer * peer)
     return;
   }
   add_transceivers (peer);
+  g_clear_pointer (&peer->offer, gst_sdp_message_free);
+  gst_sdp_message_copy (offer->sdp, &peer->offer);
   emit_with_promise (peer, "set-remote-description", offer,
       gst_promise_new_with_change_func (on_offer_applied,
           legba_peer_ref (peer), (GDestroyNotify) legba_peer_unref));
@@ -904,6 +983,11 @@ on_deep_element_added (GstBin * bin, GstBin * sub_bin, GstElement * element,
       g_object_set (element, "pem", pem, NULL);
   } else if (strcmp (name, "sctpenc") == 0 || strcmp (name, "sctpdec") == 0) {
     g_object_set (element, "sctp-association-id", (guint) peer->sctp_id, NULL);
+    if (name[4] == 'e') {
+      g_mutex_lock (&peer->lock);
+      gst_object_replace ((GstObject **) & peer->sctpenc, GST_OBJECT (element));
+      g_mutex_unlock (&peer->lock);
+    }
   } else if (strcmp (name, "nicesrc") == 0) {
     legba_peer_media_watch_input (peer, element);
   }
@@ -1074,6 +1158,51 @@ legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
   return peer;
 }
 
+static void
+unlink_sctp_pad (const GValue * item, gpointer data)
+{
+  GstPad *pad = g_value_get_object (item);
+  GstPad *peer_pad = gst_pad_get_peer (pad);
+
+  if (peer_pad != NULL) {
+    gst_pad_unlink (peer_pad, pad);
+    gst_object_unref (peer_pad);
+  }
+}
+
+/* webrtcbin 1.22: a data channel that closes (the remote reset its
+ * stream, or it failed) releases its sctpenc pad from a task on
+ * webrtcbin's thread, while sctpenc, going down to READY, removes the same
+ * pads on ours: whichever comes second releases a pad that is no longer
+ * sctpenc's. So before the peer's bin stops, the channels are unlinked
+ * from sctpenc (a closing channel then finds nothing to release), and a
+ * task already past that point is waited for: webrtcbin runs its tasks in
+ * order, so the reply to a request queued now comes after it. */
+static void
+detach_data_channels (LegbaPeer * peer)
+{
+  GstElement *sctpenc;
+  GstIterator *it;
+  GstPromise *promise;
+
+  g_mutex_lock (&peer->lock);
+  sctpenc = peer->sctpenc ? gst_object_ref (peer->sctpenc) : NULL;
+  g_mutex_unlock (&peer->lock);
+  if (sctpenc == NULL)
+    return;
+  it = gst_element_iterate_sink_pads (sctpenc);
+  while (gst_iterator_foreach (it, unlink_sctp_pad, NULL) ==
+      GST_ITERATOR_RESYNC)
+    gst_iterator_resync (it);
+  gst_iterator_free (it);
+  gst_object_unref (sctpenc);
+  /* a closed webrtcbin replies at once */
+  promise = gst_promise_new ();
+  g_signal_emit_by_name (peer->webrtcbin, "get-stats", NULL, promise);
+  gst_promise_wait (promise);
+  gst_promise_unref (promise);
+}
+
 void
 legba_peer_close (LegbaPeer * peer)
 {
@@ -1086,12 +1215,14 @@ legba_peer_close (LegbaPeer * peer)
   g_mutex_lock (&peer->lock);
   peer->closing = TRUE;
   g_mutex_unlock (&peer->lock);
+  legba_peer_data_close (peer);
   legba_peer_media_unlink (peer);
   g_signal_handlers_disconnect_by_data (peer->webrtcbin, peer);
   g_signal_handlers_disconnect_by_data (peer->bin, peer);
   for (guint i = 0; i < G_N_ELEMENTS (peer->channels); i++)
     if (peer->channels[i] != NULL)
       g_signal_handlers_disconnect_by_data (peer->channels[i], peer);
+  detach_data_channels (peer);
   gst_element_set_locked_state (GST_ELEMENT (peer->bin), TRUE);
   gst_element_set_state (GST_ELEMENT (peer->bin), GST_STATE_NULL);
   expire_promises (peer);
@@ -1120,6 +1251,7 @@ stats_ready (LegbaPeer * peer, gpointer data)
 {
   GstStructure *summary = legba_peer_media_summarize (peer, data);
 
+  legba_peer_data_add_stats (peer, summary);
   if (peer->participant->peer == peer)
     legba_participant_take_stats (peer->participant, summary);
   else

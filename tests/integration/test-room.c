@@ -38,6 +38,88 @@ stats_show_media (Participant * p, Participant * other)
   return frames > 0 && bytes > 0 && packets > 0 && bitrate > 0;
 }
 
+static GstElement *
+find_by_factory (GstElement * bin, const char *factory_name)
+{
+  GstIterator *it = gst_bin_iterate_recurse (GST_BIN (bin));
+  GValue item = G_VALUE_INIT;
+  GstElement *found = NULL;
+
+  while (found == NULL && gst_iterator_next (it, &item) == GST_ITERATOR_OK) {
+    GstElement *e = g_value_get_object (&item);
+    GstElementFactory *factory = gst_element_get_factory (e);
+
+    if (factory != NULL &&
+        strcmp (GST_OBJECT_NAME (factory), factory_name) == 0)
+      found = gst_object_ref (e);
+    g_value_reset (&item);
+  }
+  g_value_unset (&item);
+  gst_iterator_free (it);
+  return found;
+}
+
+/* "sha-256 AB:CD:…" of the first certificate in a PEM */
+static char *
+pem_fingerprint (const char *pem)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GTlsCertificate) cert = g_tls_certificate_new_from_pem (pem, -1,
+      &error);
+  g_autoptr (GByteArray) der = NULL;
+  g_autofree char *hex = NULL;
+  GString *out = g_string_new ("sha-256 ");
+
+  g_assert_no_error (error);
+  g_object_get (cert, "certificate", &der, NULL);
+  hex = g_compute_checksum_for_data (G_CHECKSUM_SHA256, der->data, der->len);
+  for (guint i = 0; hex[i] != '\0'; i += 2)
+    g_string_append_printf (out, "%s%c%c", i ? ":" : "",
+        g_ascii_toupper (hex[i]), g_ascii_toupper (hex[i + 1]));
+  return g_string_free (out, FALSE);
+}
+
+/* What an RFC 8122 endpoint (a browser) checks: the a=fingerprint of p's
+ * description is the hash of the certificate its DTLS handshake presented
+ * to `other`; and an answer's H.264 carries a constrained-baseline
+ * profile-level-id. */
+static void
+assert_description (Participant * p, Participant * other, const char *field)
+{
+  g_autoptr (GstElement) webrtcbin = first_webrtcbin (p);
+  g_autoptr (GstElement) other_webrtcbin = first_webrtcbin (other);
+  g_autoptr (GstElement) dtls = find_by_factory (other_webrtcbin,
+      "dtlssrtpdec");
+  GstWebRTCSessionDescription *desc = NULL;
+  g_autofree char *peer_pem = NULL;
+  g_autofree char *presented = NULL;
+  guint fingerprints = 0, h264 = 0;
+
+  g_object_get (webrtcbin, field, &desc, NULL);
+  g_object_get (dtls, "peer-pem", &peer_pem, NULL);
+  g_assert_nonnull (peer_pem);
+  presented = pem_fingerprint (peer_pem);
+  for (guint m = 0; m < gst_sdp_message_medias_len (desc->sdp); m++) {
+    const GstSDPMedia *media = gst_sdp_message_get_media (desc->sdp, m);
+
+    for (guint i = 0; i < gst_sdp_media_attributes_len (media); i++) {
+      const GstSDPAttribute *attr = gst_sdp_media_get_attribute (media, i);
+
+      if (strcmp (attr->key, "fingerprint") == 0) {
+        g_assert_cmpstr (attr->value, ==, presented);
+        fingerprints++;
+      } else if (strcmp (attr->key, "fmtp") == 0 &&
+          strstr (attr->value, "packetization-mode=1")) {
+        g_assert_nonnull (strstr (attr->value, "profile-level-id=42e0"));
+        h264++;
+      }
+    }
+  }
+  g_assert_cmpuint (fingerprints, >, 0);
+  g_assert_cmpuint (h264, >, 0);
+  gst_webrtc_session_description_free (desc);
+}
+
 /* The knobs of WEBRTCBIN-1.22.md reach each webrtcbin and its ICE agent. */
 static void
 assert_knobs (Participant * p, guint latency)
@@ -76,6 +158,9 @@ test_two (Fixture * f, gconstpointer data)
   wait_until_all_decode (all, 2, FRAMES);
   assert_knobs (alice, 150);
   assert_knobs (bob, 100);
+  /* bob, the newcomer, offered; alice answered */
+  assert_description (bob, alice, "local-description");
+  assert_description (alice, bob, "local-description");
   ROOM_WAIT_FOR (stats_show_media (alice, bob) && stats_show_media (bob,
           alice), "stats to show the media");
 
