@@ -31,6 +31,8 @@ typedef struct
   GstElement *checker;          /* legbastampcheck, when measuring */
   gdouble latency[3];           /* p50, p95, p99 ms; -1 unknown */
   guint64 latency_valid;
+  guint64 data_messages;        /* application messages received */
+  gboolean muted[2];            /* as it announced (legba.mute) */
 } LegbaCallRemote;
 
 struct _LegbaCall
@@ -108,5 +110,7 @@ void legba_call_remove_tracks (LegbaCall * self);
 void legba_call_emit_warning (LegbaCall * self, GError * error);
 void legba_call_emit_video_sink (LegbaCall * self,
     LegbaParticipant * participant, GstElement * sink);
+void legba_call_emit_data (LegbaCall * self, LegbaParticipant * participant,
+    const char *topic, JsonNode * data);
 void legba_call_notify_participant (LegbaCall * self,
     LegbaParticipant * participant, gboolean joined);

@@ -312,6 +312,28 @@ on_participant_left (LegbaRoom * room, LegbaParticipant * participant,
 }
 
 static void
+on_data_received (LegbaRoom * room, LegbaParticipant * participant,
+    const char *topic, JsonNode * data, LegbaCall * self)
+{
+  LegbaCallRemote *r = g_hash_table_lookup (self->remotes,
+      legba_participant_get_id (participant));
+
+  if (r != NULL && (topic == NULL || !g_str_has_prefix (topic, "legba.")))
+    r->data_messages++;
+  legba_call_emit_data (self, participant, topic, data);
+}
+
+static void
+on_mute_changed (LegbaRoom * room, LegbaParticipant * participant,
+    gboolean audio, gboolean video, LegbaCall * self)
+{
+  LegbaCallRemote *r = legba_call_remote_for (self, participant);
+
+  r->muted[LEGBA_TRACK_KIND_AUDIO] = audio;
+  r->muted[LEGBA_TRACK_KIND_VIDEO] = video;
+}
+
+static void
 on_room_error (LegbaRoom * room, GError * error, LegbaCall * self)
 {
   legba_call_emit_warning (self, error);
@@ -329,6 +351,10 @@ legba_call_connect_room (LegbaCall * self)
   g_signal_connect (self->room, "participant-left",
       G_CALLBACK (on_participant_left), self);
   g_signal_connect (self->room, "error", G_CALLBACK (on_room_error), self);
+  g_signal_connect (self->room, "data-received",
+      G_CALLBACK (on_data_received), self);
+  g_signal_connect (self->room, "mute-changed", G_CALLBACK (on_mute_changed),
+      self);
 }
 
 /* ---- Stats ---- */
@@ -406,7 +432,10 @@ legba_call_list_remotes (LegbaCall * self)
  * decoded), `fps` (double, video frames decoded per second over the last
  * stats interval); when its peer connection reported them, `bitrate-in`
  * (guint64, bit/s), `packets-received` (guint64), `packets-lost` (gint64),
- * `round-trip-time` and `jitter` (double, s); with
+ * `round-trip-time` and `jitter` (double, s); `data-messages` (guint64,
+ * application data messages received from it, the room's own `legba.`
+ * topics aside), `audio-muted` and `video-muted` (boolean, as it
+ * announced on the `legba.mute` topic); with
  * #LegbaCall:measure-latency, `latency-p50`, `latency-p95`,
  * `latency-p99` (double, ms, -1 before the first readable frame) and
  * `latency-frames` (guint64, frames whose time stamp was read).
@@ -432,7 +461,10 @@ legba_call_get_remote_stats (LegbaCall * self, const char *participant_id)
       "present", G_TYPE_BOOLEAN, r->present,
       "video-frames", G_TYPE_UINT64, r->video_frames,
       "audio-buffers", G_TYPE_UINT64, r->audio_buffers,
-      "fps", G_TYPE_DOUBLE, r->fps, NULL);
+      "fps", G_TYPE_DOUBLE, r->fps,
+      "data-messages", G_TYPE_UINT64, r->data_messages,
+      "audio-muted", G_TYPE_BOOLEAN, r->muted[LEGBA_TRACK_KIND_AUDIO],
+      "video-muted", G_TYPE_BOOLEAN, r->muted[LEGBA_TRACK_KIND_VIDEO], NULL);
   g_mutex_unlock (&self->lock);
   copy_field (s, r->room_stats, "bitrate-in", G_TYPE_UINT64);
   copy_field (s, r->room_stats, "packets-received", G_TYPE_UINT64);

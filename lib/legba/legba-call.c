@@ -122,6 +122,7 @@ enum
   SIGNAL_PARTICIPANT_LEFT,
   SIGNAL_VIDEO_SINK_ADDED,
   SIGNAL_STATS_UPDATED,
+  SIGNAL_DATA_RECEIVED,
   N_SIGNALS
 };
 
@@ -202,6 +203,14 @@ legba_call_emit_video_sink (LegbaCall * self, LegbaParticipant * participant,
     GstElement * sink)
 {
   g_signal_emit (self, signals[SIGNAL_VIDEO_SINK_ADDED], 0, participant, sink);
+}
+
+void
+legba_call_emit_data (LegbaCall * self, LegbaParticipant * participant,
+    const char *topic, JsonNode * data)
+{
+  g_signal_emit (self, signals[SIGNAL_DATA_RECEIVED], 0, participant, topic,
+      data);
 }
 
 void
@@ -707,6 +716,9 @@ build (LegbaCall * self, GError ** error)
       "identity", self->identity, "display-name", self->display_name,
       "stats-interval", self->stats_interval, NULL);
   legba_call_connect_room (self);
+  if (self->muted[0] || self->muted[1])
+    legba_room_set_muted (self->room, self->muted[LEGBA_TRACK_KIND_AUDIO],
+        self->muted[LEGBA_TRACK_KIND_VIDEO]);
   if (self->video != LEGBA_CALL_VIDEO_NONE && !build_video (self, error))
     return FALSE;
   if (self->audio != LEGBA_CALL_AUDIO_NONE && !build_audio (self, error))
@@ -871,6 +883,9 @@ set_muted (LegbaCall * self, LegbaTrackKind kind, gboolean muted)
   self->muted[kind] = muted;
   if (self->valves[kind] != NULL)
     g_object_set (self->valves[kind], "drop", muted, NULL);
+  if (self->room != NULL)
+    legba_room_set_muted (self->room, self->muted[LEGBA_TRACK_KIND_AUDIO],
+        self->muted[LEGBA_TRACK_KIND_VIDEO]);
   if (!muted && kind == LEGBA_TRACK_KIND_VIDEO && self->encoder != NULL) {
     /* receivers need a key frame to show the video again */
     GstPad *src = gst_element_get_static_pad (self->encoder, "src");
@@ -888,7 +903,8 @@ set_muted (LegbaCall * self, LegbaTrackKind kind, gboolean muted)
  * @muted: %TRUE to stop sending audio
  *
  * Mutes or unmutes the microphone (or test tone): while muted no audio is
- * sent. Kept across legba_call_start().
+ * sent, and the other participants are told (the `legba.mute` topic,
+ * ROOM-PROTOCOL.md §6). Kept across legba_call_start().
  */
 void
 legba_call_set_audio_muted (LegbaCall * self, gboolean muted)
@@ -915,9 +931,10 @@ legba_call_get_audio_muted (LegbaCall * self)
  * @self: a #LegbaCall
  * @muted: %TRUE to stop sending video
  *
- * Mutes or unmutes the video: while muted no video is sent; on unmuting
- * a key frame is sent first so that receivers show it at once. Kept
- * across legba_call_start().
+ * Mutes or unmutes the video: while muted no video is sent, and the other
+ * participants are told (the `legba.mute` topic); on unmuting a key frame
+ * is sent first so that receivers show it at once. Kept across
+ * legba_call_start().
  */
 void
 legba_call_set_video_muted (LegbaCall * self, gboolean muted)
@@ -1430,6 +1447,22 @@ legba_call_class_init (LegbaCallClass * klass)
   signals[SIGNAL_STATS_UPDATED] = g_signal_new ("stats-updated",
       G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
       G_TYPE_NONE, 0);
+  /**
+   * LegbaCall::data-received:
+   * @self: the call
+   * @participant: the sender
+   * @topic: (nullable): the message's topic
+   * @data: (transfer none): the message; valid during the emission only
+   *
+   * A JSON message arrived over the room's data channels (the room's
+   * #LegbaRoom::data-received, kept across legba_call_start()). Send with
+   * legba_room_send_json() on legba_call_get_room().
+   */
+  signals[SIGNAL_DATA_RECEIVED] = g_signal_new ("data-received",
+      G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+      G_TYPE_NONE, 3, LEGBA_TYPE_PARTICIPANT,
+      G_TYPE_STRING | G_SIGNAL_TYPE_STATIC_SCOPE,
+      JSON_TYPE_NODE | G_SIGNAL_TYPE_STATIC_SCOPE);
 
   GST_DEBUG_CATEGORY_INIT (legba_call_debug, "legbacall", 0, "LegbaCall");
 }

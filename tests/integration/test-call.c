@@ -3,7 +3,8 @@
  *
  * LegbaCall against legba-server in-process: three participants that
  * count what they decode from each other, a grid that re-tiles as one
- * leaves and comes back, mute and unmute, and configurations that cannot
+ * leaves and comes back, data between them, mute and unmute announced on
+ * legba.mute, and configurations that cannot
  * work giving clear errors.
  */
 #include "signal-test.h"
@@ -138,6 +139,30 @@ all_decode (Member ** all, guint n, guint64 frames)
 }
 
 static gboolean
+all_received_data (Member ** all, guint n)
+{
+  for (guint i = 0; i < n; i++)
+    for (guint j = 0; j < n; j++)
+      if (i != j && received (all[i], all[j], "data-messages") < 1)
+        return FALSE;
+  return TRUE;
+}
+
+static gboolean
+remote_muted (Member * m, Member * from, const char *field)
+{
+  const char *id = participant_id (from);
+  GstStructure *s = id ? legba_call_get_remote_stats (m->call, id) : NULL;
+  gboolean muted = FALSE;
+
+  if (s != NULL) {
+    gst_structure_get_boolean (s, field, &muted);
+    gst_structure_free (s);
+  }
+  return muted;
+}
+
+static gboolean
 in_call (Member * m)
 {
   return legba_call_get_state (m->call) == LEGBA_CALL_STATE_IN_CALL;
@@ -216,6 +241,17 @@ test_three (Fixture * f, gconstpointer data)
     CALL_WAIT_FOR (has_encoder (all[i]), "the encoder in use");
   }
   CALL_WAIT_FOR (tiles (a, 160, 180) == 2, "two tiles side by side");
+  /* data both ways between every pair */
+  for (guint i = 0; i < 3; i++) {
+    g_autoptr (JsonNode) hello = json_from_string ("{\"text\": \"hello\"}",
+        NULL);
+    g_autoptr (GError) error = NULL;
+
+    g_assert_true (legba_room_send_json (legba_call_get_room (all[i]->call),
+            hello, "chat", LEGBA_RELIABILITY_RELIABLE, NULL, &error));
+    g_assert_no_error (error);
+  }
+  CALL_WAIT_FOR (all_received_data (all, 3), "a message from every other");
 
   /* carol leaves: one tile fills the grid */
   old_carol = g_strdup (participant_id (c));
@@ -265,6 +301,9 @@ test_mute (Fixture * f, gconstpointer data)
   legba_call_set_video_muted (a->call, TRUE);
   legba_call_set_audio_muted (a->call, TRUE);
   g_assert_true (legba_call_get_video_muted (a->call));
+  /* announced on legba.mute */
+  CALL_WAIT_FOR (remote_muted (b, a, "video-muted") &&
+      remote_muted (b, a, "audio-muted"), "bob to be told alice muted");
   /* let what was in flight arrive: bob's next frames mark the time */
   mark = received (a, b, "video-frames");
   CALL_WAIT_FOR (received (a, b, "video-frames") >= mark + 15,
@@ -288,6 +327,8 @@ test_mute (Fixture * f, gconstpointer data)
 
   legba_call_set_video_muted (a->call, FALSE);
   legba_call_set_audio_muted (a->call, FALSE);
+  CALL_WAIT_FOR (!remote_muted (b, a, "video-muted") &&
+      !remote_muted (b, a, "audio-muted"), "bob to be told alice unmuted");
   CALL_WAIT_FOR (received (b, a, "video-frames") >= video + FRAMES &&
       received (b, a, "audio-buffers") >= audio + FRAMES,
       "alice's video and audio again");
