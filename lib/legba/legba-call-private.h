@@ -33,6 +33,7 @@ typedef struct
   guint64 latency_valid;
   guint64 data_messages;        /* application messages received */
   gboolean muted[2];            /* as it announced (legba.mute) */
+  gboolean published[2];        /* a track of that kind arrived */
 } LegbaCallRemote;
 
 struct _LegbaCall

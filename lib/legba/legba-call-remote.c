@@ -203,6 +203,7 @@ on_track_added (LegbaRoom * room, LegbaParticipant * participant,
   if (kind == LEGBA_TRACK_KIND_VIDEO && self->measure_latency)
     r->checker = gst_bin_get_by_name (GST_BIN (bin), "check");
   r->present = TRUE;
+  r->published[kind] = TRUE;
   gst_bin_add (GST_BIN (self->pipeline), bin);
   if (kind == LEGBA_TRACK_KIND_VIDEO && self->compositor != NULL) {
     GstPad *src = gst_element_get_static_pad (bin, "src");
@@ -435,7 +436,8 @@ legba_call_list_remotes (LegbaCall * self)
  * `round-trip-time` and `jitter` (double, s); `data-messages` (guint64,
  * application data messages received from it, the room's own `legba.`
  * topics aside), `audio-muted` and `video-muted` (boolean, as it
- * announced on the `legba.mute` topic); with
+ * announced on the `legba.mute` topic), `video-published` and
+ * `audio-published` (boolean: a track of that kind arrived from it); with
  * #LegbaCall:measure-latency, `latency-p50`, `latency-p95`,
  * `latency-p99` (double, ms, -1 before the first readable frame) and
  * `latency-frames` (guint64, frames whose time stamp was read).
@@ -464,7 +466,10 @@ legba_call_get_remote_stats (LegbaCall * self, const char *participant_id)
       "fps", G_TYPE_DOUBLE, r->fps,
       "data-messages", G_TYPE_UINT64, r->data_messages,
       "audio-muted", G_TYPE_BOOLEAN, r->muted[LEGBA_TRACK_KIND_AUDIO],
-      "video-muted", G_TYPE_BOOLEAN, r->muted[LEGBA_TRACK_KIND_VIDEO], NULL);
+      "video-muted", G_TYPE_BOOLEAN, r->muted[LEGBA_TRACK_KIND_VIDEO],
+      "video-published", G_TYPE_BOOLEAN, r->published[LEGBA_TRACK_KIND_VIDEO],
+      "audio-published", G_TYPE_BOOLEAN, r->published[LEGBA_TRACK_KIND_AUDIO],
+      NULL);
   g_mutex_unlock (&self->lock);
   copy_field (s, r->room_stats, "bitrate-in", G_TYPE_UINT64);
   copy_field (s, r->room_stats, "packets-received", G_TYPE_UINT64);
