@@ -1370,7 +1370,7 @@ legba_server_class_init (LegbaServerClass * klass)
       DEFAULT_MAX_REQUEST_BYTES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
-   * LegbaServer:allowed-origins: (nullable)
+   * LegbaServer:allowed-origins:
    *
    * Origins (`https://example.com`) whose pages may open WebSockets and
    * read HTTP API responses (CORS); `*` or %NULL allows any. Requests
@@ -1392,7 +1392,7 @@ legba_server_class_init (LegbaServerClass * klass)
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
-   * LegbaServer:metrics-token: (nullable)
+   * LegbaServer:metrics-token:
    *
    * When set, GET /metrics needs `Authorization: Bearer TOKEN`.
    */
@@ -1419,7 +1419,7 @@ legba_server_class_init (LegbaServerClass * klass)
       DEFAULT_LISTEN_PORT, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
-   * LegbaServer:metrics-address: (nullable)
+   * LegbaServer:metrics-address:
    *
    * When set, legba_server_start() serves /metrics on a listener of its own
    * at this address (see legba_server_listen_metrics()).
@@ -1438,7 +1438,7 @@ legba_server_class_init (LegbaServerClass * klass)
       DEFAULT_METRICS_PORT, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
-   * LegbaServer:redis-url: (nullable)
+   * LegbaServer:redis-url:
    *
    * With a Redis URL (`redis://[:PASSWORD@]HOST[:PORT][/DB]` or
    * `unix://[:PASSWORD@]/PATH[?db=N]`), this server is one instance of a
@@ -1450,7 +1450,7 @@ legba_server_class_init (LegbaServerClass * klass)
       NULL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
-   * LegbaServer:instance-id: (nullable)
+   * LegbaServer:instance-id:
    *
    * This instance's id in the cluster, unique among the instances sharing
    * the Redis key prefix (1 to 64 of A-Z a-z 0-9 . _ - :). %NULL: the host
