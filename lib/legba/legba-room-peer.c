@@ -211,6 +211,69 @@ legba_room_prepare (void)
   }
 }
 
+/* ---- The peer's bin: its elements' errors are the peer's ---- */
+
+/* A GstBin that keeps the errors of its elements (a socket that failed, a
+ * webrtcbin that gave up) from reaching the pipeline, where they would
+ * stop every participant: each one fails this peer connection only. */
+#define LEGBA_TYPE_PEER_BIN (legba_peer_bin_get_type ())
+G_DECLARE_FINAL_TYPE (LegbaPeerBin, legba_peer_bin, LEGBA, PEER_BIN, GstBin);
+
+struct _LegbaPeerBin
+{
+  GstBin parent;
+  LegbaPeer *peer;              /* unowned, NULL once closed (object lock) */
+};
+
+G_DEFINE_FINAL_TYPE (LegbaPeerBin, legba_peer_bin, GST_TYPE_BIN);
+
+static void element_failed (LegbaPeer * peer, gpointer data);
+
+static void
+legba_peer_bin_handle_message (GstBin * bin, GstMessage * message)
+{
+  LegbaPeerBin *self = LEGBA_PEER_BIN (bin);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *debug = NULL;
+  LegbaPeer *peer;
+
+  if (GST_MESSAGE_TYPE (message) != GST_MESSAGE_ERROR) {
+    GST_BIN_CLASS (legba_peer_bin_parent_class)->handle_message (bin, message);
+    return;
+  }
+  gst_message_parse_error (message, &error, &debug);
+  GST_WARNING_OBJECT (bin, "error from %s: %s (%s)",
+      GST_MESSAGE_SRC_NAME (message), error->message, debug ? debug : "");
+  GST_OBJECT_LOCK (self);
+  peer = self->peer ? legba_peer_ref (self->peer) : NULL;
+  GST_OBJECT_UNLOCK (self);
+  if (peer != NULL) {
+    legba_peer_invoke (peer, element_failed, g_strdup_printf ("%s: %s",
+            GST_MESSAGE_SRC_NAME (message), error->message), g_free);
+    legba_peer_unref (peer);
+  }
+  gst_message_unref (message);
+}
+
+static void
+legba_peer_bin_class_init (LegbaPeerBinClass * klass)
+{
+  GST_BIN_CLASS (klass)->handle_message = legba_peer_bin_handle_message;
+}
+
+static void
+legba_peer_bin_init (LegbaPeerBin * self)
+{
+}
+
+static void
+peer_bin_set_peer (GstBin * bin, LegbaPeer * peer)
+{
+  GST_OBJECT_LOCK (bin);
+  LEGBA_PEER_BIN (bin)->peer = peer;
+  GST_OBJECT_UNLOCK (bin);
+}
+
 /* ---- Reference counting ---- */
 
 LegbaPeer *
@@ -660,6 +723,12 @@ static void
 fail_peer (LegbaPeer * peer, const char *why)
 {
   legba_room_peer_failed (peer->room, peer, why);
+}
+
+static void
+element_failed (LegbaPeer * peer, gpointer data)
+{
+  fail_peer (peer, data);
 }
 
 static char *
@@ -1135,7 +1204,9 @@ legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
   peer->promises = g_ptr_array_new ();
 
   name = g_strdup_printf ("legba-peer-%s", pc);
-  peer->bin = GST_BIN (gst_object_ref_sink (gst_bin_new (name)));
+  peer->bin = GST_BIN (gst_object_ref_sink (g_object_new (LEGBA_TYPE_PEER_BIN,
+              "name", name, NULL)));
+  peer_bin_set_peer (peer->bin, peer);
   peer->webrtcbin = gst_object_ref_sink (gst_element_factory_make ("webrtcbin",
           "webrtcbin"));
   configure_webrtcbin (peer);
@@ -1211,6 +1282,7 @@ legba_peer_close (LegbaPeer * peer)
   legba_peer_media_unlink (peer);
   g_signal_handlers_disconnect_by_data (peer->webrtcbin, peer);
   g_signal_handlers_disconnect_by_data (peer->bin, peer);
+  peer_bin_set_peer (peer->bin, NULL);
   for (guint i = 0; i < G_N_ELEMENTS (peer->channels); i++)
     if (peer->channels[i] != NULL)
       g_signal_handlers_disconnect_by_data (peer->channels[i], peer);

@@ -422,6 +422,111 @@ test_server_restart (Fixture * f, gconstpointer data)
   participant_free (a);
 }
 
+/* An error of one element of a peer bin, as the element itself would
+ * post it (GST_ELEMENT_ERROR). */
+static void
+post_peer_error (GstElement * peer_bin, const char *factory)
+{
+  g_autoptr (GstElement) element = find_by_factory (peer_bin, factory);
+  GError *error = g_error_new_literal (GST_RESOURCE_ERROR,
+      GST_RESOURCE_ERROR_READ, "forced by the test");
+
+  g_assert_nonnull (element);
+  gst_element_post_message (element, gst_message_new_error (GST_OBJECT
+          (element), error, "test-room.c"));
+  g_error_free (error);
+}
+
+static GstElement *
+peer_bin_of (Participant * p, Participant * other)
+{
+  Remote *r = g_hash_table_lookup (p->remotes,
+      legba_room_get_participant_id (other->room));
+
+  g_assert_nonnull (r->pads[LEGBA_TRACK_KIND_VIDEO]);
+  return gst_pad_get_parent_element (r->pads[LEGBA_TRACK_KIND_VIDEO]);
+}
+
+/* the next peer bin added to the pipeline fails at once */
+static void
+fail_next_peer (GstBin * pipeline, GstElement * element, gboolean * armed)
+{
+  if (!*armed || !g_str_has_prefix (GST_OBJECT_NAME (element), "legba-peer-"))
+    return;
+  *armed = FALSE;
+  /* (its ICE elements come later) */
+  post_peer_error (element, "webrtcbin");
+}
+
+/* One connection's element error stays with that connection: the
+ * pipeline carries on (the bus handler of room-test.c aborts on any
+ * error), the other participants never notice, and the connection is
+ * replaced by a fresh one (§3: offered by the greater id). When the
+ * replacement fails too, the participant is reported failed. */
+static void
+test_peer_error (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *c = participant_new_for_server (f, "carol", "h264", TRUE);
+  Participant *all[] = { a, b, c };
+  g_autoptr (GstElement) bin = NULL;
+  LegbaParticipant *bob_in_a;
+  GError *reported;
+  gboolean armed = FALSE;
+  guint64 from_b, from_c;
+  guint added;
+
+  for (guint i = 0; i < 3; i++)
+    participant_connect_and_wait (all[i]);
+  wait_until_all_decode (all, 3, FRAMES);
+  bob_in_a = participant_find (a, b);
+
+  /* one failure: replaced, nothing reported */
+  added = a->tracks_added;
+  from_c = participant_frames (a, c, LEGBA_TRACK_KIND_VIDEO);
+  bin = peer_bin_of (a, b);
+  post_peer_error (bin, "nicesrc");
+  g_clear_object (&bin);
+  ROOM_WAIT_FOR (a->tracks_added == added + 2 &&
+      participant_connected_to (a, b), "a fresh connection between a and b");
+  g_assert_true (participant_find (a, b) == bob_in_a);
+  from_b = participant_frames (a, b, LEGBA_TRACK_KIND_VIDEO);
+  ROOM_WAIT_FOR (participant_frames (a, b, LEGBA_TRACK_KIND_VIDEO) >=
+      from_b + FRAMES && participant_frames (b, a, LEGBA_TRACK_KIND_VIDEO) >=
+      2 * FRAMES, "media between a and b again");
+  g_assert_cmpuint (participant_frames (a, c, LEGBA_TRACK_KIND_VIDEO), >,
+      from_c);
+  g_assert_cmpuint (participant_peer_bins (a), ==, 2);
+  for (guint i = 0; i < 3; i++)
+    assert_no_room_errors (all[i]);
+
+  /* a failure, and its replacement failing too: reported */
+  g_signal_connect (a->pipeline, "element-added",
+      G_CALLBACK (fail_next_peer), &armed);
+  armed = TRUE;
+  bin = peer_bin_of (a, b);
+  post_peer_error (bin, "nicesrc");
+  ROOM_WAIT_FOR (a->errors->len > 0, "a to report b failed");
+  g_assert_false (armed);
+  reported = a->errors->pdata[0];
+  g_assert_error (reported, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_PEER);
+  g_assert_nonnull (strstr (reported->message, "forced by the test"));
+  g_assert_cmpint (legba_participant_get_state (participant_find (a, b)),
+      ==, LEGBA_PARTICIPANT_STATE_FAILED);
+  g_signal_handlers_disconnect_by_func (a->pipeline, fail_next_peer, &armed);
+  /* carol and her media were never touched */
+  from_c = participant_frames (a, c, LEGBA_TRACK_KIND_VIDEO);
+  ROOM_WAIT_FOR (participant_frames (a, c, LEGBA_TRACK_KIND_VIDEO) >=
+      from_c + FRAMES, "carol's media at alice after the failures");
+  g_assert_true (participant_connected_to (a, c));
+  g_assert_true (participant_connected_to (c, a));
+  assert_no_room_errors (c);
+  g_ptr_array_set_size (a->errors, 0);
+  for (guint i = 0; i < 3; i++)
+    participant_free (all[i]);
+}
+
 static int
 compare_times (gconstpointer a, gconstpointer b)
 {
@@ -489,5 +594,6 @@ main (int argc, char **argv)
   /* a limit below an offer's size (~2,500 bytes): offers leave in parts */
   ADD_ROOM ("chunked-offer", test_chunked, 1000);
   ADD_ROOM ("server-restart", test_server_restart, 0);
+  ADD_ROOM ("peer-error", test_peer_error, 0);
   return g_test_run ();
 }
