@@ -578,8 +578,7 @@ test_setup_times (Fixture * f, gconstpointer data)
 int
 main (int argc, char **argv)
 {
-  gst_init (&argc, &argv);
-  g_test_init (&argc, &argv, NULL);
+  room_test_init (&argc, &argv);
 
 #define ADD_ROOM(path, func, data) \
   g_test_add ("/room/server/" path, Fixture, GUINT_TO_POINTER (data), \
