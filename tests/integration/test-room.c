@@ -8,6 +8,8 @@
  */
 #include "room-test.h"
 
+#include <glib/gstdio.h>
+
 #define GST_USE_UNSTABLE_API
 #include <gst/webrtc/webrtc.h>
 
@@ -527,6 +529,75 @@ test_peer_error (Fixture * f, gconstpointer data)
     participant_free (all[i]);
 }
 
+/* A certificate for 127.0.0.1 that is its own CA. */
+static gboolean
+make_certificate (const char *dir, char **cert, char **key)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *err = NULL;
+  int status = 0;
+  char *argv[] = { "openssl", "req", "-x509", "-newkey", "ec",
+    "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+    "-keyout", NULL, "-out", NULL, NULL
+  };
+
+  *key = g_build_filename (dir, "key.pem", NULL);
+  *cert = g_build_filename (dir, "cert.pem", NULL);
+  argv[15] = *key;
+  argv[17] = *cert;
+  if (!g_spawn_sync (NULL, argv, NULL, G_SPAWN_SEARCH_PATH |
+          G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err, &status, &error))
+    return FALSE;
+  if (!g_spawn_check_wait_status (status, &error))
+    g_error ("openssl req failed: %s\n%s", error->message, err);
+  return TRUE;
+}
+
+/* A call through legba-server over TLS (wss://), the participants
+ * trusting the server's private CA through their signaller's ca-file. */
+static void
+test_wss (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("legba-room-XXXXXX", &error);
+  g_autofree char *cert = NULL;
+  g_autofree char *key = NULL;
+  Fixture f = { NULL, };
+  Participant *all[2];
+
+  g_assert_no_error (error);
+  if (!make_certificate (dir, &cert, &key)) {
+    g_test_skip ("openssl is not installed");
+    g_rmdir (dir);
+    return;
+  }
+  f.server = legba_server_new ();
+  g_assert_true (legba_server_add_app (f.server, APP_ID, APP_KEY, APP_SECRET,
+          &error));
+  g_assert_true (legba_server_set_tls_files (f.server, cert, key, &error));
+  g_assert_true (legba_server_listen (f.server, "127.0.0.1", 0, &error));
+  g_assert_no_error (error);
+  f.url = legba_server_get_url (f.server);
+  g_assert_true (g_str_has_prefix (f.url, "https://"));
+
+  all[0] = participant_new_for_server (&f, "alice", "h264", TRUE);
+  all[1] = participant_new_for_server (&f, "bob", "h264", TRUE);
+  for (guint i = 0; i < 2; i++) {
+    g_object_set (all[i]->signaller, "ca-file", cert, NULL);
+    participant_connect_and_wait (all[i]);
+  }
+  wait_until_all_decode (all, 2, FRAMES);
+  for (guint i = 0; i < 2; i++) {
+    assert_no_room_errors (all[i]);
+    participant_free (all[i]);
+  }
+  fixture_teardown (&f, NULL);
+  g_remove (cert);
+  g_remove (key);
+  g_rmdir (dir);
+}
+
 static int
 compare_times (gconstpointer a, gconstpointer b)
 {
@@ -594,5 +665,6 @@ main (int argc, char **argv)
   ADD_ROOM ("chunked-offer", test_chunked, 1000);
   ADD_ROOM ("server-restart", test_server_restart, 0);
   ADD_ROOM ("peer-error", test_peer_error, 0);
+  g_test_add_func ("/room/server/wss", test_wss);
   return g_test_run ();
 }
