@@ -1267,6 +1267,59 @@ detach_data_channels (LegbaPeer * peer)
   gst_promise_unref (promise);
 }
 
+static void
+agent_closed (GObject * agent, GAsyncResult * result, gpointer data)
+{
+  *(gboolean *) data = TRUE;
+}
+
+static gboolean
+close_expired (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* Allocations on a TURN server outlive the connection unless released
+ * (the server keeps them for their lifetime, 10 min by default, and may
+ * count them against the user), and webrtcbin 1.22 never releases them.
+ * They are released while the connection still runs, so that the
+ * server's replies are read: a wait of at most 2 s, for connections that
+ * use a TURN server only. */
+static void
+release_turn_allocations (LegbaPeer * peer)
+{
+  g_autoptr (GObject) ice = NULL;
+  g_autoptr (GObject) agent = NULL;
+  g_autoptr (GMainContext) context = NULL;
+  GSource *deadline;
+  gboolean closed = FALSE, expired = FALSE;
+
+  if (peer->room->turn_server == NULL)
+    return;
+  g_object_get (peer->webrtcbin, "ice-agent", &ice, NULL);
+  if (ice == NULL ||
+      g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent") == NULL)
+    return;
+  g_object_get (ice, "agent", &agent, NULL);
+  if (agent == NULL || !NICE_IS_AGENT (agent))
+    return;
+  context = g_main_context_new ();
+  g_main_context_push_thread_default (context);
+  nice_agent_close_async (NICE_AGENT (agent), agent_closed, &closed);
+  deadline = g_timeout_source_new (2000);
+  g_source_set_callback (deadline, close_expired, &expired, NULL);
+  g_source_attach (deadline, context);
+  while (!closed && !expired)
+    g_main_context_iteration (context, TRUE);
+  g_source_destroy (deadline);
+  g_source_unref (deadline);
+  g_main_context_pop_thread_default (context);
+  if (!closed)
+    GST_WARNING ("pc %s: the TURN server did not confirm the release of "
+        "its allocations within 2 s", peer->pc);
+}
+
 void
 legba_peer_close (LegbaPeer * peer)
 {
@@ -1287,6 +1340,7 @@ legba_peer_close (LegbaPeer * peer)
     if (peer->channels[i] != NULL)
       g_signal_handlers_disconnect_by_data (peer->channels[i], peer);
   detach_data_channels (peer);
+  release_turn_allocations (peer);
   gst_element_set_locked_state (GST_ELEMENT (peer->bin), TRUE);
   gst_element_set_state (GST_ELEMENT (peer->bin), GST_STATE_NULL);
   expire_promises (peer);

@@ -9,6 +9,7 @@
 #include "room-test.h"
 
 #include <glib/gstdio.h>
+#include <signal.h>
 
 #define GST_USE_UNSTABLE_API
 #include <gst/webrtc/webrtc.h>
@@ -598,6 +599,129 @@ test_wss (void)
   g_rmdir (dir);
 }
 
+/* ---- TURN: coturn on loopback, relay only ---- */
+
+#define TURN_SECRET "legba-test-turn-secret"
+
+static guint
+free_udp_port (void)
+{
+  g_autoptr (GSocket) socket = g_socket_new (G_SOCKET_FAMILY_IPV4,
+      G_SOCKET_TYPE_DATAGRAM, G_SOCKET_PROTOCOL_UDP, NULL);
+  g_autoptr (GInetAddress) loopback =
+      g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr (GSocketAddress) any = g_inet_socket_address_new (loopback, 0);
+  g_autoptr (GSocketAddress) bound = NULL;
+
+  g_assert_true (g_socket_bind (socket, any, FALSE, NULL));
+  bound = g_socket_get_local_address (socket, NULL);
+  return g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+}
+
+/* The TURN REST scheme coturn's use-auth-secret implements: the user
+ * name is "EXPIRY:IDENTITY", the password base64 (HMAC-SHA1 (secret,
+ * user name)). As a URL for webrtcbin, both escaped. */
+static char *
+turn_url (guint port, const char *identity)
+{
+  g_autofree char *user = g_strdup_printf ("%" G_GINT64_FORMAT ":%s",
+      g_get_real_time () / G_USEC_PER_SEC + 3600, identity);
+  g_autoptr (GHmac) hmac = g_hmac_new (G_CHECKSUM_SHA1,
+      (const guchar *) TURN_SECRET, strlen (TURN_SECRET));
+  guint8 digest[20];
+  gsize len = sizeof digest;
+  g_autofree char *password = NULL;
+  g_autofree char *user_escaped = NULL;
+  g_autofree char *password_escaped = NULL;
+
+  g_hmac_update (hmac, (const guchar *) user, -1);
+  g_hmac_get_digest (hmac, digest, &len);
+  password = g_base64_encode (digest, len);
+  user_escaped = g_uri_escape_string (user, NULL, FALSE);
+  password_escaped = g_uri_escape_string (password, NULL, FALSE);
+  return g_strdup_printf ("turn://%s:%s@127.0.0.1:%u", user_escaped,
+      password_escaped, port);
+}
+
+static gboolean
+file_contains (const char *path, const char *text)
+{
+  g_autofree char *contents = NULL;
+
+  return g_file_get_contents (path, &contents, NULL, NULL) &&
+      strstr (contents, text) != NULL;
+}
+
+/* A call relayed through TURN only: both participants with the relay
+ * ICE transport policy, a real coturn (Debian's turnserver) on loopback
+ * with REST-scheme credentials. */
+static void
+test_turn (Fixture * f, gconstpointer data)
+{
+  g_autofree char *turnserver = g_find_program_in_path ("turnserver");
+  g_autoptr (GError) error = NULL;
+  g_autofree char *dir = NULL;
+  g_autofree char *log = NULL;
+  g_autofree char *log_arg = NULL;
+  g_autofree char *pid_arg = NULL;
+  g_autofree char *db_arg = NULL;
+  g_autofree char *port_arg = NULL;
+  g_autoptr (GSubprocess) coturn = NULL;
+  Participant *all[2];
+  guint port;
+
+  if (turnserver == NULL) {
+    g_test_skip ("turnserver (coturn) is not installed");
+    return;
+  }
+  dir = g_dir_make_tmp ("legba-turn-XXXXXX", &error);
+  g_assert_no_error (error);
+  log = g_build_filename (dir, "turn.log", NULL);
+  log_arg = g_strdup_printf ("--log-file=%s", log);
+  pid_arg = g_strdup_printf ("--pidfile=%s/turn.pid", dir);
+  db_arg = g_strdup_printf ("--userdb=%s/turndb", dir);
+  port = free_udp_port ();
+  port_arg = g_strdup_printf ("--listening-port=%u", port);
+  coturn = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE |
+      G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error, turnserver, "-n",
+      "--listening-ip=127.0.0.1", "--relay-ip=127.0.0.1", port_arg,
+      "--use-auth-secret", "--static-auth-secret=" TURN_SECRET,
+      "--realm=legba", "--no-cli", "--no-tls", "--no-dtls",
+      "--allow-loopback-peers", "--fingerprint", "--verbose", "--simple-log",
+      "--no-stdout-log", log_arg, pid_arg, db_arg, NULL);
+  g_assert_no_error (error);
+  ROOM_WAIT_FOR (file_contains (log, "Total General servers"),
+      "turnserver to start");
+
+  all[0] = participant_new_for_server (f, "alice", "h264", TRUE);
+  all[1] = participant_new_for_server (f, "bob", "h264", TRUE);
+  for (guint i = 0; i < 2; i++) {
+    g_autofree char *url = turn_url (port, all[i]->identity);
+
+    g_object_set (all[i]->room, "turn-server", url,
+        "ice-transport-policy", GST_WEBRTC_ICE_TRANSPORT_POLICY_RELAY, NULL);
+    participant_connect_and_wait (all[i]);
+  }
+  wait_until_all_decode (all, 2, FRAMES);
+  /* coturn granted both participants an allocation */
+  g_assert_true (file_contains (log, "ALLOCATE processed, success"));
+  for (guint i = 0; i < 2; i++) {
+    assert_no_room_errors (all[i]);
+    participant_free (all[i]);
+  }
+  /* and they released their allocations when they left */
+  g_assert_true (file_contains (log, "lifetime=0"));
+  g_subprocess_send_signal (coturn, SIGTERM);
+  g_subprocess_wait (coturn, NULL, NULL);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  for (const char *name; d && (name = g_dir_read_name (d));) {
+    g_autofree char *path = g_build_filename (dir, name, NULL);
+
+    g_remove (path);
+  }
+  g_rmdir (dir);
+}
+
 static int
 compare_times (gconstpointer a, gconstpointer b)
 {
@@ -666,5 +790,6 @@ main (int argc, char **argv)
   ADD_ROOM ("server-restart", test_server_restart, 0);
   ADD_ROOM ("peer-error", test_peer_error, 0);
   g_test_add_func ("/room/server/wss", test_wss);
+  ADD_ROOM ("turn-relay-only", test_turn, 0);
   return g_test_run ();
 }
