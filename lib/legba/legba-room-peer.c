@@ -212,6 +212,69 @@ legba_room_prepare (void)
   }
 }
 
+/* ---- The peer's bin: its elements' errors are the peer's ---- */
+
+/* A GstBin that keeps the errors of its elements (a socket that failed, a
+ * webrtcbin that gave up) from reaching the pipeline, where they would
+ * stop every participant: each one fails this peer connection only. */
+#define LEGBA_TYPE_PEER_BIN (legba_peer_bin_get_type ())
+G_DECLARE_FINAL_TYPE (LegbaPeerBin, legba_peer_bin, LEGBA, PEER_BIN, GstBin);
+
+struct _LegbaPeerBin
+{
+  GstBin parent;
+  LegbaPeer *peer;              /* unowned, NULL once closed (object lock) */
+};
+
+G_DEFINE_FINAL_TYPE (LegbaPeerBin, legba_peer_bin, GST_TYPE_BIN);
+
+static void element_failed (LegbaPeer * peer, gpointer data);
+
+static void
+legba_peer_bin_handle_message (GstBin * bin, GstMessage * message)
+{
+  LegbaPeerBin *self = LEGBA_PEER_BIN (bin);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *debug = NULL;
+  LegbaPeer *peer;
+
+  if (GST_MESSAGE_TYPE (message) != GST_MESSAGE_ERROR) {
+    GST_BIN_CLASS (legba_peer_bin_parent_class)->handle_message (bin, message);
+    return;
+  }
+  gst_message_parse_error (message, &error, &debug);
+  GST_WARNING_OBJECT (bin, "error from %s: %s (%s)",
+      GST_MESSAGE_SRC_NAME (message), error->message, debug ? debug : "");
+  GST_OBJECT_LOCK (self);
+  peer = self->peer ? legba_peer_ref (self->peer) : NULL;
+  GST_OBJECT_UNLOCK (self);
+  if (peer != NULL) {
+    legba_peer_invoke (peer, element_failed, g_strdup_printf ("%s: %s",
+            GST_MESSAGE_SRC_NAME (message), error->message), g_free);
+    legba_peer_unref (peer);
+  }
+  gst_message_unref (message);
+}
+
+static void
+legba_peer_bin_class_init (LegbaPeerBinClass * klass)
+{
+  GST_BIN_CLASS (klass)->handle_message = legba_peer_bin_handle_message;
+}
+
+static void
+legba_peer_bin_init (LegbaPeerBin * self)
+{
+}
+
+static void
+peer_bin_set_peer (GstBin * bin, LegbaPeer * peer)
+{
+  GST_OBJECT_LOCK (bin);
+  LEGBA_PEER_BIN (bin)->peer = peer;
+  GST_OBJECT_UNLOCK (bin);
+}
+
 /* ---- Reference counting ---- */
 
 LegbaPeer *
@@ -667,6 +730,12 @@ static void
 fail_peer (LegbaPeer * peer, const char *why)
 {
   legba_room_peer_failed (peer->room, peer, why);
+}
+
+static void
+element_failed (LegbaPeer * peer, gpointer data)
+{
+  fail_peer (peer, data);
 }
 
 static char *
@@ -1142,7 +1211,9 @@ legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
   peer->promises = g_ptr_array_new ();
 
   name = g_strdup_printf ("legba-peer-%s", pc);
-  peer->bin = GST_BIN (gst_object_ref_sink (gst_bin_new (name)));
+  peer->bin = GST_BIN (gst_object_ref_sink (g_object_new (LEGBA_TYPE_PEER_BIN,
+              "name", name, NULL)));
+  peer_bin_set_peer (peer->bin, peer);
   peer->webrtcbin = gst_object_ref_sink (gst_element_factory_make ("webrtcbin",
           "webrtcbin"));
   configure_webrtcbin (peer);
@@ -1203,6 +1274,59 @@ detach_data_channels (LegbaPeer * peer)
   gst_promise_unref (promise);
 }
 
+static void
+agent_closed (GObject * agent, GAsyncResult * result, gpointer data)
+{
+  *(gboolean *) data = TRUE;
+}
+
+static gboolean
+close_expired (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* Allocations on a TURN server outlive the connection unless released
+ * (the server keeps them for their lifetime, 10 min by default, and may
+ * count them against the user), and webrtcbin 1.22 never releases them.
+ * They are released while the connection still runs, so that the
+ * server's replies are read: a wait of at most 2 s, for connections that
+ * use a TURN server only. */
+static void
+release_turn_allocations (LegbaPeer * peer)
+{
+  g_autoptr (GObject) ice = NULL;
+  g_autoptr (GObject) agent = NULL;
+  g_autoptr (GMainContext) context = NULL;
+  GSource *deadline;
+  gboolean closed = FALSE, expired = FALSE;
+
+  if (peer->room->turn_server == NULL)
+    return;
+  g_object_get (peer->webrtcbin, "ice-agent", &ice, NULL);
+  if (ice == NULL ||
+      g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent") == NULL)
+    return;
+  g_object_get (ice, "agent", &agent, NULL);
+  if (agent == NULL || !NICE_IS_AGENT (agent))
+    return;
+  context = g_main_context_new ();
+  g_main_context_push_thread_default (context);
+  nice_agent_close_async (NICE_AGENT (agent), agent_closed, &closed);
+  deadline = g_timeout_source_new (2000);
+  g_source_set_callback (deadline, close_expired, &expired, NULL);
+  g_source_attach (deadline, context);
+  while (!closed && !expired)
+    g_main_context_iteration (context, TRUE);
+  g_source_destroy (deadline);
+  g_source_unref (deadline);
+  g_main_context_pop_thread_default (context);
+  if (!closed)
+    GST_WARNING ("pc %s: the TURN server did not confirm the release of "
+        "its allocations within 2 s", peer->pc);
+}
+
 void
 legba_peer_close (LegbaPeer * peer)
 {
@@ -1219,10 +1343,12 @@ legba_peer_close (LegbaPeer * peer)
   legba_peer_media_unlink (peer);
   g_signal_handlers_disconnect_by_data (peer->webrtcbin, peer);
   g_signal_handlers_disconnect_by_data (peer->bin, peer);
+  peer_bin_set_peer (peer->bin, NULL);
   for (guint i = 0; i < G_N_ELEMENTS (peer->channels); i++)
     if (peer->channels[i] != NULL)
       g_signal_handlers_disconnect_by_data (peer->channels[i], peer);
   detach_data_channels (peer);
+  release_turn_allocations (peer);
   gst_element_set_locked_state (GST_ELEMENT (peer->bin), TRUE);
   gst_element_set_state (GST_ELEMENT (peer->bin), GST_STATE_NULL);
   expire_promises (peer);

@@ -6,6 +6,43 @@
  */
 #include "room-test.h"
 
+#include <sys/prctl.h>
+
+/* ---- A GStreamer 1.22 race the tests tolerate ---- */
+
+/* rtpsession's RTCP thread releases the session lock inside
+ * g_hash_table_foreach() over its sources (schedule_remaining_nacks(),
+ * when retransmission requests are pending and no RTCP is due); a source
+ * added meanwhile on a streaming thread (the first retransmission of a
+ * stream brings its RTX SSRC) makes GLib's iteration check fail. GLib then
+ * stops that iteration, which costs the remaining NACKs one RTCP interval.
+ * The suite runs with fatal criticals: this one, on that thread, is
+ * reported and let through; any other critical still aborts. */
+static gboolean
+tolerate_rtpsession_race (const char *domain, GLogLevelFlags level,
+    const char *message, gpointer data)
+{
+  char thread[16] = "";
+
+  prctl (PR_GET_NAME, thread);
+  if (g_strcmp0 (domain, "GLib") == 0 &&
+      strcmp (thread, "rtpsession-rtcp") == 0 &&
+      strstr (message, "g_hash_table_foreach: assertion 'version == "
+          "hash_table->version' failed") != NULL) {
+    g_printerr ("# tolerated (GStreamer 1.22 rtpsession race): %s\n", message);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+void
+room_test_init (int *argc, char ***argv)
+{
+  gst_init (argc, argv);
+  g_test_init (argc, argv, NULL);
+  g_test_log_set_fatal_handler (tolerate_rtpsession_race, NULL);
+}
+
 /* ---- TestHub and TestSignaller ---- */
 
 struct _TestHub
