@@ -100,6 +100,8 @@ enum
   PROP_ALLOWED_ORIGINS,
   PROP_COMPRESSION,
   PROP_METRICS_TOKEN,
+  PROP_WEB_DIR,
+  PROP_PUSHER_JS_DIR,
   PROP_LISTEN_ADDRESS,
   PROP_LISTEN_PORT,
   PROP_METRICS_ADDRESS,
@@ -1160,6 +1162,14 @@ legba_server_set_property (GObject * object, guint prop_id,
       g_free (self->metrics_token);
       self->metrics_token = g_value_dup_string (value);
       break;
+    case PROP_WEB_DIR:
+      g_free (self->web_dir);
+      self->web_dir = g_value_dup_string (value);
+      break;
+    case PROP_PUSHER_JS_DIR:
+      g_free (self->pusher_js_dir);
+      self->pusher_js_dir = g_value_dup_string (value);
+      break;
     case PROP_LISTEN_ADDRESS:
       g_free (self->listen_address);
       self->listen_address = g_value_dup_string (value);
@@ -1226,6 +1236,12 @@ legba_server_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_METRICS_TOKEN:
       g_value_set_string (value, self->metrics_token);
+      break;
+    case PROP_WEB_DIR:
+      g_value_set_string (value, self->web_dir);
+      break;
+    case PROP_PUSHER_JS_DIR:
+      g_value_set_string (value, self->pusher_js_dir);
       break;
     case PROP_LISTEN_ADDRESS:
       g_value_set_string (value, self->listen_address);
@@ -1319,6 +1335,8 @@ legba_server_finalize (GObject * object)
   g_clear_object (&self->certificate);
   g_strfreev (self->allowed_origins);
   g_free (self->metrics_token);
+  g_free (self->web_dir);
+  g_free (self->pusher_js_dir);
   g_free (self->listen_address);
   g_free (self->metrics_address);
   g_free (self->url_host);
@@ -1399,6 +1417,26 @@ legba_server_class_init (LegbaServerClass * klass)
   properties[PROP_METRICS_TOKEN] = g_param_spec_string ("metrics-token", NULL,
       "Bearer token /metrics requires (NULL: none)", NULL,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:web-dir:
+   *
+   * The directory of the demo page: its files (`index.html`,
+   * `room-peer.js`) are served under `/demo/`. %NULL serves no page.
+   */
+  properties[PROP_WEB_DIR] = g_param_spec_string ("web-dir", NULL,
+      "Directory of the /demo page's files (NULL: no page)", NULL,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:pusher-js-dir:
+   *
+   * The directory holding pusher-js's browser build, `pusher.min.js`
+   * (`node_modules/pusher-js/dist/web`), served as `/demo/pusher.min.js`.
+   */
+  properties[PROP_PUSHER_JS_DIR] = g_param_spec_string ("pusher-js-dir",
+      NULL, "Directory of pusher-js's pusher.min.js, for the /demo page",
+      NULL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
    * LegbaServer:listen-address:
