@@ -368,6 +368,8 @@ legba_peer_invoke (LegbaPeer * peer, PeerFunc func, gpointer data,
   legba_room_invoke (room, peer_call_run, call, peer_call_free);
 }
 
+static void progress (LegbaPeer * peer);
+
 /* ---- ICE (§4: trickle, batched every 50 ms) ---- */
 
 static gboolean
@@ -429,6 +431,7 @@ add_local_candidate (LegbaPeer * peer, gpointer data)
     json_object_set_string_member (object, "sdpMid", peer->mids[c->mline]);
   json_object_set_int_member (object, "sdpMLineIndex", c->mline);
   g_ptr_array_add (peer->local_candidates, object);
+  progress (peer);
   schedule_flush (peer);
 }
 
@@ -503,6 +506,7 @@ legba_peer_handle_candidates (LegbaPeer * peer, JsonArray * candidates)
 {
   guint n = json_array_get_length (candidates);
 
+  progress (peer);
   for (guint i = 0; i < n; i++) {
     JsonNode *node = json_array_get_element (candidates, i);
 
@@ -548,6 +552,7 @@ connection_state_changed (LegbaPeer * peer, gpointer data)
 
   GST_DEBUG ("pc %s: connection state %d", peer->pc, state);
   peer->connection_state = state;
+  progress (peer);
   if (state == GST_WEBRTC_PEER_CONNECTION_STATE_FAILED)
     legba_room_peer_failed (peer->room, peer, "ICE or DTLS failed");
   else
@@ -575,6 +580,18 @@ connect_timed_out (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* A step towards connected: the deadline starts again. A loaded machine
+ * takes long between steps, a dead connection takes no step. */
+static void
+progress (LegbaPeer * peer)
+{
+  if (peer->connected || peer->connect_timeout == NULL)
+    return;
+  legba_clear_source (&peer->connect_timeout);
+  peer->connect_timeout = legba_room_timeout (peer->room,
+      LEGBA_ROOM_PEER_CONNECT_TIMEOUT_MS, connect_timed_out, peer, NULL);
+}
+
 static int
 channel_index (GstWebRTCDataChannel * channel)
 {
@@ -598,6 +615,7 @@ channel_opened (LegbaPeer * peer, gpointer data)
     return;
   GST_DEBUG ("pc %s: data channel %d open", peer->pc, i);
   peer->channel_open[i] = TRUE;
+  progress (peer);
   check_connected (peer);
 }
 
@@ -757,6 +775,7 @@ description_applied (LegbaPeer * peer, gpointer data)
     fail_peer (peer, error);
     return;
   }
+  progress (peer);
   if (++peer->applied < 2 || peer->negotiated)
     return;
   peer->negotiated = TRUE;
@@ -808,6 +827,7 @@ description_created (LegbaPeer * peer, gpointer data)
         "could not answer the offer");
     return;
   }
+  progress (peer);
   fix_fingerprints (desc->sdp);
   if (!offer && peer->offer != NULL)
     legba_room_media_complete_answer (peer->offer, desc->sdp);
@@ -928,6 +948,7 @@ offer_applied (LegbaPeer * peer, gpointer data)
     return;
   }
   peer->applied++;
+  progress (peer);
   receive_only_the_rest (peer);
   emit_with_promise (peer, "create-answer", NULL, created_promise (peer));
 }

@@ -32,6 +32,7 @@ tolerate_rtpsession_race (const char *domain, GLogLevelFlags level,
     g_printerr ("# tolerated (GStreamer 1.22 rtpsession race): %s\n", message);
     return FALSE;
   }
+  g_printerr ("# fatal log message on thread %s\n", thread);
   return TRUE;
 }
 
