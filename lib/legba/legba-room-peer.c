@@ -708,18 +708,33 @@ emit_with_promise (LegbaPeer * peer, const char *action, gpointer argument,
   g_signal_emit_by_name (peer->webrtcbin, action, argument, promise);
 }
 
-/* From a change function, on any thread: drops the peer's reference to a
- * promise that has been answered. */
+/* The destroy notify of a promise's peer reference. GStreamer 1.22's
+ * gst_promise_expire() clears the change data before it calls the change
+ * function, so the notify of an expired promise gets NULL: the change
+ * function releases that reference itself (promise_done). */
+static void
+promise_peer_unref (gpointer peer)
+{
+  if (peer != NULL)
+    legba_peer_unref (peer);
+}
+
+/* Last thing of a change function, on any thread: drops the peer's
+ * reference to a promise that has been answered, and the promise's
+ * reference to the peer when it expired. */
 static void
 promise_done (LegbaPeer * peer, GstPromise * promise)
 {
   gboolean kept;
+  gboolean expired = gst_promise_wait (promise) == GST_PROMISE_RESULT_EXPIRED;
 
   g_mutex_lock (&peer->lock);
   kept = g_ptr_array_remove_fast (peer->promises, promise);
   g_mutex_unlock (&peer->lock);
   if (kept)
     gst_promise_unref (promise);
+  if (expired)
+    legba_peer_unref (peer);
 }
 
 static void
@@ -798,7 +813,7 @@ static GstPromise *
 applied_promise (LegbaPeer * peer)
 {
   return gst_promise_new_with_change_func (on_applied, legba_peer_ref (peer),
-      (GDestroyNotify) legba_peer_unref);
+      promise_peer_unref);
 }
 
 static void
@@ -868,7 +883,7 @@ static GstPromise *
 created_promise (LegbaPeer * peer)
 {
   return gst_promise_new_with_change_func (on_description_created,
-      legba_peer_ref (peer), (GDestroyNotify) legba_peer_unref);
+      legba_peer_ref (peer), promise_peer_unref);
 }
 
 /* §5: exactly one video and one audio transceiver, sendrecv for a kind
@@ -978,7 +993,7 @@ answer_offer (LegbaPeer * peer)
   gst_sdp_message_copy (offer->sdp, &peer->offer);
   emit_with_promise (peer, "set-remote-description", offer,
       gst_promise_new_with_change_func (on_offer_applied,
-          legba_peer_ref (peer), (GDestroyNotify) legba_peer_unref));
+          legba_peer_ref (peer), promise_peer_unref));
   gst_webrtc_session_description_free (offer);
   /* webrtcbin applies operations in order: candidates may follow now */
   peer->remote_set = TRUE;
@@ -1420,6 +1435,6 @@ legba_peer_update_stats (LegbaPeer * peer)
   if (!peer->connected)
     return;
   promise = gst_promise_new_with_change_func (on_stats, legba_peer_ref (peer),
-      (GDestroyNotify) legba_peer_unref);
+      promise_peer_unref);
   emit_with_promise (peer, "get-stats", NULL, promise);
 }
