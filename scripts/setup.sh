@@ -31,6 +31,7 @@ packages=(
   nodejs npm openssl ca-certificates chromium
   clang libclang-rt-14-dev indent
   libhiredis-dev redis-server
+  coturn
 )
 
 missing=()

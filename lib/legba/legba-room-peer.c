@@ -212,6 +212,69 @@ legba_room_prepare (void)
   }
 }
 
+/* ---- The peer's bin: its elements' errors are the peer's ---- */
+
+/* A GstBin that keeps the errors of its elements (a socket that failed, a
+ * webrtcbin that gave up) from reaching the pipeline, where they would
+ * stop every participant: each one fails this peer connection only. */
+#define LEGBA_TYPE_PEER_BIN (legba_peer_bin_get_type ())
+G_DECLARE_FINAL_TYPE (LegbaPeerBin, legba_peer_bin, LEGBA, PEER_BIN, GstBin);
+
+struct _LegbaPeerBin
+{
+  GstBin parent;
+  LegbaPeer *peer;              /* unowned, NULL once closed (object lock) */
+};
+
+G_DEFINE_FINAL_TYPE (LegbaPeerBin, legba_peer_bin, GST_TYPE_BIN);
+
+static void element_failed (LegbaPeer * peer, gpointer data);
+
+static void
+legba_peer_bin_handle_message (GstBin * bin, GstMessage * message)
+{
+  LegbaPeerBin *self = LEGBA_PEER_BIN (bin);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *debug = NULL;
+  LegbaPeer *peer;
+
+  if (GST_MESSAGE_TYPE (message) != GST_MESSAGE_ERROR) {
+    GST_BIN_CLASS (legba_peer_bin_parent_class)->handle_message (bin, message);
+    return;
+  }
+  gst_message_parse_error (message, &error, &debug);
+  GST_WARNING_OBJECT (bin, "error from %s: %s (%s)",
+      GST_MESSAGE_SRC_NAME (message), error->message, debug ? debug : "");
+  GST_OBJECT_LOCK (self);
+  peer = self->peer ? legba_peer_ref (self->peer) : NULL;
+  GST_OBJECT_UNLOCK (self);
+  if (peer != NULL) {
+    legba_peer_invoke (peer, element_failed, g_strdup_printf ("%s: %s",
+            GST_MESSAGE_SRC_NAME (message), error->message), g_free);
+    legba_peer_unref (peer);
+  }
+  gst_message_unref (message);
+}
+
+static void
+legba_peer_bin_class_init (LegbaPeerBinClass * klass)
+{
+  GST_BIN_CLASS (klass)->handle_message = legba_peer_bin_handle_message;
+}
+
+static void
+legba_peer_bin_init (LegbaPeerBin * self)
+{
+}
+
+static void
+peer_bin_set_peer (GstBin * bin, LegbaPeer * peer)
+{
+  GST_OBJECT_LOCK (bin);
+  LEGBA_PEER_BIN (bin)->peer = peer;
+  GST_OBJECT_UNLOCK (bin);
+}
+
 /* ---- Reference counting ---- */
 
 LegbaPeer *
@@ -307,6 +370,8 @@ legba_peer_invoke (LegbaPeer * peer, PeerFunc func, gpointer data,
   legba_room_invoke (room, peer_call_run, call, peer_call_free);
 }
 
+static void progress (LegbaPeer * peer);
+
 /* ---- ICE (§4: trickle, batched every 50 ms) ---- */
 
 static gboolean
@@ -368,6 +433,7 @@ add_local_candidate (LegbaPeer * peer, gpointer data)
     json_object_set_string_member (object, "sdpMid", peer->mids[c->mline]);
   json_object_set_int_member (object, "sdpMLineIndex", c->mline);
   g_ptr_array_add (peer->local_candidates, object);
+  progress (peer);
   schedule_flush (peer);
 }
 
@@ -442,6 +508,7 @@ legba_peer_handle_candidates (LegbaPeer * peer, JsonArray * candidates)
 {
   guint n = json_array_get_length (candidates);
 
+  progress (peer);
   for (guint i = 0; i < n; i++) {
     JsonNode *node = json_array_get_element (candidates, i);
 
@@ -487,6 +554,7 @@ connection_state_changed (LegbaPeer * peer, gpointer data)
 
   GST_DEBUG ("pc %s: connection state %d", peer->pc, state);
   peer->connection_state = state;
+  progress (peer);
   if (state == GST_WEBRTC_PEER_CONNECTION_STATE_FAILED)
     legba_room_peer_failed (peer->room, peer, "ICE or DTLS failed");
   else
@@ -514,6 +582,18 @@ connect_timed_out (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* A step towards connected: the deadline starts again. A loaded machine
+ * takes long between steps, a dead connection takes no step. */
+static void
+progress (LegbaPeer * peer)
+{
+  if (peer->connected || peer->connect_timeout == NULL)
+    return;
+  legba_clear_source (&peer->connect_timeout);
+  peer->connect_timeout = legba_room_timeout (peer->room,
+      LEGBA_ROOM_PEER_CONNECT_TIMEOUT_MS, connect_timed_out, peer, NULL);
+}
+
 static int
 channel_index (GstWebRTCDataChannel * channel)
 {
@@ -537,6 +617,7 @@ channel_opened (LegbaPeer * peer, gpointer data)
     return;
   GST_DEBUG ("pc %s: data channel %d open", peer->pc, i);
   peer->channel_open[i] = TRUE;
+  progress (peer);
   check_connected (peer);
 }
 
@@ -634,18 +715,33 @@ emit_with_promise (LegbaPeer * peer, const char *action, gpointer argument,
   g_signal_emit_by_name (peer->webrtcbin, action, argument, promise);
 }
 
-/* From a change function, on any thread: drops the peer's reference to a
- * promise that has been answered. */
+/* The destroy notify of a promise's peer reference. GStreamer 1.22's
+ * gst_promise_expire() clears the change data before it calls the change
+ * function, so the notify of an expired promise gets NULL: the change
+ * function releases that reference itself (promise_done). */
+static void
+promise_peer_unref (gpointer peer)
+{
+  if (peer != NULL)
+    legba_peer_unref (peer);
+}
+
+/* Last thing of a change function, on any thread: drops the peer's
+ * reference to a promise that has been answered, and the promise's
+ * reference to the peer when it expired. */
 static void
 promise_done (LegbaPeer * peer, GstPromise * promise)
 {
   gboolean kept;
+  gboolean expired = gst_promise_wait (promise) == GST_PROMISE_RESULT_EXPIRED;
 
   g_mutex_lock (&peer->lock);
   kept = g_ptr_array_remove_fast (peer->promises, promise);
   g_mutex_unlock (&peer->lock);
   if (kept)
     gst_promise_unref (promise);
+  if (expired)
+    legba_peer_unref (peer);
 }
 
 static void
@@ -667,6 +763,12 @@ static void
 fail_peer (LegbaPeer * peer, const char *why)
 {
   legba_room_peer_failed (peer->room, peer, why);
+}
+
+static void
+element_failed (LegbaPeer * peer, gpointer data)
+{
+  fail_peer (peer, data);
 }
 
 static char *
@@ -695,6 +797,7 @@ description_applied (LegbaPeer * peer, gpointer data)
     fail_peer (peer, error);
     return;
   }
+  progress (peer);
   if (++peer->applied < 2 || peer->negotiated)
     return;
   peer->negotiated = TRUE;
@@ -717,7 +820,7 @@ static GstPromise *
 applied_promise (LegbaPeer * peer)
 {
   return gst_promise_new_with_change_func (on_applied, legba_peer_ref (peer),
-      (GDestroyNotify) legba_peer_unref);
+      promise_peer_unref);
 }
 
 static void
@@ -746,6 +849,7 @@ description_created (LegbaPeer * peer, gpointer data)
         "could not answer the offer");
     return;
   }
+  progress (peer);
   fix_fingerprints (desc->sdp);
   if (!offer && peer->offer != NULL)
     legba_room_media_complete_answer (peer->offer, desc->sdp);
@@ -786,7 +890,7 @@ static GstPromise *
 created_promise (LegbaPeer * peer)
 {
   return gst_promise_new_with_change_func (on_description_created,
-      legba_peer_ref (peer), (GDestroyNotify) legba_peer_unref);
+      legba_peer_ref (peer), promise_peer_unref);
 }
 
 /* §5: exactly one video and one audio transceiver, sendrecv for a kind
@@ -866,6 +970,7 @@ offer_applied (LegbaPeer * peer, gpointer data)
     return;
   }
   peer->applied++;
+  progress (peer);
   receive_only_the_rest (peer);
   emit_with_promise (peer, "create-answer", NULL, created_promise (peer));
 }
@@ -895,7 +1000,7 @@ answer_offer (LegbaPeer * peer)
   gst_sdp_message_copy (offer->sdp, &peer->offer);
   emit_with_promise (peer, "set-remote-description", offer,
       gst_promise_new_with_change_func (on_offer_applied,
-          legba_peer_ref (peer), (GDestroyNotify) legba_peer_unref));
+          legba_peer_ref (peer), promise_peer_unref));
   gst_webrtc_session_description_free (offer);
   /* webrtcbin applies operations in order: candidates may follow now */
   peer->remote_set = TRUE;
@@ -1142,7 +1247,9 @@ legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
   peer->promises = g_ptr_array_new ();
 
   name = g_strdup_printf ("legba-peer-%s", pc);
-  peer->bin = GST_BIN (gst_object_ref_sink (gst_bin_new (name)));
+  peer->bin = GST_BIN (gst_object_ref_sink (g_object_new (LEGBA_TYPE_PEER_BIN,
+              "name", name, NULL)));
+  peer_bin_set_peer (peer->bin, peer);
   peer->webrtcbin = gst_object_ref_sink (gst_element_factory_make ("webrtcbin",
           "webrtcbin"));
   configure_webrtcbin (peer);
@@ -1203,6 +1310,59 @@ detach_data_channels (LegbaPeer * peer)
   gst_promise_unref (promise);
 }
 
+static void
+agent_closed (GObject * agent, GAsyncResult * result, gpointer data)
+{
+  *(gboolean *) data = TRUE;
+}
+
+static gboolean
+close_expired (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* Allocations on a TURN server outlive the connection unless released
+ * (the server keeps them for their lifetime, 10 min by default, and may
+ * count them against the user), and webrtcbin 1.22 never releases them.
+ * They are released while the connection still runs, so that the
+ * server's replies are read: a wait of at most 2 s, for connections that
+ * use a TURN server only. */
+static void
+release_turn_allocations (LegbaPeer * peer)
+{
+  g_autoptr (GObject) ice = NULL;
+  g_autoptr (GObject) agent = NULL;
+  g_autoptr (GMainContext) context = NULL;
+  GSource *deadline;
+  gboolean closed = FALSE, expired = FALSE;
+
+  if (peer->room->turn_server == NULL)
+    return;
+  g_object_get (peer->webrtcbin, "ice-agent", &ice, NULL);
+  if (ice == NULL ||
+      g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent") == NULL)
+    return;
+  g_object_get (ice, "agent", &agent, NULL);
+  if (agent == NULL || !NICE_IS_AGENT (agent))
+    return;
+  context = g_main_context_new ();
+  g_main_context_push_thread_default (context);
+  nice_agent_close_async (NICE_AGENT (agent), agent_closed, &closed);
+  deadline = g_timeout_source_new (2000);
+  g_source_set_callback (deadline, close_expired, &expired, NULL);
+  g_source_attach (deadline, context);
+  while (!closed && !expired)
+    g_main_context_iteration (context, TRUE);
+  g_source_destroy (deadline);
+  g_source_unref (deadline);
+  g_main_context_pop_thread_default (context);
+  if (!closed)
+    GST_WARNING ("pc %s: the TURN server did not confirm the release of "
+        "its allocations within 2 s", peer->pc);
+}
+
 void
 legba_peer_close (LegbaPeer * peer)
 {
@@ -1219,10 +1379,12 @@ legba_peer_close (LegbaPeer * peer)
   legba_peer_media_unlink (peer);
   g_signal_handlers_disconnect_by_data (peer->webrtcbin, peer);
   g_signal_handlers_disconnect_by_data (peer->bin, peer);
+  peer_bin_set_peer (peer->bin, NULL);
   for (guint i = 0; i < G_N_ELEMENTS (peer->channels); i++)
     if (peer->channels[i] != NULL)
       g_signal_handlers_disconnect_by_data (peer->channels[i], peer);
   detach_data_channels (peer);
+  release_turn_allocations (peer);
   gst_element_set_locked_state (GST_ELEMENT (peer->bin), TRUE);
   gst_element_set_state (GST_ELEMENT (peer->bin), GST_STATE_NULL);
   expire_promises (peer);
@@ -1282,6 +1444,6 @@ legba_peer_update_stats (LegbaPeer * peer)
   if (!peer->connected)
     return;
   promise = gst_promise_new_with_change_func (on_stats, legba_peer_ref (peer),
-      (GDestroyNotify) legba_peer_unref);
+      promise_peer_unref);
   emit_with_promise (peer, "get-stats", NULL, promise);
 }

@@ -387,7 +387,9 @@ legba_room_peer_failed (LegbaRoom * self, LegbaPeer * peer, const char *why)
   GST_WARNING ("room %s: peer connection %s with %s failed: %s",
       self->room_name, peer->pc, p->id, why);
   p->attempts++;
-  if (!greater)
+  /* the greater id replaces the connection with a fresh offer; the other
+   * side, or a side that gives up, says so */
+  if (!greater || p->attempts >= 2)
     send_bye (self, peer);
   detach_peer (self, p);
   if (p->removed) {
