@@ -292,10 +292,11 @@ send_buffer (GstLegbaDataSink * self, Send * s)
 {
   gint64 deadline;
   guint generation;
-  guint min;
+  guint min, timeout;
 
   GST_OBJECT_LOCK (self);
   min = self->min_recipients;
+  timeout = self->timeout;
   GST_OBJECT_UNLOCK (self);
   if (min > 0 && !wait_for_recipients (self, s->to, min))
     return GST_FLOW_FLUSHING;
@@ -304,7 +305,7 @@ send_buffer (GstLegbaDataSink * self, Send * s)
   g_mutex_unlock (&self->lock);
   if (!run_on_room (self, send_on_room, s))
     return GST_FLOW_FLUSHING;
-  deadline = g_get_monotonic_time () + self->timeout * G_TIME_SPAN_MILLISECOND;
+  deadline = g_get_monotonic_time () + timeout * G_TIME_SPAN_MILLISECOND;
   /* recipients that could not take it: wait for ready-to-send, retry */
   while (s->error == NULL && s->refused->len > 0) {
     gboolean expired = FALSE;
@@ -338,7 +339,7 @@ send_buffer (GstLegbaDataSink * self, Send * s)
 
     GST_ELEMENT_WARNING (self, RESOURCE, WRITE,
         ("Participants %s did not take a message within %u ms", names,
-            self->timeout), ("their queues stayed full"));
+            timeout), ("their queues stayed full"));
     GST_OBJECT_LOCK (self);
     self->not_delivered += n;
     GST_OBJECT_UNLOCK (self);
@@ -428,9 +429,14 @@ drained_on_room (LegbaRoom * room, gpointer data)
 static void
 drain_on_eos (GstLegbaDataSink * self)
 {
-  gint64 deadline = g_get_monotonic_time () +
-      self->timeout * G_TIME_SPAN_MILLISECOND;
   Drained d = { FALSE };
+  guint timeout;
+  gint64 deadline;
+
+  GST_OBJECT_LOCK (self);
+  timeout = self->timeout;
+  GST_OBJECT_UNLOCK (self);
+  deadline = g_get_monotonic_time () + timeout * G_TIME_SPAN_MILLISECOND;
 
   while (run_on_room (self, drained_on_room, &d) && !d.idle) {
     gboolean flushing;
@@ -448,7 +454,7 @@ drain_on_eos (GstLegbaDataSink * self)
   if (!d.idle)
     GST_ELEMENT_WARNING (self, RESOURCE, WRITE,
         ("Messages were still waiting to leave at the end of the stream"),
-        ("after %u ms", self->timeout));
+        ("after %u ms", timeout));
 }
 
 static gboolean
