@@ -1022,7 +1022,8 @@ legba_room_data_free (LegbaRoomData * d)
  *
  * Counts of the room's application data since it was made:
  * `messages-sent` (handed to a recipient's channel, once per recipient),
- * `messages-received`, `messages-queued` (waiting now), `lossy-dropped`
+ * `messages-received`, `messages-queued` (waiting now), `buffered-bytes`
+ * (handed to the channels and not sent yet), `lossy-dropped`
  * (lossy messages dropped because a recipient's channel was congested or
  * its queue full), `not-delivered` (reliable messages a recipient could
  * not take, or that were waiting when it left) and `malformed` (messages
@@ -1037,7 +1038,7 @@ legba_room_get_data_stats (LegbaRoom * self)
   LegbaRoomData *d;
   GHashTableIter iter;
   gpointer value;
-  guint64 queued = 0;
+  guint64 queued = 0, buffered = 0;
 
   g_return_val_if_fail (LEGBA_IS_ROOM (self), NULL);
 
@@ -1049,10 +1050,19 @@ legba_room_get_data_stats (LegbaRoom * self)
     queued += g_queue_get_length (&r->out[0].queue) +
         g_queue_get_length (&r->out[1].queue);
   }
+  g_hash_table_iter_init (&iter, self->peers);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    LegbaPeer *peer = value;
+
+    for (guint i = 0; i < G_N_ELEMENTS (peer->channels); i++)
+      if (peer->channels[i] != NULL && peer->channel_open[i])
+        buffered += buffered_amount (peer->channels[i]);
+  }
   return gst_structure_new ("legba-data-stats",
       "messages-sent", G_TYPE_UINT64, d->sent,
       "messages-received", G_TYPE_UINT64, d->received,
       "messages-queued", G_TYPE_UINT64, queued,
+      "buffered-bytes", G_TYPE_UINT64, buffered,
       "lossy-dropped", G_TYPE_UINT64, d->lossy_dropped,
       "not-delivered", G_TYPE_UINT64, d->not_delivered,
       "malformed", G_TYPE_UINT64, d->malformed, NULL);

@@ -370,6 +370,8 @@ legba_peer_invoke (LegbaPeer * peer, PeerFunc func, gpointer data,
   legba_room_invoke (room, peer_call_run, call, peer_call_free);
 }
 
+static void progress (LegbaPeer * peer);
+
 /* ---- ICE (§4: trickle, batched every 50 ms) ---- */
 
 static gboolean
@@ -431,6 +433,7 @@ add_local_candidate (LegbaPeer * peer, gpointer data)
     json_object_set_string_member (object, "sdpMid", peer->mids[c->mline]);
   json_object_set_int_member (object, "sdpMLineIndex", c->mline);
   g_ptr_array_add (peer->local_candidates, object);
+  progress (peer);
   schedule_flush (peer);
 }
 
@@ -505,6 +508,7 @@ legba_peer_handle_candidates (LegbaPeer * peer, JsonArray * candidates)
 {
   guint n = json_array_get_length (candidates);
 
+  progress (peer);
   for (guint i = 0; i < n; i++) {
     JsonNode *node = json_array_get_element (candidates, i);
 
@@ -550,6 +554,7 @@ connection_state_changed (LegbaPeer * peer, gpointer data)
 
   GST_DEBUG ("pc %s: connection state %d", peer->pc, state);
   peer->connection_state = state;
+  progress (peer);
   if (state == GST_WEBRTC_PEER_CONNECTION_STATE_FAILED)
     legba_room_peer_failed (peer->room, peer, "ICE or DTLS failed");
   else
@@ -577,6 +582,18 @@ connect_timed_out (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* A step towards connected: the deadline starts again. A loaded machine
+ * takes long between steps, a dead connection takes no step. */
+static void
+progress (LegbaPeer * peer)
+{
+  if (peer->connected || peer->connect_timeout == NULL)
+    return;
+  legba_clear_source (&peer->connect_timeout);
+  peer->connect_timeout = legba_room_timeout (peer->room,
+      LEGBA_ROOM_PEER_CONNECT_TIMEOUT_MS, connect_timed_out, peer, NULL);
+}
+
 static int
 channel_index (GstWebRTCDataChannel * channel)
 {
@@ -600,6 +617,7 @@ channel_opened (LegbaPeer * peer, gpointer data)
     return;
   GST_DEBUG ("pc %s: data channel %d open", peer->pc, i);
   peer->channel_open[i] = TRUE;
+  progress (peer);
   check_connected (peer);
 }
 
@@ -697,18 +715,33 @@ emit_with_promise (LegbaPeer * peer, const char *action, gpointer argument,
   g_signal_emit_by_name (peer->webrtcbin, action, argument, promise);
 }
 
-/* From a change function, on any thread: drops the peer's reference to a
- * promise that has been answered. */
+/* The destroy notify of a promise's peer reference. GStreamer 1.22's
+ * gst_promise_expire() clears the change data before it calls the change
+ * function, so the notify of an expired promise gets NULL: the change
+ * function releases that reference itself (promise_done). */
+static void
+promise_peer_unref (gpointer peer)
+{
+  if (peer != NULL)
+    legba_peer_unref (peer);
+}
+
+/* Last thing of a change function, on any thread: drops the peer's
+ * reference to a promise that has been answered, and the promise's
+ * reference to the peer when it expired. */
 static void
 promise_done (LegbaPeer * peer, GstPromise * promise)
 {
   gboolean kept;
+  gboolean expired = gst_promise_wait (promise) == GST_PROMISE_RESULT_EXPIRED;
 
   g_mutex_lock (&peer->lock);
   kept = g_ptr_array_remove_fast (peer->promises, promise);
   g_mutex_unlock (&peer->lock);
   if (kept)
     gst_promise_unref (promise);
+  if (expired)
+    legba_peer_unref (peer);
 }
 
 static void
@@ -764,6 +797,7 @@ description_applied (LegbaPeer * peer, gpointer data)
     fail_peer (peer, error);
     return;
   }
+  progress (peer);
   if (++peer->applied < 2 || peer->negotiated)
     return;
   peer->negotiated = TRUE;
@@ -786,7 +820,7 @@ static GstPromise *
 applied_promise (LegbaPeer * peer)
 {
   return gst_promise_new_with_change_func (on_applied, legba_peer_ref (peer),
-      (GDestroyNotify) legba_peer_unref);
+      promise_peer_unref);
 }
 
 static void
@@ -815,6 +849,7 @@ description_created (LegbaPeer * peer, gpointer data)
         "could not answer the offer");
     return;
   }
+  progress (peer);
   fix_fingerprints (desc->sdp);
   if (!offer && peer->offer != NULL)
     legba_room_media_complete_answer (peer->offer, desc->sdp);
@@ -855,7 +890,7 @@ static GstPromise *
 created_promise (LegbaPeer * peer)
 {
   return gst_promise_new_with_change_func (on_description_created,
-      legba_peer_ref (peer), (GDestroyNotify) legba_peer_unref);
+      legba_peer_ref (peer), promise_peer_unref);
 }
 
 /* §5: exactly one video and one audio transceiver, sendrecv for a kind
@@ -935,6 +970,7 @@ offer_applied (LegbaPeer * peer, gpointer data)
     return;
   }
   peer->applied++;
+  progress (peer);
   receive_only_the_rest (peer);
   emit_with_promise (peer, "create-answer", NULL, created_promise (peer));
 }
@@ -964,7 +1000,7 @@ answer_offer (LegbaPeer * peer)
   gst_sdp_message_copy (offer->sdp, &peer->offer);
   emit_with_promise (peer, "set-remote-description", offer,
       gst_promise_new_with_change_func (on_offer_applied,
-          legba_peer_ref (peer), (GDestroyNotify) legba_peer_unref));
+          legba_peer_ref (peer), promise_peer_unref));
   gst_webrtc_session_description_free (offer);
   /* webrtcbin applies operations in order: candidates may follow now */
   peer->remote_set = TRUE;
@@ -1408,6 +1444,6 @@ legba_peer_update_stats (LegbaPeer * peer)
   if (!peer->connected)
     return;
   promise = gst_promise_new_with_change_func (on_stats, legba_peer_ref (peer),
-      (GDestroyNotify) legba_peer_unref);
+      promise_peer_unref);
   emit_with_promise (peer, "get-stats", NULL, promise);
 }

@@ -30,7 +30,9 @@ GST_DEBUG_CATEGORY_EXTERN (legba_room_debug);
 /* ROOM-PROTOCOL.md §4 */
 #define LEGBA_ROOM_CANDIDATE_BATCH_MS 50
 #define LEGBA_ROOM_EARLY_SIGNAL_MS 10000
-/* A peer connection not connected within this time counts as failed. */
+/* A peer connection that makes no progress towards connected (a
+ * description, a candidate, a state change, a data channel open) for this
+ * long counts as failed. */
 #define LEGBA_ROOM_PEER_CONNECT_TIMEOUT_MS 20000
 /* A peer whose packets stopped this long ago is not "still connected"
  * when the server reports it gone (§3 grace period). */

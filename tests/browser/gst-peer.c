@@ -455,21 +455,33 @@ parse_args (int *argc, char ***argv)
  * with fatal criticals: this one, on that thread, is reported and let
  * through (as in tests/integration/room-test.c). */
 static gboolean
-tolerate_rtpsession_race (const char *domain, GLogLevelFlags level,
-    const char *message, gpointer data)
+is_rtpsession_race (const char *domain, const char *message)
 {
   char thread[16] = "";
 
   prctl (PR_GET_NAME, thread);
-  if (g_strcmp0 (domain, "GLib") == 0 &&
+  return g_strcmp0 (domain, "GLib") == 0 &&
       strcmp (thread, "rtpsession-rtcp") == 0 &&
       strstr (message, "g_hash_table_foreach: assertion 'version == "
-          "hash_table->version' failed") != NULL) {
+      "hash_table->version' failed") != NULL;
+}
+
+static void
+glib_log (const char *domain, GLogLevelFlags level, const char *message,
+    gpointer data)
+{
+  if (is_rtpsession_race (domain, message))
     g_printerr ("gst-peer: tolerated (GStreamer 1.22 rtpsession race): %s\n",
         message);
-    return FALSE;
-  }
-  return TRUE;
+  else
+    g_log_default_handler (domain, level, message, data);
+}
+
+static gboolean
+fatal_unless_race (const char *domain, GLogLevelFlags level,
+    const char *message, gpointer data)
+{
+  return !is_rtpsession_race (domain, message);
 }
 
 int
@@ -480,7 +492,9 @@ main (int argc, char **argv)
   g_autofree char *line = NULL;
   GstBus *bus;
 
-  g_test_log_set_fatal_handler (tolerate_rtpsession_race, NULL);
+  g_log_set_handler ("GLib", G_LOG_LEVEL_CRITICAL | G_LOG_FLAG_FATAL |
+      G_LOG_FLAG_RECURSION, glib_log, NULL);
+  g_test_log_set_fatal_handler (fatal_unless_race, NULL);
   if (!parse_args (&argc, &argv))
     return 2;
   line = launch_line ();

@@ -12,6 +12,10 @@
 
 #define GST_USE_UNSTABLE_API
 #include <gst/webrtc/webrtc.h>
+#include <gst/app/app.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <sys/prctl.h>
 
 /* one received message */
 typedef struct
@@ -143,7 +147,7 @@ free_all (Data ** all, guint n)
 }
 
 static guint64
-stat (Data * d, const char *field)
+data_stat (Data * d, const char *field)
 {
   g_autoptr (GstStructure) s = legba_room_get_data_stats (d->p->room);
   guint64 v = 0;
@@ -208,8 +212,8 @@ test_order (Fixture * f, gconstpointer unused)
   g_assert_cmpstr (got (b, ORDERED + 1)->topic, ==, "end");
   g_assert_cmpuint (a->got->len, ==, 0);
   /* and the mute state each peer is told on open (§6) */
-  g_assert_cmpuint (stat (a, "messages-sent"), ==, 2 * ORDERED + 3 + 2);
-  g_assert_cmpuint (stat (b, "messages-received"), ==, ORDERED + 2 + 2);
+  g_assert_cmpuint (data_stat (a, "messages-sent"), ==, 2 * ORDERED + 3 + 2);
+  g_assert_cmpuint (data_stat (b, "messages-received"), ==, ORDERED + 2 + 2);
   for (guint i = 0; i < 3; i++)
     assert_no_room_errors (all[i]->p);
   free_all (all, 3);
@@ -301,8 +305,8 @@ test_lossy (Fixture * f, gconstpointer unused)
     g_assert_cmpstr (g->topic, ==, "pos");
     g_assert_cmpint (g->reliability, ==, LEGBA_RELIABILITY_LOSSY);
   }
-  g_assert_cmpuint (stat (a, "messages-sent") + stat (a, "lossy-dropped"),
-      ==, 51 + 1);
+  g_assert_cmpuint (data_stat (a, "messages-sent") + data_stat (a,
+          "lossy-dropped"), ==, 51 + 1);
   assert_no_room_errors (a->p);
   free_all (all, 2);
 }
@@ -395,10 +399,10 @@ test_stalled (Fixture * f, gconstpointer unused)
   g_test_message ("carol stalled after %u messages of %d bytes", accepted,
       CHUNK);
   g_assert_cmpuint (accepted, >, 0);
-  g_assert_cmpuint (stat (a, "not-delivered"), ==, 1);
+  g_assert_cmpuint (data_stat (a, "not-delivered"), ==, 1);
   g_assert_cmpuint (a->ready, ==, 0);
   /* the lossy channel drops instead (latest value wins), and counts */
-  while (stat (a, "lossy-dropped") == 0) {
+  while (data_stat (a, "lossy-dropped") == 0) {
     g_autoptr (JsonNode) node = json_node_init_string (json_node_alloc (),
         filler);
 
@@ -428,6 +432,320 @@ test_stalled (Fixture * f, gconstpointer unused)
   free_all (all, 3);
 }
 
+/* ---- The elements ---- */
+
+typedef struct
+{
+  GstElement *pipeline;
+  GPtrArray *warnings;          /* char*, from the bus */
+  GMutex lock;
+  GPtrArray *buffers;           /* (lock) GstBuffer from the appsink */
+} Launch;
+
+static gboolean
+on_launch_bus (GstBus * bus, GstMessage * message, gpointer data)
+{
+  Launch *l = data;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *debug = NULL;
+
+  if (GST_MESSAGE_TYPE (message) == GST_MESSAGE_ERROR) {
+    gst_message_parse_error (message, &error, &debug);
+    g_error ("pipeline error from %s: %s (%s)",
+        GST_OBJECT_NAME (GST_MESSAGE_SRC (message)), error->message, debug);
+  } else if (GST_MESSAGE_TYPE (message) == GST_MESSAGE_WARNING) {
+    gst_message_parse_warning (message, &error, &debug);
+    g_test_message ("warning from %s: %s", GST_OBJECT_NAME
+        (GST_MESSAGE_SRC (message)), error->message);
+    g_ptr_array_add (l->warnings, g_strdup (error->message));
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+static GstFlowReturn
+on_new_sample (GstAppSink * sink, gpointer data)
+{
+  Launch *l = data;
+  GstSample *sample = gst_app_sink_pull_sample (sink);
+
+  g_mutex_lock (&l->lock);
+  g_ptr_array_add (l->buffers, gst_buffer_ref (gst_sample_get_buffer (sample)));
+  g_mutex_unlock (&l->lock);
+  gst_sample_unref (sample);
+  return GST_FLOW_OK;
+}
+
+/* A pipeline with a legbaroom named r for the fixture's server; %s in
+ * tail is the room's identity. */
+static Launch *
+launch_new (Fixture * f, const char *identity, const char *tail)
+{
+  Launch *l = g_new0 (Launch, 1);
+  g_autofree char *desc = g_strdup_printf ("legbaroom name=r server-url=%s "
+      "app-key=" APP_KEY " app-secret=" APP_SECRET " room=" ROOM
+      " identity=%s %s", f->url, identity, tail);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GstBus) bus = NULL;
+  g_autoptr (GstElement) sink = NULL;
+
+  l->warnings = g_ptr_array_new_with_free_func (g_free);
+  l->buffers = g_ptr_array_new_with_free_func
+      ((GDestroyNotify) gst_buffer_unref);
+  g_mutex_init (&l->lock);
+  l->pipeline = gst_parse_launch (desc, &error);
+  g_assert_no_error (error);
+  bus = gst_element_get_bus (l->pipeline);
+  gst_bus_add_watch (bus, on_launch_bus, l);
+  sink = gst_bin_get_by_name (GST_BIN (l->pipeline), "out");
+  if (sink != NULL) {
+    GstAppSinkCallbacks callbacks = { NULL, NULL, on_new_sample, };
+
+    gst_app_sink_set_callbacks (GST_APP_SINK (sink), &callbacks, l, NULL);
+  }
+  g_assert_cmpint (gst_element_set_state (l->pipeline, GST_STATE_PLAYING),
+      !=, GST_STATE_CHANGE_FAILURE);
+  return l;
+}
+
+static void
+launch_free (Launch * l)
+{
+  g_autoptr (GstBus) bus = gst_element_get_bus (l->pipeline);
+
+  gst_element_set_state (l->pipeline, GST_STATE_NULL);
+  gst_bus_remove_watch (bus);
+  gst_object_unref (l->pipeline);
+  g_ptr_array_unref (l->warnings);
+  g_ptr_array_unref (l->buffers);
+  g_mutex_clear (&l->lock);
+  g_free (l);
+}
+
+static guint
+launch_buffers (Launch * l)
+{
+  guint n;
+
+  g_mutex_lock (&l->lock);
+  n = l->buffers->len;
+  g_mutex_unlock (&l->lock);
+  return n;
+}
+
+static GstElement *
+launch_get (Launch * l, const char *name)
+{
+  GstElement *e = gst_bin_get_by_name (GST_BIN (l->pipeline), name);
+
+  g_assert_nonnull (e);
+  return e;
+}
+
+static void
+push_json (GstElement * appsrc, const char *json, const char *topic)
+{
+  GstBuffer *buffer = gst_buffer_new_memdup (json, strlen (json));
+
+  if (topic != NULL)
+    legba_buffer_add_data_meta (buffer, NULL, topic,
+        LEGBA_RELIABILITY_RELIABLE, NULL);
+  g_assert_cmpint (gst_app_src_push_buffer (GST_APP_SRC (appsrc), buffer),
+      ==, GST_FLOW_OK);
+}
+
+/* legbadatasink in alice's pipeline to legbadatasrc in bob's: order,
+ * topics (a meta overrides the sink's), sender and channel in the meta,
+ * timestamps, and buffers held until a recipient is there. */
+static void
+test_elements (Fixture * f, gconstpointer unused)
+{
+  Launch *a = launch_new (f, "alice", "appsrc name=in format=time "
+      "caps=application/json ! legbadatasink room-element=r topic=sensor "
+      "min-recipients=1");
+  g_autoptr (GstElement) in = launch_get (a, "in");
+  Launch *b;
+
+  for (guint i = 0; i < 20; i++) {
+    g_autofree char *json = g_strdup_printf ("{\"n\":%u}", i);
+
+    push_json (in, json, i == 5 ? "override" : NULL);
+  }
+  b = launch_new (f, "bob", "legbadatasrc room-element=r from=alice "
+      "! appsink name=out sync=false");
+  ROOM_WAIT_FOR (launch_buffers (b) == 20, "bob's legbadatasrc to push the "
+      "20 messages held for him");
+  for (guint i = 0; i < 20; i++) {
+    GstBuffer *buffer = b->buffers->pdata[i];
+    LegbaDataMeta *meta = legba_buffer_get_data_meta (buffer);
+    g_autofree char *json = g_strdup_printf ("{\"n\":%u}", i);
+    GstMapInfo map;
+
+    g_assert_true (gst_buffer_map (buffer, &map, GST_MAP_READ));
+    g_assert_cmpmem (map.data, map.size, json, strlen (json));
+    gst_buffer_unmap (buffer, &map);
+    g_assert_nonnull (meta);
+    g_assert_true (g_str_has_prefix (meta->participant_id, "alice-"));
+    g_assert_cmpstr (meta->topic, ==, i == 5 ? "override" : "sensor");
+    g_assert_cmpint (meta->reliability, ==, LEGBA_RELIABILITY_RELIABLE);
+    g_assert_true (GST_BUFFER_PTS_IS_VALID (buffer));
+  }
+  g_assert_cmpuint (a->warnings->len + b->warnings->len, ==, 0);
+  launch_free (b);
+  launch_free (a);
+}
+
+/* legbadatasink with one stalled recipient: bob keeps receiving; after
+ * its timeout the sink names carol in a warning and goes on. */
+static void
+test_element_stalled (Fixture * f, gconstpointer unused)
+{
+  Launch *a = launch_new (f, "alice", "appsrc name=in format=time "
+      "caps=application/json ! legbadatasink name=sink room-element=r "
+      "topic=bulk timeout=300 min-recipients=2");
+  g_autoptr (GstElement) in = launch_get (a, "in");
+  g_autoptr (GstElement) sink = launch_get (a, "sink");
+  Data *b = data_new (f, "bob"), *c = data_new (f, "carol");
+  Data *all[] = { b, c };
+  g_autofree char *filler = g_malloc (CHUNK + 3);
+  gint stalled = 1;
+  guint64 not_delivered = 0, sent = 0;
+  guint pushed = 0;
+
+  connect_all (all, 2);
+  filler[0] = '"';
+  memset (filler + 1, 'x', CHUNK);
+  filler[CHUNK + 1] = '"';
+  filler[CHUNK + 2] = '\0';
+  /* one message through to both first: everyone is connected */
+  push_json (in, "\"hello\"", NULL);
+  pushed++;
+  ROOM_WAIT_FOR (b->got->len == 1 && c->got->len == 1, "the first message");
+  stall_input (c->p, &stalled);
+  while (a->warnings->len == 0) {
+    g_assert_cmpuint (pushed, <, 2000);
+    push_json (in, filler, NULL);
+    pushed++;
+    ROOM_WAIT_FOR (b->got->len == pushed || a->warnings->len > 0,
+        "bob to receive while carol is stalled");
+  }
+  ROOM_WAIT_FOR (b->got->len == pushed, "bob to receive every message");
+  g_assert_nonnull (strstr (a->warnings->pdata[0], id_of (c)));
+  g_assert_null (strstr (a->warnings->pdata[0], id_of (b)));
+  /* the buffer after the refused one may have left for bob before the
+   * warning came: one warning per message carol did not take */
+  ROOM_WAIT_FOR ((g_object_get (sink, "not-delivered", &not_delivered,
+              "sent", &sent, NULL), sent + not_delivered == pushed &&
+          a->warnings->len == not_delivered), "the sink to be done");
+  g_assert_cmpuint (not_delivered, >=, 1);
+  g_atomic_int_set (&stalled, 0);
+  ROOM_WAIT_FOR (c->got->len == pushed - not_delivered, "carol to get all "
+      "but the messages she could not take");
+  for (guint i = 0; i < 2; i++)
+    assert_no_room_errors (all[i]->p);
+  launch_free (a);
+  free_all (all, 2);
+}
+
+static void
+on_exited (GObject * source, GAsyncResult * result, gpointer data)
+{
+  g_autoptr (GError) error = NULL;
+
+  g_subprocess_wait_finish (G_SUBPROCESS (source), result, &error);
+  g_assert_no_error (error);
+  *(gboolean *) data = TRUE;
+}
+
+static void
+die_with_parent (gpointer unused)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
+static GSubprocess *
+gst_launch (Fixture * f, const char *identity, const char *tail,
+    gboolean * exited)
+{
+  g_autofree char *line = g_strdup_printf ("gst-launch-1.0 -q legbaroom "
+      "name=r server-url=%s app-key=" APP_KEY " app-secret=" APP_SECRET
+      " room=" ROOM " identity=%s %s", f->url, identity, tail);
+  g_auto (GStrv) argv = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocessLauncher) launcher =
+      g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  GSubprocess *process;
+
+  g_assert_true (g_shell_parse_argv (line, NULL, &argv, &error));
+  /* a test that fails leaves no process behind */
+  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  process = g_subprocess_launcher_spawnv (launcher,
+      (const char *const *) argv, &error);
+  g_assert_no_error (error);
+  g_subprocess_wait_async (process, NULL, on_exited, exited);
+  return process;
+}
+
+static gboolean
+got_files (const char *dir, guint n)
+{
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *path = g_strdup_printf ("%s/got-%05u.json", dir, i);
+    g_autofree char *text = NULL;
+
+    /* multifilesink writes a file at once: empty means not yet */
+    if (!g_file_get_contents (path, &text, NULL, NULL) || text[0] == '\0')
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* The launch lines of docs/data.md, with gst-launch-1.0 itself: three
+ * readings, one JSON file each, from one process to another. */
+static void
+test_gst_launch (Fixture * f, gconstpointer unused)
+{
+  g_autofree char *dir = g_dir_make_tmp ("legba-data-XXXXXX", NULL);
+  g_autofree char *tail = NULL;
+  g_autoptr (GSubprocess) logger = NULL;
+  g_autoptr (GSubprocess) sensor = NULL;
+  gboolean logger_done = FALSE, sensor_done = FALSE;
+
+  g_assert_nonnull (dir);
+  for (guint i = 0; i < 3; i++) {
+    g_autofree char *path = g_strdup_printf ("%s/reading-%05u.json", dir, i);
+    g_autofree char *json = g_strdup_printf ("{\"celsius\":%u.5}", 20 + i);
+
+    g_assert_true (g_file_set_contents (path, json, -1, NULL));
+  }
+  tail = g_strdup_printf ("legbadatasrc room-element=r topic=sensor "
+      "num-buffers=3 ! multifilesink location=%s/got-%%05d.json", dir);
+  logger = gst_launch (f, "logger", tail, &logger_done);
+  g_free (tail);
+  tail = g_strdup_printf ("multifilesrc location=%s/reading-%%05d.json "
+      "! application/json ! legbadatasink room-element=r topic=sensor "
+      "min-recipients=1", dir);
+  sensor = gst_launch (f, "sensor", tail, &sensor_done);
+  /* a pipeline with a legbaroom runs until interrupted, as a call does */
+  ROOM_WAIT_FOR (got_files (dir, 3), "the logger to write 3 messages");
+  g_subprocess_send_signal (logger, SIGINT);
+  g_subprocess_send_signal (sensor, SIGINT);
+  ROOM_WAIT_FOR (logger_done && sensor_done, "both gst-launch-1.0 to end");
+  g_assert_true (g_subprocess_get_successful (logger));
+  g_assert_true (g_subprocess_get_successful (sensor));
+  for (guint i = 0; i < 3; i++) {
+    g_autofree char *path = g_strdup_printf ("%s/got-%05u.json", dir, i);
+    g_autofree char *sent = g_strdup_printf ("%s/reading-%05u.json", dir, i);
+    g_autofree char *json = g_strdup_printf ("{\"celsius\":%u.5}", 20 + i);
+    g_autofree char *text = NULL;
+
+    g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+    g_assert_cmpstr (text, ==, json);
+    g_unlink (path);
+    g_unlink (sent);
+  }
+  g_rmdir (dir);
+}
+
 /* ---- Queued before the channels open ---- */
 
 static void
@@ -440,8 +758,8 @@ send_early (LegbaRoom * room, LegbaParticipant * who, Data * a)
 
     send_json (a, json, "early", LEGBA_RELIABILITY_RELIABLE, to);
   }
-  g_assert_cmpuint (stat (a, "messages-queued"), ==, 5);
-  g_assert_cmpuint (stat (a, "messages-sent"), ==, 0);
+  g_assert_cmpuint (data_stat (a, "messages-queued"), ==, 5);
+  g_assert_cmpuint (data_stat (a, "messages-sent"), ==, 0);
 }
 
 static void
@@ -460,7 +778,7 @@ test_queued (Fixture * f, gconstpointer unused)
 
     g_assert_cmpstr (got (b, i)->json, ==, json);
   }
-  g_assert_cmpuint (stat (a, "messages-queued"), ==, 0);
+  g_assert_cmpuint (data_stat (a, "messages-queued"), ==, 0);
   assert_no_room_errors (a->p);
   assert_no_room_errors (b->p);
   data_free (b);
@@ -512,7 +830,7 @@ test_size (Fixture * f, gconstpointer unused)
   ROOM_WAIT_FOR (b->got->len == 2, "the largest messages");
   g_assert_cmpuint (strlen (got (b, 0)->json), ==, 65536 - 25 + 2);
   g_assert_cmpuint (g_bytes_get_size (got (b, 1)->bytes), ==, 65536);
-  g_assert_cmpuint (stat (a, "messages-sent"), ==, 2 + 1);
+  g_assert_cmpuint (data_stat (a, "messages-sent"), ==, 2 + 1);
   assert_no_room_errors (a->p);
   assert_no_room_errors (b->p);
   free_all (all, 2);
@@ -577,7 +895,7 @@ test_malformed (Fixture * f, gconstpointer unused)
     g_assert_error (e, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_MALFORMED);
     g_assert_nonnull (strstr (e->message, id_of (a)));
   }
-  g_assert_cmpuint (stat (b, "malformed"), ==, G_N_ELEMENTS (bad));
+  g_assert_cmpuint (data_stat (b, "malformed"), ==, G_N_ELEMENTS (bad));
   g_assert_true (participant_connected_to (b->p, a->p));
   g_ptr_array_set_size (b->p->errors, 0);
   g_object_unref (raw);
@@ -710,5 +1028,8 @@ main (int argc, char **argv)
   ADD_DATA ("malformed", test_malformed);
   ADD_DATA ("mute", test_mute);
   ADD_DATA ("server-event", test_server_event);
+  ADD_DATA ("elements", test_elements);
+  ADD_DATA ("element-stalled", test_element_stalled);
+  ADD_DATA ("gst-launch", test_gst_launch);
   return g_test_run ();
 }

@@ -217,14 +217,20 @@ assert_distinct_sctp_ids (Participant ** all, guint n)
   g_assert_cmpuint (encoders, ==, n * (n - 1));
 }
 
+/* A 4-way mesh: everyone decodes everyone. Under AddressSanitizer the
+ * participants send audio only (four H.264 encoders and twelve decoders
+ * in one instrumented process do not fit a loaded 2-core machine); the
+ * video paths are exercised there by the other tests. */
 static void
 test_four (Fixture * f, gconstpointer data)
 {
   const char *names[] = { "anna", "ben", "carl", "dora" };
+  const char *video = ROOM_SANITIZED ? NULL : "h264";
+  guint kinds = video ? 2 : 1;
   Participant *all[4];
 
   for (guint i = 0; i < 4; i++) {
-    all[i] = participant_new_for_server (f, names[i], "h264", TRUE);
+    all[i] = participant_new_for_server (f, names[i], video, TRUE);
     participant_connect_and_wait (all[i]);
   }
   wait_until_all_decode (all, 4, FRAMES);
@@ -233,7 +239,7 @@ test_four (Fixture * f, gconstpointer data)
     g_assert_cmpuint (g_list_model_get_n_items (legba_room_get_participants
             (all[i]->room)), ==, 3);
     g_assert_cmpuint (participant_peer_bins (all[i]), ==, 3);
-    g_assert_cmpuint (all[i]->tracks_added, ==, 6);
+    g_assert_cmpuint (all[i]->tracks_added, ==, 3 * kinds);
     assert_no_room_errors (all[i]);
   }
   for (guint i = 0; i < 4; i++)
