@@ -710,6 +710,13 @@ test_gst_launch (Fixture * f, gconstpointer unused)
   g_autoptr (GSubprocess) sensor = NULL;
   gboolean logger_done = FALSE, sensor_done = FALSE;
 
+  /* gst-launch-1.0 is not instrumented: it cannot load a plugin built
+   * with AddressSanitizer */
+  if (LEGBA_BUILD_SANITIZED) {
+    g_test_skip ("gst-launch-1.0 cannot load a sanitized plugin");
+    g_rmdir (dir);
+    return;
+  }
   g_assert_nonnull (dir);
   for (guint i = 0; i < 3; i++) {
     g_autofree char *path = g_strdup_printf ("%s/reading-%05u.json", dir, i);
@@ -726,7 +733,9 @@ test_gst_launch (Fixture * f, gconstpointer unused)
       "min-recipients=1", dir);
   sensor = gst_launch (f, "sensor", tail, &sensor_done);
   /* a pipeline with a legbaroom runs until interrupted, as a call does */
-  ROOM_WAIT_FOR (got_files (dir, 3), "the logger to write 3 messages");
+  ROOM_WAIT_FOR (got_files (dir, 3) || logger_done || sensor_done,
+      "the logger to write 3 messages");
+  g_assert_false (logger_done || sensor_done);
   g_subprocess_send_signal (logger, SIGINT);
   g_subprocess_send_signal (sensor, SIGINT);
   ROOM_WAIT_FOR (logger_done && sensor_done, "both gst-launch-1.0 to end");
