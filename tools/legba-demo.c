@@ -26,6 +26,7 @@ static gint opt_width = 640;
 static gint opt_height = 360;
 static gint opt_fps = 15;
 static char *opt_codec = (char *) "h264";
+static gint opt_proof_timeout = LEGBA_ENCODER_DEFAULT_PROOF_TIMEOUT_MS;
 
 static const GOptionEntry entries[] = {
   {"seconds", 0, 0, G_OPTION_ARG_DOUBLE, &opt_seconds,
@@ -41,6 +42,9 @@ static const GOptionEntry entries[] = {
       "Frames per second sent (default: 15)", "N"},
   {"codec", 0, 0, G_OPTION_ARG_STRING, &opt_codec,
       "h264 or vp8 (default: h264)", "CODEC"},
+  {"encoder-proof-timeout", 0, 0, G_OPTION_ARG_INT, &opt_proof_timeout,
+        "Milliseconds an encoder may take to prove it works (default: 5000)",
+      "MS"},
   G_OPTION_ENTRY_NULL
 };
 
@@ -249,7 +253,8 @@ main (int argc, char **argv)
   }
   if (!legba_video_codec_from_string (opt_codec, &codec) ||
       (codec != LEGBA_VIDEO_CODEC_H264 && codec != LEGBA_VIDEO_CODEC_VP8) ||
-      opt_width < 64 || opt_height < 16 || opt_fps < 1 || opt_fps > 60) {
+      opt_width < 64 || opt_height < 16 || opt_fps < 1 || opt_fps > 60 ||
+      opt_proof_timeout < 1) {
     g_printerr ("legba-demo: bad --codec, --width, --height or --fps\n");
     return EXIT_USAGE;
   }
@@ -279,7 +284,8 @@ main (int argc, char **argv)
     g_object_set (call, "app-key", "demo-key", "app-secret", secret,
         "width", opt_width, "height", opt_height, "framerate", opt_fps,
         "codec", codec, "bitrate", 500000, "measure-latency", TRUE,
-        "stats-interval", 1000, NULL);
+        "stats-interval", 1000, "encoder-proof-timeout", opt_proof_timeout,
+        NULL);
     g_signal_connect (call, "error", G_CALLBACK (on_error), &demo);
     g_signal_connect (call, "warning", G_CALLBACK (on_warning), &demo);
     g_signal_connect (call, "participant-joined", G_CALLBACK (on_joined),

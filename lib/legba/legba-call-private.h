@@ -57,6 +57,7 @@ struct _LegbaCall
   LegbaVideoCodec codec;
   LegbaEncoderPrefer encoder_prefer;
   char *encoder_factory;
+  guint proof_timeout;
   guint bitrate;
   guint width;
   guint height;

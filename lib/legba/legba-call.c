@@ -97,6 +97,7 @@ enum
   PROP_CODEC,
   PROP_ENCODER_PREFER,
   PROP_ENCODER_FACTORY,
+  PROP_ENCODER_PROOF_TIMEOUT,
   PROP_BITRATE,
   PROP_WIDTH,
   PROP_HEIGHT,
@@ -513,13 +514,15 @@ build_video (LegbaCall * self, GError ** error)
     return FALSE;
   desc = g_strdup_printf ("%s ! video/x-raw,format=I420,width=%u,height=%u,"
       "framerate=%u/1 ! valve name=valve drop=%s ! %s"
-      "legbavideoenc name=enc codec=%s prefer=%s bitrate=%u%s%s",
+      "legbavideoenc name=enc codec=%s prefer=%s proof-timeout=%u "
+      "bitrate=%u%s%s",
       source, self->width, self->height, self->framerate,
       self->muted[LEGBA_TRACK_KIND_VIDEO] ? "true" : "false",
       self->measure_latency ? "legbastamp ! " : "",
       g_enum_get_value (codecs, self->codec)->value_nick,
       g_enum_get_value (prefers, self->encoder_prefer)->value_nick,
-      self->bitrate, self->encoder_factory ? " encoder-factory=" : "",
+      self->proof_timeout, self->bitrate,
+      self->encoder_factory ? " encoder-factory=" : "",
       self->encoder_factory ? self->encoder_factory : "");
   g_type_class_unref (codecs);
   g_type_class_unref (prefers);
@@ -995,6 +998,8 @@ uint_slot (LegbaCall * self, guint prop_id)
   switch (prop_id) {
     case PROP_BITRATE:
       return &self->bitrate;
+    case PROP_ENCODER_PROOF_TIMEOUT:
+      return &self->proof_timeout;
     case PROP_WIDTH:
       return &self->width;
     case PROP_HEIGHT:
@@ -1291,6 +1296,15 @@ legba_call_class_init (LegbaCallClass * klass)
   properties[PROP_ENCODER_FACTORY] = string_prop ("encoder-factory",
       "Encoder factory", "Use only this video encoder factory");
   /**
+   * LegbaCall:encoder-proof-timeout:
+   *
+   * Milliseconds one encoder may take to prove it works (legbavideoenc's
+   * `proof-timeout`); raise it on slow or heavily loaded machines.
+   */
+  properties[PROP_ENCODER_PROOF_TIMEOUT] = uint_prop ("encoder-proof-timeout",
+      "Encoder proof timeout", "Milliseconds one encoder may take to prove "
+      "it works", 1, G_MAXUINT, LEGBA_ENCODER_DEFAULT_PROOF_TIMEOUT_MS);
+  /**
    * LegbaCall:bitrate:
    *
    * The video bitrate in bit/s.
@@ -1474,6 +1488,7 @@ legba_call_init (LegbaCall * self)
   self->video = LEGBA_CALL_VIDEO_TEST;
   self->audio = LEGBA_CALL_AUDIO_TEST;
   self->bitrate = DEFAULT_BITRATE;
+  self->proof_timeout = LEGBA_ENCODER_DEFAULT_PROOF_TIMEOUT_MS;
   self->width = DEFAULT_WIDTH;
   self->height = DEFAULT_HEIGHT;
   self->framerate = DEFAULT_FRAMERATE;

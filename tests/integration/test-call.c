@@ -68,7 +68,7 @@ member_new (Fixture * f, const char *identity)
   m->call = legba_call_new (f ? f->url : "ws://127.0.0.1:1", ROOM, identity);
   g_object_set (m->call, "app-key", APP_KEY, "app-secret", APP_SECRET,
       "width", 160, "height", 120, "framerate", 15, "bitrate", 200000,
-      "stats-interval", 200, NULL);
+      "stats-interval", 200, "encoder-proof-timeout", 30000, NULL);
   m->errors = g_ptr_array_new_with_free_func ((GDestroyNotify) g_error_free);
   m->warnings = g_ptr_array_new_with_free_func ((GDestroyNotify)
       g_error_free);
