@@ -161,6 +161,12 @@ on_tick (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+static gboolean
+wake (gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
 static void
 print_latency (const GstStructure * s)
 {
@@ -299,6 +305,7 @@ main (int argc, char **argv)
   tick = g_timeout_add (100, on_tick, &demo);
   if (!demo.failed)
     g_main_loop_run (demo.loop);
+  g_source_remove (tick);
 
   if (!demo.failed) {
     ok = report (&demo);
@@ -316,8 +323,9 @@ main (int argc, char **argv)
       g_object_unref (demo.calls[i]);
     }
   legba_server_shutdown (server);
-  /* let the server's closed sockets release themselves (the tick wakes
-   * the loop) */
+  /* let the server's closed sockets release themselves, for at most 5 s
+   * (a timeout wakes the loop) */
+  tick = g_timeout_add (100, wake, NULL);
   end = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
   while (legba_server_get_connection_count (server) > 0 &&
       g_get_monotonic_time () < end)
