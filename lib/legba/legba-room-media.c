@@ -605,10 +605,14 @@ link_send (LegbaPeer * peer, LegbaTrackKind kind, GError ** error)
   if (pay == NULL)
     return FALSE;
   queue = gst_element_factory_make ("queue", NULL);
-  /* a peer that cannot keep up loses frames, never stalls the others */
+  /* a peer that cannot keep up (or whose DTLS handshake is not done:
+   * webrtcbin holds the data until then) loses frames, never stalls the
+   * others. Leaky upstream: the frames that do not fit are dropped as they
+   * come; GStreamer 1.22's downstream leak re-stores the queued sticky
+   * events itself, racing its own streaming thread (events misordered). */
   g_object_set (queue, "max-size-buffers", 0, "max-size-bytes", 0,
       "max-size-time", 200 * GST_MSECOND, NULL);
-  gst_util_set_object_arg (G_OBJECT (queue), "leaky", "downstream");
+  gst_util_set_object_arg (G_OBJECT (queue), "leaky", "upstream");
   filter = gst_element_factory_make ("capsfilter", NULL);
   g_object_set (filter, "caps", caps, NULL);
   gst_bin_add_many (peer->bin, queue, pay, filter, NULL);
