@@ -420,17 +420,21 @@ gst_legba_data_src_class_init (GstLegbaDataSrcClass * klass)
       "event name); all when unset", NULL, rwp);
   properties[PROP_FROM] = g_param_spec_string ("from", "From",
       "Only messages from these comma-separated participant ids or "
-      "identities (server for the backend's events); all when unset", NULL, rwp);
-  properties[PROP_MAX_BUFFERS] = g_param_spec_uint ("max-buffers",
-      "Max buffers", "Messages waiting for downstream at most; beyond, the "
+      "identities (server for the backend's events); all when unset", NULL,
+      rwp);
+  properties[PROP_MAX_BUFFERS] =
+      g_param_spec_uint ("max-buffers", "Max buffers",
+      "Messages waiting for downstream at most; beyond, the "
       "oldest is dropped and counted in dropped", 1, G_MAXINT,
       DEFAULT_MAX_BUFFERS, rw);
-  properties[PROP_RECEIVED] = g_param_spec_uint64 ("received", "Received",
-      "Messages taken (that passed the topic and from filters)", 0,
+  properties[PROP_RECEIVED] =
+      g_param_spec_uint64 ("received", "Received",
+      "Messages taken (that passed the topic and from filters)", 0, G_MAXUINT64,
+      0, ro);
+  properties[PROP_DROPPED] =
+      g_param_spec_uint64 ("dropped", "Dropped",
+      "Messages dropped because downstream was slower than they arrived", 0,
       G_MAXUINT64, 0, ro);
-  properties[PROP_DROPPED] = g_param_spec_uint64 ("dropped", "Dropped",
-      "Messages dropped because downstream was slower than they arrived",
-      0, G_MAXUINT64, 0, ro);
   g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
 
   gst_element_class_add_static_pad_template (element_class, &src_template);
