@@ -68,7 +68,7 @@ typedef enum
  * @LEGBA_CALL_VIDEO_TEST: a moving test pattern (`videotestsrc`)
  * @LEGBA_CALL_VIDEO_CAMERA: the camera (`v4l2src`, else `autovideosrc`)
  * @LEGBA_CALL_VIDEO_FILE: the video of the file #LegbaCall:video-file,
- *   looped
+ *   played once at its own pace
  * @LEGBA_CALL_VIDEO_ELEMENT: the raw video of #LegbaCall:video-element
  *
  * What a call publishes as its video.
