@@ -19,7 +19,8 @@ done
 # Building: compiler, meson, GLib, libsoup 3, json-glib, GStreamer 1.22.
 # Testing: Node.js for the real pusher-js/pusher clients, openssl for test
 # certificates, clang for the fuzzers and sanitizer runtimes, Chromium for
-# the browser interop tests (driven headless through playwright-core).
+# the browser interop tests (driven headless through playwright-core);
+# GObject introspection and PyGObject for Legba-1.0.typelib and its test.
 packages=(
   build-essential meson ninja-build pkg-config
   libglib2.0-dev libsoup-3.0-dev libjson-glib-dev glib-networking
@@ -31,6 +32,7 @@ packages=(
   nodejs npm openssl ca-certificates chromium
   clang libclang-rt-14-dev indent
   libhiredis-dev redis-server
+  coturn
 )
 
 missing=()

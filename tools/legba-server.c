@@ -32,6 +32,8 @@ static char *opt_tls_key;
 static char *opt_metrics_bind;
 static char *opt_metrics_port;
 static char *opt_metrics_token;
+static char *opt_web_dir;
+static char *opt_pusher_js_dir;
 static char *opt_allowed_origins;
 static gboolean opt_compression;
 static char *opt_redis;
@@ -68,6 +70,10 @@ static const GOptionEntry entries[] = {
   {"metrics-port", 0, 0, G_OPTION_ARG_STRING, &opt_metrics_port,
       "Port of that listener, 0 for any free one (default: 6002; alone, "
         "implies --metrics-bind=127.0.0.1)", "N"},
+  {"web-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_web_dir,
+      "Serve the demo page's files from DIR at /demo/", "DIR"},
+  {"pusher-js-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_pusher_js_dir,
+      "Serve DIR/pusher.min.js (pusher-js's dist/web) at /demo/", "DIR"},
   {"metrics-token", 0, 0, G_OPTION_ARG_STRING, &opt_metrics_token,
         "Require 'Authorization: Bearer TOKEN' on /metrics (default: none)",
       "TOKEN"},
@@ -231,6 +237,8 @@ apply_flags (LegbaServer * server, GError ** error)
     return FALSE;
   if (opt_metrics_token != NULL)
     g_object_set (server, "metrics-token", opt_metrics_token, NULL);
+  g_object_set (server, "web-dir", opt_web_dir, "pusher-js-dir",
+      opt_pusher_js_dir, NULL);
 
   if (opt_allowed_origins != NULL) {
     g_auto (GStrv) origins = g_strsplit (opt_allowed_origins, ",", -1);

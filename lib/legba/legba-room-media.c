@@ -282,29 +282,98 @@ h264_profile_level_id (const GstCaps * caps)
   return "42e033";
 }
 
-/* An answer accepts any (constrained) baseline the offer lists, at any
- * level the offerer wants: level-asymmetry-allowed lets each side send at
- * its own level. */
-static void
-set_baseline_profiles (GstStructure * s)
+/* The fmtp value of payload type pt in media, or NULL; *index is the
+ * attribute's position. */
+static const char *
+find_fmtp (const GstSDPMedia * media, const char *pt, guint * index)
 {
-  static const char *const profiles[] = { "42e0", "42c0", "4200" };
-  static const char *const levels[] = { "1f", "28", "2a", "32", "33", "34",
-    "1e", "16", "15", "14", "0d", "0c", "0b", "0a"
-  };
-  GValue list = G_VALUE_INIT;
+  size_t n = strlen (pt);
 
-  gst_value_list_init (&list, G_N_ELEMENTS (profiles) * G_N_ELEMENTS (levels));
-  for (guint i = 0; i < G_N_ELEMENTS (profiles); i++) {
-    for (guint j = 0; j < G_N_ELEMENTS (levels); j++) {
-      GValue v = G_VALUE_INIT;
+  for (guint i = 0; i < gst_sdp_media_attributes_len (media); i++) {
+    const GstSDPAttribute *attr = gst_sdp_media_get_attribute (media, i);
 
-      g_value_init (&v, G_TYPE_STRING);
-      g_value_take_string (&v, g_strconcat (profiles[i], levels[j], NULL));
-      gst_value_list_append_and_take_value (&list, &v);
+    if (g_strcmp0 (attr->key, "fmtp") == 0 && attr->value != NULL &&
+        strncmp (attr->value, pt, n) == 0 && attr->value[n] == ' ') {
+      if (index != NULL)
+        *index = i;
+      return attr->value + n + 1;
     }
   }
-  gst_structure_take_value (s, "profile-level-id", &list);
+  return NULL;
+}
+
+static char *
+find_profile_level_id (const char *fmtp)
+{
+  const char *at = fmtp ? strstr (fmtp, "profile-level-id=") : NULL;
+
+  if (at == NULL)
+    return NULL;
+  at += strlen ("profile-level-id=");
+  return g_strndup (at, strcspn (at, "; "));
+}
+
+static gboolean
+is_h264 (const GstSDPMedia * media, const char *pt)
+{
+  g_autofree char *prefix = g_strdup_printf ("%s ", pt);
+
+  for (guint i = 0; i < gst_sdp_media_attributes_len (media); i++) {
+    const GstSDPAttribute *attr = gst_sdp_media_get_attribute (media, i);
+
+    if (g_strcmp0 (attr->key, "rtpmap") == 0 && attr->value != NULL &&
+        g_str_has_prefix (attr->value, prefix))
+      return g_ascii_strncasecmp (attr->value + strlen (prefix), "H264/",
+          5) == 0;
+  }
+  return FALSE;
+}
+
+/* GStreamer 1.22 reads an offer's H.264 profile-level-id as a `profile`
+ * and writes no profile-level-id back into the answer, which leaves the
+ * offerer (a browser) to assume baseline level 1.0, or refuse. The answer
+ * takes the offer's profile-level-id for each H.264 payload type it
+ * accepted: the same profile (the one the offer and the codec preferences
+ * agreed on) and the offerer's level (level-asymmetry-allowed lets each
+ * side send at its own). */
+void
+legba_room_media_complete_answer (const GstSDPMessage * offer,
+    GstSDPMessage * answer)
+{
+  guint n = MIN (gst_sdp_message_medias_len (offer),
+      gst_sdp_message_medias_len (answer));
+
+  for (guint m = 0; m < n; m++) {
+    const GstSDPMedia *from = gst_sdp_message_get_media (offer, m);
+    GstSDPMedia *media = (GstSDPMedia *) gst_sdp_message_get_media (answer, m);
+
+    for (guint f = 0; f < gst_sdp_media_formats_len (media); f++) {
+      const char *pt = gst_sdp_media_get_format (media, f);
+      g_autofree char *level = NULL;
+      g_autofree char *value = NULL;
+      const char *fmtp;
+      guint index = 0;
+
+      if (!is_h264 (media, pt))
+        continue;
+      fmtp = find_fmtp (media, pt, &index);
+      if (fmtp != NULL && strstr (fmtp, "profile-level-id=") != NULL)
+        continue;
+      level = find_profile_level_id (find_fmtp (from, pt, NULL));
+      if (level == NULL)
+        continue;
+      if (fmtp == NULL) {
+        value = g_strdup_printf ("%s profile-level-id=%s", pt, level);
+        gst_sdp_media_add_attribute (media, "fmtp", value);
+      } else {
+        GstSDPAttribute attr;
+
+        value = g_strdup_printf ("%s %s;profile-level-id=%s", pt, fmtp, level);
+        gst_sdp_attribute_set (&attr, "fmtp", value);
+        gst_sdp_media_replace_attribute (media, index, &attr);
+      }
+    }
+  }
 }
 
 static GstStructure *
@@ -352,12 +421,16 @@ legba_room_media_codec_preferences (LegbaRoom * self, LegbaTrackKind kind,
     GstStructure *s = rtp_structure ("video", "H264", 90000, 96, role);
 
     gst_structure_set (s, "packetization-mode", G_TYPE_STRING, "1", NULL);
+    /* an answer matches the offer's profile only: GStreamer 1.22 reads
+     * an offer's profile-level-id as `profile` (the level is put back by
+     * legba_room_media_complete_answer) */
     if (role == LEGBA_PEER_OFFERER)
       gst_structure_set (s, "profile-level-id", G_TYPE_STRING,
           h264_profile_level_id (local), "level-asymmetry-allowed",
           G_TYPE_STRING, "1", NULL);
     else
-      set_baseline_profiles (s);
+      gst_structure_set (s, "profile", G_TYPE_STRING, "constrained-baseline",
+          NULL);
     gst_caps_append_structure (caps, s);
   }
   if (name == NULL || strcmp (name, "video/x-vp8") == 0)
@@ -532,10 +605,14 @@ link_send (LegbaPeer * peer, LegbaTrackKind kind, GError ** error)
   if (pay == NULL)
     return FALSE;
   queue = gst_element_factory_make ("queue", NULL);
-  /* a peer that cannot keep up loses frames, never stalls the others */
+  /* a peer that cannot keep up (or whose DTLS handshake is not done:
+   * webrtcbin holds the data until then) loses frames, never stalls the
+   * others. Leaky upstream: the frames that do not fit are dropped as they
+   * come; GStreamer 1.22's downstream leak re-stores the queued sticky
+   * events itself, racing its own streaming thread (events misordered). */
   g_object_set (queue, "max-size-buffers", 0, "max-size-bytes", 0,
       "max-size-time", 200 * GST_MSECOND, NULL);
-  gst_util_set_object_arg (G_OBJECT (queue), "leaky", "downstream");
+  gst_util_set_object_arg (G_OBJECT (queue), "leaky", "upstream");
   filter = gst_element_factory_make ("capsfilter", NULL);
   g_object_set (filter, "caps", caps, NULL);
   gst_bin_add_many (peer->bin, queue, pay, filter, NULL);

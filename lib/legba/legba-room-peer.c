@@ -11,6 +11,7 @@
  * itself when the peer was closed meanwhile (peer->room is NULL).
  */
 #include "legba-room-private.h"
+#include "legba-room-data-private.h"
 #include "legba-json.h"
 
 #include <nice/agent.h>
@@ -23,8 +24,31 @@
 /* WEBRTCBIN-1.22.md: an ECDSA P-256 certificate shakes hands faster than
  * webrtcbin's RSA-2048 one, and shared by every connection (and held by
  * one long-lived dtlsdec) it is built once per process. */
+typedef struct
+{
+  char *pem;                    /* certificate and private key */
+  char *fingerprint;            /* "sha-256 AB:CD:…", of the certificate */
+} Certificate;
+
+/* RFC 8122: the hash of the certificate's DER encoding, in uppercase hex
+ * pairs joined by colons. */
 static char *
-make_certificate (void)
+certificate_fingerprint (X509 * cert)
+{
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  GString *out;
+
+  if (X509_digest (cert, EVP_sha256 (), md, &len) == 0 || len == 0)
+    return NULL;
+  out = g_string_new ("sha-256 ");
+  for (unsigned int i = 0; i < len; i++)
+    g_string_append_printf (out, i ? ":%02X" : "%02X", md[i]);
+  return g_string_free (out, FALSE);
+}
+
+static gboolean
+make_certificate (Certificate * out)
 {
   EVP_PKEY *key = EVP_EC_gen ("P-256");
   X509 *cert = X509_new ();
@@ -32,7 +56,6 @@ make_certificate (void)
   BIO *bio = BIO_new (BIO_s_mem ());
   char *data = NULL;
   long len;
-  char *pem = NULL;
 
   if (key == NULL || cert == NULL || bio == NULL)
     goto out;
@@ -49,30 +72,73 @@ make_certificate (void)
       !PEM_write_bio_X509 (bio, cert) ||
       !PEM_write_bio_PrivateKey (bio, key, NULL, NULL, 0, NULL, NULL))
     goto out;
+  out->fingerprint = certificate_fingerprint (cert);
+  if (out->fingerprint == NULL)
+    goto out;
   len = BIO_get_mem_data (bio, &data);
-  pem = g_strndup (data, len);
+  out->pem = g_strndup (data, len);
 
 out:
   BIO_free (bio);
   X509_free (cert);
   EVP_PKEY_free (key);
-  return pem;
+  return out->pem != NULL;
+}
+
+static const Certificate *
+certificate (void)
+{
+  static gsize made;
+  static Certificate cert;
+
+  if (g_once_init_enter (&made)) {
+    if (!make_certificate (&cert)) {
+      g_warning ("Could not make an ECDSA certificate; webrtcbin's own "
+          "will be used");
+      g_clear_pointer (&cert.fingerprint, g_free);
+    }
+    g_once_init_leave (&made, 1);
+  }
+  return &cert;
 }
 
 const char *
 legba_room_certificate_pem (void)
 {
-  static gsize pem;
+  return certificate ()->pem;
+}
 
-  if (g_once_init_enter (&pem)) {
-    char *made = make_certificate ();
+/* webrtcbin 1.22 derives a=fingerprint from everything base64 in the
+ * dtlssrtpdec's `pem`: with a private key in it, the hash covers the key
+ * too and matches no certificate (a browser then refuses the handshake).
+ * Each fingerprint of a local description is set to the certificate's
+ * own. Nothing changes when webrtcbin's own certificate is in use. */
+static void
+fix_fingerprints (GstSDPMessage * sdp)
+{
+  const char *fingerprint = certificate ()->fingerprint;
+  GstSDPAttribute attr;
 
-    if (made == NULL)
-      g_warning ("Could not make an ECDSA certificate; webrtcbin's own "
-          "will be used");
-    g_once_init_leave (&pem, (gsize) (made ? made : g_strdup ("")));
+  if (fingerprint == NULL)
+    return;
+  for (guint i = 0; i < gst_sdp_message_attributes_len (sdp); i++) {
+    if (g_strcmp0 (gst_sdp_message_get_attribute (sdp, i)->key,
+            "fingerprint") != 0)
+      continue;
+    gst_sdp_attribute_set (&attr, "fingerprint", fingerprint);
+    gst_sdp_message_replace_attribute (sdp, i, &attr);
   }
-  return ((const char *) pem)[0] ? (const char *) pem : NULL;
+  for (guint m = 0; m < gst_sdp_message_medias_len (sdp); m++) {
+    GstSDPMedia *media = (GstSDPMedia *) gst_sdp_message_get_media (sdp, m);
+
+    for (guint i = 0; i < gst_sdp_media_attributes_len (media); i++) {
+      if (g_strcmp0 (gst_sdp_media_get_attribute (media, i)->key,
+              "fingerprint") != 0)
+        continue;
+      gst_sdp_attribute_set (&attr, "fingerprint", fingerprint);
+      gst_sdp_media_replace_attribute (media, i, &attr);
+    }
+  }
 }
 
 /* WEBRTCBIN-1.22.md: webrtcbin draws SCTP association ids at random and
@@ -146,6 +212,69 @@ legba_room_prepare (void)
   }
 }
 
+/* ---- The peer's bin: its elements' errors are the peer's ---- */
+
+/* A GstBin that keeps the errors of its elements (a socket that failed, a
+ * webrtcbin that gave up) from reaching the pipeline, where they would
+ * stop every participant: each one fails this peer connection only. */
+#define LEGBA_TYPE_PEER_BIN (legba_peer_bin_get_type ())
+G_DECLARE_FINAL_TYPE (LegbaPeerBin, legba_peer_bin, LEGBA, PEER_BIN, GstBin);
+
+struct _LegbaPeerBin
+{
+  GstBin parent;
+  LegbaPeer *peer;              /* unowned, NULL once closed (object lock) */
+};
+
+G_DEFINE_FINAL_TYPE (LegbaPeerBin, legba_peer_bin, GST_TYPE_BIN);
+
+static void element_failed (LegbaPeer * peer, gpointer data);
+
+static void
+legba_peer_bin_handle_message (GstBin * bin, GstMessage * message)
+{
+  LegbaPeerBin *self = LEGBA_PEER_BIN (bin);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *debug = NULL;
+  LegbaPeer *peer;
+
+  if (GST_MESSAGE_TYPE (message) != GST_MESSAGE_ERROR) {
+    GST_BIN_CLASS (legba_peer_bin_parent_class)->handle_message (bin, message);
+    return;
+  }
+  gst_message_parse_error (message, &error, &debug);
+  GST_WARNING_OBJECT (bin, "error from %s: %s (%s)",
+      GST_MESSAGE_SRC_NAME (message), error->message, debug ? debug : "");
+  GST_OBJECT_LOCK (self);
+  peer = self->peer ? legba_peer_ref (self->peer) : NULL;
+  GST_OBJECT_UNLOCK (self);
+  if (peer != NULL) {
+    legba_peer_invoke (peer, element_failed, g_strdup_printf ("%s: %s",
+            GST_MESSAGE_SRC_NAME (message), error->message), g_free);
+    legba_peer_unref (peer);
+  }
+  gst_message_unref (message);
+}
+
+static void
+legba_peer_bin_class_init (LegbaPeerBinClass * klass)
+{
+  GST_BIN_CLASS (klass)->handle_message = legba_peer_bin_handle_message;
+}
+
+static void
+legba_peer_bin_init (LegbaPeerBin * self)
+{
+}
+
+static void
+peer_bin_set_peer (GstBin * bin, LegbaPeer * peer)
+{
+  GST_OBJECT_LOCK (bin);
+  LEGBA_PEER_BIN (bin)->peer = peer;
+  GST_OBJECT_UNLOCK (bin);
+}
+
 /* ---- Reference counting ---- */
 
 LegbaPeer *
@@ -164,6 +293,7 @@ legba_peer_unref (LegbaPeer * peer)
   g_clear_object (&peer->bin);
   g_clear_object (&peer->webrtcbin);
   g_clear_object (&peer->participant);
+  gst_clear_object (&peer->sctpenc);
   for (guint i = 0; i < G_N_ELEMENTS (peer->channels); i++)
     g_clear_object (&peer->channels[i]);
   for (guint i = 0; i < G_N_ELEMENTS (peer->transceivers); i++)
@@ -171,12 +301,14 @@ legba_peer_unref (LegbaPeer * peer)
   for (guint i = 0; i < G_N_ELEMENTS (peer->mids); i++)
     g_free (peer->mids[i]);
   g_clear_pointer (&peer->answer, gst_sdp_message_free);
+  g_clear_pointer (&peer->offer, gst_sdp_message_free);
   g_clear_pointer (&peer->last_stats, gst_structure_free);
   g_ptr_array_unref (peer->remote_candidates);
   g_ptr_array_unref (peer->local_candidates);
   g_ptr_array_unref (peer->promises);
   g_free (peer->pending_offer);
   g_free (peer->pc);
+  legba_peer_data_free (peer->data);
   g_mutex_clear (&peer->lock);
   g_free (peer);
 }
@@ -237,6 +369,8 @@ legba_peer_invoke (LegbaPeer * peer, PeerFunc func, gpointer data,
   }
   legba_room_invoke (room, peer_call_run, call, peer_call_free);
 }
+
+static void progress (LegbaPeer * peer);
 
 /* ---- ICE (§4: trickle, batched every 50 ms) ---- */
 
@@ -299,6 +433,7 @@ add_local_candidate (LegbaPeer * peer, gpointer data)
     json_object_set_string_member (object, "sdpMid", peer->mids[c->mline]);
   json_object_set_int_member (object, "sdpMLineIndex", c->mline);
   g_ptr_array_add (peer->local_candidates, object);
+  progress (peer);
   schedule_flush (peer);
 }
 
@@ -373,6 +508,7 @@ legba_peer_handle_candidates (LegbaPeer * peer, JsonArray * candidates)
 {
   guint n = json_array_get_length (candidates);
 
+  progress (peer);
   for (guint i = 0; i < n; i++) {
     JsonNode *node = json_array_get_element (candidates, i);
 
@@ -418,6 +554,7 @@ connection_state_changed (LegbaPeer * peer, gpointer data)
 
   GST_DEBUG ("pc %s: connection state %d", peer->pc, state);
   peer->connection_state = state;
+  progress (peer);
   if (state == GST_WEBRTC_PEER_CONNECTION_STATE_FAILED)
     legba_room_peer_failed (peer->room, peer, "ICE or DTLS failed");
   else
@@ -445,6 +582,18 @@ connect_timed_out (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* A step towards connected: the deadline starts again. A loaded machine
+ * takes long between steps, a dead connection takes no step. */
+static void
+progress (LegbaPeer * peer)
+{
+  if (peer->connected || peer->connect_timeout == NULL)
+    return;
+  legba_clear_source (&peer->connect_timeout);
+  peer->connect_timeout = legba_room_timeout (peer->room,
+      LEGBA_ROOM_PEER_CONNECT_TIMEOUT_MS, connect_timed_out, peer, NULL);
+}
+
 static int
 channel_index (GstWebRTCDataChannel * channel)
 {
@@ -468,6 +617,7 @@ channel_opened (LegbaPeer * peer, gpointer data)
     return;
   GST_DEBUG ("pc %s: data channel %d open", peer->pc, i);
   peer->channel_open[i] = TRUE;
+  progress (peer);
   check_connected (peer);
 }
 
@@ -512,6 +662,7 @@ static void
 on_data_channel (GstElement * webrtcbin, GstWebRTCDataChannel * channel,
     LegbaPeer * peer)
 {
+  legba_peer_data_watch_channel (peer, channel);
   legba_peer_invoke (peer, remote_channel, g_object_ref (channel),
       g_object_unref);
 }
@@ -529,10 +680,14 @@ create_channels (LegbaPeer * peer)
       LEGBA_ROOM_CHANNEL_RELIABLE, NULL, &reliable);
   g_signal_emit_by_name (peer->webrtcbin, "create-data-channel",
       LEGBA_ROOM_CHANNEL_LOSSY, lossy_options, &lossy);
-  if (reliable != NULL)
+  if (reliable != NULL) {
+    legba_peer_data_watch_channel (peer, reliable);
     watch_channel (peer, reliable);
-  if (lossy != NULL)
+  }
+  if (lossy != NULL) {
+    legba_peer_data_watch_channel (peer, lossy);
     watch_channel (peer, lossy);
+  }
   g_clear_object (&reliable);
   g_clear_object (&lossy);
   return peer->channels[0] != NULL && peer->channels[1] != NULL;
@@ -560,18 +715,33 @@ emit_with_promise (LegbaPeer * peer, const char *action, gpointer argument,
   g_signal_emit_by_name (peer->webrtcbin, action, argument, promise);
 }
 
-/* From a change function, on any thread: drops the peer's reference to a
- * promise that has been answered. */
+/* The destroy notify of a promise's peer reference. GStreamer 1.22's
+ * gst_promise_expire() clears the change data before it calls the change
+ * function, so the notify of an expired promise gets NULL: the change
+ * function releases that reference itself (promise_done). */
+static void
+promise_peer_unref (gpointer peer)
+{
+  if (peer != NULL)
+    legba_peer_unref (peer);
+}
+
+/* Last thing of a change function, on any thread: drops the peer's
+ * reference to a promise that has been answered, and the promise's
+ * reference to the peer when it expired. */
 static void
 promise_done (LegbaPeer * peer, GstPromise * promise)
 {
   gboolean kept;
+  gboolean expired = gst_promise_wait (promise) == GST_PROMISE_RESULT_EXPIRED;
 
   g_mutex_lock (&peer->lock);
   kept = g_ptr_array_remove_fast (peer->promises, promise);
   g_mutex_unlock (&peer->lock);
   if (kept)
     gst_promise_unref (promise);
+  if (expired)
+    legba_peer_unref (peer);
 }
 
 static void
@@ -593,6 +763,12 @@ static void
 fail_peer (LegbaPeer * peer, const char *why)
 {
   legba_room_peer_failed (peer->room, peer, why);
+}
+
+static void
+element_failed (LegbaPeer * peer, gpointer data)
+{
+  fail_peer (peer, data);
 }
 
 static char *
@@ -621,6 +797,7 @@ description_applied (LegbaPeer * peer, gpointer data)
     fail_peer (peer, error);
     return;
   }
+  progress (peer);
   if (++peer->applied < 2 || peer->negotiated)
     return;
   peer->negotiated = TRUE;
@@ -643,7 +820,7 @@ static GstPromise *
 applied_promise (LegbaPeer * peer)
 {
   return gst_promise_new_with_change_func (on_applied, legba_peer_ref (peer),
-      (GDestroyNotify) legba_peer_unref);
+      promise_peer_unref);
 }
 
 static void
@@ -672,6 +849,10 @@ description_created (LegbaPeer * peer, gpointer data)
         "could not answer the offer");
     return;
   }
+  progress (peer);
+  fix_fingerprints (desc->sdp);
+  if (!offer && peer->offer != NULL)
+    legba_room_media_complete_answer (peer->offer, desc->sdp);
   remember_mids (peer, desc->sdp);
   if (!offer)
     gst_sdp_message_copy (desc->sdp, &peer->answer);
@@ -709,7 +890,7 @@ static GstPromise *
 created_promise (LegbaPeer * peer)
 {
   return gst_promise_new_with_change_func (on_description_created,
-      legba_peer_ref (peer), (GDestroyNotify) legba_peer_unref);
+      legba_peer_ref (peer), promise_peer_unref);
 }
 
 /* §5: exactly one video and one audio transceiver, sendrecv for a kind
@@ -789,6 +970,7 @@ offer_applied (LegbaPeer * peer, gpointer data)
     return;
   }
   peer->applied++;
+  progress (peer);
   receive_only_the_rest (peer);
   emit_with_promise (peer, "create-answer", NULL, created_promise (peer));
 }
@@ -814,9 +996,11 @@ answer_offer (LegbaPeer * peer)
     return;
   }
   add_transceivers (peer);
+  g_clear_pointer (&peer->offer, gst_sdp_message_free);
+  gst_sdp_message_copy (offer->sdp, &peer->offer);
   emit_with_promise (peer, "set-remote-description", offer,
       gst_promise_new_with_change_func (on_offer_applied,
-          legba_peer_ref (peer), (GDestroyNotify) legba_peer_unref));
+          legba_peer_ref (peer), promise_peer_unref));
   gst_webrtc_session_description_free (offer);
   /* webrtcbin applies operations in order: candidates may follow now */
   peer->remote_set = TRUE;
@@ -904,6 +1088,11 @@ on_deep_element_added (GstBin * bin, GstBin * sub_bin, GstElement * element,
       g_object_set (element, "pem", pem, NULL);
   } else if (strcmp (name, "sctpenc") == 0 || strcmp (name, "sctpdec") == 0) {
     g_object_set (element, "sctp-association-id", (guint) peer->sctp_id, NULL);
+    if (name[4] == 'e') {
+      g_mutex_lock (&peer->lock);
+      gst_object_replace ((GstObject **) & peer->sctpenc, GST_OBJECT (element));
+      g_mutex_unlock (&peer->lock);
+    }
   } else if (strcmp (name, "nicesrc") == 0) {
     legba_peer_media_watch_input (peer, element);
   }
@@ -1058,7 +1247,9 @@ legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
   peer->promises = g_ptr_array_new ();
 
   name = g_strdup_printf ("legba-peer-%s", pc);
-  peer->bin = GST_BIN (gst_object_ref_sink (gst_bin_new (name)));
+  peer->bin = GST_BIN (gst_object_ref_sink (g_object_new (LEGBA_TYPE_PEER_BIN,
+              "name", name, NULL)));
+  peer_bin_set_peer (peer->bin, peer);
   peer->webrtcbin = gst_object_ref_sink (gst_element_factory_make ("webrtcbin",
           "webrtcbin"));
   configure_webrtcbin (peer);
@@ -1074,6 +1265,104 @@ legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
   return peer;
 }
 
+static void
+unlink_sctp_pad (const GValue * item, gpointer data)
+{
+  GstPad *pad = g_value_get_object (item);
+  GstPad *peer_pad = gst_pad_get_peer (pad);
+
+  if (peer_pad != NULL) {
+    gst_pad_unlink (peer_pad, pad);
+    gst_object_unref (peer_pad);
+  }
+}
+
+/* webrtcbin 1.22: a data channel that closes (the remote reset its
+ * stream, or it failed) releases its sctpenc pad from a task on
+ * webrtcbin's thread, while sctpenc, going down to READY, removes the same
+ * pads on ours: whichever comes second releases a pad that is no longer
+ * sctpenc's. So before the peer's bin stops, the channels are unlinked
+ * from sctpenc (a closing channel then finds nothing to release), and a
+ * task already past that point is waited for: webrtcbin runs its tasks in
+ * order, so the reply to a request queued now comes after it. */
+static void
+detach_data_channels (LegbaPeer * peer)
+{
+  GstElement *sctpenc;
+  GstIterator *it;
+  GstPromise *promise;
+
+  g_mutex_lock (&peer->lock);
+  sctpenc = peer->sctpenc ? gst_object_ref (peer->sctpenc) : NULL;
+  g_mutex_unlock (&peer->lock);
+  if (sctpenc == NULL)
+    return;
+  it = gst_element_iterate_sink_pads (sctpenc);
+  while (gst_iterator_foreach (it, unlink_sctp_pad, NULL) ==
+      GST_ITERATOR_RESYNC)
+    gst_iterator_resync (it);
+  gst_iterator_free (it);
+  gst_object_unref (sctpenc);
+  /* a closed webrtcbin replies at once */
+  promise = gst_promise_new ();
+  g_signal_emit_by_name (peer->webrtcbin, "get-stats", NULL, promise);
+  gst_promise_wait (promise);
+  gst_promise_unref (promise);
+}
+
+static void
+agent_closed (GObject * agent, GAsyncResult * result, gpointer data)
+{
+  *(gboolean *) data = TRUE;
+}
+
+static gboolean
+close_expired (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* Allocations on a TURN server outlive the connection unless released
+ * (the server keeps them for their lifetime, 10 min by default, and may
+ * count them against the user), and webrtcbin 1.22 never releases them.
+ * They are released while the connection still runs, so that the
+ * server's replies are read: a wait of at most 2 s, for connections that
+ * use a TURN server only. */
+static void
+release_turn_allocations (LegbaPeer * peer)
+{
+  g_autoptr (GObject) ice = NULL;
+  g_autoptr (GObject) agent = NULL;
+  g_autoptr (GMainContext) context = NULL;
+  GSource *deadline;
+  gboolean closed = FALSE, expired = FALSE;
+
+  if (peer->room->turn_server == NULL)
+    return;
+  g_object_get (peer->webrtcbin, "ice-agent", &ice, NULL);
+  if (ice == NULL ||
+      g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent") == NULL)
+    return;
+  g_object_get (ice, "agent", &agent, NULL);
+  if (agent == NULL || !NICE_IS_AGENT (agent))
+    return;
+  context = g_main_context_new ();
+  g_main_context_push_thread_default (context);
+  nice_agent_close_async (NICE_AGENT (agent), agent_closed, &closed);
+  deadline = g_timeout_source_new (2000);
+  g_source_set_callback (deadline, close_expired, &expired, NULL);
+  g_source_attach (deadline, context);
+  while (!closed && !expired)
+    g_main_context_iteration (context, TRUE);
+  g_source_destroy (deadline);
+  g_source_unref (deadline);
+  g_main_context_pop_thread_default (context);
+  if (!closed)
+    GST_WARNING ("pc %s: the TURN server did not confirm the release of "
+        "its allocations within 2 s", peer->pc);
+}
+
 void
 legba_peer_close (LegbaPeer * peer)
 {
@@ -1086,12 +1375,16 @@ legba_peer_close (LegbaPeer * peer)
   g_mutex_lock (&peer->lock);
   peer->closing = TRUE;
   g_mutex_unlock (&peer->lock);
+  legba_peer_data_close (peer);
   legba_peer_media_unlink (peer);
   g_signal_handlers_disconnect_by_data (peer->webrtcbin, peer);
   g_signal_handlers_disconnect_by_data (peer->bin, peer);
+  peer_bin_set_peer (peer->bin, NULL);
   for (guint i = 0; i < G_N_ELEMENTS (peer->channels); i++)
     if (peer->channels[i] != NULL)
       g_signal_handlers_disconnect_by_data (peer->channels[i], peer);
+  detach_data_channels (peer);
+  release_turn_allocations (peer);
   gst_element_set_locked_state (GST_ELEMENT (peer->bin), TRUE);
   gst_element_set_state (GST_ELEMENT (peer->bin), GST_STATE_NULL);
   expire_promises (peer);
@@ -1120,6 +1413,7 @@ stats_ready (LegbaPeer * peer, gpointer data)
 {
   GstStructure *summary = legba_peer_media_summarize (peer, data);
 
+  legba_peer_data_add_stats (peer, summary);
   if (peer->participant->peer == peer)
     legba_participant_take_stats (peer->participant, summary);
   else
@@ -1150,6 +1444,6 @@ legba_peer_update_stats (LegbaPeer * peer)
   if (!peer->connected)
     return;
   promise = gst_promise_new_with_change_func (on_stats, legba_peer_ref (peer),
-      (GDestroyNotify) legba_peer_unref);
+      promise_peer_unref);
   emit_with_promise (peer, "get-stats", NULL, promise);
 }

@@ -30,7 +30,9 @@ GST_DEBUG_CATEGORY_EXTERN (legba_room_debug);
 /* ROOM-PROTOCOL.md §4 */
 #define LEGBA_ROOM_CANDIDATE_BATCH_MS 50
 #define LEGBA_ROOM_EARLY_SIGNAL_MS 10000
-/* A peer connection not connected within this time counts as failed. */
+/* A peer connection that makes no progress towards connected (a
+ * description, a candidate, a state change, a data channel open) for this
+ * long counts as failed. */
 #define LEGBA_ROOM_PEER_CONNECT_TIMEOUT_MS 20000
 /* A peer whose packets stopped this long ago is not "still connected"
  * when the server reports it gone (§3 grace period). */
@@ -45,6 +47,9 @@ GST_DEBUG_CATEGORY_EXTERN (legba_room_debug);
   "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"
 
 typedef struct _LegbaPeer LegbaPeer;
+/* legba-room-data.c */
+typedef struct _LegbaRoomData LegbaRoomData;
+typedef struct _LegbaPeerData LegbaPeerData;
 
 /* ---- Participants (legba-participant.c) ---- */
 
@@ -127,6 +132,8 @@ struct _LegbaRoom
 
   GMutex lock;
   LegbaLocalTrack *tracks[2];   /* by LegbaTrackKind */
+
+  LegbaRoomData *data;          /* application data (§6, §7) */
 };
 
 void legba_room_invoke (LegbaRoom * self, GSourceFunc func, gpointer data,
@@ -177,6 +184,7 @@ struct _LegbaPeer
   GstBin *bin;                  /* holds webrtcbin and the media branches */
   GstElement *webrtcbin;
   guint16 sctp_id;              /* unique in the process */
+  GstElement *sctpenc;          /* webrtcbin's, once it made one (lock) */
   GstWebRTCRTPTransceiver *transceivers[2];     /* ours, by kind */
   GstSDPMessage *answer;        /* the negotiated media, once applied */
   char *mids[3];                /* of our description's first m-lines */
@@ -187,6 +195,7 @@ struct _LegbaPeer
   gboolean negotiated;          /* offer and answer both applied */
   gboolean waiting_media;       /* negotiation waits for local caps */
   char *pending_offer;          /* answerer: the offer, while it waits */
+  GstSDPMessage *offer;         /* answerer: the offer, once applied */
   GPtrArray *remote_candidates; /* JsonObject, until remote_set */
   GPtrArray *local_candidates;  /* JsonObject, batched (§4: 50 ms) */
   gboolean local_candidates_end;
@@ -209,6 +218,7 @@ struct _LegbaPeer
   GPtrArray *promises;          /* GstPromise handed to webrtcbin, pending */
   guint64 frames[2];            /* depayloaded frames, by kind */
   gboolean closing;             /* no new receive branches */
+  LegbaPeerData *data;          /* received messages, channels watched */
 };
 
 typedef void (*PeerFunc) (LegbaPeer * peer, gpointer data);
@@ -240,6 +250,8 @@ gboolean legba_room_media_ready (LegbaRoom * self);
 GstCaps *legba_room_media_codec_preferences (LegbaRoom * self,
     LegbaTrackKind kind, LegbaPeerRole role);
 void legba_room_media_free_track (LegbaLocalTrack * track);
+void legba_room_media_complete_answer (const GstSDPMessage * offer,
+    GstSDPMessage * answer);
 gboolean legba_peer_media_link_send (LegbaPeer * peer, GError ** error);
 void legba_peer_media_unlink (LegbaPeer * peer);
 void legba_peer_media_on_pad_added (GstElement * webrtcbin, GstPad * pad,

@@ -31,6 +31,7 @@
  * holds its lock.
  */
 #include "legba-room-private.h"
+#include "legba-room-data-private.h"
 #include "legba-json.h"
 
 GST_DEBUG_CATEGORY (legba_room_debug);
@@ -370,6 +371,7 @@ legba_room_peer_connected (LegbaRoom * self, LegbaPeer * peer)
   p->attempts = 0;
   if (!p->removed)
     legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_CONNECTED);
+  legba_room_data_peer_connected (self, peer);
 }
 
 /* §3: a failed peer connection is replaced by a fresh one, offered by the
@@ -385,7 +387,9 @@ legba_room_peer_failed (LegbaRoom * self, LegbaPeer * peer, const char *why)
   GST_WARNING ("room %s: peer connection %s with %s failed: %s",
       self->room_name, peer->pc, p->id, why);
   p->attempts++;
-  if (!greater)
+  /* the greater id replaces the connection with a fresh offer; the other
+   * side, or a side that gives up, says so */
+  if (!greater || p->attempts >= 2)
     send_bye (self, peer);
   detach_peer (self, p);
   if (p->removed) {
@@ -834,6 +838,7 @@ legba_room_dispose (GObject * object)
     for (guint i = 0; i < G_N_ELEMENTS (self->signaller_handlers); i++)
       g_clear_signal_handler (&self->signaller_handlers[i], self->signaller);
   }
+  legba_room_data_dispose (self);
   legba_clear_source (&self->stats_source);
   for (guint i = 0; i < G_N_ELEMENTS (self->tracks); i++)
     g_clear_pointer (&self->tracks[i], legba_room_media_free_track);
@@ -851,6 +856,7 @@ legba_room_finalize (GObject * object)
 {
   LegbaRoom *self = LEGBA_ROOM (object);
 
+  g_clear_pointer (&self->data, legba_room_data_free);
   g_hash_table_unref (self->early);
   g_hash_table_unref (self->peers);
   g_hash_table_unref (self->by_id);
@@ -894,6 +900,7 @@ legba_room_constructed (GObject * object)
   G_OBJECT_CLASS (legba_room_parent_class)->constructed (object);
   g_return_if_fail (self->signaller != NULL && self->bin != NULL);
   connect_signaller (self);
+  self->data = legba_room_data_new (self);
 }
 
 static void
@@ -1212,6 +1219,7 @@ legba_room_class_init (LegbaRoomClass * klass)
    */
   signals[SIGNAL_ERROR] = g_signal_new ("error", G_TYPE_FROM_CLASS (klass),
       G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_ERROR);
+  legba_room_data_class_init (gobject_class);
 }
 
 static void

@@ -56,6 +56,13 @@ GQuark legba_room_error_quark (void);
  *   fatal)
  * @LEGBA_ROOM_ERROR_CLOSED: legba_room_disconnect() was called before the
  *   room was joined
+ * @LEGBA_ROOM_ERROR_TOO_LARGE: a message is larger than a recipient's
+ *   `max-message-size`; nothing was sent
+ * @LEGBA_ROOM_ERROR_NOT_DELIVERED: some recipients could not take a
+ *   message (their queue is full, or they are not in the room); the
+ *   others got it. The message names them.
+ * @LEGBA_ROOM_ERROR_MALFORMED: a participant sent a data-channel message
+ *   that is not a ROOM-PROTOCOL.md §6 message; it was dropped (not fatal)
  *
  * Errors of #LegbaRoom, reported by legba_room_connect_finish() and by
  * #LegbaRoom::error.
@@ -70,6 +77,9 @@ typedef enum
   LEGBA_ROOM_ERROR_PEER,
   LEGBA_ROOM_ERROR_SIGNALLING,
   LEGBA_ROOM_ERROR_CLOSED,
+  LEGBA_ROOM_ERROR_TOO_LARGE,
+  LEGBA_ROOM_ERROR_NOT_DELIVERED,
+  LEGBA_ROOM_ERROR_MALFORMED,
 } LegbaRoomError;
 
 /**

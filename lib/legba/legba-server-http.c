@@ -198,6 +198,59 @@ legba_server_handle_up (SoupServer * soup, SoupServerMessage * msg,
     legba_server_respond (msg, SOUP_STATUS_OK, "text/plain", g_strdup ("OK\n"));
 }
 
+/* /demo/NAME: the demo page's files, from a flat directory (no
+ * subdirectories, so no path leaves it). */
+static void
+legba_server_handle_demo (SoupServer * soup, SoupServerMessage * msg,
+    const char *path, GHashTable * query, gpointer user_data)
+{
+  LegbaServer *self = user_data;
+  const char *name, *dir, *type;
+  g_autofree char *file = NULL;
+  char *contents;
+  gsize length;
+
+  if (!g_str_equal (path, "/demo") && !g_str_has_prefix (path, "/demo/")) {
+    legba_server_handle_default (soup, msg, path, query, user_data);
+    return;
+  }
+  if (!legba_server_is_get (msg))
+    return;
+  if (g_str_equal (path, "/demo")) {
+    soup_server_message_set_redirect (msg, SOUP_STATUS_MOVED_PERMANENTLY,
+        "/demo/");
+    return;
+  }
+  name = path + strlen ("/demo/");
+  if (*name == '\0')
+    name = "index.html";
+  dir = g_str_equal (name, "pusher.min.js") ? self->pusher_js_dir :
+      self->web_dir;
+  if (dir == NULL) {
+    legba_server_respond_error (msg, SOUP_STATUS_NOT_FOUND,
+        "no demo page here (legba-server --web-dir and --pusher-js-dir)");
+    return;
+  }
+  if (strchr (name, '/') != NULL || name[0] == '.') {
+    legba_server_respond_error (msg, SOUP_STATUS_NOT_FOUND, "not found");
+    return;
+  }
+  file = g_build_filename (dir, name, NULL);
+  if (!g_file_get_contents (file, &contents, &length, NULL)) {
+    legba_server_respond_error (msg, SOUP_STATUS_NOT_FOUND, "not found");
+    return;
+  }
+  type = g_str_has_suffix (name, ".html") ? "text/html; charset=utf-8" :
+      g_str_has_suffix (name, ".js") ? "text/javascript; charset=utf-8" :
+      g_str_has_suffix (name, ".css") ? "text/css; charset=utf-8" :
+      "application/octet-stream";
+  soup_message_headers_replace (soup_server_message_get_response_headers
+      (msg), "Cache-Control", "no-cache");
+  soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
+  soup_server_message_set_response (msg, type, SOUP_MEMORY_TAKE, contents,
+      length);
+}
+
 static gboolean
 legba_server_metrics_authorized (LegbaServer * self, SoupServerMessage * msg)
 {
@@ -340,6 +393,7 @@ legba_server_new_soup (LegbaServer * self)
       G_CALLBACK (legba_server_request_finished), self, 0);
   soup_server_add_handler (soup, NULL, legba_server_handle_default, self, NULL);
   soup_server_add_handler (soup, "/up", legba_server_handle_up, self, NULL);
+  soup_server_add_handler (soup, "/demo", legba_server_handle_demo, self, NULL);
   soup_server_add_handler (soup, "/metrics", legba_server_handle_metrics,
       self, NULL);
   return soup;

@@ -45,6 +45,8 @@ struct _LegbaServer
   char **allowed_origins;       /* NULL: any */
   gboolean compression;
   char *metrics_token;
+  char *web_dir;                /* the /demo page's files; NULL: no page */
+  char *pusher_js_dir;          /* where /demo/pusher.min.js comes from */
   char *listen_address;
   guint listen_port;
   char *metrics_address;

@@ -100,6 +100,8 @@ enum
   PROP_ALLOWED_ORIGINS,
   PROP_COMPRESSION,
   PROP_METRICS_TOKEN,
+  PROP_WEB_DIR,
+  PROP_PUSHER_JS_DIR,
   PROP_LISTEN_ADDRESS,
   PROP_LISTEN_PORT,
   PROP_METRICS_ADDRESS,
@@ -1160,6 +1162,14 @@ legba_server_set_property (GObject * object, guint prop_id,
       g_free (self->metrics_token);
       self->metrics_token = g_value_dup_string (value);
       break;
+    case PROP_WEB_DIR:
+      g_free (self->web_dir);
+      self->web_dir = g_value_dup_string (value);
+      break;
+    case PROP_PUSHER_JS_DIR:
+      g_free (self->pusher_js_dir);
+      self->pusher_js_dir = g_value_dup_string (value);
+      break;
     case PROP_LISTEN_ADDRESS:
       g_free (self->listen_address);
       self->listen_address = g_value_dup_string (value);
@@ -1226,6 +1236,12 @@ legba_server_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_METRICS_TOKEN:
       g_value_set_string (value, self->metrics_token);
+      break;
+    case PROP_WEB_DIR:
+      g_value_set_string (value, self->web_dir);
+      break;
+    case PROP_PUSHER_JS_DIR:
+      g_value_set_string (value, self->pusher_js_dir);
       break;
     case PROP_LISTEN_ADDRESS:
       g_value_set_string (value, self->listen_address);
@@ -1319,6 +1335,8 @@ legba_server_finalize (GObject * object)
   g_clear_object (&self->certificate);
   g_strfreev (self->allowed_origins);
   g_free (self->metrics_token);
+  g_free (self->web_dir);
+  g_free (self->pusher_js_dir);
   g_free (self->listen_address);
   g_free (self->metrics_address);
   g_free (self->url_host);
@@ -1370,7 +1388,7 @@ legba_server_class_init (LegbaServerClass * klass)
       DEFAULT_MAX_REQUEST_BYTES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
-   * LegbaServer:allowed-origins: (nullable)
+   * LegbaServer:allowed-origins:
    *
    * Origins (`https://example.com`) whose pages may open WebSockets and
    * read HTTP API responses (CORS); `*` or %NULL allows any. Requests
@@ -1392,13 +1410,33 @@ legba_server_class_init (LegbaServerClass * klass)
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
-   * LegbaServer:metrics-token: (nullable)
+   * LegbaServer:metrics-token:
    *
    * When set, GET /metrics needs `Authorization: Bearer TOKEN`.
    */
   properties[PROP_METRICS_TOKEN] = g_param_spec_string ("metrics-token", NULL,
       "Bearer token /metrics requires (NULL: none)", NULL,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:web-dir:
+   *
+   * The directory of the demo page: its files (`index.html`,
+   * `room-peer.js`) are served under `/demo/`. %NULL serves no page.
+   */
+  properties[PROP_WEB_DIR] = g_param_spec_string ("web-dir", NULL,
+      "Directory of the /demo page's files (NULL: no page)", NULL,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:pusher-js-dir:
+   *
+   * The directory holding pusher-js's browser build, `pusher.min.js`
+   * (`node_modules/pusher-js/dist/web`), served as `/demo/pusher.min.js`.
+   */
+  properties[PROP_PUSHER_JS_DIR] = g_param_spec_string ("pusher-js-dir",
+      NULL, "Directory of pusher-js's pusher.min.js, for the /demo page",
+      NULL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
    * LegbaServer:listen-address:
@@ -1419,7 +1457,7 @@ legba_server_class_init (LegbaServerClass * klass)
       DEFAULT_LISTEN_PORT, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
-   * LegbaServer:metrics-address: (nullable)
+   * LegbaServer:metrics-address:
    *
    * When set, legba_server_start() serves /metrics on a listener of its own
    * at this address (see legba_server_listen_metrics()).
@@ -1438,7 +1476,7 @@ legba_server_class_init (LegbaServerClass * klass)
       DEFAULT_METRICS_PORT, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
-   * LegbaServer:redis-url: (nullable)
+   * LegbaServer:redis-url:
    *
    * With a Redis URL (`redis://[:PASSWORD@]HOST[:PORT][/DB]` or
    * `unix://[:PASSWORD@]/PATH[?db=N]`), this server is one instance of a
@@ -1450,7 +1488,7 @@ legba_server_class_init (LegbaServerClass * klass)
       NULL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
-   * LegbaServer:instance-id: (nullable)
+   * LegbaServer:instance-id:
    *
    * This instance's id in the cluster, unique among the instances sharing
    * the Redis key prefix (1 to 64 of A-Z a-z 0-9 . _ - :). %NULL: the host

@@ -12,4 +12,6 @@
 #include <legba/legba-token.h>
 #include <legba/legba-participant.h>
 #include <legba/legba-room.h>
+#include <legba/legba-room-data.h>
+#include <legba/legba-call.h>
 #undef LEGBA_INSIDE

@@ -12,6 +12,8 @@ plugin_init (GstPlugin * plugin)
   ret |= GST_ELEMENT_REGISTER (legbastampcheck, plugin);
   ret |= GST_ELEMENT_REGISTER (legbavideoenc, plugin);
   ret |= GST_ELEMENT_REGISTER (legbaroom, plugin);
+  ret |= GST_ELEMENT_REGISTER (legbadatasink, plugin);
+  ret |= GST_ELEMENT_REGISTER (legbadatasrc, plugin);
   return ret;
 }
 

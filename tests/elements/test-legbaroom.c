@@ -338,6 +338,79 @@ GST_START_TEST (test_unlinked_pads)
 
 GST_END_TEST;
 
+static GstElement *
+find_in_peer_bin (GstElement * room, const char *factory_name)
+{
+  GstIterator *it = gst_bin_iterate_recurse (GST_BIN (room));
+  GValue item = G_VALUE_INIT;
+  GstElement *found = NULL;
+
+  while (found == NULL && gst_iterator_next (it, &item) == GST_ITERATOR_OK) {
+    GstElement *e = g_value_get_object (&item);
+    GstElementFactory *factory = gst_element_get_factory (e);
+
+    if (factory != NULL &&
+        strcmp (GST_OBJECT_NAME (factory), factory_name) == 0)
+      found = gst_object_ref (e);
+    g_value_reset (&item);
+  }
+  g_value_unset (&item);
+  gst_iterator_free (it);
+  return found;
+}
+
+static gboolean
+has_pad (GstElement * element, const char *name)
+{
+  GstPad *pad = gst_element_get_static_pad (element, name);
+
+  if (pad == NULL)
+    return FALSE;
+  gst_object_unref (pad);
+  return TRUE;
+}
+
+GST_START_TEST (test_peer_error_contained)
+{
+  /* an element of bob's connection with alice fails: the pipeline gets
+   * no error, and the connection is replaced (bob, the greater id,
+   * offers again): alice's video comes back on a new pad */
+  Line *sender, *receiver;
+  GstElement *r, *nicesrc;
+  GError *error;
+
+  start_server ();
+  sender = line_new (SENDER);
+  receiver = line_new (RECEIVER);
+  line_play (sender);
+  line_play (receiver);
+  WAIT_FOR (frames (receiver) >= 10 || receiver->error || sender->error,
+      "bob to decode alice's video");
+  r = gst_bin_get_by_name (GST_BIN (receiver->pipeline), "r");
+  nicesrc = find_in_peer_bin (r, "nicesrc");
+  fail_unless (nicesrc != NULL);
+  error = g_error_new_literal (GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ,
+      "forced by the test");
+  gst_element_post_message (nicesrc, gst_message_new_error (GST_OBJECT
+          (nicesrc), error, "test-legbaroom.c"));
+  g_error_free (error);
+  gst_object_unref (nicesrc);
+  WAIT_FOR (has_pad (r, "recv_video_1") || receiver->error,
+      "alice's video on a fresh connection");
+  fail_unless (receiver->error == NULL, "%s", receiver->error ?
+      receiver->error->message : "");
+  fail_unless (sender->error == NULL, "%s", sender->error ?
+      sender->error->message : "");
+  fail_if (has_pad (r, "recv_video_0"));
+  fail_if (has_message (receiver, "legba-participant-left"));
+  gst_object_unref (r);
+  line_free (receiver);
+  line_free (sender);
+  stop_server ();
+}
+
+GST_END_TEST;
+
 static void
 expect_error (const char *launch, GQuark domain, int code)
 {
@@ -387,6 +460,7 @@ legbaroom_suite (void)
   tcase_add_test (tc, test_launch_lines);
   tcase_add_test (tc, test_unlinked_pads);
   tcase_add_test (tc, test_errors);
+  tcase_add_test (tc, test_peer_error_contained);
   return s;
 }
 

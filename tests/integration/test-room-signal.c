@@ -436,8 +436,7 @@ test_key_unit_rate_limit (HubFixture * f, gconstpointer data)
 int
 main (int argc, char **argv)
 {
-  gst_init (&argc, &argv);
-  g_test_init (&argc, &argv, NULL);
+  room_test_init (&argc, &argv);
 
 #define ADD_HUB(path, func) \
   g_test_add ("/room/signal/" path, HubFixture, NULL, hub_setup, func, \

@@ -8,6 +8,9 @@
  */
 #include "room-test.h"
 
+#include <glib/gstdio.h>
+#include <signal.h>
+
 #define GST_USE_UNSTABLE_API
 #include <gst/webrtc/webrtc.h>
 
@@ -36,6 +39,88 @@ stats_show_media (Participant * p, Participant * other)
       "bytes-received", G_TYPE_UINT64, &bytes, "packets-received",
       G_TYPE_UINT64, &packets, "bitrate-in", G_TYPE_UINT64, &bitrate, NULL);
   return frames > 0 && bytes > 0 && packets > 0 && bitrate > 0;
+}
+
+static GstElement *
+find_by_factory (GstElement * bin, const char *factory_name)
+{
+  GstIterator *it = gst_bin_iterate_recurse (GST_BIN (bin));
+  GValue item = G_VALUE_INIT;
+  GstElement *found = NULL;
+
+  while (found == NULL && gst_iterator_next (it, &item) == GST_ITERATOR_OK) {
+    GstElement *e = g_value_get_object (&item);
+    GstElementFactory *factory = gst_element_get_factory (e);
+
+    if (factory != NULL &&
+        strcmp (GST_OBJECT_NAME (factory), factory_name) == 0)
+      found = gst_object_ref (e);
+    g_value_reset (&item);
+  }
+  g_value_unset (&item);
+  gst_iterator_free (it);
+  return found;
+}
+
+/* "sha-256 AB:CD:…" of the first certificate in a PEM */
+static char *
+pem_fingerprint (const char *pem)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GTlsCertificate) cert = g_tls_certificate_new_from_pem (pem, -1,
+      &error);
+  g_autoptr (GByteArray) der = NULL;
+  g_autofree char *hex = NULL;
+  GString *out = g_string_new ("sha-256 ");
+
+  g_assert_no_error (error);
+  g_object_get (cert, "certificate", &der, NULL);
+  hex = g_compute_checksum_for_data (G_CHECKSUM_SHA256, der->data, der->len);
+  for (guint i = 0; hex[i] != '\0'; i += 2)
+    g_string_append_printf (out, "%s%c%c", i ? ":" : "",
+        g_ascii_toupper (hex[i]), g_ascii_toupper (hex[i + 1]));
+  return g_string_free (out, FALSE);
+}
+
+/* What an RFC 8122 endpoint (a browser) checks: the a=fingerprint of p's
+ * description is the hash of the certificate its DTLS handshake presented
+ * to `other`; and an answer's H.264 carries a constrained-baseline
+ * profile-level-id. */
+static void
+assert_description (Participant * p, Participant * other, const char *field)
+{
+  g_autoptr (GstElement) webrtcbin = first_webrtcbin (p);
+  g_autoptr (GstElement) other_webrtcbin = first_webrtcbin (other);
+  g_autoptr (GstElement) dtls = find_by_factory (other_webrtcbin,
+      "dtlssrtpdec");
+  GstWebRTCSessionDescription *desc = NULL;
+  g_autofree char *peer_pem = NULL;
+  g_autofree char *presented = NULL;
+  guint fingerprints = 0, h264 = 0;
+
+  g_object_get (webrtcbin, field, &desc, NULL);
+  g_object_get (dtls, "peer-pem", &peer_pem, NULL);
+  g_assert_nonnull (peer_pem);
+  presented = pem_fingerprint (peer_pem);
+  for (guint m = 0; m < gst_sdp_message_medias_len (desc->sdp); m++) {
+    const GstSDPMedia *media = gst_sdp_message_get_media (desc->sdp, m);
+
+    for (guint i = 0; i < gst_sdp_media_attributes_len (media); i++) {
+      const GstSDPAttribute *attr = gst_sdp_media_get_attribute (media, i);
+
+      if (strcmp (attr->key, "fingerprint") == 0) {
+        g_assert_cmpstr (attr->value, ==, presented);
+        fingerprints++;
+      } else if (strcmp (attr->key, "fmtp") == 0 &&
+          strstr (attr->value, "packetization-mode=1")) {
+        g_assert_nonnull (strstr (attr->value, "profile-level-id=42e0"));
+        h264++;
+      }
+    }
+  }
+  g_assert_cmpuint (fingerprints, >, 0);
+  g_assert_cmpuint (h264, >, 0);
+  gst_webrtc_session_description_free (desc);
 }
 
 /* The knobs of WEBRTCBIN-1.22.md reach each webrtcbin and its ICE agent. */
@@ -76,6 +161,9 @@ test_two (Fixture * f, gconstpointer data)
   wait_until_all_decode (all, 2, FRAMES);
   assert_knobs (alice, 150);
   assert_knobs (bob, 100);
+  /* bob, the newcomer, offered; alice answered */
+  assert_description (bob, alice, "local-description");
+  assert_description (alice, bob, "local-description");
   ROOM_WAIT_FOR (stats_show_media (alice, bob) && stats_show_media (bob,
           alice), "stats to show the media");
 
@@ -129,14 +217,20 @@ assert_distinct_sctp_ids (Participant ** all, guint n)
   g_assert_cmpuint (encoders, ==, n * (n - 1));
 }
 
+/* A 4-way mesh: everyone decodes everyone. Under AddressSanitizer the
+ * participants send audio only (four H.264 encoders and twelve decoders
+ * in one instrumented process do not fit a loaded 2-core machine); the
+ * video paths are exercised there by the other tests. */
 static void
 test_four (Fixture * f, gconstpointer data)
 {
   const char *names[] = { "anna", "ben", "carl", "dora" };
+  const char *video = ROOM_SANITIZED ? NULL : "h264";
+  guint kinds = video ? 2 : 1;
   Participant *all[4];
 
   for (guint i = 0; i < 4; i++) {
-    all[i] = participant_new_for_server (f, names[i], "h264", TRUE);
+    all[i] = participant_new_for_server (f, names[i], video, TRUE);
     participant_connect_and_wait (all[i]);
   }
   wait_until_all_decode (all, 4, FRAMES);
@@ -145,7 +239,7 @@ test_four (Fixture * f, gconstpointer data)
     g_assert_cmpuint (g_list_model_get_n_items (legba_room_get_participants
             (all[i]->room)), ==, 3);
     g_assert_cmpuint (participant_peer_bins (all[i]), ==, 3);
-    g_assert_cmpuint (all[i]->tracks_added, ==, 6);
+    g_assert_cmpuint (all[i]->tracks_added, ==, 3 * kinds);
     assert_no_room_errors (all[i]);
   }
   for (guint i = 0; i < 4; i++)
@@ -337,6 +431,338 @@ test_server_restart (Fixture * f, gconstpointer data)
   participant_free (a);
 }
 
+/* An error of one element of a peer bin, as the element itself would
+ * post it (GST_ELEMENT_ERROR). */
+static void
+post_peer_error (GstElement * peer_bin, const char *factory)
+{
+  g_autoptr (GstElement) element = find_by_factory (peer_bin, factory);
+  GError *error = g_error_new_literal (GST_RESOURCE_ERROR,
+      GST_RESOURCE_ERROR_READ, "forced by the test");
+
+  g_assert_nonnull (element);
+  gst_element_post_message (element, gst_message_new_error (GST_OBJECT
+          (element), error, "test-room.c"));
+  g_error_free (error);
+}
+
+static GstElement *
+peer_bin_of (Participant * p, Participant * other)
+{
+  Remote *r = g_hash_table_lookup (p->remotes,
+      legba_room_get_participant_id (other->room));
+
+  g_assert_nonnull (r->pads[LEGBA_TRACK_KIND_VIDEO]);
+  return gst_pad_get_parent_element (r->pads[LEGBA_TRACK_KIND_VIDEO]);
+}
+
+/* the next peer bin added to the pipeline fails at once */
+static void
+fail_next_peer (GstBin * pipeline, GstElement * element, gboolean * armed)
+{
+  if (!*armed || !g_str_has_prefix (GST_OBJECT_NAME (element), "legba-peer-"))
+    return;
+  *armed = FALSE;
+  /* (its ICE elements come later) */
+  post_peer_error (element, "webrtcbin");
+}
+
+/* One connection's element error stays with that connection: the
+ * pipeline carries on (the bus handler of room-test.c aborts on any
+ * error), the other participants never notice, and the connection is
+ * replaced by a fresh one (§3: offered by the greater id). When the
+ * replacement fails too, the participant is reported failed. */
+static void
+test_peer_error (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *c = participant_new_for_server (f, "carol", "h264", TRUE);
+  Participant *all[] = { a, b, c };
+  g_autoptr (GstElement) bin = NULL;
+  LegbaParticipant *bob_in_a;
+  GError *reported;
+  gboolean armed = FALSE;
+  guint64 from_b, from_c;
+  guint added;
+
+  for (guint i = 0; i < 3; i++)
+    participant_connect_and_wait (all[i]);
+  wait_until_all_decode (all, 3, FRAMES);
+  bob_in_a = participant_find (a, b);
+
+  /* one failure: replaced, nothing reported */
+  added = a->tracks_added;
+  from_c = participant_frames (a, c, LEGBA_TRACK_KIND_VIDEO);
+  bin = peer_bin_of (a, b);
+  post_peer_error (bin, "nicesrc");
+  g_clear_object (&bin);
+  ROOM_WAIT_FOR (a->tracks_added == added + 2 &&
+      participant_connected_to (a, b), "a fresh connection between a and b");
+  g_assert_true (participant_find (a, b) == bob_in_a);
+  from_b = participant_frames (a, b, LEGBA_TRACK_KIND_VIDEO);
+  ROOM_WAIT_FOR (participant_frames (a, b, LEGBA_TRACK_KIND_VIDEO) >=
+      from_b + FRAMES && participant_frames (b, a, LEGBA_TRACK_KIND_VIDEO) >=
+      2 * FRAMES, "media between a and b again");
+  g_assert_cmpuint (participant_frames (a, c, LEGBA_TRACK_KIND_VIDEO), >,
+      from_c);
+  g_assert_cmpuint (participant_peer_bins (a), ==, 2);
+  for (guint i = 0; i < 3; i++)
+    assert_no_room_errors (all[i]);
+
+  /* a failure, and its replacement failing too: reported */
+  g_signal_connect (a->pipeline, "element-added",
+      G_CALLBACK (fail_next_peer), &armed);
+  armed = TRUE;
+  bin = peer_bin_of (a, b);
+  post_peer_error (bin, "nicesrc");
+  ROOM_WAIT_FOR (a->errors->len > 0, "a to report b failed");
+  g_assert_false (armed);
+  reported = a->errors->pdata[0];
+  g_assert_error (reported, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_PEER);
+  g_assert_nonnull (strstr (reported->message, "forced by the test"));
+  g_assert_cmpint (legba_participant_get_state (participant_find (a, b)),
+      ==, LEGBA_PARTICIPANT_STATE_FAILED);
+  g_signal_handlers_disconnect_by_func (a->pipeline, fail_next_peer, &armed);
+  /* carol and her media were never touched */
+  from_c = participant_frames (a, c, LEGBA_TRACK_KIND_VIDEO);
+  ROOM_WAIT_FOR (participant_frames (a, c, LEGBA_TRACK_KIND_VIDEO) >=
+      from_c + FRAMES, "carol's media at alice after the failures");
+  g_assert_true (participant_connected_to (a, c));
+  g_assert_true (participant_connected_to (c, a));
+  assert_no_room_errors (c);
+  g_ptr_array_set_size (a->errors, 0);
+  for (guint i = 0; i < 3; i++)
+    participant_free (all[i]);
+}
+
+/* A certificate for 127.0.0.1 that is its own CA. */
+static gboolean
+make_certificate (const char *dir, char **cert, char **key)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *err = NULL;
+  int status = 0;
+  char *argv[] = { "openssl", "req", "-x509", "-newkey", "ec",
+    "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+    "-keyout", NULL, "-out", NULL, NULL
+  };
+
+  *key = g_build_filename (dir, "key.pem", NULL);
+  *cert = g_build_filename (dir, "cert.pem", NULL);
+  argv[15] = *key;
+  argv[17] = *cert;
+  if (!g_spawn_sync (NULL, argv, NULL, G_SPAWN_SEARCH_PATH |
+          G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err, &status, &error))
+    return FALSE;
+  if (!g_spawn_check_wait_status (status, &error))
+    g_error ("openssl req failed: %s\n%s", error->message, err);
+  return TRUE;
+}
+
+/* A call through legba-server over TLS (wss://), the participants
+ * trusting the server's private CA through their signaller's ca-file. */
+static void
+test_wss (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("legba-room-XXXXXX", &error);
+  g_autofree char *cert = NULL;
+  g_autofree char *key = NULL;
+  Fixture f = { NULL, };
+  Participant *all[2];
+
+  g_assert_no_error (error);
+  if (!make_certificate (dir, &cert, &key)) {
+    g_test_skip ("openssl is not installed");
+    g_rmdir (dir);
+    return;
+  }
+  f.server = legba_server_new ();
+  g_assert_true (legba_server_add_app (f.server, APP_ID, APP_KEY, APP_SECRET,
+          &error));
+  g_assert_true (legba_server_set_tls_files (f.server, cert, key, &error));
+  g_assert_true (legba_server_listen (f.server, "127.0.0.1", 0, &error));
+  g_assert_no_error (error);
+  f.url = legba_server_get_url (f.server);
+  g_assert_true (g_str_has_prefix (f.url, "https://"));
+
+  all[0] = participant_new_for_server (&f, "alice", "h264", TRUE);
+  all[1] = participant_new_for_server (&f, "bob", "h264", TRUE);
+  for (guint i = 0; i < 2; i++) {
+    g_object_set (all[i]->signaller, "ca-file", cert, NULL);
+    participant_connect_and_wait (all[i]);
+  }
+  wait_until_all_decode (all, 2, FRAMES);
+  for (guint i = 0; i < 2; i++) {
+    assert_no_room_errors (all[i]);
+    participant_free (all[i]);
+  }
+  fixture_teardown (&f, NULL);
+  g_remove (cert);
+  g_remove (key);
+  g_rmdir (dir);
+}
+
+/* ---- TURN: coturn on loopback, relay only ---- */
+
+#define TURN_SECRET "legba-test-turn-secret"
+
+static guint
+free_udp_port (void)
+{
+  g_autoptr (GSocket) socket = g_socket_new (G_SOCKET_FAMILY_IPV4,
+      G_SOCKET_TYPE_DATAGRAM, G_SOCKET_PROTOCOL_UDP, NULL);
+  g_autoptr (GInetAddress) loopback =
+      g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr (GSocketAddress) any = g_inet_socket_address_new (loopback, 0);
+  g_autoptr (GSocketAddress) bound = NULL;
+
+  g_assert_true (g_socket_bind (socket, any, FALSE, NULL));
+  bound = g_socket_get_local_address (socket, NULL);
+  return g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+}
+
+/* The TURN REST scheme coturn's use-auth-secret implements: the user
+ * name is "EXPIRY:IDENTITY", the password base64 (HMAC-SHA1 (secret,
+ * user name)). As a URL for webrtcbin, both escaped. */
+static char *
+turn_url (guint port, const char *identity)
+{
+  g_autofree char *user = g_strdup_printf ("%" G_GINT64_FORMAT ":%s",
+      g_get_real_time () / G_USEC_PER_SEC + 3600, identity);
+  g_autoptr (GHmac) hmac = g_hmac_new (G_CHECKSUM_SHA1,
+      (const guchar *) TURN_SECRET, strlen (TURN_SECRET));
+  guint8 digest[20];
+  gsize len = sizeof digest;
+  g_autofree char *password = NULL;
+  g_autofree char *user_escaped = NULL;
+  g_autofree char *password_escaped = NULL;
+
+  g_hmac_update (hmac, (const guchar *) user, -1);
+  g_hmac_get_digest (hmac, digest, &len);
+  password = g_base64_encode (digest, len);
+  user_escaped = g_uri_escape_string (user, NULL, FALSE);
+  password_escaped = g_uri_escape_string (password, NULL, FALSE);
+  return g_strdup_printf ("turn://%s:%s@127.0.0.1:%u", user_escaped,
+      password_escaped, port);
+}
+
+/* Does a STUN binding request to 127.0.0.1:port get its response? */
+static gboolean
+stun_answers (guint port)
+{
+  g_autoptr (GSocket) socket = g_socket_new (G_SOCKET_FAMILY_IPV4,
+      G_SOCKET_TYPE_DATAGRAM, G_SOCKET_PROTOCOL_UDP, NULL);
+  g_autoptr (GInetAddress) loopback =
+      g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr (GSocketAddress) to = g_inet_socket_address_new (loopback, port);
+  guint8 request[20] = { 0x00, 0x01, 0x00, 0x00, 0x21, 0x12, 0xa4, 0x42 };
+  guint8 response[512];
+  gssize got;
+
+  for (guint i = 8; i < sizeof request; i++)
+    request[i] = g_random_int_range (0, 256);
+  if (g_socket_send_to (socket, to, (const char *) request, sizeof request,
+          NULL, NULL) != sizeof request ||
+      !g_socket_condition_timed_wait (socket, G_IO_IN, 200 * 1000, NULL, NULL))
+    return FALSE;
+  got = g_socket_receive (socket, (char *) response, sizeof response, NULL,
+      NULL);
+  /* a binding success response with our transaction id */
+  return got >= 20 && response[0] == 0x01 && response[1] == 0x01 &&
+      memcmp (response + 8, request + 8, 12) == 0;
+}
+
+static gboolean
+file_contains (const char *path, const char *text)
+{
+  g_autofree char *contents = NULL;
+
+  return g_file_get_contents (path, &contents, NULL, NULL) &&
+      strstr (contents, text) != NULL;
+}
+
+/* A call relayed through TURN only: both participants with the relay
+ * ICE transport policy, a real coturn (Debian's turnserver) on loopback
+ * with REST-scheme credentials. */
+static void
+test_turn (Fixture * f, gconstpointer data)
+{
+  g_autofree char *turnserver = g_find_program_in_path ("turnserver");
+  g_autoptr (GError) error = NULL;
+  g_autofree char *dir = NULL;
+  g_autofree char *log = NULL;
+  g_autofree char *log_arg = NULL;
+  g_autofree char *pid_arg = NULL;
+  g_autofree char *db_arg = NULL;
+  g_autofree char *port_arg = NULL;
+  g_autoptr (GSubprocess) coturn = NULL;
+  Participant *all[2];
+  guint port;
+
+  if (turnserver == NULL) {
+    g_test_skip ("turnserver (coturn) is not installed");
+    return;
+  }
+  dir = g_dir_make_tmp ("legba-turn-XXXXXX", &error);
+  g_assert_no_error (error);
+  log = g_build_filename (dir, "turn.log", NULL);
+  log_arg = g_strdup_printf ("--log-file=%s", log);
+  pid_arg = g_strdup_printf ("--pidfile=%s/turn.pid", dir);
+  db_arg = g_strdup_printf ("--userdb=%s/turndb", dir);
+  port = free_udp_port ();
+  port_arg = g_strdup_printf ("--listening-port=%u", port);
+  coturn = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE |
+      G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error, turnserver, "-n",
+      "--listening-ip=127.0.0.1", "--relay-ip=127.0.0.1", port_arg,
+      "--use-auth-secret", "--static-auth-secret=" TURN_SECRET,
+      "--realm=legba", "--no-cli", "--no-tls", "--no-dtls", "--no-tcp",
+      "--no-tcp-relay",
+      "--allow-loopback-peers", "--fingerprint", "--verbose", "--simple-log",
+      "--no-stdout-log", log_arg, pid_arg, db_arg, NULL);
+  g_assert_no_error (error);
+  /* each try waits up to 200 ms for the answer */
+  for (gint64 end = g_get_monotonic_time () + ROOM_WAIT_MS * 1000;
+      !stun_answers (port); g_usleep (20 * 1000))
+    if (g_get_monotonic_time () > end) {
+      g_autofree char *text = NULL;
+
+      g_file_get_contents (log, &text, NULL, NULL);
+      g_error ("turnserver did not answer STUN on port %u; its log:\n%s",
+          port, text ? text : "(none)");
+    }
+
+  all[0] = participant_new_for_server (f, "alice", "h264", TRUE);
+  all[1] = participant_new_for_server (f, "bob", "h264", TRUE);
+  for (guint i = 0; i < 2; i++) {
+    g_autofree char *url = turn_url (port, all[i]->identity);
+
+    g_object_set (all[i]->room, "turn-server", url,
+        "ice-transport-policy", GST_WEBRTC_ICE_TRANSPORT_POLICY_RELAY, NULL);
+    participant_connect_and_wait (all[i]);
+  }
+  wait_until_all_decode (all, 2, FRAMES);
+  /* coturn granted both participants an allocation */
+  g_assert_true (file_contains (log, "ALLOCATE processed, success"));
+  for (guint i = 0; i < 2; i++) {
+    assert_no_room_errors (all[i]);
+    participant_free (all[i]);
+  }
+  /* and they released their allocations when they left */
+  g_assert_true (file_contains (log, "lifetime=0"));
+  g_subprocess_send_signal (coturn, SIGTERM);
+  g_subprocess_wait (coturn, NULL, NULL);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  for (const char *name; d && (name = g_dir_read_name (d));) {
+    g_autofree char *path = g_build_filename (dir, name, NULL);
+
+    g_remove (path);
+  }
+  g_rmdir (dir);
+}
+
 static int
 compare_times (gconstpointer a, gconstpointer b)
 {
@@ -388,8 +814,7 @@ test_setup_times (Fixture * f, gconstpointer data)
 int
 main (int argc, char **argv)
 {
-  gst_init (&argc, &argv);
-  g_test_init (&argc, &argv, NULL);
+  room_test_init (&argc, &argv);
 
 #define ADD_ROOM(path, func, data) \
   g_test_add ("/room/server/" path, Fixture, GUINT_TO_POINTER (data), \
@@ -404,5 +829,8 @@ main (int argc, char **argv)
   /* a limit below an offer's size (~2,500 bytes): offers leave in parts */
   ADD_ROOM ("chunked-offer", test_chunked, 1000);
   ADD_ROOM ("server-restart", test_server_restart, 0);
+  ADD_ROOM ("peer-error", test_peer_error, 0);
+  g_test_add_func ("/room/server/wss", test_wss);
+  ADD_ROOM ("turn-relay-only", test_turn, 0);
   return g_test_run ();
 }

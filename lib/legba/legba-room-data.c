@@ -1,0 +1,1239 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Application data over a LegbaRoom's data channels (ROOM-PROTOCOL.md §6)
+ * and the backend's events (§7).
+ *
+ * Sending: every recipient has an outbox per channel. A message goes
+ * straight into the recipient's data channel while the channel is open,
+ * nothing waits before it and webrtcbin holds at most CHANNEL_HIGH_WATER
+ * unsent bytes of it (its buffered-amount); otherwise it waits in the
+ * outbox, bounded by LEGBA_ROOM_DATA_QUEUE_BYTES, until the channel opens
+ * or webrtcbin signals buffered-amount-low. One recipient's outbox never
+ * holds another's messages back.
+ *
+ * Receiving: webrtcbin hands messages over on its SCTP streaming thread;
+ * they are queued on the peer (under its lock) and reported, in order, by
+ * one idle callback per batch on the room's main context.
+ */
+#include "legba-room-data-private.h"
+#include "legba-json.h"
+
+/* Backpressure: a channel takes more while webrtcbin holds at most this
+ * many unsent bytes of it, and asks for more once it is down to LOW. Two
+ * to four maximal messages: enough to keep SCTP busy, little latency. */
+#define CHANNEL_HIGH_WATER (256 * 1024)
+#define CHANNEL_LOW_WATER (64 * 1024)
+
+/* §6 */
+#define RESERVED_PREFIX "legba."
+#define MUTE_TOPIC "legba.mute"
+
+G_DEFINE_ENUM_TYPE (LegbaReliability, legba_reliability,
+    G_DEFINE_ENUM_VALUE (LEGBA_RELIABILITY_RELIABLE, "reliable"),
+    G_DEFINE_ENUM_VALUE (LEGBA_RELIABILITY_LOSSY, "lossy"));
+
+enum
+{
+  SIGNAL_DATA_RECEIVED,
+  SIGNAL_BYTES_RECEIVED,
+  SIGNAL_READY_TO_SEND,
+  SIGNAL_MUTE_CHANGED,
+  N_SIGNALS
+};
+
+static guint signals[N_SIGNALS];
+
+/* One message on the wire, shared by its recipients' outboxes. A text
+ * message's bytes end with a NUL that is not part of it. */
+typedef struct
+{
+  GBytes *bytes;
+  gsize size;
+  gboolean text;
+} Message;
+
+typedef struct
+{
+  GQueue queue;                 /* Message, in order */
+  gsize bytes;
+  gboolean owed;                /* a message was refused: ready-to-send due */
+} Outbox;
+
+/* What the room knows of one participant's data, by participant id. */
+typedef struct
+{
+  char *id;
+  Outbox out[2];                /* by LegbaReliability */
+  guint64 max_message_size;     /* 0 until its channels open */
+  guint64 sent;
+  guint64 received;
+  guint64 lossy_dropped;
+  guint64 not_delivered;
+  gboolean mute_known;
+  gboolean audio_muted;
+  gboolean video_muted;
+} Recipient;
+
+struct _LegbaRoomData
+{
+  LegbaRoom *room;
+  GHashTable *recipients;       /* id -> Recipient */
+  LegbaParticipant *server;     /* §7: the sender of backend events */
+  JsonParser *parser;
+  gulong event_handler;
+  gulong left_handler;
+  gboolean audio_muted;
+  gboolean video_muted;
+  LegbaReliability receiving;   /* of the message being reported */
+  guint64 sent;
+  guint64 received;
+  guint64 lossy_dropped;
+  guint64 not_delivered;
+  guint64 malformed;
+};
+
+typedef struct
+{
+  GBytes *bytes;
+  gboolean text;
+  LegbaReliability reliability;
+} Incoming;
+
+/* (lock: peer->lock) */
+struct _LegbaPeerData
+{
+  GQueue inbox;                 /* Incoming */
+  gboolean scheduled;           /* an idle callback will empty the inbox */
+  GPtrArray *channels;          /* GstWebRTCDataChannel whose signals we hold */
+};
+
+/* ---- Messages ---- */
+
+static Message *
+message_new (GBytes * bytes, gsize size, gboolean text)
+{
+  Message *m = g_atomic_rc_box_new0 (Message);
+
+  m->bytes = bytes;
+  m->size = size;
+  m->text = text;
+  return m;
+}
+
+static void
+message_clear (gpointer data)
+{
+  Message *m = data;
+
+  g_bytes_unref (m->bytes);
+}
+
+static void
+message_unref (gpointer data)
+{
+  g_atomic_rc_box_release_full (data, message_clear);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Message, message_unref)
+/* §6: {"topic": T, "data": D}, T absent when NULL */
+     static Message *envelope_new (const char *topic, JsonNode * data)
+{
+  GString *text = g_string_sized_new (64);
+  g_autofree char *value = json_to_string (data, FALSE);
+  gsize size;
+
+  g_string_append_c (text, '{');
+  if (topic != NULL) {
+    g_autoptr (JsonNode) node = json_node_init_string (json_node_alloc (),
+        topic);
+    g_autofree char *quoted = json_to_string (node, FALSE);
+
+    g_string_append (text, "\"topic\":");
+    g_string_append (text, quoted);
+    g_string_append_c (text, ',');
+  }
+  g_string_append (text, "\"data\":");
+  g_string_append (text, value);
+  g_string_append_c (text, '}');
+  size = text->len;
+  return message_new (g_string_free_to_bytes (text), size, TRUE);
+}
+
+/* ---- Recipients ---- */
+
+static void
+outbox_clear (Outbox * o)
+{
+  g_queue_clear_full (&o->queue, message_unref);
+  o->bytes = 0;
+}
+
+static void
+recipient_free (gpointer data)
+{
+  Recipient *r = data;
+
+  for (guint i = 0; i < G_N_ELEMENTS (r->out); i++)
+    outbox_clear (&r->out[i]);
+  g_free (r->id);
+  g_free (r);
+}
+
+static Recipient *
+ensure_recipient (LegbaRoomData * d, const char *id)
+{
+  Recipient *r = g_hash_table_lookup (d->recipients, id);
+
+  if (r == NULL) {
+    r = g_new0 (Recipient, 1);
+    r->id = g_strdup (id);
+    g_queue_init (&r->out[0].queue);
+    g_queue_init (&r->out[1].queue);
+    g_hash_table_insert (d->recipients, r->id, r);
+  }
+  return r;
+}
+
+/* The channel of a participant that takes messages now, if any. */
+static GstWebRTCDataChannel *
+ready_channel (LegbaRoomData * d, const char *id, LegbaReliability rel)
+{
+  LegbaParticipant *p = g_hash_table_lookup (d->room->by_id, id);
+  LegbaPeer *peer = p ? p->peer : NULL;
+
+  if (peer == NULL || !peer->connected || !peer->channel_open[rel])
+    return NULL;
+  return peer->channels[rel];
+}
+
+static guint64
+buffered_amount (GstWebRTCDataChannel * channel)
+{
+  guint64 amount = 0;
+
+  g_object_get (channel, "buffered-amount", &amount, NULL);
+  return amount;
+}
+
+static gboolean
+channel_send (GstWebRTCDataChannel * channel, Message * m, GError ** error)
+{
+  if (m->text)
+    return gst_webrtc_data_channel_send_string_full (channel,
+        g_bytes_get_data (m->bytes, NULL), error);
+  return gst_webrtc_data_channel_send_data_full (channel, m->bytes, error);
+}
+
+static void
+emit_ready (LegbaRoomData * d, Recipient * r, LegbaReliability rel)
+{
+  LegbaParticipant *p = g_hash_table_lookup (d->room->by_id, r->id);
+
+  r->out[rel].owed = FALSE;
+  if (p != NULL)
+    g_signal_emit (d->room, signals[SIGNAL_READY_TO_SEND], 0, p, rel);
+}
+
+/* Hands the recipient's waiting messages to its channel while it takes
+ * them. */
+static void
+drain (LegbaRoomData * d, Recipient * r, LegbaReliability rel)
+{
+  Outbox *o = &r->out[rel];
+  GstWebRTCDataChannel *channel = ready_channel (d, r->id, rel);
+
+  if (channel == NULL)
+    return;
+  while (!g_queue_is_empty (&o->queue) &&
+      buffered_amount (channel) <= CHANNEL_HIGH_WATER) {
+    Message *m = g_queue_peek_head (&o->queue);
+    g_autoptr (GError) error = NULL;
+
+    if (!channel_send (channel, m, &error)) {
+      if (!g_error_matches (error, GST_WEBRTC_ERROR,
+              GST_WEBRTC_ERROR_TYPE_ERROR)) {
+        /* the channel is closing: the messages wait for the next one */
+        GST_INFO ("data for %s waits: %s", r->id, error->message);
+        return;
+      }
+      /* larger than the peer takes, which was not known when queued */
+      r->not_delivered++;
+      d->not_delivered++;
+      legba_room_report (d->room, LEGBA_ROOM_ERROR_TOO_LARGE,
+          "A message of %" G_GSIZE_FORMAT " bytes queued for participant %s "
+          "is larger than it accepts (%" G_GUINT64_FORMAT " bytes); it was "
+          "dropped", m->size, r->id, r->max_message_size);
+    } else {
+      r->sent++;
+      d->sent++;
+    }
+    g_queue_pop_head (&o->queue);
+    o->bytes -= m->size;
+    message_unref (m);
+  }
+  if (g_queue_is_empty (&o->queue) && o->owed)
+    emit_ready (d, r, rel);
+}
+
+/* Takes a message for one recipient: into its channel, or its outbox.
+ * FALSE when a reliable message cannot be taken (outbox full). */
+static gboolean
+deliver (LegbaRoomData * d, Recipient * r, LegbaReliability rel, Message * m)
+{
+  Outbox *o = &r->out[rel];
+  GstWebRTCDataChannel *channel = ready_channel (d, r->id, rel);
+
+  if (channel != NULL && g_queue_is_empty (&o->queue)) {
+    if (buffered_amount (channel) <= CHANNEL_HIGH_WATER) {
+      g_autoptr (GError) error = NULL;
+
+      if (channel_send (channel, m, &error)) {
+        r->sent++;
+        d->sent++;
+        return TRUE;
+      }
+      GST_INFO ("data for %s waits: %s", r->id, error->message);
+    } else if (rel == LEGBA_RELIABILITY_LOSSY) {
+      /* latest value wins: a congested lossy channel drops */
+      r->lossy_dropped++;
+      d->lossy_dropped++;
+      return TRUE;
+    }
+  }
+  if (o->bytes + m->size > LEGBA_ROOM_DATA_QUEUE_BYTES) {
+    if (rel == LEGBA_RELIABILITY_RELIABLE) {
+      o->owed = TRUE;
+      r->not_delivered++;
+      d->not_delivered++;
+      return FALSE;
+    }
+    while (!g_queue_is_empty (&o->queue) &&
+        o->bytes + m->size > LEGBA_ROOM_DATA_QUEUE_BYTES) {
+      Message *old = g_queue_pop_head (&o->queue);
+
+      o->bytes -= old->size;
+      message_unref (old);
+      r->lossy_dropped++;
+      d->lossy_dropped++;
+    }
+  }
+  g_queue_push_tail (&o->queue, g_atomic_rc_box_acquire (m));
+  o->bytes += m->size;
+  if (channel != NULL)
+    drain (d, r, rel);
+  return TRUE;
+}
+
+static guint64
+recipient_limit (LegbaRoomData * d, const char *id)
+{
+  Recipient *r = g_hash_table_lookup (d->recipients, id);
+
+  return r && r->max_message_size > 0 ? r->max_message_size :
+      LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE;
+}
+
+static void
+append_name (GString ** list, const char *id, const char *why)
+{
+  if (*list == NULL)
+    *list = g_string_new (NULL);
+  else
+    g_string_append (*list, ", ");
+  g_string_append_printf (*list, "%s (%s)", id, why);
+}
+
+static gboolean
+send_message (LegbaRoom * room, Message * m, LegbaReliability rel,
+    const char *const *to, GError ** error)
+{
+  LegbaRoomData *d = room->data;
+  g_autoptr (GPtrArray) targets = g_ptr_array_new ();
+  g_autoptr (GString) failed = NULL;
+  GListModel *list = G_LIST_MODEL (room->participants);
+
+  if (to == NULL) {
+    for (guint i = 0; i < g_list_model_get_n_items (list); i++) {
+      LegbaParticipant *p = g_list_model_get_item (list, i);
+
+      g_ptr_array_add (targets, p->id);
+      g_object_unref (p);
+    }
+  } else {
+    for (guint i = 0; to[i] != NULL; i++) {
+      LegbaParticipant *p = g_hash_table_lookup (room->by_id, to[i]);
+
+      if (p == NULL)
+        append_name (&failed, to[i], "not in the room");
+      else if (!g_ptr_array_find_with_equal_func (targets, p->id,
+              g_str_equal, NULL))
+        g_ptr_array_add (targets, p->id);
+    }
+  }
+  /* §6: never truncated; refused before anything leaves */
+  for (guint i = 0; i < targets->len; i++) {
+    guint64 limit = recipient_limit (d, targets->pdata[i]);
+
+    if (m->size > limit) {
+      g_set_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_TOO_LARGE,
+          "The message is %" G_GSIZE_FORMAT " bytes, larger than participant "
+          "%s accepts (max-message-size %" G_GUINT64_FORMAT "); nothing was "
+          "sent", m->size, (char *) targets->pdata[i], limit);
+      return FALSE;
+    }
+  }
+  for (guint i = 0; i < targets->len; i++) {
+    Recipient *r = ensure_recipient (d, targets->pdata[i]);
+
+    if (!deliver (d, r, rel, m))
+      append_name (&failed, r->id, "its queue is full");
+  }
+  if (failed != NULL) {
+    g_set_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_NOT_DELIVERED,
+        "Not delivered to %s", failed->str);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/**
+ * legba_room_send_json:
+ * @self: a #LegbaRoom
+ * @data: the message, any JSON value (the envelope's `data`)
+ * @topic: (nullable): its topic; topics starting with `legba.` are the
+ *   room's own
+ * @reliability: which channel carries it
+ * @to: (nullable) (array zero-terminated=1): participant ids; %NULL for
+ *   every participant of the room
+ * @error: return location for a #GError
+ *
+ * Sends @data to each recipient, independently (ROOM-PROTOCOL.md §6). A
+ * recipient whose channel is not open yet, or cannot take more now, keeps
+ * the message in its own queue (in order, at most
+ * %LEGBA_ROOM_DATA_QUEUE_BYTES per channel); one slow recipient never
+ * delays the others. On the lossy channel a congested recipient drops the
+ * message (counted in the stats) instead of queueing it.
+ *
+ * Fails with %LEGBA_ROOM_ERROR_TOO_LARGE, sending nothing, when the
+ * message is larger than a recipient accepts (its SDP `max-message-size`,
+ * %LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE when absent); with
+ * %LEGBA_ROOM_ERROR_NOT_DELIVERED, naming them, when some recipients could
+ * not take it (their queue is full, or they are not in the room): the
+ * others got it, and #LegbaRoom::ready-to-send tells when a full queue has
+ * drained; with %LEGBA_ROOM_ERROR_INVALID for a reserved topic.
+ *
+ * Returns: %TRUE when every recipient took the message
+ */
+gboolean
+legba_room_send_json (LegbaRoom * self, JsonNode * data, const char *topic,
+    LegbaReliability reliability, const char *const *to, GError ** error)
+{
+  g_autoptr (Message) m = NULL;
+
+  g_return_val_if_fail (LEGBA_IS_ROOM (self), FALSE);
+  g_return_val_if_fail (data != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (topic != NULL && g_str_has_prefix (topic, RESERVED_PREFIX)) {
+    g_set_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_INVALID,
+        "Topic %s is reserved: topics starting with " RESERVED_PREFIX
+        " are the room's own", topic);
+    return FALSE;
+  }
+  m = envelope_new (topic, data);
+  return send_message (self, m, reliability, to, error);
+}
+
+/**
+ * legba_room_send_bytes:
+ * @self: a #LegbaRoom
+ * @bytes: the message
+ * @reliability: which channel carries it
+ * @to: (nullable) (array zero-terminated=1): participant ids; %NULL for
+ *   every participant of the room
+ * @error: return location for a #GError
+ *
+ * Sends @bytes as one binary message (no topic), as
+ * legba_room_send_json() sends JSON, with the same queueing and errors;
+ * an empty message is refused (%LEGBA_ROOM_ERROR_INVALID).
+ *
+ * Returns: %TRUE when every recipient took the message
+ */
+gboolean
+legba_room_send_bytes (LegbaRoom * self, GBytes * bytes,
+    LegbaReliability reliability, const char *const *to, GError ** error)
+{
+  g_autoptr (Message) m = NULL;
+
+  g_return_val_if_fail (LEGBA_IS_ROOM (self), FALSE);
+  g_return_val_if_fail (bytes != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  /* webrtcbin 1.22 fails its SCTP association on an empty message */
+  if (g_bytes_get_size (bytes) == 0) {
+    g_set_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_INVALID,
+        "An empty binary message cannot be sent");
+    return FALSE;
+  }
+  m = message_new (g_bytes_ref (bytes), g_bytes_get_size (bytes), FALSE);
+  return send_message (self, m, reliability, to, error);
+}
+
+/**
+ * legba_room_get_max_message_size:
+ * @self: a #LegbaRoom
+ * @participant_id: a participant id
+ *
+ * Returns: the largest message, in bytes, @participant_id accepts: what
+ *   its peer connection negotiated once its channels are open, else
+ *   %LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE
+ */
+gsize
+legba_room_get_max_message_size (LegbaRoom * self, const char *participant_id)
+{
+  g_return_val_if_fail (LEGBA_IS_ROOM (self), 0);
+  g_return_val_if_fail (participant_id != NULL, 0);
+
+  return recipient_limit (self->data, participant_id);
+}
+
+/**
+ * legba_room_get_received_reliability:
+ * @self: a #LegbaRoom
+ *
+ * In a #LegbaRoom::data-received or #LegbaRoom::bytes-received handler:
+ * the channel the message came on (§7 events count as reliable).
+ *
+ * Returns: the reliability of the message being reported
+ */
+LegbaReliability
+legba_room_get_received_reliability (LegbaRoom * self)
+{
+  g_return_val_if_fail (LEGBA_IS_ROOM (self), LEGBA_RELIABILITY_RELIABLE);
+
+  return self->data->receiving;
+}
+
+/**
+ * legba_room_get_main_context:
+ * @self: a #LegbaRoom
+ *
+ * Returns: (transfer none): the main context the room runs on, and whose
+ *   thread must call it
+ */
+GMainContext *
+legba_room_get_main_context (LegbaRoom * self)
+{
+  g_return_val_if_fail (LEGBA_IS_ROOM (self), NULL);
+
+  return self->context;
+}
+
+/* ---- Mute (§6: legba.mute) ---- */
+
+static Message *
+mute_message (gboolean audio, gboolean video)
+{
+  g_autoptr (JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+  JsonObject *object = json_object_new ();
+
+  json_object_set_boolean_member (object, "audio", audio);
+  json_object_set_boolean_member (object, "video", video);
+  json_node_take_object (node, object);
+  return envelope_new (MUTE_TOPIC, node);
+}
+
+/**
+ * legba_room_set_muted:
+ * @self: a #LegbaRoom
+ * @audio: whether the local audio is muted
+ * @video: whether the local video is muted
+ *
+ * Tells every participant, and each newcomer once its channel opens, that
+ * the local participant muted or unmuted its audio or video (the reserved
+ * topic `legba.mute`, ROOM-PROTOCOL.md §6). It only announces: the
+ * application stops or resumes its sources itself.
+ */
+void
+legba_room_set_muted (LegbaRoom * self, gboolean audio, gboolean video)
+{
+  LegbaRoomData *d;
+  g_autoptr (Message) m = NULL;
+  g_autoptr (GError) error = NULL;
+
+  g_return_if_fail (LEGBA_IS_ROOM (self));
+
+  d = self->data;
+  audio = !!audio;
+  video = !!video;
+  if (d->audio_muted == audio && d->video_muted == video)
+    return;
+  d->audio_muted = audio;
+  d->video_muted = video;
+  m = mute_message (audio, video);
+  if (!send_message (self, m, LEGBA_RELIABILITY_RELIABLE, NULL, &error))
+    GST_WARNING ("room %s: mute state: %s", self->room_name, error->message);
+}
+
+/**
+ * legba_room_get_muted:
+ * @self: a #LegbaRoom
+ * @audio: (out) (optional): whether the local audio is announced muted
+ * @video: (out) (optional): whether the local video is announced muted
+ *
+ * The state legba_room_set_muted() last announced.
+ */
+void
+legba_room_get_muted (LegbaRoom * self, gboolean * audio, gboolean * video)
+{
+  g_return_if_fail (LEGBA_IS_ROOM (self));
+
+  if (audio != NULL)
+    *audio = self->data->audio_muted;
+  if (video != NULL)
+    *video = self->data->video_muted;
+}
+
+/**
+ * legba_room_get_participant_muted:
+ * @self: a #LegbaRoom
+ * @participant_id: a participant id
+ * @audio: (out) (optional): whether it announced its audio muted
+ * @video: (out) (optional): whether it announced its video muted
+ *
+ * Returns: %TRUE when @participant_id announced its mute state
+ *   (#LegbaRoom::mute-changed); else @audio and @video are %FALSE
+ */
+gboolean
+legba_room_get_participant_muted (LegbaRoom * self,
+    const char *participant_id, gboolean * audio, gboolean * video)
+{
+  Recipient *r;
+
+  g_return_val_if_fail (LEGBA_IS_ROOM (self), FALSE);
+  g_return_val_if_fail (participant_id != NULL, FALSE);
+
+  r = g_hash_table_lookup (self->data->recipients, participant_id);
+  if (audio != NULL)
+    *audio = r && r->audio_muted;
+  if (video != NULL)
+    *video = r && r->video_muted;
+  return r != NULL && r->mute_known;
+}
+
+/* ---- Receiving ---- */
+
+static void
+report_malformed (LegbaRoomData * d, LegbaParticipant * p, const char *what)
+{
+  d->malformed++;
+  legba_room_report (d->room, LEGBA_ROOM_ERROR_MALFORMED,
+      "Participant %s sent %s; it was dropped", p->id, what);
+}
+
+static void
+handle_mute (LegbaRoomData * d, LegbaParticipant * p, JsonNode * data)
+{
+  JsonObject *object = JSON_NODE_HOLDS_OBJECT (data) ?
+      json_node_get_object (data) : NULL;
+  JsonNode *audio = object ? json_object_get_member (object, "audio") : NULL;
+  JsonNode *video = object ? json_object_get_member (object, "video") : NULL;
+  Recipient *r;
+
+  if (audio == NULL || video == NULL ||
+      json_node_get_value_type (audio) != G_TYPE_BOOLEAN ||
+      json_node_get_value_type (video) != G_TYPE_BOOLEAN) {
+    report_malformed (d, p, "a " MUTE_TOPIC " message without booleans "
+        "audio and video");
+    return;
+  }
+  r = ensure_recipient (d, p->id);
+  r->mute_known = TRUE;
+  r->audio_muted = json_node_get_boolean (audio);
+  r->video_muted = json_node_get_boolean (video);
+  g_signal_emit (d->room, signals[SIGNAL_MUTE_CHANGED], 0, p,
+      r->audio_muted, r->video_muted);
+}
+
+/* §6: a UTF-8 JSON object {"topic": T, "data": D}, D required, T a
+ * string, absent or null */
+static void
+handle_text (LegbaRoomData * d, LegbaParticipant * p, GBytes * bytes)
+{
+  gsize size;
+  const char *text = g_bytes_get_data (bytes, &size);
+  JsonNode *root, *data, *topic_node;
+  JsonObject *object;
+  const char *topic = NULL;
+
+  if (!g_utf8_validate (text, size, NULL) ||
+      !json_parser_load_from_data (d->parser, text, size, NULL)) {
+    report_malformed (d, p, "a text message that is not JSON");
+    return;
+  }
+  root = json_parser_get_root (d->parser);
+  object = root && JSON_NODE_HOLDS_OBJECT (root) ?
+      json_node_get_object (root) : NULL;
+  data = object ? json_object_get_member (object, "data") : NULL;
+  topic_node = object ? json_object_get_member (object, "topic") : NULL;
+  if (topic_node != NULL && !JSON_NODE_HOLDS_NULL (topic_node)) {
+    if (json_node_get_value_type (topic_node) != G_TYPE_STRING) {
+      report_malformed (d, p, "a message whose topic is not a string");
+      return;
+    }
+    topic = json_node_get_string (topic_node);
+  }
+  if (data == NULL) {
+    report_malformed (d, p, "a text message that is not a {\"topic\", "
+        "\"data\"} object");
+    return;
+  }
+  if (topic != NULL && strcmp (topic, MUTE_TOPIC) == 0) {
+    handle_mute (d, p, data);
+    return;
+  }
+  if (topic != NULL && g_str_has_prefix (topic, RESERVED_PREFIX)) {
+    GST_INFO ("dropping a message from %s on unknown reserved topic %s",
+        p->id, topic);
+    return;
+  }
+  g_signal_emit (d->room, signals[SIGNAL_DATA_RECEIVED], 0, p, topic, data);
+}
+
+static void
+handle_incoming (LegbaRoomData * d, LegbaPeer * peer, Incoming * in)
+{
+  LegbaParticipant *p = peer->participant;
+  Recipient *r = ensure_recipient (d, p->id);
+  gsize size = g_bytes_get_size (in->bytes);
+
+  r->received++;
+  d->received++;
+  /* §6: what we accept is what our SDP says, GStreamer's default */
+  if (size > LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE) {
+    g_autofree char *what = g_strdup_printf ("a message of %" G_GSIZE_FORMAT
+        " bytes, over the limit of %d", size,
+        LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE);
+
+    report_malformed (d, p, what);
+    return;
+  }
+  d->receiving = in->reliability;
+  if (in->text)
+    handle_text (d, p, in->bytes);
+  else
+    g_signal_emit (d->room, signals[SIGNAL_BYTES_RECEIVED], 0, p, in->bytes);
+}
+
+static void
+incoming_free (gpointer data)
+{
+  Incoming *in = data;
+
+  g_bytes_unref (in->bytes);
+  g_free (in);
+}
+
+static void
+empty_inbox (LegbaPeer * peer, gpointer unused)
+{
+  GQueue batch;
+  Incoming *in;
+
+  g_mutex_lock (&peer->lock);
+  batch = peer->data->inbox;
+  g_queue_init (&peer->data->inbox);
+  peer->data->scheduled = FALSE;
+  g_mutex_unlock (&peer->lock);
+  while ((in = g_queue_pop_head (&batch)) != NULL) {
+    /* a handler may have closed the peer or left the room */
+    if (peer->room != NULL)
+      handle_incoming (peer->room->data, peer, in);
+    incoming_free (in);
+  }
+}
+
+/* On webrtcbin's SCTP streaming thread. */
+static void
+receive (LegbaPeer * peer, GBytes * bytes, gboolean text, LegbaReliability rel)
+{
+  Incoming *in = g_new (Incoming, 1);
+  gboolean schedule;
+
+  in->bytes = bytes;
+  in->text = text;
+  in->reliability = rel;
+  g_mutex_lock (&peer->lock);
+  g_queue_push_tail (&peer->data->inbox, in);
+  schedule = !peer->data->scheduled;
+  peer->data->scheduled = TRUE;
+  g_mutex_unlock (&peer->lock);
+  if (schedule)
+    legba_peer_invoke (peer, empty_inbox, NULL, NULL);
+}
+
+static GBytes *
+string_bytes (const char *str)
+{
+  return str ? g_bytes_new (str, strlen (str)) : g_bytes_new (NULL, 0);
+}
+
+static GBytes *
+data_bytes (GBytes * data)
+{
+  return data ? g_bytes_ref (data) : g_bytes_new (NULL, 0);
+}
+
+static void
+on_string_reliable (GstWebRTCDataChannel * c, const char *str, LegbaPeer * peer)
+{
+  receive (peer, string_bytes (str), TRUE, LEGBA_RELIABILITY_RELIABLE);
+}
+
+static void
+on_string_lossy (GstWebRTCDataChannel * c, const char *str, LegbaPeer * peer)
+{
+  receive (peer, string_bytes (str), TRUE, LEGBA_RELIABILITY_LOSSY);
+}
+
+static void
+on_data_reliable (GstWebRTCDataChannel * c, GBytes * data, LegbaPeer * peer)
+{
+  receive (peer, data_bytes (data), FALSE, LEGBA_RELIABILITY_RELIABLE);
+}
+
+static void
+on_data_lossy (GstWebRTCDataChannel * c, GBytes * data, LegbaPeer * peer)
+{
+  receive (peer, data_bytes (data), FALSE, LEGBA_RELIABILITY_LOSSY);
+}
+
+static void
+channel_low (LegbaPeer * peer, gpointer data)
+{
+  LegbaReliability rel = GPOINTER_TO_INT (data);
+  LegbaParticipant *p = peer->participant;
+  Recipient *r = g_hash_table_lookup (peer->room->data->recipients, p->id);
+
+  if (r != NULL && p->peer == peer)
+    drain (peer->room->data, r, rel);
+}
+
+static void
+on_low_reliable (GstWebRTCDataChannel * c, LegbaPeer * peer)
+{
+  legba_peer_invoke (peer, channel_low,
+      GINT_TO_POINTER (LEGBA_RELIABILITY_RELIABLE), NULL);
+}
+
+static void
+on_low_lossy (GstWebRTCDataChannel * c, LegbaPeer * peer)
+{
+  legba_peer_invoke (peer, channel_low,
+      GINT_TO_POINTER (LEGBA_RELIABILITY_LOSSY), NULL);
+}
+
+/* ---- Hooks of the peer connection (legba-room-peer.c) ---- */
+
+static void
+connect_channel (LegbaPeer * peer, GstWebRTCDataChannel * channel,
+    const char *name, GCallback callback)
+{
+  g_signal_connect_data (channel, name, callback, legba_peer_ref (peer),
+      legba_peer_closure_unref, 0);
+}
+
+/* Any thread: as soon as a channel exists (webrtcbin's on-data-channel
+ * comes before the channel's first message), so nothing is missed. */
+void
+legba_peer_data_watch_channel (LegbaPeer * peer, GstWebRTCDataChannel * channel)
+{
+  g_autofree char *label = NULL;
+  gboolean lossy;
+
+  g_object_get (channel, "label", &label, NULL);
+  if (g_strcmp0 (label, LEGBA_ROOM_CHANNEL_RELIABLE) == 0)
+    lossy = FALSE;
+  else if (g_strcmp0 (label, LEGBA_ROOM_CHANNEL_LOSSY) == 0)
+    lossy = TRUE;
+  else
+    return;
+  g_object_set (channel, "buffered-amount-low-threshold",
+      (guint64) CHANNEL_LOW_WATER, NULL);
+  g_mutex_lock (&peer->lock);
+  if (peer->closing) {
+    g_mutex_unlock (&peer->lock);
+    return;
+  }
+  if (peer->data == NULL) {
+    peer->data = g_new0 (LegbaPeerData, 1);
+    g_queue_init (&peer->data->inbox);
+    peer->data->channels = g_ptr_array_new_with_free_func (g_object_unref);
+  }
+  g_ptr_array_add (peer->data->channels, g_object_ref (channel));
+  connect_channel (peer, channel, "on-message-string", lossy ?
+      G_CALLBACK (on_string_lossy) : G_CALLBACK (on_string_reliable));
+  connect_channel (peer, channel, "on-message-data", lossy ?
+      G_CALLBACK (on_data_lossy) : G_CALLBACK (on_data_reliable));
+  connect_channel (peer, channel, "on-buffered-amount-low", lossy ?
+      G_CALLBACK (on_low_lossy) : G_CALLBACK (on_low_reliable));
+  g_mutex_unlock (&peer->lock);
+}
+
+/* The peer is closing (peer->closing is set): no message is reported
+ * any more, and the channels drop the references their handlers hold. */
+void
+legba_peer_data_close (LegbaPeer * peer)
+{
+  g_autoptr (GPtrArray) channels = NULL;
+
+  g_mutex_lock (&peer->lock);
+  if (peer->data != NULL)
+    channels = g_steal_pointer (&peer->data->channels);
+  g_mutex_unlock (&peer->lock);
+  for (guint i = 0; channels != NULL && i < channels->len; i++)
+    g_signal_handlers_disconnect_by_data (channels->pdata[i], peer);
+}
+
+void
+legba_peer_data_free (LegbaPeerData * data)
+{
+  if (data == NULL)
+    return;
+  g_queue_clear_full (&data->inbox, incoming_free);
+  g_clear_pointer (&data->channels, g_ptr_array_unref);
+  g_free (data);
+}
+
+void
+legba_peer_data_add_stats (LegbaPeer * peer, GstStructure * summary)
+{
+  Recipient *r = g_hash_table_lookup (peer->room->data->recipients,
+      peer->participant->id);
+
+  gst_structure_set (summary,
+      "data-messages-sent", G_TYPE_UINT64, r ? r->sent : 0,
+      "data-messages-received", G_TYPE_UINT64, r ? r->received : 0,
+      "data-lossy-dropped", G_TYPE_UINT64, r ? r->lossy_dropped : 0,
+      "data-not-delivered", G_TYPE_UINT64, r ? r->not_delivered : 0,
+      "data-queued-bytes", G_TYPE_UINT64,
+      r ? (guint64) (r->out[0].bytes + r->out[1].bytes) : 0, NULL);
+}
+
+/* ---- Hooks of the room (legba-room.c) ---- */
+
+/* Both channels of the participant's peer connection are open. */
+void
+legba_room_data_peer_connected (LegbaRoom * room, LegbaPeer * peer)
+{
+  LegbaRoomData *d = room->data;
+  Recipient *r = ensure_recipient (d, peer->participant->id);
+  g_autoptr (GObject) transport = NULL;
+  g_autoptr (Message) mute = mute_message (d->audio_muted, d->video_muted);
+
+  /* what webrtcbin enforces: the smaller of both SDPs' max-message-size */
+  g_object_get (peer->webrtcbin, "sctp-transport", &transport, NULL);
+  if (transport != NULL)
+    g_object_get (transport, "max-message-size", &r->max_message_size, NULL);
+  if (r->max_message_size == 0)
+    r->max_message_size = LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE;
+  /* §6: each newcomer learns the mute state once its channel opens */
+  deliver (d, r, LEGBA_RELIABILITY_RELIABLE, mute);
+  drain (d, r, LEGBA_RELIABILITY_RELIABLE);
+  drain (d, r, LEGBA_RELIABILITY_LOSSY);
+}
+
+/* §7: events of the application's backend are data from `server` */
+static void
+on_event_received (LegbaSignaller * signaller, const char *event,
+    JsonNode * data, LegbaRoom * room)
+{
+  LegbaRoomData *d = room->data;
+
+  d->receiving = LEGBA_RELIABILITY_RELIABLE;
+  g_signal_emit (room, signals[SIGNAL_DATA_RECEIVED], 0, d->server, event,
+      data);
+}
+
+static void
+on_participant_left (LegbaRoom * room, LegbaParticipant * p, gpointer unused)
+{
+  LegbaRoomData *d = room->data;
+  Recipient *r = g_hash_table_lookup (d->recipients, p->id);
+
+  if (r == NULL)
+    return;
+  for (guint i = 0; i < G_N_ELEMENTS (r->out); i++) {
+    guint waiting = g_queue_get_length (&r->out[i].queue);
+
+    if (waiting > 0)
+      GST_INFO ("room %s: %u messages for %s discarded: it left",
+          room->room_name, waiting, p->id);
+    d->not_delivered += waiting;
+  }
+  g_hash_table_remove (d->recipients, p->id);
+}
+
+LegbaRoomData *
+legba_room_data_new (LegbaRoom * room)
+{
+  LegbaRoomData *d = g_new0 (LegbaRoomData, 1);
+
+  d->room = room;
+  d->recipients = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
+      recipient_free);
+  d->server = legba_participant_new (LEGBA_ROOM_SERVER_PARTICIPANT, NULL);
+  d->parser = json_parser_new_immutable ();
+  d->event_handler = g_signal_connect (room->signaller, "event-received",
+      G_CALLBACK (on_event_received), room);
+  d->left_handler = g_signal_connect (room, "participant-left",
+      G_CALLBACK (on_participant_left), NULL);
+  return d;
+}
+
+void
+legba_room_data_dispose (LegbaRoom * room)
+{
+  LegbaRoomData *d = room->data;
+
+  if (d == NULL)
+    return;
+  if (room->signaller != NULL)
+    g_clear_signal_handler (&d->event_handler, room->signaller);
+  g_clear_signal_handler (&d->left_handler, room);
+  g_hash_table_remove_all (d->recipients);
+}
+
+void
+legba_room_data_free (LegbaRoomData * d)
+{
+  if (d == NULL)
+    return;
+  g_hash_table_unref (d->recipients);
+  g_object_unref (d->server);
+  g_object_unref (d->parser);
+  g_free (d);
+}
+
+/**
+ * legba_room_get_data_stats:
+ * @self: a #LegbaRoom
+ *
+ * Counts of the room's application data since it was made:
+ * `messages-sent` (handed to a recipient's channel, once per recipient),
+ * `messages-received`, `messages-queued` (waiting now), `buffered-bytes`
+ * (handed to the channels and not sent yet), `lossy-dropped`
+ * (lossy messages dropped because a recipient's channel was congested or
+ * its queue full), `not-delivered` (reliable messages a recipient could
+ * not take, or that were waiting when it left) and `malformed` (messages
+ * dropped as not §6 ones). Each participant's #LegbaParticipant:stats has
+ * the same counts for it, as `data-*` fields.
+ *
+ * Returns: (transfer full): a `legba-data-stats` structure
+ */
+GstStructure *
+legba_room_get_data_stats (LegbaRoom * self)
+{
+  LegbaRoomData *d;
+  GHashTableIter iter;
+  gpointer value;
+  guint64 queued = 0, buffered = 0;
+
+  g_return_val_if_fail (LEGBA_IS_ROOM (self), NULL);
+
+  d = self->data;
+  g_hash_table_iter_init (&iter, d->recipients);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    Recipient *r = value;
+
+    queued += g_queue_get_length (&r->out[0].queue) +
+        g_queue_get_length (&r->out[1].queue);
+  }
+  g_hash_table_iter_init (&iter, self->peers);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    LegbaPeer *peer = value;
+
+    for (guint i = 0; i < G_N_ELEMENTS (peer->channels); i++)
+      if (peer->channels[i] != NULL && peer->channel_open[i])
+        buffered += buffered_amount (peer->channels[i]);
+  }
+  return gst_structure_new ("legba-data-stats",
+      "messages-sent", G_TYPE_UINT64, d->sent,
+      "messages-received", G_TYPE_UINT64, d->received,
+      "messages-queued", G_TYPE_UINT64, queued,
+      "buffered-bytes", G_TYPE_UINT64, buffered,
+      "lossy-dropped", G_TYPE_UINT64, d->lossy_dropped,
+      "not-delivered", G_TYPE_UINT64, d->not_delivered,
+      "malformed", G_TYPE_UINT64, d->malformed, NULL);
+}
+
+void
+legba_room_data_class_init (GObjectClass * klass)
+{
+  GType type = G_TYPE_FROM_CLASS (klass);
+
+  /**
+   * LegbaRoom::data-received:
+   * @self: the room
+   * @participant: the sender; for events of the application's backend
+   *   (ROOM-PROTOCOL.md §7), a participant with the id
+   *   %LEGBA_ROOM_SERVER_PARTICIPANT that is not in the list
+   * @topic: (nullable): the message's topic (the event name for §7 events)
+   * @data: (transfer none): the message (the envelope's `data`); valid
+   *   during the emission only: copy it to keep it
+   *
+   * A JSON message arrived. legba_room_get_received_reliability() tells,
+   * during the emission, which channel it came on.
+   */
+  signals[SIGNAL_DATA_RECEIVED] = g_signal_new ("data-received", type,
+      G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 3,
+      LEGBA_TYPE_PARTICIPANT, G_TYPE_STRING | G_SIGNAL_TYPE_STATIC_SCOPE,
+      JSON_TYPE_NODE | G_SIGNAL_TYPE_STATIC_SCOPE);
+  /**
+   * LegbaRoom::bytes-received:
+   * @self: the room
+   * @participant: the sender
+   * @bytes: the message
+   *
+   * A binary message arrived.
+   */
+  signals[SIGNAL_BYTES_RECEIVED] = g_signal_new ("bytes-received", type,
+      G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 2,
+      LEGBA_TYPE_PARTICIPANT, G_TYPE_BYTES);
+  /**
+   * LegbaRoom::ready-to-send:
+   * @self: the room
+   * @participant: the recipient
+   * @reliability: its channel
+   *
+   * A recipient that could not take a message
+   * (%LEGBA_ROOM_ERROR_NOT_DELIVERED) has handed its whole queue to its
+   * channel: it takes messages again.
+   */
+  signals[SIGNAL_READY_TO_SEND] = g_signal_new ("ready-to-send", type,
+      G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 2,
+      LEGBA_TYPE_PARTICIPANT, LEGBA_TYPE_RELIABILITY);
+  /**
+   * LegbaRoom::mute-changed:
+   * @self: the room
+   * @participant: who announced it
+   * @audio: whether its audio is muted
+   * @video: whether its video is muted
+   *
+   * A participant announced its mute state (`legba.mute`, ROOM-PROTOCOL.md
+   * §6): when it changed, and once when its channel opened.
+   */
+  signals[SIGNAL_MUTE_CHANGED] = g_signal_new ("mute-changed", type,
+      G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 3,
+      LEGBA_TYPE_PARTICIPANT, G_TYPE_BOOLEAN, G_TYPE_BOOLEAN);
+}
+
+/* ---- LegbaDataMeta ---- */
+
+GType
+legba_data_meta_api_get_type (void)
+{
+  static GType type;
+  static const char *tags[] = { NULL };
+
+  if (g_once_init_enter (&type)) {
+    GType t = gst_meta_api_type_register ("LegbaDataMetaAPI", tags);
+
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+static gboolean
+data_meta_init (GstMeta * meta, gpointer params, GstBuffer * buffer)
+{
+  LegbaDataMeta *m = (LegbaDataMeta *) meta;
+
+  m->participant_id = NULL;
+  m->topic = NULL;
+  m->reliability = LEGBA_RELIABILITY_RELIABLE;
+  m->has_reliability = FALSE;
+  m->to = NULL;
+  return TRUE;
+}
+
+static void
+data_meta_free (GstMeta * meta, GstBuffer * buffer)
+{
+  LegbaDataMeta *m = (LegbaDataMeta *) meta;
+
+  g_free (m->participant_id);
+  g_free (m->topic);
+  g_strfreev (m->to);
+}
+
+static gboolean
+data_meta_transform (GstBuffer * dest, GstMeta * meta, GstBuffer * buffer,
+    GQuark type, gpointer data)
+{
+  LegbaDataMeta *m = (LegbaDataMeta *) meta;
+  LegbaDataMeta *copy;
+
+  if (!GST_META_TRANSFORM_IS_COPY (type))
+    return FALSE;
+  copy = legba_buffer_add_data_meta (dest, m->participant_id, m->topic,
+      m->reliability, (const char *const *) m->to);
+  copy->has_reliability = m->has_reliability;
+  return TRUE;
+}
+
+const GstMetaInfo *
+legba_data_meta_get_info (void)
+{
+  static const GstMetaInfo *info;
+
+  if (g_once_init_enter ((GstMetaInfo **) & info)) {
+    const GstMetaInfo *i = gst_meta_register (LEGBA_DATA_META_API_TYPE,
+        "LegbaDataMeta", sizeof (LegbaDataMeta), data_meta_init,
+        data_meta_free, data_meta_transform);
+
+    g_once_init_leave ((GstMetaInfo **) & info, (GstMetaInfo *) i);
+  }
+  return info;
+}
+
+/**
+ * legba_buffer_add_data_meta:
+ * @buffer: a writable #GstBuffer
+ * @participant_id: (nullable): the sender
+ * @topic: (nullable): the topic
+ * @reliability: the channel
+ * @to: (nullable) (array zero-terminated=1): the recipients
+ *
+ * Returns: (transfer none): the #LegbaDataMeta added to @buffer
+ */
+LegbaDataMeta *
+legba_buffer_add_data_meta (GstBuffer * buffer, const char *participant_id,
+    const char *topic, LegbaReliability reliability, const char *const *to)
+{
+  LegbaDataMeta *m;
+
+  g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
+
+  m = (LegbaDataMeta *) gst_buffer_add_meta (buffer, LEGBA_DATA_META_INFO,
+      NULL);
+  m->participant_id = g_strdup (participant_id);
+  m->topic = g_strdup (topic);
+  m->reliability = reliability;
+  m->to = g_strdupv ((char **) to);
+  return m;
+}
+
+/**
+ * legba_buffer_get_data_meta:
+ * @buffer: a #GstBuffer
+ *
+ * Returns: (transfer none) (nullable): the #LegbaDataMeta of @buffer
+ */
+LegbaDataMeta *
+legba_buffer_get_data_meta (GstBuffer * buffer)
+{
+  return (LegbaDataMeta *) gst_buffer_get_meta (buffer,
+      LEGBA_DATA_META_API_TYPE);
+}

@@ -1,0 +1,456 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+/**
+ * SECTION:element-legbadatasrc
+ * @title: legbadatasrc
+ *
+ * A live source of the data-channel messages the participants of a Legba
+ * room send (ROOM-PROTOCOL.md §6) and of the events the application's
+ * backend publishes to it (§7, from the participant `server`): one buffer
+ * per message, timestamped with the pipeline clock when it arrived, with a
+ * #LegbaDataMeta naming the sender, the topic and the channel.
+ *
+ * Its caps are what downstream takes: `application/json` (the default)
+ * carries JSON messages, each buffer the message's `data` as JSON text;
+ * `application/octet-stream` carries binary messages. `topic` and `from`
+ * keep only some messages.
+ *
+ * The room is a `legbaroom` element of the same pipeline, named by
+ * `room-element` (looked for in the source's bin, then in each bin above),
+ * or, for applications, a #LegbaRoom set as `legba-room`.
+ *
+ * Messages wait for downstream in a queue of at most `max-buffers`; when
+ * downstream is slower, the oldest are dropped, counted in `dropped`, and
+ * a warning says so once.
+ *
+ * ## Example launch lines
+ * Every message on the topic `sensor`, one file each:
+ * |[
+ * gst-launch-1.0 legbaroom name=r server-url=ws://127.0.0.1:6001 \
+ *       app-key=KEY app-secret=SECRET room=demo identity=logger \
+ *     legbadatasrc room-element=r topic=sensor \
+ *     ! multifilesink location=message-%05d.json
+ * ]|
+ */
+#include "legba-elements.h"
+#include "legbadata-common.h"
+
+#include <gst/base/gstpushsrc.h>
+
+GST_DEBUG_CATEGORY_STATIC (legba_data_src_debug);
+#define GST_CAT_DEFAULT legba_data_src_debug
+
+#define DEFAULT_MAX_BUFFERS 1000
+
+enum
+{
+  PROP_0,
+  PROP_ROOM_ELEMENT,
+  PROP_LEGBA_ROOM,
+  PROP_TOPIC,
+  PROP_FROM,
+  PROP_MAX_BUFFERS,
+  PROP_RECEIVED,
+  PROP_DROPPED,
+  N_PROPERTIES
+};
+
+static GParamSpec *properties[N_PROPERTIES];
+
+#define GST_TYPE_LEGBA_DATA_SRC (gst_legba_data_src_get_type ())
+G_DECLARE_FINAL_TYPE (GstLegbaDataSrc, gst_legba_data_src, GST,
+    LEGBA_DATA_SRC, GstPushSrc);
+
+struct _GstLegbaDataSrc
+{
+  GstPushSrc parent;
+
+  /* properties (object lock) */
+  char *room_element;
+  LegbaRoom *legba_room;
+  char *topic;
+  char **from;
+  guint max_buffers;
+
+  /* while started */
+  LegbaRoom *room;
+  gulong handlers[2];           /* on the room's thread */
+  GMutex lock;
+  GCond cond;
+  GQueue queue;                 /* (lock) GstBuffer */
+  gboolean json;                /* (lock) the negotiated caps */
+  gboolean flushing;            /* (lock) */
+  gboolean warned;              /* (lock) */
+  guint64 received;             /* (lock) */
+  guint64 dropped;              /* (lock) */
+};
+
+G_DEFINE_FINAL_TYPE (GstLegbaDataSrc, gst_legba_data_src, GST_TYPE_PUSH_SRC);
+GST_ELEMENT_REGISTER_DEFINE (legbadatasrc, "legbadatasrc", GST_RANK_NONE,
+    GST_TYPE_LEGBA_DATA_SRC);
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("application/json; application/octet-stream"));
+
+/* ---- On the room's thread ---- */
+
+static gboolean
+wanted (GstLegbaDataSrc * self, LegbaParticipant * p, const char *topic)
+{
+  gboolean ok;
+
+  GST_OBJECT_LOCK (self);
+  ok = (self->topic == NULL || g_strcmp0 (self->topic, topic) == 0) &&
+      legba_data_matches (p, self->from);
+  GST_OBJECT_UNLOCK (self);
+  return ok;
+}
+
+static void
+enqueue (GstLegbaDataSrc * self, LegbaRoom * room, LegbaParticipant * p,
+    const char *topic, GstBuffer * buffer)
+{
+  GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
+  gboolean warn = FALSE;
+
+  if (clock != NULL) {
+    GstClockTime now = gst_clock_get_time (clock);
+    GstClockTime base = gst_element_get_base_time (GST_ELEMENT (self));
+
+    GST_BUFFER_PTS (buffer) = now > base ? now - base : 0;
+    gst_object_unref (clock);
+  }
+  legba_buffer_add_data_meta (buffer, legba_participant_get_id (p), topic,
+      legba_room_get_received_reliability (room), NULL);
+  g_mutex_lock (&self->lock);
+  g_queue_push_tail (&self->queue, buffer);
+  self->received++;
+  while (g_queue_get_length (&self->queue) > self->max_buffers) {
+    gst_buffer_unref (g_queue_pop_head (&self->queue));
+    self->dropped++;
+    warn = !self->warned;
+    self->warned = TRUE;
+  }
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+  if (warn)
+    GST_ELEMENT_WARNING (self, RESOURCE, READ,
+        ("Downstream is slower than the messages arrive: the oldest are "
+            "dropped (see the dropped property)"), (NULL));
+}
+
+static void
+on_data (LegbaRoom * room, LegbaParticipant * p, const char *topic,
+    JsonNode * data, GstLegbaDataSrc * self)
+{
+  gboolean json;
+  char *text;
+  gsize size;
+
+  g_mutex_lock (&self->lock);
+  json = self->json;
+  g_mutex_unlock (&self->lock);
+  if (!json || !wanted (self, p, topic))
+    return;
+  text = json_to_string (data, FALSE);
+  size = strlen (text);
+  enqueue (self, room, p, topic, gst_buffer_new_wrapped (text, size));
+}
+
+static void
+on_bytes (LegbaRoom * room, LegbaParticipant * p, GBytes * bytes,
+    GstLegbaDataSrc * self)
+{
+  gboolean json;
+
+  g_mutex_lock (&self->lock);
+  json = self->json;
+  g_mutex_unlock (&self->lock);
+  if (json || !wanted (self, p, NULL))
+    return;
+  enqueue (self, room, p, NULL, gst_buffer_new_wrapped_bytes (bytes));
+}
+
+static void
+connect_room (LegbaRoom * room, gpointer data)
+{
+  GstLegbaDataSrc *self = data;
+
+  self->handlers[0] = g_signal_connect (room, "data-received",
+      G_CALLBACK (on_data), self);
+  self->handlers[1] = g_signal_connect (room, "bytes-received",
+      G_CALLBACK (on_bytes), self);
+}
+
+static void
+disconnect_room (LegbaRoom * room, gpointer data)
+{
+  GstLegbaDataSrc *self = data;
+
+  g_clear_signal_handler (&self->handlers[0], room);
+  g_clear_signal_handler (&self->handlers[1], room);
+}
+
+/* ---- Streaming thread ---- */
+
+static GstFlowReturn
+gst_legba_data_src_create (GstPushSrc * src, GstBuffer ** buffer)
+{
+  GstLegbaDataSrc *self = GST_LEGBA_DATA_SRC (src);
+
+  g_mutex_lock (&self->lock);
+  while (!self->flushing && g_queue_is_empty (&self->queue))
+    g_cond_wait (&self->cond, &self->lock);
+  if (self->flushing) {
+    g_mutex_unlock (&self->lock);
+    return GST_FLOW_FLUSHING;
+  }
+  *buffer = g_queue_pop_head (&self->queue);
+  g_mutex_unlock (&self->lock);
+  return GST_FLOW_OK;
+}
+
+static gboolean
+gst_legba_data_src_set_caps (GstBaseSrc * src, GstCaps * caps)
+{
+  GstLegbaDataSrc *self = GST_LEGBA_DATA_SRC (src);
+
+  g_mutex_lock (&self->lock);
+  self->json = gst_structure_has_name (gst_caps_get_structure (caps, 0),
+      "application/json");
+  g_mutex_unlock (&self->lock);
+  return TRUE;
+}
+
+static gboolean
+gst_legba_data_src_start (GstBaseSrc * src)
+{
+  GstLegbaDataSrc *self = GST_LEGBA_DATA_SRC (src);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *name = NULL;
+  g_autoptr (LegbaRoom) given = NULL;
+
+  GST_OBJECT_LOCK (self);
+  name = g_strdup (self->room_element);
+  given = self->legba_room ? g_object_ref (self->legba_room) : NULL;
+  GST_OBJECT_UNLOCK (self);
+  self->room = legba_data_find_room (GST_ELEMENT (self), given, name, &error);
+  if (self->room == NULL) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", error->message),
+        (NULL));
+    return FALSE;
+  }
+  g_mutex_lock (&self->lock);
+  self->flushing = FALSE;
+  self->json = TRUE;
+  self->warned = FALSE;
+  g_mutex_unlock (&self->lock);
+  legba_data_run (self->room, connect_room, self);
+  return TRUE;
+}
+
+static gboolean
+gst_legba_data_src_stop (GstBaseSrc * src)
+{
+  GstLegbaDataSrc *self = GST_LEGBA_DATA_SRC (src);
+
+  if (self->room != NULL) {
+    legba_data_run (self->room, disconnect_room, self);
+    g_clear_object (&self->room);
+  }
+  g_mutex_lock (&self->lock);
+  g_queue_clear_full (&self->queue, (GDestroyNotify) gst_buffer_unref);
+  g_mutex_unlock (&self->lock);
+  return TRUE;
+}
+
+static gboolean
+gst_legba_data_src_unlock (GstBaseSrc * src)
+{
+  GstLegbaDataSrc *self = GST_LEGBA_DATA_SRC (src);
+
+  g_mutex_lock (&self->lock);
+  self->flushing = TRUE;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+  return TRUE;
+}
+
+static gboolean
+gst_legba_data_src_unlock_stop (GstBaseSrc * src)
+{
+  GstLegbaDataSrc *self = GST_LEGBA_DATA_SRC (src);
+
+  g_mutex_lock (&self->lock);
+  self->flushing = FALSE;
+  g_mutex_unlock (&self->lock);
+  return TRUE;
+}
+
+/* ---- GObject ---- */
+
+static void
+gst_legba_data_src_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstLegbaDataSrc *self = GST_LEGBA_DATA_SRC (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_ROOM_ELEMENT:
+      g_free (self->room_element);
+      self->room_element = g_value_dup_string (value);
+      break;
+    case PROP_LEGBA_ROOM:
+      g_clear_object (&self->legba_room);
+      self->legba_room = g_value_dup_object (value);
+      break;
+    case PROP_TOPIC:
+      g_free (self->topic);
+      self->topic = g_value_dup_string (value);
+      break;
+    case PROP_FROM:{
+      const char *from = g_value_get_string (value);
+
+      g_strfreev (self->from);
+      self->from = from && from[0] ? g_strsplit (from, ",", -1) : NULL;
+      break;
+    }
+    case PROP_MAX_BUFFERS:
+      g_mutex_lock (&self->lock);
+      self->max_buffers = g_value_get_uint (value);
+      g_mutex_unlock (&self->lock);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_legba_data_src_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstLegbaDataSrc *self = GST_LEGBA_DATA_SRC (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_ROOM_ELEMENT:
+      g_value_set_string (value, self->room_element);
+      break;
+    case PROP_LEGBA_ROOM:
+      g_value_set_object (value, self->legba_room);
+      break;
+    case PROP_TOPIC:
+      g_value_set_string (value, self->topic);
+      break;
+    case PROP_FROM:
+      g_value_take_string (value, self->from ? g_strjoinv (",", self->from) :
+          NULL);
+      break;
+    case PROP_MAX_BUFFERS:
+    case PROP_RECEIVED:
+    case PROP_DROPPED:
+      g_mutex_lock (&self->lock);
+      if (prop_id == PROP_MAX_BUFFERS)
+        g_value_set_uint (value, self->max_buffers);
+      else
+        g_value_set_uint64 (value, prop_id == PROP_RECEIVED ?
+            self->received : self->dropped);
+      g_mutex_unlock (&self->lock);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_legba_data_src_finalize (GObject * object)
+{
+  GstLegbaDataSrc *self = GST_LEGBA_DATA_SRC (object);
+
+  g_free (self->room_element);
+  g_clear_object (&self->legba_room);
+  g_free (self->topic);
+  g_strfreev (self->from);
+  g_queue_clear_full (&self->queue, (GDestroyNotify) gst_buffer_unref);
+  g_mutex_clear (&self->lock);
+  g_cond_clear (&self->cond);
+  G_OBJECT_CLASS (gst_legba_data_src_parent_class)->finalize (object);
+}
+
+static void
+gst_legba_data_src_class_init (GstLegbaDataSrcClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseSrcClass *base_class = GST_BASE_SRC_CLASS (klass);
+  GstPushSrcClass *push_class = GST_PUSH_SRC_CLASS (klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY;
+  const GParamFlags rwp = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_PLAYING;
+  const GParamFlags ro = G_PARAM_READABLE | G_PARAM_STATIC_STRINGS;
+
+  GST_DEBUG_CATEGORY_INIT (legba_data_src_debug, "legbadatasrc", 0,
+      "Legba data-channel source");
+
+  gobject_class->set_property = gst_legba_data_src_set_property;
+  gobject_class->get_property = gst_legba_data_src_get_property;
+  gobject_class->finalize = gst_legba_data_src_finalize;
+  push_class->create = gst_legba_data_src_create;
+  base_class->set_caps = gst_legba_data_src_set_caps;
+  base_class->start = gst_legba_data_src_start;
+  base_class->stop = gst_legba_data_src_stop;
+  base_class->unlock = gst_legba_data_src_unlock;
+  base_class->unlock_stop = gst_legba_data_src_unlock_stop;
+
+  properties[PROP_ROOM_ELEMENT] = g_param_spec_string ("room-element",
+      "Room element", "Name of the legbaroom element whose room's messages "
+      "to receive, looked for in this element's bin and the bins above "
+      "(ignored when legba-room is set)", NULL, rw);
+  properties[PROP_LEGBA_ROOM] = g_param_spec_object ("legba-room",
+      "Legba room", "The LegbaRoom whose messages to receive, for "
+      "applications; its main context must be running", LEGBA_TYPE_ROOM, rw);
+  properties[PROP_TOPIC] = g_param_spec_string ("topic", "Topic",
+      "Only JSON messages on this topic (for the backend's events, the "
+      "event name); all when unset", NULL, rwp);
+  properties[PROP_FROM] = g_param_spec_string ("from", "From",
+      "Only messages from these comma-separated participant ids or "
+      "identities (server for the backend's events); all when unset", NULL,
+      rwp);
+  properties[PROP_MAX_BUFFERS] =
+      g_param_spec_uint ("max-buffers", "Max buffers",
+      "Messages waiting for downstream at most; beyond, the "
+      "oldest is dropped and counted in dropped", 1, G_MAXINT,
+      DEFAULT_MAX_BUFFERS, rw);
+  properties[PROP_RECEIVED] =
+      g_param_spec_uint64 ("received", "Received",
+      "Messages taken (that passed the topic and from filters)", 0, G_MAXUINT64,
+      0, ro);
+  properties[PROP_DROPPED] =
+      g_param_spec_uint64 ("dropped", "Dropped",
+      "Messages dropped because downstream was slower than they arrived", 0,
+      G_MAXUINT64, 0, ro);
+  g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
+
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class,
+      "Legba data source", "Source/Network",
+      "Pushes each data-channel message the participants of a Legba room "
+      "send as a buffer", "Legba");
+}
+
+static void
+gst_legba_data_src_init (GstLegbaDataSrc * self)
+{
+  self->max_buffers = DEFAULT_MAX_BUFFERS;
+  g_mutex_init (&self->lock);
+  g_cond_init (&self->cond);
+  g_queue_init (&self->queue);
+  gst_base_src_set_live (GST_BASE_SRC (self), TRUE);
+  gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);
+}

@@ -1,0 +1,185 @@
+// Legba: real-time rooms for GStreamer
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// Data-channel interop (ROOM-PROTOCOL.md §6): headless Chromium
+// (room-peer.js) and a GStreamer participant (gst-launch-1.0 with
+// legbaroom, legbadatasink and legbadatasrc) in one room through
+// legba-server exchange JSON both ways, in order, up to the 65,536-byte
+// limit; one byte more is refused on the sending side in both; a malformed
+// message from the browser is reported by the GStreamer side, whose
+// channel stays open.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startServer } from '../integration/server.mjs';
+import {
+  launchChromium, openParticipant, servePage, teardown, until,
+} from './browser.mjs';
+
+/* a sanitizer build on a loaded 2-core machine sets up a call in ~15 s */
+const SETUP_MS = 60000;
+const LIMIT = 65536;
+/* {"topic":"from-gst","data":""} and {"topic":"from-web","data":""} */
+const ENVELOPE = 30;
+let chrome;
+let page;
+
+before(async () => {
+  [chrome, page] = await Promise.all([launchChromium(), servePage()]);
+});
+
+after(async () => {
+  await chrome?.close();
+  await page?.close();
+});
+
+/* gst-launch-1.0 with a legbaroom `identity` in `room` and `tail`; killed
+ * with the test. */
+function gstLaunch (server, room, identity, tail)
+{
+  const line = ['legbaroom', 'name=r',
+    `server-url=ws://${server.host}:${server.port}`,
+    `app-key=${server.key}`, `app-secret=${server.secret}`, `room=${room}`,
+    `identity=${identity}`, ...tail];
+  const child = spawn('gst-launch-1.0', line,
+      { stdio: ['ignore', 'pipe', 'pipe'] });
+  const p = { output: '', exit: null };
+  for (const stream of [child.stdout, child.stderr]) {
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk) => {
+      p.output = (p.output + chunk).slice(-65536);
+    });
+  }
+  p.exited = new Promise((resolve) => child.on('exit', (code, signal) => {
+    p.exit = { code, signal };
+    resolve(p.exit);
+  }));
+  p.stop = async () => {
+    if (!p.exit)
+      child.kill('SIGINT');
+    return p.exited;
+  };
+  return p;
+}
+
+async function filesIn (dir, prefix)
+{
+  const names = (await readdir(dir)).filter((n) => n.startsWith(prefix))
+    .sort();
+  const out = [];
+  for (const n of names) {
+    const text = await readFile(join(dir, n), 'utf8');
+    /* multifilesink creates a file before it writes it */
+    if (!text)
+      break;
+    out.push(text);
+  }
+  return out;
+}
+
+function dataFrom (events, prefix)
+{
+  return events.filter((e) => e.type === 'data' &&
+    e.participant.startsWith(prefix));
+}
+
+test('JSON both ways between Chromium and gst-launch-1.0, in order, up to ' +
+    '65,536 bytes', async (t) => {
+  const defer = teardown(t);
+  const server = await startServer();
+  defer(() => server.stop());
+  const dir = await mkdtemp(join(tmpdir(), 'legba-browser-data-'));
+  defer(() => rm(dir, { recursive: true, force: true }));
+  const room = 'data';
+
+  /* what the GStreamer side sends: three readings and one message of
+   * exactly the limit, envelope included */
+  const big = 'g'.repeat(LIMIT - ENVELOPE);
+  for (let i = 0; i < 3; i++)
+    await writeFile(join(dir, `out-${String(i).padStart(5, '0')}.json`),
+        JSON.stringify({ n: i }));
+  await writeFile(join(dir, 'out-00003.json'), JSON.stringify(big));
+
+  const b = await openParticipant(chrome, page, 'web');
+  defer(() => b.close());
+  await b.join(server, room, { publish: false });
+  const g = gstLaunch(server, room, 'gst', [
+    'multifilesrc', `location=${dir}/out-%05d.json`, '!', 'application/json',
+    '!', 'legbadatasink', 'room-element=r', 'topic=from-gst',
+    'min-recipients=1',
+    'legbadatasrc', 'room-element=r', 'topic=from-web', '!',
+    'multifilesink', `location=${dir}/in-%05d.json`,
+  ]);
+  defer(async () => {
+    const exit = await g.stop();
+    assert.equal(exit.code, 0, `gst-launch-1.0 exits 0\n${g.output}`);
+  });
+
+  /* GStreamer → Chromium */
+  const fromGst = await until(async () => {
+    const got = dataFrom((await b.record()).events, 'gst-');
+    return got.length >= 4 && got;
+  }, 'the browser to receive the four messages', { ms: SETUP_MS,
+    detail: async () => `${g.output}\n${await b.describe()}` });
+  assert.equal(fromGst.length, 4);
+  for (let i = 0; i < 3; i++) {
+    assert.deepEqual(fromGst[i].data, { n: i });
+    assert.equal(fromGst[i].topic, 'from-gst');
+    assert.equal(fromGst[i].lossy, false);
+  }
+  assert.equal(fromGst[3].data, big, 'the 65,536-byte message, whole');
+
+  /* Chromium → GStreamer: a malformed message first, then the readings
+   * and one message of exactly the limit */
+  const sent = await b.tab.evaluate(({ limit, envelope }) => {
+    const peer = window.legba.peer();
+    const [[, channel]] = peer._openChannels('legba');
+    channel.send('not json');
+    const out = { counts: [] };
+    for (let i = 0; i < 3; i++)
+      out.counts.push(window.legba.send({ n: i }, { topic: 'from-web' }));
+    out.counts.push(window.legba.send('w'.repeat(limit - envelope),
+        { topic: 'from-web' }));
+    /* one byte over: room-peer.js refuses it, and Chromium itself too */
+    try {
+      window.legba.send('w'.repeat(limit - envelope + 1),
+          { topic: 'from-web' });
+      out.over = 'sent';
+    } catch (e) {
+      out.over = e.name;
+    }
+    try {
+      channel.send(JSON.stringify({ topic: 'from-web',
+        data: 'w'.repeat(limit - envelope + 1) }));
+      out.raw = 'sent';
+    } catch (e) {
+      out.raw = e.name;
+    }
+    out.state = channel.readyState;
+    return out;
+  }, { limit: LIMIT, envelope: ENVELOPE });
+  assert.deepEqual(sent.counts, [1, 1, 1, 1]);
+  assert.equal(sent.over, 'RangeError');
+  assert.notEqual(sent.raw, 'sent', 'Chromium refuses 65,537 bytes itself');
+  const got = await until(async () => {
+    const files = await filesIn(dir, 'in-');
+    return files.length >= 4 && files;
+  }, 'gst-launch-1.0 to write the four messages', { ms: SETUP_MS,
+    detail: () => g.output });
+  assert.equal(got.length, 4);
+  for (let i = 0; i < 3; i++)
+    assert.deepEqual(JSON.parse(got[i]), { n: i });
+  assert.equal(JSON.parse(got[3]), 'w'.repeat(LIMIT - ENVELOPE));
+  /* the malformed one was reported, naming the browser, and dropped */
+  await until(() => g.output.includes(`Participant ${b.id} sent`),
+      'the GStreamer side to report the malformed message',
+      { detail: () => g.output });
+  assert.match(g.output, /WARNING: from element .*r.*Participant \S+ sent a text message that is not JSON/);
+  const state = await b.tab.evaluate(() =>
+    window.legba.peer()._openChannels('legba').length);
+  assert.equal(state, 1, 'the channel stays open');
+});

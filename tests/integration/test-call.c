@@ -1,0 +1,435 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * LegbaCall against legba-server in-process: three participants that
+ * count what they decode from each other, a grid that re-tiles as one
+ * leaves and comes back, data between them, mute and unmute announced on
+ * legba.mute, and configurations that cannot
+ * work giving clear errors.
+ */
+#include "signal-test.h"
+
+/* media on a machine that may be busy (the suite also runs under
+ * AddressSanitizer): long deadlines, never a fixed sleep */
+#define CALL_WAIT_MS 90000
+#define FRAMES 10
+
+#define CALL_WAIT_FOR(expr, reason) G_STMT_START { \
+    gboolean expired_; \
+    GSource *deadline_ = deadline_new (CALL_WAIT_MS, &expired_); \
+    while (!(expr) && !expired_) \
+      g_main_context_iteration (NULL, TRUE); \
+    deadline_free (deadline_); \
+    if (!(expr)) \
+      g_error ("Timed out after %d ms waiting for %s", CALL_WAIT_MS, \
+          reason); \
+  } G_STMT_END
+
+typedef struct
+{
+  LegbaCall *call;
+  GPtrArray *errors;
+  GPtrArray *warnings;
+  guint joined;
+  guint left;
+} Member;
+
+static void
+on_error (LegbaCall * call, GError * error, Member * m)
+{
+  g_test_message ("error: %s", error->message);
+  g_ptr_array_add (m->errors, g_error_copy (error));
+}
+
+static void
+on_warning (LegbaCall * call, GError * error, Member * m)
+{
+  g_test_message ("warning: %s", error->message);
+  g_ptr_array_add (m->warnings, g_error_copy (error));
+}
+
+static void
+on_joined (LegbaCall * call, LegbaParticipant * p, Member * m)
+{
+  m->joined++;
+}
+
+static void
+on_left (LegbaCall * call, LegbaParticipant * p, Member * m)
+{
+  m->left++;
+}
+
+static Member *
+member_new (Fixture * f, const char *identity)
+{
+  Member *m = g_new0 (Member, 1);
+
+  m->call = legba_call_new (f ? f->url : "ws://127.0.0.1:1", ROOM, identity);
+  g_object_set (m->call, "app-key", APP_KEY, "app-secret", APP_SECRET,
+      "width", 160, "height", 120, "framerate", 15, "bitrate", 200000,
+      "stats-interval", 200, "encoder-proof-timeout", 30000, NULL);
+  m->errors = g_ptr_array_new_with_free_func ((GDestroyNotify) g_error_free);
+  m->warnings = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      g_error_free);
+  g_signal_connect (m->call, "error", G_CALLBACK (on_error), m);
+  g_signal_connect (m->call, "warning", G_CALLBACK (on_warning), m);
+  g_signal_connect (m->call, "participant-joined", G_CALLBACK (on_joined), m);
+  g_signal_connect (m->call, "participant-left", G_CALLBACK (on_left), m);
+  return m;
+}
+
+static void
+member_start (Member * m)
+{
+  g_autoptr (GError) error = NULL;
+  gboolean ok = legba_call_start (m->call, &error);
+
+  g_assert_no_error (error);
+  g_assert_true (ok);
+}
+
+static void
+member_free (Member * m)
+{
+  legba_call_stop (m->call);
+  g_object_unref (m->call);
+  g_ptr_array_unref (m->errors);
+  g_ptr_array_unref (m->warnings);
+  g_free (m);
+}
+
+static const char *
+participant_id (Member * m)
+{
+  LegbaRoom *room = legba_call_get_room (m->call);
+
+  return room ? legba_room_get_participant_id (room) : NULL;
+}
+
+static guint64
+received (Member * m, Member * from, const char *field)
+{
+  const char *id = participant_id (from);
+  GstStructure *s = id ? legba_call_get_remote_stats (m->call, id) : NULL;
+  guint64 n = 0;
+
+  if (s != NULL) {
+    gst_structure_get_uint64 (s, field, &n);
+    gst_structure_free (s);
+  }
+  return n;
+}
+
+static gboolean
+decodes (Member * m, Member * from, guint64 frames)
+{
+  return received (m, from, "video-frames") >= frames &&
+      received (m, from, "audio-buffers") >= frames;
+}
+
+static gboolean
+all_decode (Member ** all, guint n, guint64 frames)
+{
+  for (guint i = 0; i < n; i++)
+    for (guint j = 0; j < n; j++)
+      if (i != j && !decodes (all[i], all[j], frames))
+        return FALSE;
+  return TRUE;
+}
+
+static gboolean
+all_received_data (Member ** all, guint n)
+{
+  for (guint i = 0; i < n; i++)
+    for (guint j = 0; j < n; j++)
+      if (i != j && received (all[i], all[j], "data-messages") < 1)
+        return FALSE;
+  return TRUE;
+}
+
+static gboolean
+remote_muted (Member * m, Member * from, const char *field)
+{
+  const char *id = participant_id (from);
+  GstStructure *s = id ? legba_call_get_remote_stats (m->call, id) : NULL;
+  gboolean muted = FALSE;
+
+  if (s != NULL) {
+    gst_structure_get_boolean (s, field, &muted);
+    gst_structure_free (s);
+  }
+  return muted;
+}
+
+static gboolean
+in_call (Member * m)
+{
+  return legba_call_get_state (m->call) == LEGBA_CALL_STATE_IN_CALL;
+}
+
+/* the tiles of the grid: the compositor's sink pads but the background's */
+static guint
+tiles (Member * m, gint width, gint height)
+{
+  GstElement *grid = gst_bin_get_by_name (GST_BIN (legba_call_get_pipeline
+          (m->call)), "legba-grid");
+  guint n = 0;
+
+  for (GList * l = GST_ELEMENT (grid)->sinkpads; l; l = l->next) {
+    gint w, h;
+    guint zorder;
+
+    g_object_get (l->data, "width", &w, "height", &h, "zorder", &zorder, NULL);
+    if (zorder == 1 && w == width && h == height)
+      n++;
+  }
+  gst_object_unref (grid);
+  return n;
+}
+
+static guint
+grid_pads (Member * m)
+{
+  GstElement *grid = gst_bin_get_by_name (GST_BIN (legba_call_get_pipeline
+          (m->call)), "legba-grid");
+  guint n = grid->numsinkpads - 1;
+
+  gst_object_unref (grid);
+  return n;
+}
+
+static gboolean
+has_encoder (Member * m)
+{
+  GstStructure *s = legba_call_get_local_stats (m->call);
+  gboolean found = gst_structure_has_field (s, "encoder");
+
+  gst_structure_free (s);
+  return found;
+}
+
+/* Three participants count what they decode from each other; alice shows
+ * a grid of 320x180: two tiles of 160x180, one of 320x180 when carol has
+ * left, two again when she is back. */
+static void
+test_three (Fixture * f, gconstpointer data)
+{
+  Member *a = member_new (f, "alice");
+  Member *b = member_new (f, "bob");
+  Member *c = member_new (f, "carol");
+  Member *all[] = { a, b, c };
+  g_auto (GStrv) remotes = NULL;
+  g_autofree char *old_carol = NULL;
+
+  g_object_set (a->call, "display", LEGBA_CALL_DISPLAY_GRID,
+      "grid-width", 320, "grid-height", 180, "play-audio", FALSE,
+      "grid-sink", gst_element_factory_make ("fakesink", NULL), NULL);
+  for (guint i = 0; i < 3; i++)
+    member_start (all[i]);
+  CALL_WAIT_FOR (in_call (a) && in_call (b) && in_call (c), "three joins");
+  CALL_WAIT_FOR (all_decode (all, 3, FRAMES),
+      "every participant to decode every other's video and audio");
+  for (guint i = 0; i < 3; i++) {
+    g_autoptr (GstStructure) stats = NULL;
+
+    g_strfreev (remotes);
+    remotes = legba_call_list_remotes (all[i]->call);
+    g_assert_cmpuint (g_strv_length (remotes), ==, 2);
+    stats = legba_call_get_remote_stats (all[i]->call, remotes[0]);
+    g_assert_true (gst_structure_has_field (stats, "identity"));
+    CALL_WAIT_FOR (has_encoder (all[i]), "the encoder in use");
+  }
+  CALL_WAIT_FOR (tiles (a, 160, 180) == 2, "two tiles side by side");
+  /* data both ways between every pair */
+  for (guint i = 0; i < 3; i++) {
+    g_autoptr (JsonNode) hello = json_from_string ("{\"text\": \"hello\"}",
+        NULL);
+    g_autoptr (GError) error = NULL;
+
+    g_assert_true (legba_room_send_json (legba_call_get_room (all[i]->call),
+            hello, "chat", LEGBA_RELIABILITY_RELIABLE, NULL, &error));
+    g_assert_no_error (error);
+  }
+  CALL_WAIT_FOR (all_received_data (all, 3), "a message from every other");
+
+  /* carol leaves: one tile fills the grid */
+  old_carol = g_strdup (participant_id (c));
+  legba_call_stop (c->call);
+  g_assert_cmpint (legba_call_get_state (c->call), ==,
+      LEGBA_CALL_STATE_STOPPED);
+  CALL_WAIT_FOR (a->left == 1 && b->left == 1, "carol to leave");
+  g_assert_cmpuint (grid_pads (a), ==, 1);
+  g_assert_cmpuint (tiles (a, 320, 180), ==, 1);
+  {
+    g_autoptr (GstStructure) s = legba_call_get_remote_stats (a->call,
+        old_carol);
+    gboolean present = TRUE;
+
+    gst_structure_get_boolean (s, "present", &present);
+    g_assert_false (present);
+  }
+
+  /* and comes back, as a new participant id */
+  member_start (c);
+  CALL_WAIT_FOR (in_call (c), "carol to join again");
+  g_assert_cmpstr (participant_id (c), !=, old_carol);
+  CALL_WAIT_FOR (all_decode (all, 3, FRAMES),
+      "every participant to decode carol again, and carol them");
+  g_assert_cmpuint (grid_pads (a), ==, 2);
+  g_assert_cmpuint (tiles (a, 160, 180), ==, 2);
+  for (guint i = 0; i < 3; i++)
+    g_assert_cmpuint (all[i]->errors->len, ==, 0);
+  for (guint i = 0; i < 3; i++)
+    member_free (all[i]);
+}
+
+/* Muting stops what is sent; unmuting starts it again, with a key frame
+ * so that the video is decoded at once. */
+static void
+test_mute (Fixture * f, gconstpointer data)
+{
+  Member *a = member_new (f, "alice");
+  Member *b = member_new (f, "bob");
+  Member *all[] = { a, b };
+  guint64 sent, video, audio, mark;
+  GstStructure *s;
+
+  member_start (a);
+  member_start (b);
+  CALL_WAIT_FOR (all_decode (all, 2, FRAMES), "both to decode each other");
+  legba_call_set_video_muted (a->call, TRUE);
+  legba_call_set_audio_muted (a->call, TRUE);
+  g_assert_true (legba_call_get_video_muted (a->call));
+  /* announced on legba.mute */
+  CALL_WAIT_FOR (remote_muted (b, a, "video-muted") &&
+      remote_muted (b, a, "audio-muted"), "bob to be told alice muted");
+  /* let what was in flight arrive: bob's next frames mark the time */
+  mark = received (a, b, "video-frames");
+  CALL_WAIT_FOR (received (a, b, "video-frames") >= mark + 15,
+      "bob's next frames");
+  s = legba_call_get_local_stats (a->call);
+  gst_structure_get_uint64 (s, "video-frames-sent", &sent);
+  gst_structure_free (s);
+  video = received (b, a, "video-frames");
+  audio = received (b, a, "audio-buffers");
+  mark = received (a, b, "video-frames");
+  CALL_WAIT_FOR (received (a, b, "video-frames") >= mark + 15,
+      "bob's next frames");
+  s = legba_call_get_local_stats (a->call);
+  g_assert_true (gst_structure_has_field_typed (s, "video-muted",
+          G_TYPE_BOOLEAN));
+  gst_structure_get_uint64 (s, "video-frames-sent", &mark);
+  gst_structure_free (s);
+  g_assert_cmpuint (mark, ==, sent);
+  g_assert_cmpuint (received (b, a, "video-frames"), ==, video);
+  g_assert_cmpuint (received (b, a, "audio-buffers"), ==, audio);
+
+  legba_call_set_video_muted (a->call, FALSE);
+  legba_call_set_audio_muted (a->call, FALSE);
+  CALL_WAIT_FOR (!remote_muted (b, a, "video-muted") &&
+      !remote_muted (b, a, "audio-muted"), "bob to be told alice unmuted");
+  CALL_WAIT_FOR (received (b, a, "video-frames") >= video + FRAMES &&
+      received (b, a, "audio-buffers") >= audio + FRAMES,
+      "alice's video and audio again");
+  g_assert_cmpuint (a->errors->len, ==, 0);
+  member_free (a);
+  member_free (b);
+}
+
+static void
+expect_start_error (Member * m, LegbaCallError code, const char *words)
+{
+  g_autoptr (GError) error = NULL;
+
+  g_assert_false (legba_call_start (m->call, &error));
+  g_assert_error (error, LEGBA_CALL_ERROR, (gint) code);
+  g_test_message ("%s", error->message);
+  g_assert_nonnull (strstr (error->message, words));
+  g_assert_cmpint (legba_call_get_state (m->call), ==,
+      LEGBA_CALL_STATE_STOPPED);
+}
+
+static void
+expect_error_signal (Member * m, LegbaCallError code)
+{
+  member_start (m);
+  CALL_WAIT_FOR (m->errors->len > 0, "the call to fail");
+  g_assert_error ((GError *) m->errors->pdata[0], LEGBA_CALL_ERROR,
+      (gint) code);
+  g_assert_cmpint (legba_call_get_state (m->call), ==, LEGBA_CALL_STATE_FAILED);
+  g_assert_null (legba_call_get_pipeline (m->call));
+}
+
+static void
+test_bad_config (Fixture * f, gconstpointer data)
+{
+  Member *m = member_new (f, "alice");
+  LegbaCallVideo video;
+
+  g_assert_false (legba_call_video_from_string ("projector", &video));
+  g_object_set (m->call, "identity", NULL, NULL);
+  expect_start_error (m, LEGBA_CALL_ERROR_INVALID, "identity");
+  g_object_set (m->call, "identity", "alice", "app-secret", NULL, NULL);
+  expect_start_error (m, LEGBA_CALL_ERROR_INVALID, "authenticate");
+  g_object_set (m->call, "app-secret", APP_SECRET, "video",
+      LEGBA_CALL_VIDEO_FILE, "video-file", "/nonexistent/clip.webm", NULL);
+  expect_start_error (m, LEGBA_CALL_ERROR_INVALID, "/nonexistent/clip.webm");
+  g_object_set (m->call, "video", LEGBA_CALL_VIDEO_CAMERA, NULL);
+  if (!g_file_test ("/dev/video0", G_FILE_TEST_EXISTS))
+    expect_start_error (m, LEGBA_CALL_ERROR_NO_CAMERA, "camera");
+  member_free (m);
+}
+
+static void
+test_unreachable (Fixture * f, gconstpointer data)
+{
+  Member *m = member_new (f, "alice");
+
+  stop_server (f);
+  expect_error_signal (m, LEGBA_CALL_ERROR_UNREACHABLE);
+  member_free (m);
+}
+
+static void
+test_refused (Fixture * f, gconstpointer data)
+{
+  Member *m = member_new (f, "alice");
+
+  g_object_set (m->call, "app-secret", "not-the-secret", NULL);
+  expect_error_signal (m, LEGBA_CALL_ERROR_REFUSED);
+  g_ptr_array_set_size (m->errors, 0);
+  /* a forged join token */
+  g_object_set (m->call, "app-secret", NULL, "app-id", APP_ID,
+      "token", "eyJhbGciOiJIUzI1NiJ9.e30.bm90LWEtc2lnbmF0dXJl", NULL);
+  expect_error_signal (m, LEGBA_CALL_ERROR_REFUSED);
+  member_free (m);
+}
+
+static void
+test_no_encoder (Fixture * f, gconstpointer data)
+{
+  Member *m = member_new (f, "alice");
+
+  g_object_set (m->call, "encoder-factory", "no-such-encoder", NULL);
+  expect_error_signal (m, LEGBA_CALL_ERROR_NO_ENCODER);
+  member_free (m);
+}
+
+int
+main (int argc, char **argv)
+{
+  gst_init (&argc, &argv);
+  g_test_init (&argc, &argv, NULL);
+
+#define ADD_CALL(path, func) \
+  g_test_add ("/call/" path, Fixture, NULL, fixture_setup, func, \
+      fixture_teardown)
+  ADD_CALL ("three", test_three);
+  ADD_CALL ("mute", test_mute);
+  ADD_CALL ("bad-config", test_bad_config);
+  ADD_CALL ("unreachable", test_unreachable);
+  ADD_CALL ("refused", test_refused);
+  ADD_CALL ("no-encoder", test_no_encoder);
+  return g_test_run ();
+}

@@ -1,0 +1,1044 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Application data between LegbaRoom participants (ROOM-PROTOCOL.md §6,
+ * §7) through legba-server (in-process, 127.0.0.1, port 0): order on the
+ * reliable channel, topics, recipients, the lossy channel, queueing before
+ * the channels open, one stalled recipient while another keeps receiving,
+ * the 64 KiB limit, malformed messages, mute and the backend's events.
+ */
+#include "room-test.h"
+#include "legba-auth.h"
+
+#define GST_USE_UNSTABLE_API
+#include <gst/webrtc/webrtc.h>
+#include <gst/app/app.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <sys/prctl.h>
+
+/* one received message */
+typedef struct
+{
+  char *from;
+  char *topic;
+  char *json;                   /* the data, serialized; NULL for bytes */
+  GBytes *bytes;
+  LegbaReliability reliability;
+} Got;
+
+typedef struct
+{
+  Participant *p;
+  GPtrArray *got;               /* Got */
+  guint ready;                  /* ready-to-send emissions */
+  char *mute_from;
+  gboolean audio_muted, video_muted;
+  guint mutes;
+} Data;
+
+static void
+got_free (gpointer data)
+{
+  Got *g = data;
+
+  g_free (g->from);
+  g_free (g->topic);
+  g_free (g->json);
+  g_clear_pointer (&g->bytes, g_bytes_unref);
+  g_free (g);
+}
+
+static void
+on_data (LegbaRoom * room, LegbaParticipant * from, const char *topic,
+    JsonNode * node, Data * d)
+{
+  Got *g = g_new0 (Got, 1);
+
+  g->from = g_strdup (legba_participant_get_id (from));
+  g->topic = g_strdup (topic);
+  g->json = json_to_string (node, FALSE);
+  g->reliability = legba_room_get_received_reliability (room);
+  g_ptr_array_add (d->got, g);
+}
+
+static void
+on_bytes (LegbaRoom * room, LegbaParticipant * from, GBytes * bytes, Data * d)
+{
+  Got *g = g_new0 (Got, 1);
+
+  g->from = g_strdup (legba_participant_get_id (from));
+  g->bytes = g_bytes_ref (bytes);
+  g->reliability = legba_room_get_received_reliability (room);
+  g_ptr_array_add (d->got, g);
+}
+
+static void
+on_ready (LegbaRoom * room, LegbaParticipant * to, LegbaReliability rel,
+    Data * d)
+{
+  d->ready++;
+}
+
+static void
+on_mute (LegbaRoom * room, LegbaParticipant * from, gboolean audio,
+    gboolean video, Data * d)
+{
+  g_free (d->mute_from);
+  d->mute_from = g_strdup (legba_participant_get_id (from));
+  d->audio_muted = audio;
+  d->video_muted = video;
+  d->mutes++;
+}
+
+static Data *
+data_new (Fixture * f, const char *identity)
+{
+  Data *d = g_new0 (Data, 1);
+
+  d->p = participant_new_for_server (f, identity, NULL, FALSE);
+  d->got = g_ptr_array_new_with_free_func (got_free);
+  g_signal_connect (d->p->room, "data-received", G_CALLBACK (on_data), d);
+  g_signal_connect (d->p->room, "bytes-received", G_CALLBACK (on_bytes), d);
+  g_signal_connect (d->p->room, "ready-to-send", G_CALLBACK (on_ready), d);
+  g_signal_connect (d->p->room, "mute-changed", G_CALLBACK (on_mute), d);
+  return d;
+}
+
+static void
+data_free (Data * d)
+{
+  participant_free (d->p);
+  g_ptr_array_unref (d->got);
+  g_free (d->mute_from);
+  g_free (d);
+}
+
+static const char *
+id_of (Data * d)
+{
+  return legba_room_get_participant_id (d->p->room);
+}
+
+static Got *
+got (Data * d, guint i)
+{
+  g_assert_cmpuint (i, <, d->got->len);
+  return d->got->pdata[i];
+}
+
+static void
+connect_all (Data ** all, guint n)
+{
+  for (guint i = 0; i < n; i++)
+    participant_connect_and_wait (all[i]->p);
+  for (guint i = 0; i < n; i++)
+    for (guint j = 0; j < n; j++)
+      if (i != j)
+        ROOM_WAIT_FOR (participant_connected_to (all[i]->p, all[j]->p),
+            "every data channel open");
+}
+
+static void
+free_all (Data ** all, guint n)
+{
+  for (guint i = n; i > 0; i--)
+    data_free (all[i - 1]);
+}
+
+static guint64
+data_stat (Data * d, const char *field)
+{
+  g_autoptr (GstStructure) s = legba_room_get_data_stats (d->p->room);
+  guint64 v = 0;
+
+  g_assert_true (gst_structure_get_uint64 (s, field, &v));
+  return v;
+}
+
+static void
+send_json (Data * from, const char *json, const char *topic,
+    LegbaReliability rel, const char *const *to)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (JsonNode) node = json_from_string (json, &error);
+
+  g_assert_no_error (error);
+  g_assert_true (legba_room_send_json (from->p->room, node, topic, rel, to,
+          &error));
+  g_assert_no_error (error);
+}
+
+/* ---- Order, topics, recipients ---- */
+
+#define ORDERED 300
+
+static void
+test_order (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob"),
+      *c = data_new (f, "carol");
+  Data *all[] = { a, b, c };
+  const char *only_bob[] = { NULL, NULL };
+
+  connect_all (all, 3);
+  only_bob[0] = id_of (b);
+  for (guint i = 0; i < ORDERED; i++) {
+    g_autofree char *json = g_strdup_printf ("{\"n\":%u}", i);
+
+    send_json (a, json, i % 2 ? "odd" : NULL, LEGBA_RELIABILITY_RELIABLE, NULL);
+  }
+  send_json (a, "\"for bob\"", "private", LEGBA_RELIABILITY_RELIABLE, only_bob);
+  send_json (a, "[\"end\"]", "end", LEGBA_RELIABILITY_RELIABLE, NULL);
+  ROOM_WAIT_FOR (b->got->len == ORDERED + 2 && c->got->len == ORDERED + 1,
+      "every message");
+  for (guint i = 0; i < ORDERED; i++) {
+    g_autofree char *json = g_strdup_printf ("{\"n\":%u}", i);
+
+    for (guint k = 1; k < 3; k++) {
+      Got *g = got (all[k], i);
+
+      g_assert_cmpstr (g->json, ==, json);
+      g_assert_cmpstr (g->topic, ==, i % 2 ? "odd" : NULL);
+      g_assert_cmpstr (g->from, ==, id_of (a));
+      g_assert_cmpint (g->reliability, ==, LEGBA_RELIABILITY_RELIABLE);
+    }
+  }
+  g_assert_cmpstr (got (b, ORDERED)->json, ==, "\"for bob\"");
+  g_assert_cmpstr (got (b, ORDERED)->topic, ==, "private");
+  /* carol's next message after the ordered ones is the last one: the
+   * private one, sent between them, never reached her */
+  g_assert_cmpstr (got (c, ORDERED)->topic, ==, "end");
+  g_assert_cmpstr (got (b, ORDERED + 1)->topic, ==, "end");
+  g_assert_cmpuint (a->got->len, ==, 0);
+  /* and the mute state each peer is told on open (§6) */
+  g_assert_cmpuint (data_stat (a, "messages-sent"), ==, 2 * ORDERED + 3 + 2);
+  g_assert_cmpuint (data_stat (b, "messages-received"), ==, ORDERED + 2 + 2);
+  for (guint i = 0; i < 3; i++)
+    assert_no_room_errors (all[i]->p);
+  free_all (all, 3);
+}
+
+/* Binary messages, both ways, and the recipients check. */
+static void
+test_bytes (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
+  Data *all[] = { a, b };
+  const guint8 raw[] = { 0, 1, 2, 255, 0 };
+  g_autoptr (GBytes) bytes = g_bytes_new (raw, sizeof raw);
+  g_autoptr (GBytes) empty = g_bytes_new (NULL, 0);
+  g_autoptr (GError) error = NULL;
+  const char *nobody[] = { "nobody-123", NULL };
+  const char *mixed[] = { NULL, "nobody-123", NULL };
+
+  connect_all (all, 2);
+  g_assert_true (legba_room_send_bytes (a->p->room, bytes,
+          LEGBA_RELIABILITY_RELIABLE, NULL, &error));
+  g_assert_true (legba_room_send_bytes (b->p->room, bytes,
+          LEGBA_RELIABILITY_LOSSY, NULL, &error));
+  g_assert_no_error (error);
+  ROOM_WAIT_FOR (b->got->len == 1 && a->got->len == 1, "the bytes");
+  g_assert_true (g_bytes_equal (got (b, 0)->bytes, bytes));
+  g_assert_cmpstr (got (b, 0)->from, ==, id_of (a));
+  g_assert_true (g_bytes_equal (got (a, 0)->bytes, bytes));
+  g_assert_cmpint (got (a, 0)->reliability, ==, LEGBA_RELIABILITY_LOSSY);
+  /* webrtcbin 1.22 cannot send an empty message: refused */
+  g_assert_false (legba_room_send_bytes (a->p->room, empty,
+          LEGBA_RELIABILITY_RELIABLE, NULL, &error));
+  g_assert_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_INVALID);
+  g_clear_error (&error);
+
+  /* a recipient not in the room: named, nothing sent */
+  g_assert_false (legba_room_send_bytes (a->p->room, bytes,
+          LEGBA_RELIABILITY_RELIABLE, nobody, &error));
+  g_assert_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_NOT_DELIVERED);
+  g_assert_nonnull (strstr (error->message, "nobody-123"));
+  g_clear_error (&error);
+  /* one known and one unknown: the known one gets it */
+  mixed[0] = id_of (b);
+  g_assert_false (legba_room_send_bytes (a->p->room, bytes,
+          LEGBA_RELIABILITY_RELIABLE, mixed, &error));
+  g_assert_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_NOT_DELIVERED);
+  g_assert_null (strstr (error->message, id_of (b)));
+  g_clear_error (&error);
+  ROOM_WAIT_FOR (b->got->len == 2, "the bytes for a known recipient");
+  /* reserved topics are the room's */
+  {
+    g_autoptr (JsonNode) node = json_from_string ("1", NULL);
+
+    g_assert_false (legba_room_send_json (a->p->room, node, "legba.mute",
+            LEGBA_RELIABILITY_RELIABLE, NULL, &error));
+    g_assert_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_INVALID);
+  }
+  assert_no_room_errors (a->p);
+  assert_no_room_errors (b->p);
+  free_all (all, 2);
+}
+
+/* ---- The lossy channel ---- */
+
+static void
+test_lossy (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
+  Data *all[] = { a, b };
+
+  connect_all (all, 2);
+  for (guint i = 0; i < 50; i++) {
+    g_autofree char *json = g_strdup_printf ("%u", i);
+
+    send_json (a, json, "pos", LEGBA_RELIABILITY_LOSSY, NULL);
+  }
+  /* the reliable marker: the lossy ones left before it */
+  send_json (a, "\"marker\"", "marker", LEGBA_RELIABILITY_RELIABLE, NULL);
+  ROOM_WAIT_FOR (b->got->len > 1, "lossy messages and the marker");
+  run_for (200);
+  g_assert_cmpuint (b->got->len, <=, 51);
+  for (guint i = 0; i < b->got->len; i++) {
+    Got *g = got (b, i);
+
+    if (g_strcmp0 (g->topic, "marker") == 0) {
+      g_assert_cmpint (g->reliability, ==, LEGBA_RELIABILITY_RELIABLE);
+      continue;
+    }
+    g_assert_cmpstr (g->topic, ==, "pos");
+    g_assert_cmpint (g->reliability, ==, LEGBA_RELIABILITY_LOSSY);
+  }
+  g_assert_cmpuint (data_stat (a, "messages-sent") + data_stat (a,
+          "lossy-dropped"), ==, 51 + 1);
+  assert_no_room_errors (a->p);
+  free_all (all, 2);
+}
+
+/* ---- One stalled recipient ---- */
+
+static GstPadProbeReturn
+drop_while_stalled (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  return g_atomic_int_get ((gint *) data) ? GST_PAD_PROBE_DROP :
+      GST_PAD_PROBE_OK;
+}
+
+/* Everything arriving at the participant's ICE transports is dropped
+ * while *stalled: SCTP gets no acknowledgement from it, as from a peer on
+ * a frozen network. ICE's own checks are not data and carry on. */
+static void
+stall_input (Participant * p, gint * stalled)
+{
+  GstIterator *it = gst_bin_iterate_recurse (GST_BIN (p->pipeline));
+  GValue item = G_VALUE_INIT;
+  guint n = 0;
+
+  while (gst_iterator_next (it, &item) == GST_ITERATOR_OK) {
+    GstElement *e = g_value_get_object (&item);
+    GstElementFactory *factory = gst_element_get_factory (e);
+
+    if (factory != NULL && strcmp (GST_OBJECT_NAME (factory), "nicesrc") == 0) {
+      GstPad *pad = gst_element_get_static_pad (e, "src");
+
+      gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+          GST_PAD_PROBE_TYPE_BUFFER_LIST, drop_while_stalled, stalled, NULL);
+      gst_object_unref (pad);
+      n++;
+    }
+    g_value_reset (&item);
+  }
+  g_value_unset (&item);
+  gst_iterator_free (it);
+  g_assert_cmpuint (n, >, 0);
+}
+
+#define CHUNK 32768
+
+static guint
+count_reliable (Data * d)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < d->got->len; i++)
+    n += got (d, i)->reliability == LEGBA_RELIABILITY_RELIABLE;
+  return n;
+}
+
+static void
+test_stalled (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob"),
+      *c = data_new (f, "carol");
+  Data *all[] = { a, b, c };
+  gint stalled = 1;
+  g_autofree char *filler = g_malloc (CHUNK + 1);
+  g_autoptr (GError) error = NULL;
+  guint accepted = 0, lossy_for_carol = 0;
+  const char *to_carol[] = { NULL, NULL };
+
+  connect_all (all, 3);
+  to_carol[0] = id_of (c);
+  memset (filler, 'x', CHUNK);
+  filler[CHUNK] = '\0';
+  stall_input (c->p, &stalled);
+  /* each message waits for bob to have it: bob keeps receiving while
+   * carol's queue fills, until carol cannot take more */
+  for (guint i = 0; error == NULL; i++) {
+    g_autoptr (JsonNode) node = json_node_init_string (json_node_alloc (),
+        filler);
+    guint before = b->got->len;
+
+    if (i == 2000)
+      g_error ("carol took 2000 messages of %d bytes while stalled", CHUNK);
+    if (legba_room_send_json (a->p->room, node, "bulk",
+            LEGBA_RELIABILITY_RELIABLE, NULL, &error))
+      accepted++;
+    ROOM_WAIT_FOR (b->got->len == before + 1, "bob to receive while carol "
+        "is stalled");
+  }
+  g_assert_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_NOT_DELIVERED);
+  g_assert_nonnull (strstr (error->message, id_of (c)));
+  g_assert_null (strstr (error->message, id_of (b)));
+  g_test_message ("carol stalled after %u messages of %d bytes", accepted,
+      CHUNK);
+  g_assert_cmpuint (accepted, >, 0);
+  g_assert_cmpuint (data_stat (a, "not-delivered"), ==, 1);
+  g_assert_cmpuint (a->ready, ==, 0);
+  /* the lossy channel drops instead (latest value wins), and counts */
+  while (data_stat (a, "lossy-dropped") == 0) {
+    g_autoptr (JsonNode) node = json_node_init_string (json_node_alloc (),
+        filler);
+
+    g_assert_cmpuint (lossy_for_carol, <, 1000);
+    g_assert_true (legba_room_send_json (a->p->room, node, "pos",
+            LEGBA_RELIABILITY_LOSSY, to_carol, NULL));
+    lossy_for_carol++;
+  }
+  g_assert_cmpuint (b->got->len, ==, accepted + 1);
+
+  /* carol's network is back: her queue drains, in order */
+  g_atomic_int_set (&stalled, 0);
+  ROOM_WAIT_FOR (a->ready == 1, "ready-to-send for carol");
+  ROOM_WAIT_FOR (count_reliable (c) == accepted, "carol to get every "
+      "message accepted for her");
+  for (guint i = 0; i < c->got->len; i++)
+    if (got (c, i)->reliability == LEGBA_RELIABILITY_RELIABLE)
+      g_assert_cmpstr (got (c, i)->topic, ==, "bulk");
+  g_assert_cmpuint (count_reliable (c), ==, accepted);
+  g_clear_error (&error);
+  send_json (a, "\"again\"", "again", LEGBA_RELIABILITY_RELIABLE, to_carol);
+  ROOM_WAIT_FOR (c->got->len > 0 &&
+      g_strcmp0 (got (c, c->got->len - 1)->topic, "again") == 0,
+      "carol to take messages again");
+  for (guint i = 0; i < 3; i++)
+    assert_no_room_errors (all[i]->p);
+  free_all (all, 3);
+}
+
+/* ---- The elements ---- */
+
+typedef struct
+{
+  GstElement *pipeline;
+  GPtrArray *warnings;          /* char*, from the bus */
+  GMutex lock;
+  GPtrArray *buffers;           /* (lock) GstBuffer from the appsink */
+} Launch;
+
+static gboolean
+on_launch_bus (GstBus * bus, GstMessage * message, gpointer data)
+{
+  Launch *l = data;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *debug = NULL;
+
+  if (GST_MESSAGE_TYPE (message) == GST_MESSAGE_ERROR) {
+    gst_message_parse_error (message, &error, &debug);
+    g_error ("pipeline error from %s: %s (%s)",
+        GST_OBJECT_NAME (GST_MESSAGE_SRC (message)), error->message, debug);
+  } else if (GST_MESSAGE_TYPE (message) == GST_MESSAGE_WARNING) {
+    gst_message_parse_warning (message, &error, &debug);
+    g_test_message ("warning from %s: %s", GST_OBJECT_NAME
+        (GST_MESSAGE_SRC (message)), error->message);
+    g_ptr_array_add (l->warnings, g_strdup (error->message));
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+static GstFlowReturn
+on_new_sample (GstAppSink * sink, gpointer data)
+{
+  Launch *l = data;
+  GstSample *sample = gst_app_sink_pull_sample (sink);
+
+  g_mutex_lock (&l->lock);
+  g_ptr_array_add (l->buffers, gst_buffer_ref (gst_sample_get_buffer (sample)));
+  g_mutex_unlock (&l->lock);
+  gst_sample_unref (sample);
+  return GST_FLOW_OK;
+}
+
+/* A pipeline with a legbaroom named r for the fixture's server; %s in
+ * tail is the room's identity. */
+static Launch *
+launch_new (Fixture * f, const char *identity, const char *tail)
+{
+  Launch *l = g_new0 (Launch, 1);
+  g_autofree char *desc = g_strdup_printf ("legbaroom name=r server-url=%s "
+      "app-key=" APP_KEY " app-secret=" APP_SECRET " room=" ROOM
+      " identity=%s %s", f->url, identity, tail);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GstBus) bus = NULL;
+  g_autoptr (GstElement) sink = NULL;
+
+  l->warnings = g_ptr_array_new_with_free_func (g_free);
+  l->buffers = g_ptr_array_new_with_free_func
+      ((GDestroyNotify) gst_buffer_unref);
+  g_mutex_init (&l->lock);
+  l->pipeline = gst_parse_launch (desc, &error);
+  g_assert_no_error (error);
+  bus = gst_element_get_bus (l->pipeline);
+  gst_bus_add_watch (bus, on_launch_bus, l);
+  sink = gst_bin_get_by_name (GST_BIN (l->pipeline), "out");
+  if (sink != NULL) {
+    GstAppSinkCallbacks callbacks = { NULL, NULL, on_new_sample, };
+
+    gst_app_sink_set_callbacks (GST_APP_SINK (sink), &callbacks, l, NULL);
+  }
+  g_assert_cmpint (gst_element_set_state (l->pipeline, GST_STATE_PLAYING),
+      !=, GST_STATE_CHANGE_FAILURE);
+  return l;
+}
+
+static void
+launch_free (Launch * l)
+{
+  g_autoptr (GstBus) bus = gst_element_get_bus (l->pipeline);
+
+  gst_element_set_state (l->pipeline, GST_STATE_NULL);
+  gst_bus_remove_watch (bus);
+  gst_object_unref (l->pipeline);
+  g_ptr_array_unref (l->warnings);
+  g_ptr_array_unref (l->buffers);
+  g_mutex_clear (&l->lock);
+  g_free (l);
+}
+
+static guint
+launch_buffers (Launch * l)
+{
+  guint n;
+
+  g_mutex_lock (&l->lock);
+  n = l->buffers->len;
+  g_mutex_unlock (&l->lock);
+  return n;
+}
+
+static GstElement *
+launch_get (Launch * l, const char *name)
+{
+  GstElement *e = gst_bin_get_by_name (GST_BIN (l->pipeline), name);
+
+  g_assert_nonnull (e);
+  return e;
+}
+
+static void
+push_json (GstElement * appsrc, const char *json, const char *topic)
+{
+  GstBuffer *buffer = gst_buffer_new_memdup (json, strlen (json));
+
+  if (topic != NULL)
+    legba_buffer_add_data_meta (buffer, NULL, topic,
+        LEGBA_RELIABILITY_RELIABLE, NULL);
+  g_assert_cmpint (gst_app_src_push_buffer (GST_APP_SRC (appsrc), buffer),
+      ==, GST_FLOW_OK);
+}
+
+/* legbadatasink in alice's pipeline to legbadatasrc in bob's: order,
+ * topics (a meta overrides the sink's), sender and channel in the meta,
+ * timestamps, and buffers held until a recipient is there. */
+static void
+test_elements (Fixture * f, gconstpointer unused)
+{
+  Launch *a = launch_new (f, "alice", "appsrc name=in format=time "
+      "caps=application/json ! legbadatasink room-element=r topic=sensor "
+      "min-recipients=1");
+  g_autoptr (GstElement) in = launch_get (a, "in");
+  Launch *b;
+
+  for (guint i = 0; i < 20; i++) {
+    g_autofree char *json = g_strdup_printf ("{\"n\":%u}", i);
+
+    push_json (in, json, i == 5 ? "override" : NULL);
+  }
+  b = launch_new (f, "bob", "legbadatasrc room-element=r from=alice "
+      "! appsink name=out sync=false");
+  ROOM_WAIT_FOR (launch_buffers (b) == 20, "bob's legbadatasrc to push the "
+      "20 messages held for him");
+  for (guint i = 0; i < 20; i++) {
+    GstBuffer *buffer = b->buffers->pdata[i];
+    LegbaDataMeta *meta = legba_buffer_get_data_meta (buffer);
+    g_autofree char *json = g_strdup_printf ("{\"n\":%u}", i);
+    GstMapInfo map;
+
+    g_assert_true (gst_buffer_map (buffer, &map, GST_MAP_READ));
+    g_assert_cmpmem (map.data, map.size, json, strlen (json));
+    gst_buffer_unmap (buffer, &map);
+    g_assert_nonnull (meta);
+    g_assert_true (g_str_has_prefix (meta->participant_id, "alice-"));
+    g_assert_cmpstr (meta->topic, ==, i == 5 ? "override" : "sensor");
+    g_assert_cmpint (meta->reliability, ==, LEGBA_RELIABILITY_RELIABLE);
+    g_assert_true (GST_BUFFER_PTS_IS_VALID (buffer));
+  }
+  g_assert_cmpuint (a->warnings->len + b->warnings->len, ==, 0);
+  launch_free (b);
+  launch_free (a);
+}
+
+/* legbadatasink with one stalled recipient: bob keeps receiving; after
+ * its timeout the sink names carol in a warning and goes on. */
+static void
+test_element_stalled (Fixture * f, gconstpointer unused)
+{
+  Launch *a = launch_new (f, "alice", "appsrc name=in format=time "
+      "caps=application/json ! legbadatasink name=sink room-element=r "
+      "topic=bulk timeout=300 min-recipients=2");
+  g_autoptr (GstElement) in = launch_get (a, "in");
+  g_autoptr (GstElement) sink = launch_get (a, "sink");
+  Data *b = data_new (f, "bob"), *c = data_new (f, "carol");
+  Data *all[] = { b, c };
+  g_autofree char *filler = g_malloc (CHUNK + 3);
+  gint stalled = 1;
+  guint64 not_delivered = 0, sent = 0;
+  guint pushed = 0;
+
+  connect_all (all, 2);
+  filler[0] = '"';
+  memset (filler + 1, 'x', CHUNK);
+  filler[CHUNK + 1] = '"';
+  filler[CHUNK + 2] = '\0';
+  /* one message through to both first: everyone is connected */
+  push_json (in, "\"hello\"", NULL);
+  pushed++;
+  ROOM_WAIT_FOR (b->got->len == 1 && c->got->len == 1, "the first message");
+  stall_input (c->p, &stalled);
+  while (a->warnings->len == 0) {
+    g_assert_cmpuint (pushed, <, 2000);
+    push_json (in, filler, NULL);
+    pushed++;
+    ROOM_WAIT_FOR (b->got->len == pushed || a->warnings->len > 0,
+        "bob to receive while carol is stalled");
+  }
+  ROOM_WAIT_FOR (b->got->len == pushed, "bob to receive every message");
+  g_assert_nonnull (strstr (a->warnings->pdata[0], id_of (c)));
+  g_assert_null (strstr (a->warnings->pdata[0], id_of (b)));
+  /* the buffer after the refused one may have left for bob before the
+   * warning came: one warning per message carol did not take */
+  ROOM_WAIT_FOR ((g_object_get (sink, "not-delivered", &not_delivered,
+              "sent", &sent, NULL), sent + not_delivered == pushed &&
+          a->warnings->len == not_delivered), "the sink to be done");
+  g_assert_cmpuint (not_delivered, >=, 1);
+  g_atomic_int_set (&stalled, 0);
+  ROOM_WAIT_FOR (c->got->len == pushed - not_delivered, "carol to get all "
+      "but the messages she could not take");
+  for (guint i = 0; i < 2; i++)
+    assert_no_room_errors (all[i]->p);
+  launch_free (a);
+  free_all (all, 2);
+}
+
+static void
+on_exited (GObject * source, GAsyncResult * result, gpointer data)
+{
+  g_autoptr (GError) error = NULL;
+
+  g_subprocess_wait_finish (G_SUBPROCESS (source), result, &error);
+  g_assert_no_error (error);
+  *(gboolean *) data = TRUE;
+}
+
+static void
+die_with_parent (gpointer unused)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
+static GSubprocess *
+gst_launch (Fixture * f, const char *identity, const char *tail,
+    gboolean * exited)
+{
+  g_autofree char *line = g_strdup_printf ("gst-launch-1.0 -q legbaroom "
+      "name=r server-url=%s app-key=" APP_KEY " app-secret=" APP_SECRET
+      " room=" ROOM " identity=%s %s", f->url, identity, tail);
+  g_auto (GStrv) argv = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocessLauncher) launcher =
+      g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  GSubprocess *process;
+
+  g_assert_true (g_shell_parse_argv (line, NULL, &argv, &error));
+  /* a test that fails leaves no process behind */
+  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  process = g_subprocess_launcher_spawnv (launcher,
+      (const char *const *) argv, &error);
+  g_assert_no_error (error);
+  g_subprocess_wait_async (process, NULL, on_exited, exited);
+  return process;
+}
+
+static gboolean
+got_files (const char *dir, guint n)
+{
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *path = g_strdup_printf ("%s/got-%05u.json", dir, i);
+    g_autofree char *text = NULL;
+
+    /* multifilesink writes a file at once: empty means not yet */
+    if (!g_file_get_contents (path, &text, NULL, NULL) || text[0] == '\0')
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* The launch lines of docs/data.md, with gst-launch-1.0 itself: three
+ * readings, one JSON file each, from one process to another. */
+static void
+test_gst_launch (Fixture * f, gconstpointer unused)
+{
+  g_autofree char *dir = g_dir_make_tmp ("legba-data-XXXXXX", NULL);
+  g_autofree char *tail = NULL;
+  g_autoptr (GSubprocess) logger = NULL;
+  g_autoptr (GSubprocess) sensor = NULL;
+  gboolean logger_done = FALSE, sensor_done = FALSE;
+
+  /* gst-launch-1.0 is not instrumented: it cannot load a plugin built
+   * with AddressSanitizer */
+  if (LEGBA_BUILD_SANITIZED) {
+    g_test_skip ("gst-launch-1.0 cannot load a sanitized plugin");
+    g_rmdir (dir);
+    return;
+  }
+  g_assert_nonnull (dir);
+  for (guint i = 0; i < 3; i++) {
+    g_autofree char *path = g_strdup_printf ("%s/reading-%05u.json", dir, i);
+    g_autofree char *json = g_strdup_printf ("{\"celsius\":%u.5}", 20 + i);
+
+    g_assert_true (g_file_set_contents (path, json, -1, NULL));
+  }
+  tail = g_strdup_printf ("legbadatasrc room-element=r topic=sensor "
+      "num-buffers=3 ! multifilesink location=%s/got-%%05d.json", dir);
+  logger = gst_launch (f, "logger", tail, &logger_done);
+  g_free (tail);
+  tail = g_strdup_printf ("multifilesrc location=%s/reading-%%05d.json "
+      "! application/json ! legbadatasink room-element=r topic=sensor "
+      "min-recipients=1", dir);
+  sensor = gst_launch (f, "sensor", tail, &sensor_done);
+  /* a pipeline with a legbaroom runs until interrupted, as a call does */
+  ROOM_WAIT_FOR (got_files (dir, 3) || logger_done || sensor_done,
+      "the logger to write 3 messages");
+  g_assert_false (logger_done || sensor_done);
+  g_subprocess_send_signal (logger, SIGINT);
+  g_subprocess_send_signal (sensor, SIGINT);
+  ROOM_WAIT_FOR (logger_done && sensor_done, "both gst-launch-1.0 to end");
+  g_assert_true (g_subprocess_get_successful (logger));
+  g_assert_true (g_subprocess_get_successful (sensor));
+  for (guint i = 0; i < 3; i++) {
+    g_autofree char *path = g_strdup_printf ("%s/got-%05u.json", dir, i);
+    g_autofree char *sent = g_strdup_printf ("%s/reading-%05u.json", dir, i);
+    g_autofree char *json = g_strdup_printf ("{\"celsius\":%u.5}", 20 + i);
+    g_autofree char *text = NULL;
+
+    g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+    g_assert_cmpstr (text, ==, json);
+    g_unlink (path);
+    g_unlink (sent);
+  }
+  g_rmdir (dir);
+}
+
+/* ---- Queued before the channels open ---- */
+
+static void
+send_early (LegbaRoom * room, LegbaParticipant * who, Data * a)
+{
+  const char *to[] = { legba_participant_get_id (who), NULL };
+
+  for (guint i = 0; i < 5; i++) {
+    g_autofree char *json = g_strdup_printf ("%u", i);
+
+    send_json (a, json, "early", LEGBA_RELIABILITY_RELIABLE, to);
+  }
+  g_assert_cmpuint (data_stat (a, "messages-queued"), ==, 5);
+  g_assert_cmpuint (data_stat (a, "messages-sent"), ==, 0);
+}
+
+static void
+test_queued (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
+
+  participant_connect_and_wait (a->p);
+  g_signal_connect (a->p->room, "participant-joined",
+      G_CALLBACK (send_early), a);
+  participant_connect_and_wait (b->p);
+  ROOM_WAIT_FOR (b->got->len == 5, "the messages queued before the "
+      "channels opened");
+  for (guint i = 0; i < 5; i++) {
+    g_autofree char *json = g_strdup_printf ("%u", i);
+
+    g_assert_cmpstr (got (b, i)->json, ==, json);
+  }
+  g_assert_cmpuint (data_stat (a, "messages-queued"), ==, 0);
+  assert_no_room_errors (a->p);
+  assert_no_room_errors (b->p);
+  data_free (b);
+  data_free (a);
+}
+
+/* ---- Size ---- */
+
+/* {"topic":"big","data":"xxx...x"}: 25 bytes around the string */
+static JsonNode *
+envelope_of_size (gsize size)
+{
+  g_autofree char *s = g_malloc (size - 25 + 1);
+
+  memset (s, 'x', size - 25);
+  s[size - 25] = '\0';
+  return json_node_init_string (json_node_alloc (), s);
+}
+
+static void
+test_size (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
+  Data *all[] = { a, b };
+  g_autoptr (JsonNode) fits = envelope_of_size (65536);
+  g_autoptr (JsonNode) over = envelope_of_size (65537);
+  g_autofree guint8 *raw = g_malloc0 (65537);
+  g_autoptr (GBytes) max = g_bytes_new (raw, 65536);
+  g_autoptr (GBytes) big = g_bytes_new (raw, 65537);
+  g_autoptr (GError) error = NULL;
+
+  connect_all (all, 2);
+  g_assert_cmpuint (legba_room_get_max_message_size (a->p->room, id_of (b)),
+      ==, 65536);
+  g_assert_false (legba_room_send_json (a->p->room, over, "big",
+          LEGBA_RELIABILITY_RELIABLE, NULL, &error));
+  g_assert_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_TOO_LARGE);
+  g_assert_nonnull (strstr (error->message, id_of (b)));
+  g_clear_error (&error);
+  g_assert_false (legba_room_send_bytes (a->p->room, big,
+          LEGBA_RELIABILITY_RELIABLE, NULL, &error));
+  g_assert_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_TOO_LARGE);
+  g_clear_error (&error);
+  g_assert_true (legba_room_send_json (a->p->room, fits, "big",
+          LEGBA_RELIABILITY_RELIABLE, NULL, &error));
+  g_assert_true (legba_room_send_bytes (a->p->room, max,
+          LEGBA_RELIABILITY_RELIABLE, NULL, &error));
+  g_assert_no_error (error);
+  ROOM_WAIT_FOR (b->got->len == 2, "the largest messages");
+  g_assert_cmpuint (strlen (got (b, 0)->json), ==, 65536 - 25 + 2);
+  g_assert_cmpuint (g_bytes_get_size (got (b, 1)->bytes), ==, 65536);
+  g_assert_cmpuint (data_stat (a, "messages-sent"), ==, 2 + 1);
+  assert_no_room_errors (a->p);
+  assert_no_room_errors (b->p);
+  free_all (all, 2);
+}
+
+/* ---- Malformed messages ---- */
+
+static void
+on_raw_channel (GstElement * webrtcbin, GstWebRTCDataChannel * channel,
+    GstWebRTCDataChannel ** out)
+{
+  g_autofree char *label = NULL;
+
+  g_object_get (channel, "label", &label, NULL);
+  if (g_strcmp0 (label, "legba") == 0 && *out == NULL)
+    *out = g_object_ref (channel);
+}
+
+static void
+on_peer_bin (GstBin * pipeline, GstElement * element,
+    GstWebRTCDataChannel ** out)
+{
+  g_autoptr (GstElement) webrtcbin = NULL;
+
+  if (!g_str_has_prefix (GST_OBJECT_NAME (element), "legba-peer-"))
+    return;
+  webrtcbin = gst_bin_get_by_name (GST_BIN (element), "webrtcbin");
+  g_signal_connect (webrtcbin, "on-data-channel",
+      G_CALLBACK (on_raw_channel), out);
+}
+
+static void
+test_malformed (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
+  Data *all[] = { a, b };
+  GstWebRTCDataChannel *raw = NULL;
+  const char *bad[] = {
+    "not json", "[1,2]", "{\"topic\":5,\"data\":1}", "{\"topic\":\"t\"}",
+    "{\"topic\":\"legba.mute\",\"data\":{\"audio\":1}}", "\"just a string\"",
+  };
+  GError *e;
+
+  /* alice is there first: bob offers, alice's webrtcbin announces the
+   * channels, and the test writes into alice's end as is */
+  g_signal_connect (a->p->pipeline, "element-added",
+      G_CALLBACK (on_peer_bin), &raw);
+  connect_all (all, 2);
+  ROOM_WAIT_FOR (raw != NULL, "alice's end of the channel");
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
+    g_autoptr (GError) error = NULL;
+
+    g_assert_true (gst_webrtc_data_channel_send_string_full (raw, bad[i],
+            &error));
+  }
+  send_json (a, "42", "ok", LEGBA_RELIABILITY_RELIABLE, NULL);
+  ROOM_WAIT_FOR (b->got->len == 1, "the good message after the bad ones");
+  g_assert_cmpstr (got (b, 0)->topic, ==, "ok");
+  g_assert_cmpuint (b->p->errors->len, ==, G_N_ELEMENTS (bad));
+  for (guint i = 0; i < b->p->errors->len; i++) {
+    e = b->p->errors->pdata[i];
+    g_assert_error (e, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_MALFORMED);
+    g_assert_nonnull (strstr (e->message, id_of (a)));
+  }
+  g_assert_cmpuint (data_stat (b, "malformed"), ==, G_N_ELEMENTS (bad));
+  g_assert_true (participant_connected_to (b->p, a->p));
+  g_ptr_array_set_size (b->p->errors, 0);
+  g_object_unref (raw);
+  assert_no_room_errors (a->p);
+  free_all (all, 2);
+}
+
+/* ---- Mute (§6) and the backend's events (§7) ---- */
+
+static void
+test_mute (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob"), *c;
+  Data *all[] = { a, b, NULL };
+  gboolean audio, video;
+
+  connect_all (all, 2);
+  /* the state on open: nothing muted */
+  ROOM_WAIT_FOR (b->mutes == 1, "alice's mute state on open");
+  g_assert_false (b->audio_muted || b->video_muted);
+  legba_room_set_muted (a->p->room, TRUE, FALSE);
+  ROOM_WAIT_FOR (b->mutes == 2, "alice's mute");
+  g_assert_cmpstr (b->mute_from, ==, id_of (a));
+  g_assert_true (b->audio_muted);
+  g_assert_false (b->video_muted);
+  g_assert_true (legba_room_get_participant_muted (b->p->room, id_of (a),
+          &audio, &video));
+  g_assert_true (audio && !video);
+  /* a newcomer learns it once its channel opens */
+  c = data_new (f, "carol");
+  all[2] = c;
+  participant_connect_and_wait (c->p);
+  ROOM_WAIT_FOR (legba_room_get_participant_muted (c->p->room, id_of (a),
+          &audio, &video), "carol to learn alice's mute state");
+  g_assert_true (audio && !video);
+  /* not data for the application */
+  g_assert_cmpuint (b->got->len + c->got->len, ==, 0);
+  for (guint i = 0; i < 3; i++)
+    assert_no_room_errors (all[i]->p);
+  free_all (all, 3);
+}
+
+static void
+on_published (GObject * source, GAsyncResult * result, gpointer user_data)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GBytes) body = soup_session_send_and_read_finish
+      (SOUP_SESSION (source), result, &error);
+
+  g_assert_no_error (error);
+  *(guint *) user_data = soup_message_get_status
+      (soup_session_get_async_result_message (SOUP_SESSION (source), result));
+}
+
+/* POST /apps/ID/events as the Pusher HTTP API wants it, signed */
+static void
+publish_event (Fixture * f, const char *name, const char *data)
+{
+  g_autoptr (SoupSession) session = soup_session_new ();
+  g_autoptr (GHashTable) params = g_hash_table_new_full (g_str_hash,
+      g_str_equal, NULL, g_free);
+  g_autoptr (SoupMessage) msg = NULL;
+  g_autoptr (GBytes) bytes = NULL;
+  g_autofree char *quoted = json_quote (data);
+  g_autofree char *body = g_strdup_printf ("{\"name\":\"%s\",\"channels\":"
+      "[\"" CHANNEL "\"],\"data\":%s}", name, quoted);
+  g_autofree char *to_sign = NULL;
+  g_autofree char *signature = NULL;
+  g_autofree char *url = NULL;
+  const char *path = "/apps/" APP_ID "/events";
+  guint status = 0;
+
+  g_hash_table_insert (params, "auth_key", g_strdup (APP_KEY));
+  g_hash_table_insert (params, "auth_timestamp", g_strdup_printf ("%"
+          G_GINT64_FORMAT, g_get_real_time () / G_USEC_PER_SEC));
+  g_hash_table_insert (params, "auth_version", g_strdup ("1.0"));
+  g_hash_table_insert (params, "body_md5",
+      g_compute_checksum_for_string (G_CHECKSUM_MD5, body, -1));
+  to_sign = legba_auth_http_string_to_sign ("POST", path, params);
+  signature = legba_auth_hmac_hex (APP_SECRET, to_sign, -1);
+  url = g_strdup_printf ("%s%s?auth_key=%s&auth_timestamp=%s"
+      "&auth_version=1.0&body_md5=%s&auth_signature=%s", f->url, path,
+      APP_KEY, (char *) g_hash_table_lookup (params, "auth_timestamp"),
+      (char *) g_hash_table_lookup (params, "body_md5"), signature);
+  msg = soup_message_new ("POST", url);
+  bytes = g_bytes_new_static (body, strlen (body));
+  soup_message_set_request_body_from_bytes (msg, "application/json", bytes);
+  soup_session_send_and_read_async (session, msg, G_PRIORITY_DEFAULT, NULL,
+      on_published, &status);
+  ROOM_WAIT_FOR (status != 0, "the HTTP API's answer");
+  g_assert_cmpuint (status, ==, SOUP_STATUS_OK);
+}
+
+static void
+test_server_event (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
+  Data *all[] = { a, b };
+
+  connect_all (all, 2);
+  publish_event (f, "score", "{\"home\":2}");
+  publish_event (f, "notice", "plain text");
+  ROOM_WAIT_FOR (a->got->len == 2 && b->got->len == 2, "both events");
+  for (guint i = 0; i < 2; i++) {
+    g_assert_cmpstr (got (all[i], 0)->from, ==, LEGBA_ROOM_SERVER_PARTICIPANT);
+    g_assert_cmpstr (got (all[i], 0)->topic, ==, "score");
+    g_assert_cmpstr (got (all[i], 0)->json, ==, "{\"home\":2}");
+    g_assert_cmpstr (got (all[i], 1)->topic, ==, "notice");
+    g_assert_cmpstr (got (all[i], 1)->json, ==, "\"plain text\"");
+    assert_no_room_errors (all[i]->p);
+  }
+  free_all (all, 2);
+}
+
+int
+main (int argc, char **argv)
+{
+  gst_init (&argc, &argv);
+  g_test_init (&argc, &argv, NULL);
+
+#define ADD_DATA(path, func) \
+  g_test_add ("/room/data/" path, Fixture, NULL, fixture_setup, func, \
+      fixture_teardown)
+  ADD_DATA ("order-topics-recipients", test_order);
+  ADD_DATA ("bytes", test_bytes);
+  ADD_DATA ("lossy", test_lossy);
+  ADD_DATA ("stalled-recipient", test_stalled);
+  ADD_DATA ("queued-before-open", test_queued);
+  ADD_DATA ("size", test_size);
+  ADD_DATA ("malformed", test_malformed);
+  ADD_DATA ("mute", test_mute);
+  ADD_DATA ("server-event", test_server_event);
+  ADD_DATA ("elements", test_elements);
+  ADD_DATA ("element-stalled", test_element_stalled);
+  ADD_DATA ("gst-launch", test_gst_launch);
+  return g_test_run ();
+}
