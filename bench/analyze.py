@@ -10,7 +10,7 @@ identically), and writes a Markdown report (bench/RESULTS.md) and an SVG
 chart of every run's value relative to soketi's median. A difference is
 "established" only when its interval excludes zero (BENCHMARKING.md).
 
-  /usr/bin/python3 bench/analyze.py [RESULTS.json] [--output RESULTS.md]
+  /usr/bin/python3 bench/analyze.py [RESULTS.json] [--output bench/server/RESULTS.md]
 
 Without a file it takes the newest bench/results/server-*.json.
 Standard library only.
@@ -430,7 +430,7 @@ def report(results, results_path, output, chart_path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", nargs="?")
-    ap.add_argument("--output", default=os.path.join(HERE, "RESULTS.md"))
+    ap.add_argument("--output", default=os.path.join(HERE, "server", "RESULTS.md"))
     args = ap.parse_args()
     path = args.results
     if path is None:
