@@ -112,7 +112,7 @@ done
 
 if [ $quick -eq 1 ]; then
   /usr/bin/python3 "$here/report.py" --results "$outdir" \
-    --output "$outdir/RESULTS-quick.md"
+    --output "$outdir/RESULTS.md"
 else
   /usr/bin/python3 "$here/report.py"
 fi
