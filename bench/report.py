@@ -26,9 +26,9 @@ METRICS = {
     "warm_ms": ("Setup, warm (same process, first discarded)", "ms", True),
     "bulk_mb_per_s": ("Bulk throughput, 1 KiB messages", "MB/s", False),
     "bulk_cpu_s_per_mb": ("Bulk CPU per MB (both sides)", "CPU-s/MB", True),
-    "rtt_p50_ms": ("Round trip 1 KiB @100/s, p50", "ms", True),
-    "rtt_p95_ms": ("Round trip 1 KiB @100/s, p95", "ms", True),
-    "rtt_p99_ms": ("Round trip 1 KiB @100/s, p99", "ms", True),
+    "rtt_p50_ms": ("Round trip 1 KiB at 100/s, p50", "ms", True),
+    "rtt_p95_ms": ("Round trip 1 KiB at 100/s, p95", "ms", True),
+    "rtt_p99_ms": ("Round trip 1 KiB at 100/s, p99", "ms", True),
     "cpu_us_per_msg_64": ("CPU per 64 B message, send + receive", "µs",
                           True),
     "cpu_us_per_msg_4096": ("CPU per 4 KiB message, send + receive", "µs",
@@ -36,6 +36,12 @@ METRICS = {
     "latency_p50_ms": ("Glass-to-glass 720p30 H.264, p50", "ms", True),
     "latency_p95_ms": ("Glass-to-glass 720p30 H.264, p95", "ms", True),
     "bitrate_kbps": ("Bitrate reached (cap 1500)", "kbit/s", None),
+    "latency_samples": ("Frames with a readable stamp (after the first 10)",
+                        "frames", False),
+    "stamps_unreadable_pct": ("Frames out whose stamp failed its check",
+                              "%", True),
+    "frames_lost_pct": ("Frames lost (counter gaps) over frames out", "%",
+                        True),
     "pairs_connected": ("Pairs connected in one process", "pairs", False),
     "rss_kib_per_pair": ("RSS per pair", "KiB", True),
     "fds_per_pair": ("File descriptors per pair", "fds", True),
@@ -81,9 +87,6 @@ NOT_MEASURED = {
         "Pion: it has no decoders (the application brings its own).",
     ],
     "video-call": [
-        "Legba through a room: the Legba peer program sets up data-only "
-        "rooms; a stamped call through LegbaRoom is not wired into this "
-        "suite yet.",
         "aiortc: a stamped call needs an aiortc sender and receiver loop "
         "with its own encoder and decoder; not wired into this suite (its "
         "encoders' and decoders' CPU are in suites 3 and 4).",
@@ -177,8 +180,13 @@ def table(series, baseline, second=None):
 
 
 def gnuplot(script):
-    subprocess.run(["gnuplot"], input=script, text=True, check=True,
-                   capture_output=True)
+    """Runs a chart script; a chart gnuplot cannot draw is left out (and
+    said), never the report."""
+    proc = subprocess.run(["gnuplot"], input=script, text=True,
+                          capture_output=True)
+    if proc.returncode != 0:
+        print("report.py: chart left out: " + proc.stderr.strip())
+    return proc.returncode == 0
 
 
 def ratio_chart(suite, series, baseline, path):
@@ -193,7 +201,10 @@ def ratio_chart(suite, series, baseline, path):
         label = METRICS.get(metric, (metric,))[0]
         rows.append((label, {p: stats.median(v) / b for p, v in per.items()
                              if p != baseline}))
-    peers = [p for p in peers_of(series) if p != baseline]
+    peers = [p for p in peers_of(series) if p != baseline and
+             any(p in ratios for _, ratios in rows)]
+    rows = [(label, ratios) for label, ratios in rows
+            if any(v > 0 for v in ratios.values())]
     if not rows or not peers:
         return False
     data = path + ".dat"
@@ -201,12 +212,12 @@ def ratio_chart(suite, series, baseline, path):
         f.write("figure " + " ".join(peers) + "\n")
         for label, ratios in rows:
             f.write('"' + label.replace('"', "'") + '" ' + " ".join(
-                f"{ratios[p]:.4f}" if p in ratios else "NaN"
+                f"{ratios[p]:.4f}" if ratios.get(p, 0) > 0 else "NaN"
                 for p in peers) + "\n")
     plots = ", ".join(
         f"'{data}' using {i + 2}:xtic(1) title '{p}'"
         for i, p in enumerate(peers))
-    gnuplot(f"""set terminal pngcairo size 1100,{300 + 40 * len(rows)} font ',9'
+    ok = gnuplot(f"""set terminal pngcairo size 1100,{300 + 40 * len(rows)} font ',9'
 set output '{path}'
 set title '{suite}: median relative to {baseline} (1 = same; lower is \
 better except throughput and pairs)'
@@ -222,7 +233,7 @@ set bmargin 10
 plot {plots}
 """)
     os.unlink(data)
-    return True
+    return ok
 
 
 def distribution_chart(title, per, path):
@@ -241,7 +252,7 @@ def distribution_chart(title, per, path):
         plots.append(f"'{data}' using 1:2 with steps title '{p}'")
     if not plots:
         return False
-    gnuplot(f"""set terminal pngcairo size 900,500 font ',9'
+    ok = gnuplot(f"""set terminal pngcairo size 900,500 font ',9'
 set output '{path}'
 set title '{title}'
 set logscale x
@@ -253,7 +264,7 @@ plot {", ".join(plots)}
 """)
     for d in datas:
         os.unlink(d)
-    return True
+    return ok
 
 
 def fanout_chart(results_dir, path):
@@ -375,7 +386,7 @@ def main():
         if baseline and ratio_chart(title, series, baseline, chart):
             lines += [f"![{title}: relative to {baseline}]({rel(chart)})", ""]
         lines += table(series, baseline,
-                       second=suite in ("setup", "scale", "datachannel"))
+                       second=suite in ("setup", "scale", "datachannel", "video-call"))
         lines.append("")
         for metric in ("rtt_all_ms", "latency_all_ms"):
             if metric in series:

@@ -235,14 +235,20 @@ def suite_video_call(r, q, series, notes):
     bench_tool = os.path.join(r.args.build, "tools", "legba-bench")
 
     def body(peer, rnd):
-        if peer == "webrtcbin":
+        if peer in ("webrtcbin", "legba"):
             res = r.run(peer, r.command(peer, "call", [
                 "--frames", str(frames), "--width", "1280", "--height",
                 "720", "--bitrate", "1500"]), f"round {rnd}")
-            if res and res.get("latency_ms"):
+            if res and "failed" in res:
+                add(series, "stamps_unreadable_pct", peer,
+                    100.0 * res["failed"] / max(res["frames"], 1))
+                add(series, "frames_lost_pct", peer,
+                    100.0 * res["lost"] / max(res["frames"], 1))
+            if res and len(res.get("latency_ms") or []) > 10:
                 lat = res["latency_ms"][10:]
                 add(series, "latency_p50_ms", peer, pct(lat, 50))
                 add(series, "latency_p95_ms", peer, pct(lat, 95))
+                add(series, "latency_samples", peer, len(lat))
                 series.setdefault("latency_all_ms", {}).setdefault(
                     peer, []).extend(lat)
         else:
@@ -257,7 +263,7 @@ def suite_video_call(r, q, series, notes):
                 if res.get("bitrate_bps"):
                     add(series, "bitrate_kbps", peer,
                         res["bitrate_bps"] / 1000)
-    r.rounds(["rtp-floor", "webrtcbin"], 1 if q else 4, body)
+    r.rounds(["rtp-floor", "webrtcbin", "legba"], 1 if q else 4, body)
     notes.append(
         f"720p30 H.264 (x264enc ultrafast zerolatency, 1.5 Mbit/s), "
         f"{frames} frames, the first 10 left out: the time from legbastamp "
@@ -265,7 +271,12 @@ def suite_video_call(r, q, series, notes):
         "clock. rtp-floor: the same line with RTP payloading and "
         "depayloading and no network (legba-bench, one pipeline). "
         "webrtcbin: two webrtcbins in one process on loopback (ICE, DTLS, "
-        "SRTP, the jitter buffer at webrtcbin's default latency).")
+        "SRTP, the jitter buffer at 100 ms, as Legba's rooms set it). "
+        "legba: two LegbaRooms through the embedded server, room a sending "
+        "the stamped H.264 track, room b decoding it. Latency samples are "
+        "the frames whose stamp was read; frames whose stamp failed its "
+        "check and frames lost are counted beside them (as a percentage "
+        "of the frames out).")
 
 
 def suite_audio(r, q, series, notes):

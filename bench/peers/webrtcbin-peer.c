@@ -290,6 +290,9 @@ pair_new (const char *video)
       g_error ("sender line: %s", error->message);
     gst_bin_add (GST_BIN (p->pipe), src);
     gst_element_link (src, p->a);
+    /* the jitter buffer's latency Legba's rooms use (webrtcbin: 200) */
+    g_object_set (p->a, "latency", 100, NULL);
+    g_object_set (p->b, "latency", 100, NULL);
     g_signal_connect (p->b, "pad-added", G_CALLBACK (on_pad_added_b), p);
     p->open_a = p->open_b = TRUE;
   } else {
