@@ -268,8 +268,7 @@ on_track_added (LegbaRoom * room, LegbaParticipant * lp, LegbaTrackKind kind,
   if (kind != LEGBA_TRACK_KIND_VIDEO || check != NULL)
     return;
   bin = gst_parse_bin_from_description ("avdec_h264 ! legbastampcheck "
-      "name=check series=true ! fakesink sync=false async=false", TRUE,
-      &error);
+      "name=check series=true ! fakesink sync=false async=false", TRUE, &error);
   if (bin == NULL)
     g_error ("receiver line: %s", error->message);
   check = gst_bin_get_by_name (GST_BIN (bin), "check");
@@ -321,8 +320,7 @@ mode_call (guint frames, guint width, guint height, guint kbps)
   if (src == NULL)
     g_error ("sender line: %s", error->message);
   gst_bin_add (GST_BIN (p->s[0].pipeline), src);
-  sinkpad = legba_room_add_track (p->s[0].room, LEGBA_TRACK_KIND_VIDEO,
-      &error);
+  sinkpad = legba_room_add_track (p->s[0].room, LEGBA_TRACK_KIND_VIDEO, &error);
   if (sinkpad == NULL)
     g_error ("add_track: %s", error->message);
   srcpad = gst_element_get_static_pad (src, "src");
@@ -362,7 +360,8 @@ mode_call (guint frames, guint width, guint height, guint kbps)
       ((r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec -
               r0.ru_stime.tv_sec) * 1e3 + (r1.ru_utime.tv_usec -
               r0.ru_utime.tv_usec + r1.ru_stime.tv_usec -
-              r0.ru_stime.tv_usec) / 1e3) / MAX (g_atomic_int_get (&frames_out), 1));
+              r0.ru_stime.tv_usec) / 1e3) / MAX (g_atomic_int_get (&frames_out),
+          1));
   if (check != NULL) {
     GstPad *pad = gst_element_get_static_pad (check, "sink");
 

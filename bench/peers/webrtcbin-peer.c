@@ -76,8 +76,7 @@ wait_open (Pair * p, double seconds)
   gboolean ok;
 
   g_mutex_lock (&lock);
-  while (!pair_open (p) && !p->failed &&
-      g_cond_wait_until (&cond, &lock, end));
+  while (!pair_open (p) && !p->failed && g_cond_wait_until (&cond, &lock, end));
   ok = pair_open (p);
   g_mutex_unlock (&lock);
   return ok;
@@ -253,8 +252,7 @@ new_webrtcbin (Pair * p, const char *name)
 {
   GstElement *w = gst_element_factory_make ("webrtcbin", name);
 
-  g_object_set (w, "bundle-policy", GST_WEBRTC_BUNDLE_POLICY_MAX_BUNDLE,
-      NULL);
+  g_object_set (w, "bundle-policy", GST_WEBRTC_BUNDLE_POLICY_MAX_BUNDLE, NULL);
   configure_ice (w);
   g_signal_connect (w, "notify::connection-state", G_CALLBACK (on_state), p);
   gst_bin_add (GST_BIN (p->pipe), w);
@@ -301,8 +299,7 @@ pair_new (const char *video)
   }
   gst_element_set_state (p->pipe, GST_STATE_PLAYING);
   if (video == NULL) {
-    g_signal_emit_by_name (p->a, "create-data-channel", "bench", NULL,
-        &p->dca);
+    g_signal_emit_by_name (p->a, "create-data-channel", "bench", NULL, &p->dca);
     if (p->dca == NULL)
       g_error ("create-data-channel failed");
     g_signal_connect (p->dca, "on-open", G_CALLBACK (on_open_a), p);
@@ -371,7 +368,8 @@ static int
 mode_setup (guint iterations)
 {
   GArray *times = g_array_new (FALSE, FALSE, sizeof (double));
-  GString *out = g_string_new ("{\"peer\": \"webrtcbin\", \"mode\": \"setup\", ");
+  GString *out =
+      g_string_new ("{\"peer\": \"webrtcbin\", \"mode\": \"setup\", ");
   guint failed = 0;
 
   for (guint i = 0; i < iterations; i++) {
@@ -583,7 +581,8 @@ mode_call (guint frames, guint width, guint height, guint kbps)
       "speed-preset=ultrafast bitrate=%u key-int-max=60 ! "
       "video/x-h264,profile=constrained-baseline ! rtph264pay "
       "config-interval=-1 pt=96 ! capsfilter caps=\"application/x-rtp,"
-      "media=video,encoding-name=H264,payload=96,clock-rate=90000\"", width, height, kbps);
+      "media=video,encoding-name=H264,payload=96,clock-rate=90000\"", width,
+      height, kbps);
   Pair *p = pair_new (line);
   GstBus *bus = gst_element_get_bus (p->pipe);
   GstMessage *msg;
@@ -605,16 +604,17 @@ mode_call (guint frames, guint width, guint height, guint kbps)
   pad = gst_element_get_static_pad (p->check, "sink");
   gst_pad_send_event (pad, gst_event_new_eos ());
   gst_object_unref (pad);
-  msg = gst_bus_timed_pop_filtered (bus, 10 * GST_SECOND,
-      GST_MESSAGE_ELEMENT);
+  msg = gst_bus_timed_pop_filtered (bus, 10 * GST_SECOND, GST_MESSAGE_ELEMENT);
   while (msg != NULL && !gst_message_has_name (msg, "legba-stamp-summary")) {
     gst_message_unref (msg);
     msg = gst_bus_timed_pop_filtered (bus, 10 * GST_SECOND,
         GST_MESSAGE_ELEMENT);
   }
   {
-    GString *out = g_string_new ("{\"peer\": \"webrtcbin\", \"mode\": \"call\"");
-    g_string_append_printf (out, ", \"frames\": %" G_GUINT64_FORMAT
+    GString *out =
+        g_string_new ("{\"peer\": \"webrtcbin\", \"mode\": \"call\"");
+    g_string_append_printf (out,
+        ", \"frames\": %" G_GUINT64_FORMAT
         ", \"complete\": %s, \"cpu_ms_per_frame\": %.3f, \"seconds\": %.2f",
         frames_out, got ? "true" : "false",
         (cpu_s () - c0) * 1000 / MAX (frames_out, 1), (now_ms () - t0) / 1000);
