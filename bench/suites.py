@@ -307,7 +307,7 @@ def suite_audio(r, q, series, notes):
 
 
 def suite_scale(r, q, series, notes):
-    count, seconds = (10, 30) if q else (200, 100)
+    count, seconds = (10, 30) if q else (200, 60)
     peers = ["legba", "webrtcbin", "aiortc", "pion"]
 
     def body(peer, rnd):
