@@ -309,6 +309,33 @@ plot {", ".join(plots)}
     return os.path.basename(found[-1])
 
 
+def encoder_summary(results_dir):
+    """The encoder sweep's rows over 1.10 x the cap, from its newest
+    results file (bench/encoders/analyze.py computes them)."""
+    import importlib.util
+    found = sorted(glob.glob(os.path.join(results_dir, "encoders-*.json")))
+    found = [f for f in found if "quick" not in os.path.basename(f)]
+    if not found:
+        return None, []
+    spec = importlib.util.spec_from_file_location(
+        "encoders_analyze", os.path.join(HERE, "encoders", "analyze.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with open(found[-1]) as f:
+        data = json.load(f)
+    out, _ = mod.series(data)
+    over = []
+    order = ["360p", "720p", "1080p", "2160p"]
+    for (size, cap, config), s in sorted(
+            out.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1],
+                                         kv[0][2])):
+        if s["rate"] and stats.median(s["rate"]) > 1.10:
+            over.append(f"{config} at {size}, {cap / 1e6:g} Mbit/s: "
+                        f"{stats.median(s['rate']):.2f} x the cap, frames "
+                        f"out / in {stats.median(s['fps']):.2f}")
+    return os.path.basename(found[-1]), over
+
+
 def conditions_lines(res):
     c = res["conditions"]
     pk = ", ".join(f"{k} {v}" for k, v in c["packages"].items() if v)
@@ -369,6 +396,16 @@ def main():
         "(`bench/cluster/run.sh`, docs/scale-out.md).",
         "",
     ]
+    source, over = encoder_summary(args.results)
+    if source:
+        lines += ["## 3. Video send: where an encoder exceeds 1.10 x the cap",
+                  "", f"From `{source}` (tables, CPU per frame and the "
+                  "comparison with aiortc's encoders in "
+                  f"[bench/encoders/RESULTS.md]({rel(os.path.join(HERE, 'encoders', 'RESULTS.md'))})). "
+                  "Median of the runs; aiortc clamps its own targets, so "
+                  "its rows at caps above its range read low.", ""]
+        lines += [f"- {o}" for o in over] or ["- none"]
+        lines.append("")
     for suite, title, baseline in SUITES:
         path = newest(args.results, suite)
         lines += [f"## {title}", ""]
