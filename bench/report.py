@@ -147,7 +147,8 @@ def verdict_text(row, peer, base):
     if row["verdict"] is None:
         return "–"
     if row["verdict"] == "inconclusive":
-        return "inconclusive"
+        return ("inconclusive (fewer than 3 runs a side)"
+                if row.get("few_runs") else "inconclusive")
     word = row["verdict"].split()[0]
     return f"{peer} {word} than {base} (established)"
 

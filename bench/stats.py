@@ -8,7 +8,8 @@
   resamples of each series, a fixed seed: the same series always give the
   same interval);
 - the verdict: *established* only when that interval excludes zero,
-  otherwise *inconclusive*, whatever the point estimate says;
+  otherwise *inconclusive*, whatever the point estimate says (and always
+  inconclusive with fewer than MIN_RUNS runs a side);
 - each figure's state: measured / estimated / not measured.
 
 Standard library only (/usr/bin/python3).
@@ -20,6 +21,9 @@ import statistics
 SEED = 20240607
 RESAMPLES = 10000
 STATES = ("measured", "estimated", "not measured")
+# fewer runs than this a side and a bootstrap interval only echoes the
+# runs themselves: no verdict but "inconclusive"
+MIN_RUNS = 3
 
 
 def median(values):
@@ -56,8 +60,9 @@ def compare(series, baseline, seed=SEED, resamples=RESAMPLES):
         return row
     if row["baseline_median"]:
         row["ratio"] = row["median"] / row["baseline_median"]
-    if len(series) < 2 or len(baseline) < 2:
+    if len(series) < MIN_RUNS or len(baseline) < MIN_RUNS:
         row["verdict"] = "inconclusive"
+        row["few_runs"] = True
         return row
     lo, hi = bootstrap_ci(series, baseline, seed, resamples)
     row["ci"] = (lo, hi)

@@ -74,6 +74,13 @@ class Stats(unittest.TestCase):
         self.assertEqual(stats.compare(a, b), stats.compare(a, b))
         self.assertNotEqual(first, stats.bootstrap_ci(a, b, seed=1))
 
+    def test_too_few_runs_inconclusive(self):
+        row = stats.compare([1.0, 1.1], [5.0, 5.1])
+        self.assertEqual(row["verdict"], "inconclusive")
+        self.assertIsNone(row["ci"])
+        self.assertEqual(stats.compare([1.0, 1.1, 1.2], [5.0, 5.1, 5.2])[
+            "verdict"], "lower (established)")
+
     def test_missing_side_has_no_verdict(self):
         row = stats.compare([], [1.0, 2.0])
         self.assertIsNone(row["verdict"])
