@@ -498,7 +498,8 @@ def main():
         "overhead); the interval is the 95% bootstrap interval of the "
         "difference of medians (10,000 resamples, seed "
         f"{stats.SEED}); a difference is *established* only when it "
-        "excludes 0, otherwise *inconclusive*. States: measured (raw series "
+        "excludes 0, otherwise *inconclusive* (always with fewer than "
+        "three runs a side). States: measured (raw series "
         "in the JSON), estimated (none here), not measured (with the "
         "reason; never a number).",
         "",
