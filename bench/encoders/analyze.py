@@ -148,6 +148,9 @@ def report(data, path):
             ratio = (statistics.median(sa["cpu_ms"]) /
                      statistics.median(sb["cpu_ms"]))
             verdict = "established" if lo > 0 or hi < 0 else "inconclusive"
+            # bench/stats.py: no verdict from fewer than three runs a side
+            if min(len(sa["cpu_ms"]), len(sb["cpu_ms"])) < 3:
+                verdict = "inconclusive (fewer than 3 runs a side)"
             lines.append(f"| {size} | {cap / 1e6:g} | {a} | {b} | "
                          f"{ratio:.2f} | "
                          f"[{lo:.2f}, {hi:.2f}] | {verdict} |")
