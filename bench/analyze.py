@@ -108,7 +108,10 @@ def compare(legba, soketi, rng):
         row["ratio"] = row["legba"] / row["soketi"] if row["soketi"] else None
         lo, hi = bootstrap_ci(legba, soketi, rng)
         row["ci"] = (lo, hi)
-        if lo > 0:
+        if min(len(legba), len(soketi)) < 3:
+            # bench/stats.py: no verdict from fewer than three runs a side
+            row["verdict"] = "inconclusive (fewer than 3 runs a side)"
+        elif lo > 0:
             row["verdict"] = "Legba higher (established)"
         elif hi < 0:
             row["verdict"] = "Legba lower (established)"
