@@ -3,7 +3,8 @@
 # (plain webrtcbin, aiortc, Pion, soketi), then regenerates
 # bench/RESULTS.md and its charts from bench/results/.
 #
-#   bench/run.sh                 every suite, full (about 45 minutes)
+#   bench/run.sh                 every suite, full (about an hour on 2 busy
+#                                cores: 57 minutes with load average 10-30)
 #   bench/run.sh SUITE...        only those suites
 #   bench/run.sh --quick [SUITE...]
 #                                smoke run (a few minutes); results go to
@@ -33,7 +34,7 @@ for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
     --list) printf '%s\n' "${all[@]}"; exit 0 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     -*) echo "bench: unknown option $arg" >&2; exit 2 ;;
     *)
       if [[ " ${all[*]} " != *" $arg "* ]]; then
@@ -105,7 +106,7 @@ for suite in "${suites[@]}"; do
     *)
       timeout --signal=TERM 20m /usr/bin/python3 "$here/suites.py" "$suite" \
         --build "$build" --pion "$pion" "${qflag[@]}" \
-        --command "bench/run.sh ${qflag[*]} $suite" \
+        --command "bench/run.sh${qflag[*]:+ ${qflag[*]}} $suite" \
         --output "$outdir/$suite-$stamp.json" || status=1 ;;
   esac
 done

@@ -9,7 +9,7 @@
 #                                   300 frames; writes
 #                                   bench/results/encoders-DATE.json and
 #                                   bench/encoders/RESULTS.md
-#   bench/encoders/run.sh --sweep   the cap sweep (about 10-15 minutes;
+#   bench/encoders/run.sh --sweep   the cap sweep (15-30 minutes;
 #                                   bench/run.sh video-send runs this):
 #                                   caps 0.5, 1, 2.5 and 5 Mbit/s at 360p,
 #                                   720p and 1080p, 2.5 and 5 at 2160p, 2
