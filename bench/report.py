@@ -87,9 +87,9 @@ NOT_MEASURED = {
     "setup": [],
     "datachannel": [
         "Legba, every data-channel figure: LegbaRoom has no public call "
-        "to send or receive application messages in this build (the "
-        "messaging API is not merged); its channels are webrtcbin's own, "
-        "so the plain-webrtcbin rows are the floor it will add to.",
+        "to send or receive application messages yet; its channels are "
+        "webrtcbin's own, so the plain-webrtcbin rows are the floor it will "
+        "add to.",
         "Every peer, raw+JSON CPU per message: the JSON work differs by "
         "language runtime (json-glib, Python's json, Go's encoding/json) "
         "and would measure those, not the WebRTC stacks; the rows are raw "
