@@ -52,6 +52,11 @@
  * their sockets are torn down. */
 #define SHUTDOWN_GRACE_S 2
 
+/* How long a socket the server closes has to answer the close frame
+ * before it is torn down. Under libsoup's own 5 s, whose expiry (in
+ * libsoup 3.2) leaks its timer source. */
+#define CLOSE_GRACE_S 4
+
 /* WebSockets per poll bucket (legba-poll-group.h): a wakeup serves the
  * sources of this many sockets, whatever the server holds in all. */
 #define POLL_BUCKET_SIZE 32
@@ -142,6 +147,7 @@ typedef struct
   LegbaHubConn *hub_conn;       /* NULL once the hub let it go */
   LegbaPollBucket *bucket;      /* where its sources are; NULL: main context */
   GSource *release_source;
+  GSource *close_timer;         /* tears it down if the close goes unanswered */
   char *remote;
   char *socket_id;
   guint16 close_code;           /* what the server closed with, 0: peer */
@@ -369,6 +375,18 @@ legba_server_transport_send (gpointer handle, GBytes * frame,
   legba_server_conn_leave (conn, legba_ws_stream_get_queued (conn->stream) > 0);
 }
 
+static gboolean
+legba_server_conn_close_timeout (gpointer user_data)
+{
+  LegbaServerConn *conn = user_data;
+
+  g_clear_pointer (&conn->close_timer, g_source_unref);
+  legba_server_conn_enter (conn);
+  legba_ws_stream_abort (conn->stream);
+  legba_server_conn_leave (conn, TRUE);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 legba_server_transport_close (gpointer handle, guint16 code,
     const char *reason, gpointer user_data)
@@ -390,6 +408,10 @@ legba_server_transport_close (gpointer handle, guint16 code,
     legba_server_conn_enter (conn);
     soup_websocket_connection_close (conn->ws, code, reason);
     legba_server_conn_leave (conn, TRUE);
+    conn->close_timer = g_timeout_source_new_seconds (CLOSE_GRACE_S);
+    g_source_set_callback (conn->close_timer,
+        legba_server_conn_close_timeout, conn, NULL);
+    g_source_attach (conn->close_timer, conn->server->context);
   }
   legba_server_conn_schedule_release (conn);
 }
@@ -409,6 +431,10 @@ legba_server_conn_free (gpointer data)
   if (conn->release_source != NULL) {
     g_source_destroy (conn->release_source);
     g_source_unref (conn->release_source);
+  }
+  if (conn->close_timer != NULL) {
+    g_source_destroy (conn->close_timer);
+    g_source_unref (conn->close_timer);
   }
   g_signal_handlers_disconnect_by_data (conn->ws, conn);
   g_object_unref (conn->ws);

@@ -1012,7 +1012,7 @@ test_half_open (void)
   g_assert_cmpuint (legba_hub_get_connection_count (hub), ==, 2);
 
   /* Ping after 1 s of silence, 4201 after 1 s more; the server then stops
-   * waiting for the stopped client's close frame after libsoup's 5 s. */
+   * waiting for the stopped client's close frame after 4 s. */
   WAIT_UNTIL (legba_hub_get_counters (hub)->errors[201] == 1, WAIT_S,
       "the stopped client to be closed with 4201");
   WAIT_UNTIL (legba_hub_get_connection_count (hub) == 1, WAIT_S,
