@@ -31,29 +31,6 @@ legba_ws_header_payload_len (const guint8 * h)
   return len;
 }
 
-/* The source a pollable stream of ours hands out. On a plain socket it
- * polls the socket directly rather than through the socket stream's own
- * source, one level of child sources less; and it may recurse: nothing
- * here runs a nested main loop, and a source that may not recurse is
- * blocked for its dispatch, which takes its descriptor out of the context
- * and puts it back, waking the context twice, at every read and write. */
-static GSource *
-legba_ws_pollable_source_new (GObject * stream, GSocket * socket,
-    GIOCondition condition, GSource * base_source, GCancellable * cancellable)
-{
-  GSource *child = base_source;
-  GSource *source;
-
-  if (socket != NULL)
-    child = g_socket_create_source (socket, condition, NULL);
-  g_source_set_can_recurse (child, TRUE);
-  source = g_pollable_source_new_full (stream, child, cancellable);
-  g_source_set_can_recurse (source, TRUE);
-  if (socket != NULL)
-    g_source_unref (child);
-  return source;
-}
-
 /* ---- LegbaWsOutput: the counting output stream ---- */
 
 #define LEGBA_TYPE_WS_OUTPUT (legba_ws_output_get_type ())
@@ -65,7 +42,6 @@ struct _LegbaWsOutput
   GOutputStream parent;
 
   GOutputStream *base;
-  GSocket *socket;              /* set when base writes a plain socket */
 
   /* Parser of the frames going out (RFC 6455 §5.2). A server never masks,
    * but the mask bit is honoured anyway. */
@@ -233,11 +209,9 @@ legba_ws_output_create_source (GPollableOutputStream * stream,
   LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
   g_autoptr (GSource) base_source = NULL;
 
-  if (self->socket == NULL)
-    base_source = g_pollable_output_stream_create_source
-        (G_POLLABLE_OUTPUT_STREAM (self->base), NULL);
-  return legba_ws_pollable_source_new (G_OBJECT (self), self->socket,
-      G_IO_OUT, base_source, cancellable);
+  base_source = g_pollable_output_stream_create_source
+      (G_POLLABLE_OUTPUT_STREAM (self->base), cancellable);
+  return g_pollable_source_new_full (self, base_source, cancellable);
 }
 
 static gssize
@@ -269,7 +243,6 @@ legba_ws_output_finalize (GObject * object)
   LegbaWsOutput *self = LEGBA_WS_OUTPUT (object);
 
   g_queue_clear (&self->pending);
-  g_clear_object (&self->socket);
   g_clear_object (&self->base);
   G_OBJECT_CLASS (legba_ws_output_parent_class)->finalize (object);
 }
@@ -308,7 +281,6 @@ struct _LegbaWsInput
   GInputStream parent;
 
   GInputStream *base;
-  GSocket *socket;              /* set when base reads a plain socket */
 
   guint8 header[14];
   guint header_len;
@@ -445,11 +417,9 @@ legba_ws_input_create_source (GPollableInputStream * stream,
   LegbaWsInput *self = LEGBA_WS_INPUT (stream);
   g_autoptr (GSource) base_source = NULL;
 
-  if (self->socket == NULL)
-    base_source = g_pollable_input_stream_create_source
-        (G_POLLABLE_INPUT_STREAM (self->base), NULL);
-  return legba_ws_pollable_source_new (G_OBJECT (self), self->socket,
-      G_IO_IN, base_source, cancellable);
+  base_source = g_pollable_input_stream_create_source
+      (G_POLLABLE_INPUT_STREAM (self->base), cancellable);
+  return g_pollable_source_new_full (self, base_source, cancellable);
 }
 
 static gssize
@@ -479,7 +449,6 @@ legba_ws_input_finalize (GObject * object)
 {
   LegbaWsInput *self = LEGBA_WS_INPUT (object);
 
-  g_clear_object (&self->socket);
   g_clear_object (&self->base);
   G_OBJECT_CLASS (legba_ws_input_parent_class)->finalize (object);
 }
@@ -709,15 +678,6 @@ legba_ws_stream_new (GIOStream * base, GSocket * socket)
   self->input->base = g_object_ref (g_io_stream_get_input_stream (base));
   self->output = g_object_new (LEGBA_TYPE_WS_OUTPUT, NULL);
   self->output->base = g_object_ref (g_io_stream_get_output_stream (base));
-  /* A plain socket connection's streams poll its socket and nothing else
-   * (a TLS connection's do more: they keep their own sources). */
-  if (G_IS_SOCKET_CONNECTION (base)) {
-    GSocket *plain = g_socket_connection_get_socket (G_SOCKET_CONNECTION
-        (base));
-
-    self->input->socket = g_object_ref (plain);
-    self->output->socket = g_object_ref (plain);
-  }
   return self;
 }
 
