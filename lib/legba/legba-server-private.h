@@ -65,6 +65,7 @@ struct _LegbaServer
   gboolean shutting_down;
 
   GHashTable *conns;            /* LegbaServerConn set, owns them */
+  struct _LegbaPollGroup *poll_group;   /* where the sockets' sources are */
   LegbaMetrics *metrics;
   guint64 written_closed;       /* bytes written by sockets now gone */
 

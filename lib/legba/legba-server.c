@@ -26,6 +26,7 @@
 #define LEGBA_SERVER_INTERNALS
 #include "legba-server-private.h"
 
+#include "legba-poll-group.h"
 #include "legba-ws-stream.h"
 
 #include <legba/legba-version.h>
@@ -50,6 +51,15 @@
 /* On shutdown, how long clients have to answer the close frame before
  * their sockets are torn down. */
 #define SHUTDOWN_GRACE_S 2
+
+/* How long a socket the server closes has to answer the close frame
+ * before it is torn down. Under libsoup's own 5 s, whose expiry (in
+ * libsoup 3.2) leaks its timer source. */
+#define CLOSE_GRACE_S 4
+
+/* WebSockets per poll bucket (legba-poll-group.h): a wakeup serves the
+ * sources of this many sockets, whatever the server holds in all. */
+#define POLL_BUCKET_SIZE 32
 
 typedef struct
 {
@@ -137,7 +147,9 @@ typedef struct
   SoupWebsocketConnection *ws;
   LegbaWsStream *stream;
   LegbaHubConn *hub_conn;       /* NULL once the hub let it go */
+  LegbaPollBucket *bucket;      /* where its sources are; NULL: main context */
   GSource *release_source;
+  GSource *close_timer;         /* tears it down if the close goes unanswered */
   char *remote;
   char *socket_id;
   guint16 close_code;           /* what the server closed with, 0: peer */
@@ -260,6 +272,29 @@ legba_server_get_limit_names (void)
 
 /* ---- Hub transport: frames and closes to sockets ---- */
 
+/* libsoup and GIO attach what a call on a socket needs (a source waiting
+ * to write, a close timeout) to the thread-default context: calls on a
+ * socket from outside its poll bucket run with the bucket as the
+ * thread-default context. */
+static void
+legba_server_conn_enter (LegbaServerConn * conn)
+{
+  if (conn->bucket != NULL)
+    g_main_context_push_thread_default (legba_poll_bucket_get_context
+        (conn->bucket));
+}
+
+static void
+legba_server_conn_leave (LegbaServerConn * conn, gboolean touched)
+{
+  if (conn->bucket == NULL)
+    return;
+  g_main_context_pop_thread_default (legba_poll_bucket_get_context
+      (conn->bucket));
+  if (touched)
+    legba_poll_bucket_touch (conn->bucket);
+}
+
 static void
 legba_server_conn_release (LegbaServerConn * conn)
 {
@@ -307,7 +342,9 @@ legba_server_conn_overflow (LegbaServerConn * conn, gsize queued)
       "SOCKET_ID", conn->socket_id, "REMOTE", conn->remote,
       "QUEUED_BYTES", queued_s, "MAX_QUEUED_BYTES", max_s, NULL);
   /* The peer does not read: a close frame would never reach it. */
+  legba_server_conn_enter (conn);
   legba_ws_stream_abort (conn->stream);
+  legba_server_conn_leave (conn, TRUE);
   legba_server_conn_schedule_release (conn);
 }
 
@@ -333,8 +370,23 @@ legba_server_transport_send (gpointer handle, GBytes * frame,
     return;
   }
   legba_ws_stream_account (conn->stream, size);
+  legba_server_conn_enter (conn);
   soup_websocket_connection_send_message (conn->ws, SOUP_WEBSOCKET_DATA_TEXT,
       frame);
+  /* Bytes left over: libsoup now waits for the socket to take them. */
+  legba_server_conn_leave (conn, legba_ws_stream_get_queued (conn->stream) > 0);
+}
+
+static gboolean
+legba_server_conn_close_timeout (gpointer user_data)
+{
+  LegbaServerConn *conn = user_data;
+
+  g_clear_pointer (&conn->close_timer, g_source_unref);
+  legba_server_conn_enter (conn);
+  legba_ws_stream_abort (conn->stream);
+  legba_server_conn_leave (conn, TRUE);
+  return G_SOURCE_REMOVE;
 }
 
 static void
@@ -354,8 +406,15 @@ legba_server_transport_close (gpointer handle, guint16 code,
       "SOCKET_ID", conn->socket_id, "REMOTE", conn->remote,
       "CODE", code_s, "REASON", reason, NULL);
   if (soup_websocket_connection_get_state (conn->ws) ==
-      SOUP_WEBSOCKET_STATE_OPEN)
+      SOUP_WEBSOCKET_STATE_OPEN) {
+    legba_server_conn_enter (conn);
     soup_websocket_connection_close (conn->ws, code, reason);
+    legba_server_conn_leave (conn, TRUE);
+    conn->close_timer = g_timeout_source_new_seconds (CLOSE_GRACE_S);
+    g_source_set_callback (conn->close_timer,
+        legba_server_conn_close_timeout, conn, NULL);
+    g_source_attach (conn->close_timer, conn->server->context);
+  }
   legba_server_conn_schedule_release (conn);
 }
 
@@ -375,9 +434,15 @@ legba_server_conn_free (gpointer data)
     g_source_destroy (conn->release_source);
     g_source_unref (conn->release_source);
   }
+  if (conn->close_timer != NULL) {
+    g_source_destroy (conn->close_timer);
+    g_source_unref (conn->close_timer);
+  }
   g_signal_handlers_disconnect_by_data (conn->ws, conn);
   g_object_unref (conn->ws);
   g_object_unref (conn->stream);
+  if (conn->bucket != NULL)
+    legba_poll_group_leave (conn->server->poll_group, conn->bucket);
   g_free (conn->remote);
   g_free (conn->socket_id);
   g_free (conn);
@@ -486,14 +551,27 @@ legba_server_conn_new (LegbaServer * self, LegbaUpgrade * upgrade,
     GIOStream * base, GUri * uri)
 {
   LegbaServerConn *conn = g_new0 (LegbaServerConn, 1);
+  GMainContext *context = NULL;
 
   conn->server = self;
   conn->remote = g_strdup (upgrade->remote);
   conn->stream = legba_ws_stream_new (base, upgrade->socket);
   legba_ws_stream_set_max_message (conn->stream, self->limits.max_frame_bytes);
+  /* The connection's reading, writing and timeouts go to a poll bucket
+   * (libsoup keeps the thread-default context it is made in), so that no
+   * wakeup walks every socket of the server. Its callbacks still run on
+   * this thread, one at a time. */
+  conn->bucket = legba_poll_group_join (self->poll_group,
+      upgrade->socket ? g_socket_get_fd (upgrade->socket) : -1);
+  if (conn->bucket != NULL) {
+    context = legba_poll_bucket_get_context (conn->bucket);
+    g_main_context_push_thread_default (context);
+  }
   conn->ws = soup_websocket_connection_new (G_IO_STREAM (conn->stream), uri,
       SOUP_WEBSOCKET_CONNECTION_SERVER, upgrade->origin, NULL,
       g_steal_pointer (&upgrade->extensions));
+  if (context != NULL)
+    g_main_context_pop_thread_default (context);
   soup_websocket_connection_set_max_incoming_payload_size (conn->ws,
       self->limits.max_frame_bytes);
   /* Pusher protocol 7 keeps connections alive with pusher:ping. */
@@ -1316,6 +1394,7 @@ legba_server_dispose (GObject * object)
     legba_ws_stream_abort (conn->stream);
   }
   g_hash_table_remove_all (self->conns);
+  g_clear_pointer (&self->poll_group, legba_poll_group_free);
 
   g_clear_object (&self->soup);
   g_clear_object (&self->metrics_soup);
@@ -1560,6 +1639,7 @@ legba_server_init (LegbaServer * self)
   self->pending_apps = g_ptr_array_new_with_free_func (legba_pending_app_free);
   self->conns = g_hash_table_new_full (NULL, NULL, legba_server_conn_free,
       NULL);
+  self->poll_group = legba_poll_group_new (self->context, POLL_BUCKET_SIZE);
   self->metrics = legba_metrics_new ();
   self->extension_types =
       g_ptr_array_new_with_free_func ((GDestroyNotify) g_type_class_unref);

@@ -1012,7 +1012,7 @@ test_half_open (void)
   g_assert_cmpuint (legba_hub_get_connection_count (hub), ==, 2);
 
   /* Ping after 1 s of silence, 4201 after 1 s more; the server then stops
-   * waiting for the stopped client's close frame after libsoup's 5 s. */
+   * waiting for the stopped client's close frame after 4 s. */
   WAIT_UNTIL (legba_hub_get_counters (hub)->errors[201] == 1, WAIT_S,
       "the stopped client to be closed with 4201");
   WAIT_UNTIL (legba_hub_get_connection_count (hub) == 1, WAIT_S,
@@ -1075,6 +1075,135 @@ test_slow_reader (void)
   WAIT_UNTIL (stalled->eof, WAIT_S, "the stalled socket to see the end");
 
   g_clear_pointer (&reader, ws_client_free);
+  g_clear_pointer (&stalled, raw_client_free);
+  server_free (server);
+}
+
+/* ---- Many sockets ---- */
+
+#define MANY_SOCKETS 40         /* more than one poll bucket */
+
+static gint64
+frame_seq (JsonObject * frame)
+{
+  g_autoptr (JsonObject) data = frame_data (frame);
+
+  return json_object_get_int_member_with_default (data, "seq", -1);
+}
+
+/* Every event of this name the client got, in order, carries the
+ * sequence numbers 0, 1, 2... count - 1. */
+static void
+assert_sequence (WsClient * client, const char *event, guint count)
+{
+  guint i, seen = 0;
+
+  for (i = 0; i < client->frames->len; i++) {
+    JsonObject *frame = client->frames->pdata[i];
+
+    if (!g_str_equal (frame_event (frame), event))
+      continue;
+    g_assert_cmpint (frame_seq (frame), ==, seen);
+    seen++;
+  }
+  g_assert_cmpuint (seen, ==, count);
+}
+
+static guint
+count_event (WsClient * client, const char *event)
+{
+  guint i, n = 0;
+
+  for (i = 0; i < client->frames->len; i++)
+    n += g_str_equal (frame_event (client->frames->pdata[i]), event);
+  return n;
+}
+
+static gboolean
+all_have (GPtrArray * clients, guint from, const char *event, guint count)
+{
+  guint i;
+
+  for (i = from; i < clients->len; i++)
+    if (count_event (clients->pdata[i], event) < count)
+      return FALSE;
+  return TRUE;
+}
+
+/* Sockets spread over several poll buckets: a broadcast reaches every one
+ * in publish order while a reader that never drains (in one of the
+ * buckets) is torn down, and a stream of client events from one socket
+ * reaches all the others in the order sent. */
+static void
+test_many_sockets (void)
+{
+  LegbaServer *server = server_new ("max-queued-bytes", 64 * 1024,
+      "client-events-per-second", 0, "max-event-bytes", 65536, NULL);
+  g_autoptr (GPtrArray) clients =
+      g_ptr_array_new_with_free_func ((GDestroyNotify) ws_client_free);
+  g_autoptr (RawClient) stalled = NULL;
+  g_autoptr (JsonObject) ok = NULL;
+  g_autofree char *pad = g_strnfill (60000, 'z');
+  const char *subscribe =
+      "{\"event\":\"pusher:subscribe\",\"data\":{\"channel\":\"fan\"}}";
+  guint i, sent = 0, torn_down_at = 0;
+
+  for (i = 0; i < MANY_SOCKETS; i++) {
+    WsClient *client = ws_client_new (server);
+
+    g_ptr_array_add (clients, client);
+    ws_client_subscribe (client, "fan");
+    ws_client_subscribe (client, "private-chat");
+    if (i == MANY_SOCKETS / 2) {
+      stalled = raw_client_new (server, 4096);
+      g_assert_true (raw_send_frame (stalled, 0x81, subscribe,
+              strlen (subscribe)));
+      ok = raw_next_json (stalled);
+      g_assert_cmpstr (frame_event (ok), ==,
+          "pusher_internal:subscription_succeeded");
+      raw_stop_reading (stalled);
+    }
+  }
+  g_assert_cmpuint (legba_server_get_connection_count (server), ==,
+      MANY_SOCKETS + 1);
+
+  /* Until the stalled socket is torn down (bounded: 1000 events of 60 KB
+   * are far more than socket buffers and its 64 KB bound), and a few
+   * more. */
+  for (sent = 0; sent < 1000 && (torn_down_at == 0 ||
+          sent < torn_down_at + 10); sent++) {
+    g_autofree char *data = g_strdup_printf ("{\"seq\":%u,\"pad\":\"%s\"}",
+        sent, pad);
+
+    server_publish (server, "fan", "numbered", data);
+    drain_main_context ();
+    if (torn_down_at == 0 &&
+        legba_server_get_connection_count (server) == MANY_SOCKETS)
+      torn_down_at = sent + 1;
+  }
+  g_assert_cmpuint (torn_down_at, >, 0);
+  g_test_message ("stalled socket torn down after %u events", torn_down_at);
+  WAIT_UNTIL (all_have (clients, 0, "numbered", sent), WAIT_S,
+      "every socket to get every event");
+  for (i = 0; i < clients->len; i++)
+    assert_sequence (clients->pdata[i], "numbered", sent);
+
+  /* Client events from one socket, in the order sent, to all the others
+   * and never back to the sender. */
+  for (i = 0; i < 50; i++) {
+    g_autofree char *frame = g_strdup_printf ("{\"event\":\"client-n\","
+        "\"channel\":\"private-chat\",\"data\":{\"seq\":%u}}", i);
+
+    ws_client_send (clients->pdata[0], frame);
+  }
+  WAIT_UNTIL (all_have (clients, 1, "client-n", 50), WAIT_S,
+      "every other socket to get every client event");
+  for (i = 1; i < clients->len; i++)
+    assert_sequence (clients->pdata[i], "client-n", 50);
+  ws_client_assert_alive (clients->pdata[0]);
+  g_assert_cmpuint (count_event (clients->pdata[0], "client-n"), ==, 0);
+
+  g_clear_pointer (&clients, g_ptr_array_unref);
   g_clear_pointer (&stalled, raw_client_free);
   server_free (server);
 }
@@ -1484,6 +1613,7 @@ main (int argc, char **argv)
       test_client_event_flood);
   g_test_add_func ("/server/stalled/half-open", test_half_open);
   g_test_add_func ("/server/stalled/slow-reader", test_slow_reader);
+  g_test_add_func ("/server/scale/many-sockets", test_many_sockets);
   g_test_add_func ("/server/http/api-auth", test_http_api_auth);
   g_test_add_func ("/server/http/request-too-large", test_request_too_large);
   g_test_add_func ("/server/http/up", test_up);
