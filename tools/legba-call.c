@@ -282,9 +282,10 @@ on_stats (LegbaCall * call, App * app)
     gst_structure_get_boolean (s, "present", &present);
     if (!present)
       continue;
-    g_string_append_printf (line, " | %s %.0f fps %.0f kbit/s",
-        gst_structure_get_string (s, "identity"),
-        field_double (s, "fps", 0), field_u64 (s, "bitrate-in") / 1000.0);
+    g_string_append_printf (line, " | %s %" G_GUINT64_FORMAT " frames "
+        "%.0f fps %.0f kbit/s", gst_structure_get_string (s, "identity"),
+        field_u64 (s, "video-frames"), field_double (s, "fps", 0),
+        field_u64 (s, "bitrate-in") / 1000.0);
     if (gst_structure_has_field (s, "round-trip-time"))
       g_string_append_printf (line, " rtt %.0f ms",
           field_double (s, "round-trip-time", 0) * 1000);

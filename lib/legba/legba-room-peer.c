@@ -15,6 +15,8 @@
 #include "legba-json.h"
 
 #include <nice/agent.h>
+#include <stdlib.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -174,8 +176,7 @@ prepare_thread (gpointer data)
 
 /* Waits for the preparing thread if it is still at work: a process that
  * exits while that thread is inside OpenSSL crashes in OpenSSL's cleanup.
- * A room waits when it is disposed, so a program that releases its rooms
- * before it exits is safe. */
+ * A room waits when it is disposed, and the process when it exits. */
 void
 legba_room_prepare_finish (void)
 {
@@ -189,6 +190,12 @@ legba_room_prepare_finish (void)
     g_thread_join (thread);
     GST_DEBUG ("DTLS prepared: %" GST_PTR_FORMAT, prepared.dtls);
   }
+}
+
+static void
+prepare_finish_at_exit (void)
+{
+  legba_room_prepare_finish ();
 }
 
 /**
@@ -207,6 +214,14 @@ legba_room_prepare (void)
   static gsize started;
 
   if (g_once_init_enter (&started)) {
+    /* OpenSSL registers its cleanup with atexit() when it initialises, and
+     * exit handlers run in reverse order: initialised first, it is cleaned
+     * up after this handler has waited for the thread, so a process that
+     * exits while the key is made never does so under OpenSSL's feet.
+     * (With no option at all, OPENSSL_init_crypto() returns at once.) */
+    OPENSSL_init_crypto (OPENSSL_INIT_ADD_ALL_CIPHERS |
+        OPENSSL_INIT_ADD_ALL_DIGESTS, NULL);
+    atexit (prepare_finish_at_exit);
     prepared.thread = g_thread_new ("legba-prepare", prepare_thread, NULL);
     g_once_init_leave (&started, 1);
   }

@@ -37,7 +37,7 @@ function startCall (server, identity)
     `ws://${server.host}:${server.port}`, '--room', 'demo', '--identity',
     identity, '--key', server.key, '--secret', server.secret, '--width',
     '320', '--height', '240', '--fps', '15', '--bitrate', '300', '--chat',
-    '--json', '--duration', '300'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    '--stats', '--json', '--duration', '300'], { stdio: ['pipe', 'pipe', 'pipe'] });
   const call = { child, lines: [], out: '', id: null };
   createInterface({ input: child.stderr }).on('line', (line) => {
     call.lines.push(line);
@@ -103,6 +103,13 @@ test('the /demo page and legba-call: video and chat both ways, leaving ' +
 
   if (process.env.LEGBA_SCREENSHOT)
     await page.tab.screenshot({ path: process.env.LEGBA_SCREENSHOT });
+
+  /* legba-call decodes the page's video: its stats lines count frames */
+  await until(() => call.lines.some((line) => {
+    const m = / \| ada (\d+) frames /.exec(line);
+    return m && Number(m[1]) > FRAMES;
+  }), 'legba-call to decode the page\'s video', { ms: SETUP_MS,
+    detail: call.describe });
 
   /* legba-call leaves: it reports the page's video, audio and chat; the
    * page removes its tile */
