@@ -20,9 +20,9 @@
  */
 
 #include <glib-unix.h>
-#include <sys/prctl.h>
 #include <gst/gst.h>
 #include <json-glib/json-glib.h>
+#include <legba-test.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -448,42 +448,6 @@ parse_args (int *argc, char ***argv)
   return TRUE;
 }
 
-/* GStreamer 1.22's rtpsession releases its lock inside
- * g_hash_table_foreach() on its RTCP thread (schedule_remaining_nacks());
- * a source added meanwhile (the RTX SSRC of a first retransmission) fails
- * GLib's iteration check, which only ends that iteration. The tests run
- * with fatal criticals: this one, on that thread, is reported and let
- * through (as in tests/integration/room-test.c). */
-static gboolean
-is_rtpsession_race (const char *domain, const char *message)
-{
-  char thread[16] = "";
-
-  prctl (PR_GET_NAME, thread);
-  return g_strcmp0 (domain, "GLib") == 0 &&
-      strcmp (thread, "rtpsession-rtcp") == 0 &&
-      strstr (message, "g_hash_table_foreach: assertion 'version == "
-      "hash_table->version' failed") != NULL;
-}
-
-static void
-glib_log (const char *domain, GLogLevelFlags level, const char *message,
-    gpointer data)
-{
-  if (is_rtpsession_race (domain, message))
-    g_printerr ("gst-peer: tolerated (GStreamer 1.22 rtpsession race): %s\n",
-        message);
-  else
-    g_log_default_handler (domain, level, message, data);
-}
-
-static gboolean
-fatal_unless_race (const char *domain, GLogLevelFlags level,
-    const char *message, gpointer data)
-{
-  return !is_rtpsession_race (domain, message);
-}
-
 int
 main (int argc, char **argv)
 {
@@ -492,9 +456,7 @@ main (int argc, char **argv)
   g_autofree char *line = NULL;
   GstBus *bus;
 
-  g_log_set_handler ("GLib", G_LOG_LEVEL_CRITICAL | G_LOG_FLAG_FATAL |
-      G_LOG_FLAG_RECURSION, glib_log, NULL);
-  g_test_log_set_fatal_handler (fatal_unless_race, NULL);
+  legba_test_tolerate_rtpsession_race ();
   if (!parse_args (&argc, &argv))
     return 2;
   line = launch_line ();

@@ -192,3 +192,59 @@ legba_test_server_port (LegbaTestProcess * p)
           NULL));
   return (guint) port;
 }
+
+/* ---- A GStreamer 1.22 race the tests tolerate ---- */
+
+/* rtpsession's RTCP thread releases the session lock inside
+ * g_hash_table_foreach() over its sources (schedule_remaining_nacks(),
+ * when retransmission requests are pending and no RTCP is due); a source
+ * added meanwhile on a streaming thread (the first retransmission of a
+ * stream brings its RTX SSRC) makes GLib's iteration check fail. GLib then
+ * stops that iteration, which costs the remaining NACKs one RTCP interval.
+ * The suite runs with fatal criticals: this one, on that thread, is
+ * reported and let through; any other critical still aborts. */
+static gboolean
+is_rtpsession_race (const char *domain, const char *message)
+{
+  char thread[16] = "";
+
+  prctl (PR_GET_NAME, thread);
+  return g_strcmp0 (domain, "GLib") == 0 &&
+      strcmp (thread, "rtpsession-rtcp") == 0 &&
+      strstr (message, "g_hash_table_foreach: assertion 'version == "
+      "hash_table->version' failed") != NULL;
+}
+
+/* GLib's messages: the race is reported as a note (GLib's own handler
+ * would bail out of a TAP stream before the fatal handler is asked) */
+static void
+glib_log (const char *domain, GLogLevelFlags level, const char *message,
+    gpointer data)
+{
+  if (is_rtpsession_race (domain, message))
+    g_printerr ("# tolerated (GStreamer 1.22 rtpsession race): %s\n", message);
+  else
+    g_log_default_handler (domain, level, message, data);
+}
+
+static gboolean
+fatal_unless_race (const char *domain, GLogLevelFlags level,
+    const char *message, gpointer data)
+{
+  return !is_rtpsession_race (domain, message);
+}
+
+/**
+ * legba_test_tolerate_rtpsession_race:
+ *
+ * Lets GStreamer 1.22's rtpsession race through the fatal criticals the
+ * tests run with, and nothing else. GLib resets the fatal handler at every
+ * test case: call it in each case that runs media.
+ */
+void
+legba_test_tolerate_rtpsession_race (void)
+{
+  g_log_set_handler ("GLib", G_LOG_LEVEL_CRITICAL | G_LOG_FLAG_FATAL |
+      G_LOG_FLAG_RECURSION, glib_log, NULL);
+  g_test_log_set_fatal_handler (fatal_unless_race, NULL);
+}

@@ -78,4 +78,6 @@ void legba_test_process_clear (LegbaTestProcess * p);
 
 guint legba_test_server_port (LegbaTestProcess * p);
 
+void legba_test_tolerate_rtpsession_race (void);
+
 G_END_DECLS

@@ -6,56 +6,14 @@
  */
 #include "room-test.h"
 
-#include <sys/prctl.h>
-
-/* ---- A GStreamer 1.22 race the tests tolerate ---- */
-
-/* rtpsession's RTCP thread releases the session lock inside
- * g_hash_table_foreach() over its sources (schedule_remaining_nacks(),
- * when retransmission requests are pending and no RTCP is due); a source
- * added meanwhile on a streaming thread (the first retransmission of a
- * stream brings its RTX SSRC) makes GLib's iteration check fail. GLib then
- * stops that iteration, which costs the remaining NACKs one RTCP interval.
- * The suite runs with fatal criticals: this one, on that thread, is
- * reported and let through; any other critical still aborts. */
-static gboolean
-is_rtpsession_race (const char *domain, const char *message)
-{
-  char thread[16] = "";
-
-  prctl (PR_GET_NAME, thread);
-  return g_strcmp0 (domain, "GLib") == 0 &&
-      strcmp (thread, "rtpsession-rtcp") == 0 &&
-      strstr (message, "g_hash_table_foreach: assertion 'version == "
-      "hash_table->version' failed") != NULL;
-}
-
-/* GLib's messages: the race is reported as a note (GLib's own handler
- * would bail out of the TAP stream before the fatal handler is asked) */
-static void
-glib_log (const char *domain, GLogLevelFlags level, const char *message,
-    gpointer data)
-{
-  if (is_rtpsession_race (domain, message))
-    g_printerr ("# tolerated (GStreamer 1.22 rtpsession race): %s\n", message);
-  else
-    g_log_default_handler (domain, level, message, data);
-}
-
-static gboolean
-fatal_unless_race (const char *domain, GLogLevelFlags level,
-    const char *message, gpointer data)
-{
-  return !is_rtpsession_race (domain, message);
-}
+#include <legba-test.h>
 
 void
 room_test_init (int *argc, char ***argv)
 {
   gst_init (argc, argv);
   g_test_init (argc, argv, NULL);
-  g_log_set_handler ("GLib", G_LOG_LEVEL_CRITICAL | G_LOG_FLAG_FATAL |
-      G_LOG_FLAG_RECURSION, glib_log, NULL);
+  legba_test_tolerate_rtpsession_race ();
 }
 
 /* ---- TestHub and TestSignaller ---- */
@@ -549,7 +507,7 @@ participant_new (LegbaSignaller * signaller, const char *identity,
 
   /* GLib resets it at every test case; every media test makes
    * participants */
-  g_test_log_set_fatal_handler (fatal_unless_race, NULL);
+  legba_test_tolerate_rtpsession_race ();
   p->identity = g_strdup (identity);
   p->signaller = signaller;
   p->remotes = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,

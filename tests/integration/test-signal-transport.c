@@ -265,7 +265,9 @@ test_close_after_error (Fixture * f, gconstpointer data)
 }
 
 /* A server that never says connection_established: the attempt times out
- * and another one is made. */
+ * and another one is made. The later attempts are answered, but on a
+ * loaded machine one may still outlast the timeout: each timed-out attempt
+ * is one connect error, and the last attempt joins. */
 static void
 test_connect_timeout (Fixture * f, gconstpointer data)
 {
@@ -274,11 +276,11 @@ test_connect_timeout (Fixture * f, gconstpointer data)
 
   fake->answer_pings = TRUE;
   fake->silent_first = TRUE;
-  g_object_set (p->client, "connect-timeout", 200, NULL);
+  g_object_set (p->client, "connect-timeout", 1000, NULL);
   peer_join (p);
-  WAIT_FOR (p->joined == 1, "the second attempt to join");
-  g_assert_cmpuint (fake->connections, ==, 2);
-  g_assert_cmpuint (p->errors->len, ==, 1);
+  WAIT_FOR (p->joined == 1, "a later attempt to join");
+  g_assert_cmpuint (fake->connections, >=, 2);
+  g_assert_cmpuint (p->errors->len, ==, fake->connections - 1);
   g_assert_true (only_connect_errors (p));
   peer_free (p);
   fake_server_free (fake);
