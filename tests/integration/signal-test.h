@@ -102,6 +102,7 @@ gboolean went_through (Peer * p, LegbaSignallerState state);
 /* ---- Helpers ---- */
 
 char *json_quote (const char *s);
+void fixture_publish_event (Fixture * f, const char *name, const char *data);
 /* A SoupServer on 127.0.0.1, an ephemeral port (returned in port). */
 SoupServer *test_server_new (guint * port);
 void stop_pool_threads (void);

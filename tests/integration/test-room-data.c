@@ -8,7 +8,6 @@
  * the 64 KiB limit, malformed messages, mute and the backend's events.
  */
 #include "room-test.h"
-#include "legba-auth.h"
 
 #define GST_USE_UNSTABLE_API
 #include <gst/webrtc/webrtc.h>
@@ -948,65 +947,14 @@ test_mute (Fixture * f, gconstpointer unused)
 }
 
 static void
-on_published (GObject * source, GAsyncResult * result, gpointer user_data)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GBytes) body = soup_session_send_and_read_finish
-      (SOUP_SESSION (source), result, &error);
-
-  g_assert_no_error (error);
-  *(guint *) user_data = soup_message_get_status
-      (soup_session_get_async_result_message (SOUP_SESSION (source), result));
-}
-
-/* POST /apps/ID/events as the Pusher HTTP API wants it, signed */
-static void
-publish_event (Fixture * f, const char *name, const char *data)
-{
-  g_autoptr (SoupSession) session = soup_session_new ();
-  g_autoptr (GHashTable) params = g_hash_table_new_full (g_str_hash,
-      g_str_equal, NULL, g_free);
-  g_autoptr (SoupMessage) msg = NULL;
-  g_autoptr (GBytes) bytes = NULL;
-  g_autofree char *quoted = json_quote (data);
-  g_autofree char *body = g_strdup_printf ("{\"name\":\"%s\",\"channels\":"
-      "[\"" CHANNEL "\"],\"data\":%s}", name, quoted);
-  g_autofree char *to_sign = NULL;
-  g_autofree char *signature = NULL;
-  g_autofree char *url = NULL;
-  const char *path = "/apps/" APP_ID "/events";
-  guint status = 0;
-
-  g_hash_table_insert (params, "auth_key", g_strdup (APP_KEY));
-  g_hash_table_insert (params, "auth_timestamp", g_strdup_printf ("%"
-          G_GINT64_FORMAT, g_get_real_time () / G_USEC_PER_SEC));
-  g_hash_table_insert (params, "auth_version", g_strdup ("1.0"));
-  g_hash_table_insert (params, "body_md5",
-      g_compute_checksum_for_string (G_CHECKSUM_MD5, body, -1));
-  to_sign = legba_auth_http_string_to_sign ("POST", path, params);
-  signature = legba_auth_hmac_hex (APP_SECRET, to_sign, -1);
-  url = g_strdup_printf ("%s%s?auth_key=%s&auth_timestamp=%s"
-      "&auth_version=1.0&body_md5=%s&auth_signature=%s", f->url, path,
-      APP_KEY, (char *) g_hash_table_lookup (params, "auth_timestamp"),
-      (char *) g_hash_table_lookup (params, "body_md5"), signature);
-  msg = soup_message_new ("POST", url);
-  bytes = g_bytes_new_static (body, strlen (body));
-  soup_message_set_request_body_from_bytes (msg, "application/json", bytes);
-  soup_session_send_and_read_async (session, msg, G_PRIORITY_DEFAULT, NULL,
-      on_published, &status);
-  ROOM_WAIT_FOR (status != 0, "the HTTP API's answer");
-  g_assert_cmpuint (status, ==, SOUP_STATUS_OK);
-}
-
-static void
 test_server_event (Fixture * f, gconstpointer unused)
 {
   Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
   Data *all[] = { a, b };
 
   connect_all (all, 2);
-  publish_event (f, "score", "{\"home\":2}");
-  publish_event (f, "notice", "plain text");
+  fixture_publish_event (f, "score", "{\"home\":2}");
+  fixture_publish_event (f, "notice", "plain text");
   ROOM_WAIT_FOR (a->got->len == 2 && b->got->len == 2, "both events");
   for (guint i = 0; i < 2; i++) {
     g_assert_cmpstr (got (all[i], 0)->from, ==, LEGBA_ROOM_SERVER_PARTICIPANT);

@@ -728,64 +728,13 @@ test_bad_config (Fixture * f, gconstpointer data)
 /* ---- ROOM-PROTOCOL.md §7: events from the application's backend ---- */
 
 static void
-on_published (GObject * source, GAsyncResult * result, gpointer user_data)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GBytes) answer = soup_session_send_and_read_finish
-      (SOUP_SESSION (source), result, &error);
-
-  g_assert_no_error (error);
-  *(guint *) user_data = soup_message_get_status
-      (soup_session_get_async_result_message (SOUP_SESSION (source), result));
-}
-
-/* POST /apps/ID/events as the Pusher HTTP API wants it, signed */
-static void
-publish_event (Fixture * f, const char *name, const char *data)
-{
-  g_autoptr (SoupSession) session = soup_session_new ();
-  g_autoptr (GHashTable) params = g_hash_table_new_full (g_str_hash,
-      g_str_equal, NULL, g_free);
-  g_autoptr (SoupMessage) msg = NULL;
-  g_autoptr (GBytes) bytes = NULL;
-  g_autofree char *quoted = json_quote (data);
-  g_autofree char *body = g_strdup_printf ("{\"name\":\"%s\",\"channels\":"
-      "[\"" CHANNEL "\"],\"data\":%s}", name, quoted);
-  g_autofree char *to_sign = NULL;
-  g_autofree char *signature = NULL;
-  g_autofree char *url = NULL;
-  const char *path = "/apps/" APP_ID "/events";
-  guint status = 0;
-
-  g_hash_table_insert (params, "auth_key", g_strdup (APP_KEY));
-  g_hash_table_insert (params, "auth_timestamp", g_strdup_printf ("%"
-          G_GINT64_FORMAT, g_get_real_time () / G_USEC_PER_SEC));
-  g_hash_table_insert (params, "auth_version", g_strdup ("1.0"));
-  g_hash_table_insert (params, "body_md5",
-      g_compute_checksum_for_string (G_CHECKSUM_MD5, body, -1));
-  to_sign = legba_auth_http_string_to_sign ("POST", path, params);
-  signature = legba_auth_hmac_hex (APP_SECRET, to_sign, -1);
-  url = g_strdup_printf ("%s%s?auth_key=%s&auth_timestamp=%s"
-      "&auth_version=1.0&body_md5=%s&auth_signature=%s", f->url, path,
-      APP_KEY, (char *) g_hash_table_lookup (params, "auth_timestamp"),
-      (char *) g_hash_table_lookup (params, "body_md5"), signature);
-  msg = soup_message_new ("POST", url);
-  bytes = g_bytes_new_static (body, strlen (body));
-  soup_message_set_request_body_from_bytes (msg, "application/json", bytes);
-  soup_session_send_and_read_async (session, msg, G_PRIORITY_DEFAULT, NULL,
-      on_published, &status);
-  WAIT_FOR (status != 0, "the HTTP API's answer");
-  g_assert_cmpuint (status, ==, SOUP_STATUS_OK);
-}
-
-static void
 test_server_event (Fixture * f, gconstpointer data)
 {
   Peer *a = peer_new (f, "alice");
 
   peer_join_and_wait (a);
-  publish_event (f, "score", "{\"home\":2,\"away\":1}");
-  publish_event (f, "notice", "plain text");
+  fixture_publish_event (f, "score", "{\"home\":2,\"away\":1}");
+  fixture_publish_event (f, "notice", "plain text");
   WAIT_FOR (a->events->len == 2, "both events");
   g_assert_cmpstr (a->events->pdata[0], ==, "score {\"home\":2,\"away\":1}");
   g_assert_cmpstr (a->events->pdata[1], ==, "notice \"plain text\"");
