@@ -455,7 +455,10 @@ test_pacing (Fixture * f, gconstpointer data)
   start = g_get_monotonic_time ();
   for (i = 0; i < PACING_COUNT; i++)
     peer_send (a, b, "candidates", "pc-1", NULL, i);
-  WAIT_FOR (b->received->len == PACING_COUNT, "all 30 signals");
+  /* a refusal (4301) is reported to alice, and says why */
+  WAIT_FOR (b->received->len == PACING_COUNT || a->errors->len > 0,
+      "all 30 signals");
+  assert_no_errors (a);
 
   for (i = 0; i < PACING_COUNT; i++) {
     g_assert_cmpint (json_object_get_int_member (peer_received (b,
