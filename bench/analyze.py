@@ -10,7 +10,7 @@ identically), and writes a Markdown report (bench/RESULTS.md) and an SVG
 chart of every run's value relative to soketi's median. A difference is
 "established" only when its interval excludes zero (BENCHMARKING.md).
 
-  /usr/bin/python3 bench/analyze.py [RESULTS.json] [--output RESULTS.md]
+  /usr/bin/python3 bench/analyze.py [RESULTS.json] [--output bench/server/RESULTS.md]
 
 Without a file it takes the newest bench/results/server-*.json.
 Standard library only.
@@ -108,7 +108,10 @@ def compare(legba, soketi, rng):
         row["ratio"] = row["legba"] / row["soketi"] if row["soketi"] else None
         lo, hi = bootstrap_ci(legba, soketi, rng)
         row["ci"] = (lo, hi)
-        if lo > 0:
+        if min(len(legba), len(soketi)) < 3:
+            # bench/stats.py: no verdict from fewer than three runs a side
+            row["verdict"] = "inconclusive (fewer than 3 runs a side)"
+        elif lo > 0:
             row["verdict"] = "Legba higher (established)"
         elif hi < 0:
             row["verdict"] = "Legba lower (established)"
@@ -430,7 +433,7 @@ def report(results, results_path, output, chart_path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", nargs="?")
-    ap.add_argument("--output", default=os.path.join(HERE, "RESULTS.md"))
+    ap.add_argument("--output", default=os.path.join(HERE, "server", "RESULTS.md"))
     args = ap.parse_args()
     path = args.results
     if path is None:

@@ -1,9 +1,120 @@
 #!/usr/bin/env bash
-# Runs every benchmark suite (BENCHMARKING.md): each bench/SUITE/run.sh in
-# turn, with the same arguments (`--quick` for a smoke run).
+# Runs the benchmark suites of BENCHMARKING.md, Legba beside its peers
+# (plain webrtcbin, aiortc, Pion, soketi), then regenerates
+# bench/RESULTS.md and its charts from bench/results/.
+#
+#   bench/run.sh                 every suite, full (about an hour on 2 busy
+#                                cores: 57 minutes with load average 10-30)
+#   bench/run.sh SUITE...        only those suites
+#   bench/run.sh --quick [SUITE...]
+#                                smoke run (a few minutes); results go to
+#                                bench/results/tmp/ (not committed)
+#   bench/run.sh --list          the suites
+#
+# Suites: setup datachannel video-send video-receive video-call audio
+# scale signalling footprint. video-send is bench/encoders/run.sh,
+# signalling is bench/server/run.sh (fewer rounds and sizes than its own
+# full run, to keep the whole run within the hour; run it alone for the
+# full series). Every suite is bounded by a timeout.
+#
+# Builds Legba and the C peers as a release build in build-release/
+# (LEGBA_BENCH_BUILD overrides) and refuses any other build type; builds
+# the Pion peer with Debian's Go and Pion sources, offline. The peers come
+# from scripts/setup.sh --bench (bench/setup.sh).
 set -euo pipefail
+
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-for suite in "$here"/*/run.sh; do
-  echo "bench: $(basename "$(dirname "$suite")")"
-  "$suite" "$@"
+root=$(cd "$here/.." && pwd)
+build=${LEGBA_BENCH_BUILD:-$root/build-release}
+all=(setup datachannel video-send video-receive video-call audio scale
+  signalling footprint)
+quick=0
+suites=()
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick=1 ;;
+    --list) printf '%s\n' "${all[@]}"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -*) echo "bench: unknown option $arg" >&2; exit 2 ;;
+    *)
+      if [[ " ${all[*]} " != *" $arg "* ]]; then
+        echo "bench: unknown suite $arg (bench/run.sh --list)" >&2; exit 2
+      fi
+      suites+=("$arg") ;;
+  esac
 done
+[ ${#suites[@]} -gt 0 ] || suites=("${all[@]}")
+
+for need in go gnuplot; do
+  command -v "$need" >/dev/null || {
+    echo "bench: $need is missing: scripts/setup.sh --bench" >&2; exit 1; }
+done
+/usr/bin/python3 -c 'import aiortc' 2>/dev/null || {
+  echo "bench: python3-aiortc is missing: scripts/setup.sh --bench" >&2
+  exit 1; }
+
+if [ ! -f "$build/build.ninja" ]; then
+  meson setup "$build" "$root" -Dbuildtype=release >/dev/null
+fi
+buildtype=$(meson introspect --buildoptions "$build" | /usr/bin/python3 -c '
+import json, sys
+print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "buildtype"))')
+if [ "$buildtype" != release ]; then
+  echo "bench: $build is a $buildtype build; the benchmarks measure release" \
+    "builds only (meson configure $build -Dbuildtype=release)" >&2
+  exit 1
+fi
+ninja -C "$build" >/dev/null
+
+# Pion: GOPATH mode over Debian's sources, no network.
+pion="$build/bench/pion-peer"
+gopath="$build/bench/gopath"
+if [ ! -x "$pion" ] || [ "$here/peers/pion/main.go" -nt "$pion" ]; then
+  mkdir -p "$gopath/src"
+  ln -sfn "$here/peers/pion" "$gopath/src/pion-peer"
+  (cd "$gopath/src/pion-peer" &&
+    GOPATH="$gopath:/usr/share/gocode" GO111MODULE=off GOPROXY=off \
+      GOCACHE="$gopath/cache" GOFLAGS= go build -o "$pion" .)
+fi
+
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+if [ $quick -eq 1 ]; then
+  outdir="$root/bench/results/tmp"
+  qflag=(--quick)
+else
+  outdir="$root/bench/results"
+  qflag=()
+fi
+mkdir -p "$outdir"
+
+status=0
+for suite in "${suites[@]}"; do
+  echo "bench: $suite ($(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg))"
+  case "$suite" in
+    video-send)
+      if [ $quick -eq 1 ]; then
+        "$here/encoders/run.sh" --quick || status=1
+      else
+        "$here/encoders/run.sh" --sweep || status=1
+      fi ;;
+    signalling)
+      if [ $quick -eq 1 ]; then
+        "$here/server/run.sh" --quick || status=1
+      else
+        "$here/server/run.sh" --rounds 1 --sizes 1000,5000 || status=1
+      fi ;;
+    *)
+      timeout --signal=TERM 20m /usr/bin/python3 "$here/suites.py" "$suite" \
+        --build "$build" --pion "$pion" "${qflag[@]}" \
+        --command "bench/run.sh${qflag[*]:+ ${qflag[*]}} $suite" \
+        --output "$outdir/$suite-$stamp.json" || status=1 ;;
+  esac
+done
+
+if [ $quick -eq 1 ]; then
+  /usr/bin/python3 "$here/report.py" --results "$outdir" \
+    --output "$outdir/RESULTS.md"
+else
+  /usr/bin/python3 "$here/report.py"
+fi
+exit $status

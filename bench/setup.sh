@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the benchmarks need on top of building and testing:
+#   the WebRTC peers Legba is compared with, from Debian: aiortc
+#   (python3-aiortc), Pion (golang-github-pion-webrtc.v3-dev, built
+#   offline with golang-go by bench/run.sh), and gnuplot for the charts;
 #   soketi 1.6.1 (the peer Pusher-protocol server) from npm, into
 #   bench/peers/soketi/node_modules, at the versions pinned by
 #   bench/peers/soketi/package-lock.json.
@@ -21,6 +24,21 @@ for tool in node npm; do
   fi
 done
 
+packages=(python3-aiortc golang-go golang-github-pion-webrtc.v3-dev gnuplot-nox)
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "install ok installed" ] || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bench/setup.sh: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q \
+    --no-install-recommends "${missing[@]}"
+fi
+
 stamp="$soketi/node_modules/.legba-lock"
 if ! cmp -s "$soketi/package-lock.json" "$stamp" 2>/dev/null; then
   echo "bench/setup.sh: installing soketi (bench/peers/soketi/package-lock.json)"
@@ -36,4 +54,4 @@ node -e '
   if (v !== "1.6.1") throw new Error("soketi " + v + ", expected 1.6.1");
   require(dir + "uWebSockets.js");
 ' "$soketi"
-echo "bench/setup.sh: soketi 1.6.1 ready"
+echo "bench/setup.sh: aiortc, Pion, gnuplot and soketi 1.6.1 ready"

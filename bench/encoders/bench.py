@@ -36,17 +36,17 @@ def configurations(with_aiortc):
     return configs
 
 
-def run_one(peer, encoder, size, args, env):
+def run_one(peer, encoder, size, cap, args, env):
     width, height = SIZES[size]
     cmd = [sys.executable, os.path.join(HERE, "worker.py"), peer, encoder,
            "--width", str(width), "--height", str(height),
            "--frames", str(args.frames), "--warmup", str(args.warmup),
-           "--cap", str(args.cap), "--timeout", str(args.run_timeout)]
+           "--cap", str(cap), "--timeout", str(args.run_timeout)]
     started = time.time()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
                           timeout=args.run_timeout + 30)
     record = {"peer": peer, "encoder": encoder, "size": size,
-              "width": width, "height": height, "cap": args.cap,
+              "width": width, "height": height, "cap": cap,
               "started": started, "wall_s": time.time() - started}
     lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
     if proc.returncode != 0 or not lines:
@@ -105,6 +105,10 @@ def main():
     parser.add_argument("--frames", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--cap", type=int, default=1500000)
+    parser.add_argument("--caps", help="comma-separated caps in bit/s "
+                        "(the sweep); default: --cap")
+    parser.add_argument("--caps-2160p", help="caps at 2160p, where the "
+                        "sweep takes fewer (default: --caps)")
     parser.add_argument("--run-timeout", type=float, default=600)
     parser.add_argument("--no-aiortc", action="store_true")
     args = parser.parse_args()
@@ -134,18 +138,27 @@ def main():
         "load_start": loadavg(), "busy_start": busy_processes(),
         "runs": [],
     }
+    caps = [int(c) for c in (args.caps or str(args.cap)).split(",")]
+    result["caps"] = caps
     for size in args.sizes.split(","):
+        size_caps = caps
+        if size == "2160p" and args.caps_2160p:
+            size_caps = [int(c) for c in args.caps_2160p.split(",")]
         for rnd in range(args.rounds):
             order = configs if rnd % 2 == 0 else list(reversed(configs))
             for peer, encoder in order:
-                record = run_one(peer, encoder, size, args, env)
-                record["round"] = rnd
-                result["runs"].append(record)
-                status = record.get("error") or (
-                    f"{record['cpu_s'] * 1000 / record['units']:.2f} ms/frame"
-                    f", {record['frames_out']}/{record['frames_in']} frames")
-                print(f"{size} round {rnd} {peer}:{encoder}: {status}",
-                      flush=True)
+                # the floors (no encoder) do not depend on the cap
+                for cap in ([size_caps[0]] if encoder == "none"
+                            else size_caps):
+                    record = run_one(peer, encoder, size, cap, args, env)
+                    record["round"] = rnd
+                    result["runs"].append(record)
+                    status = record.get("error") or (
+                        f"{record['cpu_s'] * 1000 / record['units']:.2f} "
+                        f"ms/frame, {record['frames_out']}/"
+                        f"{record['frames_in']} frames")
+                    print(f"{size} {cap // 1000} kbit/s round {rnd} "
+                          f"{peer}:{encoder}: {status}", flush=True)
     result["load_end"] = loadavg()
     result["busy_end"] = busy_processes()
     os.makedirs(os.path.dirname(args.output), exist_ok=True)

@@ -9,6 +9,13 @@
 #                                   300 frames; writes
 #                                   bench/results/encoders-DATE.json and
 #                                   bench/encoders/RESULTS.md
+#   bench/encoders/run.sh --sweep   the cap sweep (15-30 minutes;
+#                                   bench/run.sh video-send runs this):
+#                                   caps 0.5, 1, 2.5 and 5 Mbit/s at 360p,
+#                                   720p and 1080p, 2.5 and 5 at 2160p, 2
+#                                   rounds of 150 frames; writes
+#                                   bench/results/encoders-DATE.json and
+#                                   bench/encoders/RESULTS.md
 #   bench/encoders/run.sh --quick   smoke run (about 1 minute): 360p and
 #                                   720p, 1 round of 60 frames; results go
 #                                   to bench/results/tmp/ (not committed)
@@ -22,11 +29,13 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${LEGBA_BENCH_BUILD:-$root/build-release}
 quick=0
+sweep=0
 extra=()
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --sweep) sweep=1 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) extra+=("$arg") ;;
   esac
 done
@@ -59,6 +68,11 @@ if [ $quick -eq 1 ]; then
   out="$root/bench/results/tmp/encoders-quick-$stamp.json"
   report="$root/bench/results/tmp/RESULTS-encoders-quick.md"
   extra=(--sizes 360p,720p --rounds 1 --frames 60 "${extra[@]}")
+elif [ $sweep -eq 1 ]; then
+  out="$root/bench/results/encoders-$stamp.json"
+  report="$here/RESULTS.md"
+  extra=(--caps 500000,1000000,2500000,5000000 --caps-2160p 2500000,5000000
+    --rounds 2 --frames 150 "${extra[@]}")
 else
   out="$root/bench/results/encoders-$stamp.json"
   report="$here/RESULTS.md"

@@ -4,7 +4,7 @@
 #
 #   bench/server/run.sh           full run (15–30 minutes), writes
 #                                 bench/results/server-DATE.json and
-#                                 regenerates bench/RESULTS.md
+#                                 regenerates bench/server/RESULTS.md
 #   bench/server/run.sh --quick   smoke run (1–2 minutes): small sizes,
 #                                 one round; results and report go to
 #                                 bench/results/tmp/ (not committed)
@@ -50,7 +50,7 @@ if [ $quick -eq 1 ]; then
   report="$root/bench/results/tmp/RESULTS-quick.md"
 else
   out="$root/bench/results/server-$stamp.json"
-  report="$root/bench/RESULTS.md"
+  report="$root/bench/server/RESULTS.md"
 fi
 
 # The whole suite is bounded: each run inside is bounded by its own

@@ -1,0 +1,451 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The benchmarks' Legba peer: a LegbaServer embedded in this process on
+ * 127.0.0.1 and pairs of LegbaRooms (each with its own pipeline and
+ * LegbaSignalClient) that meet in a room of their own. Same modes and
+ * JSON as bench/peers/webrtcbin-peer.c, where Legba has them:
+ *
+ *   legba-peer setup [--iterations N]
+ *   legba-peer pairs [--count N] [--seconds S]
+ *   legba-peer call  [--frames N] [--width W --height H] [--bitrate KBPS]
+ *
+ * call: room a sends a stamped H.264 track (legbastamp, x264enc
+ * ultrafast zerolatency), room b decodes it (avdec_h264) and reads the
+ * stamps back (legbastampcheck): glass-to-glass through two rooms.
+ *
+ * A pair is set up when each room lists the other participant as
+ * connected: its peer connection is up and both of its data channels are
+ * open. Unlike the other peers, the offer, answer and candidates go
+ * through the signalling server (WebSocket, loopback): that is part of
+ * what a room costs. ICE: the rooms' defaults for a loopback server (host
+ * candidates on 127.0.0.1, no STUN server).
+ */
+#include <legba/legba.h>
+#include <sys/resource.h>
+#include <dirent.h>
+#include <string.h>
+#include <stdio.h>
+
+#define APP_ID "bench"
+#define APP_KEY "bench-key"
+#define APP_SECRET "bench-secret"
+
+typedef struct
+{
+  GstElement *pipeline;
+  LegbaRoom *room;
+  gboolean connected;           /* the other participant is connected */
+  gboolean failed;
+} Side;
+
+typedef struct
+{
+  Side s[2];
+} Pair;
+
+static char *server_url;
+
+/* call */
+static GstElement *check;
+static gint frames_out;
+
+static double
+now_ms (void)
+{
+  return g_get_monotonic_time () / 1000.0;
+}
+
+static void
+on_participant_state (LegbaParticipant * lp, GParamSpec * pspec, Side * side)
+{
+  LegbaParticipantState state = legba_participant_get_state (lp);
+
+  if (state == LEGBA_PARTICIPANT_STATE_CONNECTED)
+    side->connected = TRUE;
+  else if (state == LEGBA_PARTICIPANT_STATE_FAILED)
+    side->failed = TRUE;
+}
+
+static void
+on_participant_joined (LegbaRoom * room, LegbaParticipant * lp, Side * side)
+{
+  g_signal_connect (lp, "notify::state", G_CALLBACK (on_participant_state),
+      side);
+  on_participant_state (lp, NULL, side);
+}
+
+static void
+on_room_error (LegbaRoom * room, GError * error, Side * side)
+{
+  g_printerr ("room error: %s\n", error->message);
+}
+
+static void
+side_start (Side * side, const char *room_name, const char *identity)
+{
+  LegbaSignalClient *client = legba_signal_client_new (server_url, APP_KEY);
+
+  g_object_set (client, "app-secret", APP_SECRET, NULL);
+  side->pipeline = gst_pipeline_new (identity);
+  side->room = legba_room_new (LEGBA_SIGNALLER (client),
+      GST_BIN (side->pipeline));
+  g_object_unref (client);
+  g_object_set (side->room, "room", room_name, "identity", identity, NULL);
+  g_signal_connect (side->room, "participant-joined",
+      G_CALLBACK (on_participant_joined), side);
+  g_signal_connect (side->room, "error", G_CALLBACK (on_room_error), side);
+  gst_element_set_state (side->pipeline, GST_STATE_PLAYING);
+  legba_room_connect_async (side->room, NULL, NULL, NULL);
+}
+
+static void
+side_stop (Side * side)
+{
+  legba_room_disconnect (side->room);
+  gst_element_set_state (side->pipeline, GST_STATE_NULL);
+  g_clear_object (&side->room);
+  gst_clear_object (&side->pipeline);
+}
+
+static Pair *
+pair_new (guint n)
+{
+  Pair *p = g_new0 (Pair, 1);
+  char room[32], a[32], b[32];
+
+  g_snprintf (room, sizeof room, "bench-%u", n);
+  g_snprintf (a, sizeof a, "a%u", n);
+  g_snprintf (b, sizeof b, "b%u", n);
+  side_start (&p->s[0], room, a);
+  side_start (&p->s[1], room, b);
+  return p;
+}
+
+static gboolean
+timed_out (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+pair_wait (Pair * p, guint seconds)
+{
+  gboolean expired = FALSE;
+  guint id = g_timeout_add_seconds (seconds, timed_out, &expired);
+
+  while (!(p->s[0].connected && p->s[1].connected) && !expired &&
+      !p->s[0].failed && !p->s[1].failed)
+    g_main_context_iteration (NULL, TRUE);
+  if (!expired)
+    g_source_remove (id);
+  return p->s[0].connected && p->s[1].connected;
+}
+
+static void
+pair_free (Pair * p)
+{
+  side_stop (&p->s[0]);
+  side_stop (&p->s[1]);
+  /* let the rooms finish leaving */
+  while (g_main_context_iteration (NULL, FALSE));
+  g_free (p);
+}
+
+static double
+rss_kib (void)
+{
+  char *text = NULL, *line;
+  double kib = -1;
+
+  if (!g_file_get_contents ("/proc/self/status", &text, NULL, NULL))
+    return -1;
+  line = strstr (text, "VmRSS:");
+  if (line != NULL)
+    kib = g_ascii_strtod (line + 6, NULL);
+  g_free (text);
+  return kib;
+}
+
+static guint
+count_dir (const char *path)
+{
+  DIR *d = opendir (path);
+  struct dirent *e;
+  guint n = 0;
+
+  if (d == NULL)
+    return 0;
+  while ((e = readdir (d)) != NULL)
+    if (e->d_name[0] != '.')
+      n++;
+  closedir (d);
+  return n;
+}
+
+static int
+mode_setup (guint iterations)
+{
+  GString *out = g_string_new ("{\"peer\": \"legba\", \"mode\": \"setup\", "
+      "\"setup_ms\": [");
+  guint failed = 0, ok = 0;
+
+  for (guint i = 0; i < iterations; i++) {
+    double t0 = now_ms ();
+    Pair *p = pair_new (i);
+
+    if (pair_wait (p, 30)) {
+      g_string_append_printf (out, "%s%.4f", ok ? ", " : "", now_ms () - t0);
+      ok++;
+    } else {
+      failed++;
+    }
+    pair_free (p);
+  }
+  g_string_append_printf (out, "], \"failed\": %u}", failed);
+  puts (out->str);
+  g_string_free (out, TRUE);
+  return ok ? 0 : 1;
+}
+
+static int
+mode_pairs (guint count, double seconds)
+{
+  GPtrArray *pairs = g_ptr_array_new ();
+  double rss0 = rss_kib (), t0 = now_ms ();
+  guint fds0 = count_dir ("/proc/self/fd");
+  guint threads0 = count_dir ("/proc/self/task");
+  guint connected = 0;
+  const char *stop = "count";
+
+  for (guint i = 0; i < count; i++) {
+    Pair *p = pair_new (i);
+
+    g_ptr_array_add (pairs, p);
+    if (!pair_wait (p, 30)) {
+      stop = "a pair did not connect within 30 s";
+      break;
+    }
+    connected++;
+    if (now_ms () - t0 > seconds * 1000) {
+      stop = "time bound";
+      break;
+    }
+  }
+  printf ("{\"peer\": \"legba\", \"mode\": \"pairs\", \"asked\": %u, "
+      "\"connected\": %u, \"stopped\": \"%s\", \"seconds\": %.2f, "
+      "\"rss_kib_per_pair\": %.1f, \"fds_per_pair\": %.2f, "
+      "\"threads_per_pair\": %.2f, \"includes\": \"two signalling clients "
+      "and their server-side sockets per pair\"}\n", count, connected, stop,
+      (now_ms () - t0) / 1000,
+      connected ? (rss_kib () - rss0) / connected : 0.0,
+      connected ? (double) (count_dir ("/proc/self/fd") - fds0) / connected :
+      0.0, connected ? (double) (count_dir ("/proc/self/task") -
+          threads0) / connected : 0.0);
+  for (guint i = 0; i < pairs->len; i++)
+    pair_free (pairs->pdata[i]);
+  g_ptr_array_unref (pairs);
+  return connected ? 0 : 1;
+}
+
+static GstPadProbeReturn
+count_frame (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  g_atomic_int_inc (&frames_out);
+  g_main_context_wakeup (NULL);
+  return GST_PAD_PROBE_OK;
+}
+
+static void
+on_track_added (LegbaRoom * room, LegbaParticipant * lp, LegbaTrackKind kind,
+    GstPad * pad, Side * side)
+{
+  GError *error = NULL;
+  GstElement *bin;
+  GstPad *sinkpad, *out;
+
+  if (kind != LEGBA_TRACK_KIND_VIDEO || check != NULL)
+    return;
+  bin = gst_parse_bin_from_description ("avdec_h264 ! legbastampcheck "
+      "name=check series=true ! fakesink sync=false async=false", TRUE, &error);
+  if (bin == NULL)
+    g_error ("receiver line: %s", error->message);
+  check = gst_bin_get_by_name (GST_BIN (bin), "check");
+  out = gst_element_get_static_pad (check, "src");
+  gst_pad_add_probe (out, GST_PAD_PROBE_TYPE_BUFFER, count_frame, NULL, NULL);
+  gst_object_unref (out);
+  gst_bin_add (GST_BIN (side->pipeline), bin);
+  gst_element_sync_state_with_parent (bin);
+  sinkpad = gst_element_get_static_pad (bin, "sink");
+  if (gst_pad_link (pad, sinkpad) != GST_PAD_LINK_OK)
+    g_error ("could not link the received track");
+  gst_object_unref (sinkpad);
+}
+
+static int
+mode_call (guint frames, guint width, guint height, guint kbps)
+{
+  char *line = g_strdup_printf ("videotestsrc is-live=true pattern=smpte "
+      "horizontal-speed=4 ! video/x-raw,format=I420,width=%u,height=%u,"
+      "framerate=30/1 ! legbastamp ! x264enc tune=zerolatency "
+      "speed-preset=ultrafast bitrate=%u key-int-max=60 ! capsfilter "
+      "caps=video/x-h264,profile=constrained-baseline", width, height, kbps);
+  Pair *p = g_new0 (Pair, 1);
+  GError *error = NULL;
+  GstElement *src;
+  GstPad *srcpad, *sinkpad;
+  GstBus *bus;
+  GstMessage *msg = NULL;
+  gboolean expired = FALSE;
+  guint timer;
+  struct rusage r0, r1;
+  double t0 = now_ms ();
+  GString *out;
+
+  getrusage (RUSAGE_SELF, &r0);
+  /* the sender's pipeline and track before it joins */
+  p->s[0].pipeline = gst_pipeline_new ("a");
+  {
+    LegbaSignalClient *client = legba_signal_client_new (server_url, APP_KEY);
+
+    g_object_set (client, "app-secret", APP_SECRET, NULL);
+    p->s[0].room = legba_room_new (LEGBA_SIGNALLER (client),
+        GST_BIN (p->s[0].pipeline));
+    g_object_unref (client);
+  }
+  g_object_set (p->s[0].room, "room", "call", "identity", "a", NULL);
+  g_signal_connect (p->s[0].room, "error", G_CALLBACK (on_room_error), NULL);
+  src = gst_parse_bin_from_description (line, TRUE, &error);
+  if (src == NULL)
+    g_error ("sender line: %s", error->message);
+  gst_bin_add (GST_BIN (p->s[0].pipeline), src);
+  sinkpad = legba_room_add_track (p->s[0].room, LEGBA_TRACK_KIND_VIDEO, &error);
+  if (sinkpad == NULL)
+    g_error ("add_track: %s", error->message);
+  srcpad = gst_element_get_static_pad (src, "src");
+  gst_pad_link (srcpad, sinkpad);
+  gst_object_unref (srcpad);
+  gst_object_unref (sinkpad);
+  gst_element_set_state (p->s[0].pipeline, GST_STATE_PLAYING);
+  legba_room_connect_async (p->s[0].room, NULL, NULL, NULL);
+
+  p->s[1].pipeline = gst_pipeline_new ("b");
+  {
+    LegbaSignalClient *client = legba_signal_client_new (server_url, APP_KEY);
+
+    g_object_set (client, "app-secret", APP_SECRET, NULL);
+    p->s[1].room = legba_room_new (LEGBA_SIGNALLER (client),
+        GST_BIN (p->s[1].pipeline));
+    g_object_unref (client);
+  }
+  g_object_set (p->s[1].room, "room", "call", "identity", "b", NULL);
+  g_signal_connect (p->s[1].room, "track-added", G_CALLBACK (on_track_added),
+      &p->s[1]);
+  g_signal_connect (p->s[1].room, "error", G_CALLBACK (on_room_error), NULL);
+  gst_element_set_state (p->s[1].pipeline, GST_STATE_PLAYING);
+  legba_room_connect_async (p->s[1].room, NULL, NULL, NULL);
+
+  timer = g_timeout_add_seconds (30 + frames / 10, timed_out, &expired);
+  while ((guint) g_atomic_int_get (&frames_out) < frames && !expired)
+    g_main_context_iteration (NULL, TRUE);
+  if (!expired)
+    g_source_remove (timer);
+  getrusage (RUSAGE_SELF, &r1);
+  out = g_string_new ("{\"peer\": \"legba\", \"mode\": \"call\"");
+  g_string_append_printf (out, ", \"frames\": %d"
+      ", \"complete\": %s, \"seconds\": %.2f, \"cpu_ms_per_frame\": %.3f",
+      g_atomic_int_get (&frames_out), expired ? "false" : "true",
+      (now_ms () - t0) / 1000,
+      ((r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec -
+              r0.ru_stime.tv_sec) * 1e3 + (r1.ru_utime.tv_usec -
+              r0.ru_utime.tv_usec + r1.ru_stime.tv_usec -
+              r0.ru_stime.tv_usec) / 1e3) / MAX (g_atomic_int_get (&frames_out),
+          1));
+  if (check != NULL) {
+    GstPad *pad = gst_element_get_static_pad (check, "sink");
+
+    bus = gst_element_get_bus (p->s[1].pipeline);
+    gst_pad_send_event (pad, gst_event_new_eos ());
+    gst_object_unref (pad);
+    while ((msg = gst_bus_timed_pop_filtered (bus, 10 * GST_SECOND,
+                GST_MESSAGE_ELEMENT)) != NULL &&
+        !gst_message_has_name (msg, "legba-stamp-summary"))
+      gst_message_unref (msg);
+    gst_object_unref (bus);
+  }
+  if (msg != NULL) {
+    const GstStructure *st = gst_message_get_structure (msg);
+    const GValue *series = gst_structure_get_value (st, "latency-series");
+    guint64 failed = 0, lost = 0;
+
+    gst_structure_get_uint64 (st, "failed", &failed);
+    gst_structure_get_uint64 (st, "lost", &lost);
+    g_string_append_printf (out, ", \"failed\": %" G_GUINT64_FORMAT
+        ", \"lost\": %" G_GUINT64_FORMAT ", \"latency_ms\": [", failed, lost);
+    for (guint i = 0; series && i < gst_value_array_get_size (series); i++)
+      g_string_append_printf (out, "%s%.3f", i ? ", " : "",
+          g_value_get_double (gst_value_array_get_value (series, i)));
+    g_string_append (out, "]");
+    gst_message_unref (msg);
+  }
+  g_string_append (out, "}");
+  puts (out->str);
+  g_string_free (out, TRUE);
+  gst_clear_object (&check);
+  pair_free (p);
+  g_free (line);
+  return expired ? 1 : 0;
+}
+
+int
+main (int argc, char **argv)
+{
+  guint iterations = 10, count = 100, frames = 300, width = 1280,
+      height = 720, kbps = 1500;
+  double seconds = 120;
+  GOptionEntry entries[] = {
+    {"iterations", 0, 0, G_OPTION_ARG_INT, &iterations, "setup: pairs", "N"},
+    {"count", 0, 0, G_OPTION_ARG_INT, &count, "pairs: pairs", "N"},
+    {"seconds", 0, 0, G_OPTION_ARG_DOUBLE, &seconds, "pairs: bound", "S"},
+    {"frames", 0, 0, G_OPTION_ARG_INT, &frames, "call: frames", "N"},
+    {"width", 0, 0, G_OPTION_ARG_INT, &width, "call: width", "W"},
+    {"height", 0, 0, G_OPTION_ARG_INT, &height, "call: height", "H"},
+    {"bitrate", 0, 0, G_OPTION_ARG_INT, &kbps, "call: kbit/s", "K"},
+    {NULL}
+  };
+  GOptionContext *ctx = g_option_context_new ("setup|pairs|call");
+  GError *error = NULL;
+  LegbaServer *server;
+  int rc;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_add_group (ctx, gst_init_get_option_group ());
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2) {
+    g_printerr ("%s\n", error ? error->message : "give one mode");
+    return 2;
+  }
+  g_option_context_free (ctx);
+  server = legba_server_new ();
+  g_object_set (server, "max-connections", 0, NULL);
+  if (!legba_server_add_app (server, APP_ID, APP_KEY, APP_SECRET, &error) ||
+      !legba_server_listen (server, "127.0.0.1", 0, &error)) {
+    g_printerr ("server: %s\n", error->message);
+    return 1;
+  }
+  server_url = legba_server_get_url (server);
+  if (strcmp (argv[1], "setup") == 0)
+    rc = mode_setup (iterations);
+  else if (strcmp (argv[1], "pairs") == 0)
+    rc = mode_pairs (count, seconds);
+  else if (strcmp (argv[1], "call") == 0)
+    rc = mode_call (frames, width, height, kbps);
+  else {
+    g_printerr ("unknown mode %s\n", argv[1]);
+    rc = 2;
+  }
+  legba_server_shutdown (server);
+  g_object_unref (server);
+  g_free (server_url);
+  return rc;
+}

@@ -1,0 +1,580 @@
+#!/usr/bin/python3
+# Legba: real-time rooms for GStreamer
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Generates bench/RESULTS.md and its charts from the newest
+bench/results/SUITE-*.json of each suite (bench/suites.py), with links to
+the video-send (bench/encoders/RESULTS.md) and signalling-server
+(bench/server/RESULTS.md) reports. Deterministic: the bootstrap has a
+fixed seed (bench/stats.py), so the same files give the same report.
+
+  /usr/bin/python3 bench/report.py [--results DIR] [--output FILE.md]
+"""
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+
+import stats
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# metric: (label, unit, lower is better)
+METRICS = {
+    "cold_ms": ("Setup, first pair in a fresh process", "ms", True),
+    "warm_ms": ("Setup, warm (same process, first discarded)", "ms", True),
+    "bulk_mb_per_s": ("Bulk throughput, 1 KiB messages", "MB/s", False),
+    "bulk_cpu_s_per_mb": ("Bulk CPU per MB (both sides)", "CPU-s/MB", True),
+    "rtt_p50_ms": ("Round trip 1 KiB at 100/s, p50", "ms", True),
+    "rtt_p95_ms": ("Round trip 1 KiB at 100/s, p95", "ms", True),
+    "rtt_p99_ms": ("Round trip 1 KiB at 100/s, p99", "ms", True),
+    "cpu_us_per_msg_64": ("CPU per 64 B message, send + receive", "µs",
+                          True),
+    "cpu_us_per_msg_4096": ("CPU per 4 KiB message, send + receive", "µs",
+                            True),
+    "latency_p50_ms": ("Glass-to-glass 720p30 H.264, p50", "ms", True),
+    "latency_p95_ms": ("Glass-to-glass 720p30 H.264, p95", "ms", True),
+    "bitrate_kbps": ("Bitrate reached (cap 1500)", "kbit/s", None),
+    "latency_samples": ("Frames with a readable stamp (after the first 10)",
+                        "frames", False),
+    "stamps_unreadable_pct": ("Frames out whose stamp failed its check",
+                              "%", True),
+    "frames_lost_pct": ("Frames lost (counter gaps) over frames out", "%",
+                        True),
+    "pairs_connected": ("Pairs connected in one process", "pairs", False),
+    "rss_kib_per_pair": ("RSS per pair", "KiB", True),
+    "fds_per_pair": ("File descriptors per pair", "fds", True),
+    "threads_per_pair": ("Threads per pair", "threads", True),
+    "stripped_bytes": ("Stripped size", "bytes", True),
+}
+for codec in ("h264", "vp8"):
+    for size in ("360p", "720p", "1080p"):
+        METRICS[f"decode_ms_per_frame_{codec}_{size}"] = (
+            f"Decode {codec.upper()} {size}, CPU per frame", "ms", True)
+for n in (1, 10, 50):
+    METRICS[f"opus_cpu_pct_per_stream_{n}"] = (
+        f"Opus encode, {n} stream(s): CPU per stream", "% of a core", True)
+
+SUITES = [
+    ("setup", "1. Connection setup", "aiortc"),
+    ("datachannel", "2. Data channels", "aiortc"),
+    ("video-receive", "4. Video receive", "aiortc"),
+    ("video-call", "5. Video call", "rtp-floor"),
+    ("audio", "6. Audio", "aiortc"),
+    ("scale", "7. Scale", "aiortc"),
+    ("footprint", "9. Footprint", None),
+]
+
+PEER_ORDER = ["legba", "webrtcbin", "webrtcbin-tuned", "gstreamer",
+              "rtp-floor", "aiortc", "pion"]
+
+CAVEATS = {
+    "video-receive": "The GStreamer figure includes appsrc and h264parse "
+    "(for H.264) fed from Python; aiortc's is its decoder called directly. "
+    "Both are process user+sys over the decode, every thread.",
+    "video-call": "Legba's room path lost most frames in every run (the "
+    "counter gaps and unreadable stamps above; plain webrtcbin, in the "
+    "same run and the same load, lost none): its latency figures stand on "
+    "the few frames that arrived whole and are not compared. The loss is a "
+    "finding of this suite, not of the instruments.",
+    "datachannel": "aiortc's round-trip tail (p95, p99) and throughput "
+    "suffer most from the load: its asyncio loop shares the two cores "
+    "with everything else.",
+}
+
+NOT_MEASURED = {
+    "setup": [],
+    "datachannel": [
+        "Legba, every data-channel figure: LegbaRoom has no public call "
+        "to send or receive application messages yet; its channels are "
+        "webrtcbin's own, so the plain-webrtcbin rows are the floor it will "
+        "add to.",
+        "Every peer, raw+JSON CPU per message: the JSON work differs by "
+        "language runtime (json-glib, Python's json, Go's encoding/json) "
+        "and would measure those, not the WebRTC stacks; the rows are raw "
+        "bytes.",
+        "Send and receive CPU separately: both ends run in one process, so "
+        "the figure is their sum.",
+    ],
+    "video-receive": [
+        "Pion: it has no decoders (the application brings its own).",
+    ],
+    "video-call": [
+        "aiortc: a stamped call needs an aiortc sender and receiver loop "
+        "with its own encoder and decoder; not wired into this suite (its "
+        "encoders' and decoders' CPU are in suites 3 and 4).",
+        "Pion: no encoder or decoder of its own.",
+    ],
+    "audio": [
+        "Pion: no Opus encoder of its own.",
+    ],
+    "scale": [
+        "Heap separately from RSS: no heap profiler run in this suite.",
+    ],
+    "footprint": [],
+}
+
+
+def newest(results_dir, suite):
+    found = sorted(glob.glob(os.path.join(results_dir, f"{suite}-*.json")))
+    found = [f for f in found if "quick" not in os.path.basename(f)]
+    return found[-1] if found else None
+
+
+def fmt(v):
+    if v is None:
+        return "–"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    if a >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3g}"
+
+
+def peers_of(series):
+    found = {p for per in series.values() for p in per}
+    return sorted(found, key=lambda p: (PEER_ORDER.index(p)
+                                        if p in PEER_ORDER else 99, p))
+
+
+def verdict_text(row, peer, base):
+    if row["verdict"] is None:
+        return "–"
+    if row["verdict"] == "inconclusive":
+        return ("inconclusive (fewer than 3 runs a side)"
+                if row.get("few_runs") else "inconclusive")
+    word = row["verdict"].split()[0]
+    return f"{peer} {word} than {base} (established)"
+
+
+def unreliable_peers(series):
+    """Peers whose glass-to-glass series stands on a minority of frames:
+    when more than 10% of the frames out had an unreadable stamp, the
+    readable ones are not a fair sample (they cluster after key frames),
+    so their latency is shown but not compared."""
+    out = {}
+    for peer, values in series.get("stamps_unreadable_pct", {}).items():
+        m = stats.median(values)
+        if m is not None and m > 10:
+            out[peer] = f"{m:.0f}% of its frames had an unreadable stamp"
+    return out
+
+
+def table(series, baseline, second=None):
+    """Rows per metric and peer: median, n, ratio and CI against the
+    baseline (and Legba against every other peer)."""
+    unreliable = unreliable_peers(series)
+    lines = ["| Figure | Peer | Median | n | vs " + (baseline or "–") +
+             ": ratio | 95% CI of the difference | Verdict | State |",
+             "|---|---|---:|---:|---:|---|---|---|"]
+    extra = []
+    for metric, per in series.items():
+        if metric.endswith("_all_ms"):
+            continue
+        label, unit, _ = METRICS.get(metric, (metric, "", True))
+        base = per.get(baseline, []) if baseline else []
+        for peer in peers_of({metric: per}):
+            values = per[peer]
+            row = stats.compare(values, base) if peer != baseline and base \
+                else {"ratio": None, "ci": None, "verdict": None}
+            ci = (f"[{fmt(row['ci'][0])}, {fmt(row['ci'][1])}]"
+                  if row["ci"] else "–")
+            ratio = fmt(row["ratio"]) if row["ratio"] is not None else (
+                "1 (baseline)" if peer == baseline else "–")
+            verdict = verdict_text(row, peer, baseline)
+            state = stats.state(values)
+            if metric.startswith("latency_p") and peer in unreliable:
+                verdict = "not comparable"
+                state = f"measured; not comparable: {unreliable[peer]}"
+            lines.append(
+                f"| {label} ({unit}) | {peer} | {fmt(stats.median(values))}"
+                f" | {len(values)} | {ratio} | {ci} | {verdict} | {state} |")
+        if second and "legba" in per:
+            for other in peers_of({metric: per}):
+                if other == "legba":
+                    continue
+                row = stats.compare(per["legba"], per[other])
+                ci = (f"[{fmt(row['ci'][0])}, {fmt(row['ci'][1])}]"
+                      if row["ci"] else "–")
+                verdict = verdict_text(row, "legba", other)
+                if metric.startswith("latency_p") and "legba" in unreliable:
+                    verdict = f"not comparable: {unreliable['legba']}"
+                extra.append(f"| {label} ({unit}) | {other} | "
+                             f"{fmt(row['median'])} | "
+                             f"{fmt(row['baseline_median'])} | "
+                             f"{fmt(row['ratio'])} | {ci} | {verdict} |")
+    if extra:
+        lines += ["", "Legba against each peer (plain webrtcbin is the floor "
+                  "it adds to):", "",
+                  "| Figure | Peer | Legba | Peer's | Legba / peer | 95% CI "
+                  "of the difference | Verdict |",
+                  "|---|---|---:|---:|---:|---|---|"]
+        lines += extra
+    return lines
+
+
+def gnuplot(script):
+    """Runs a chart script; a chart gnuplot cannot draw is left out (and
+    said), never the report."""
+    proc = subprocess.run(["gnuplot"], input=script, text=True,
+                          capture_output=True)
+    if proc.returncode != 0:
+        print("report.py: chart left out: " + proc.stderr.strip())
+    return proc.returncode == 0
+
+
+def ratio_chart(suite, series, baseline, path):
+    """Bars: each peer's median over the baseline's, per figure."""
+    rows = []
+    for metric, per in series.items():
+        if metric.endswith("_all_ms") or baseline not in per:
+            continue
+        b = stats.median(per[baseline])
+        if not b:
+            continue
+        label = METRICS.get(metric, (metric,))[0]
+        rows.append((label, {p: stats.median(v) / b for p, v in per.items()
+                             if p != baseline}))
+    peers = [p for p in peers_of(series) if p != baseline and
+             any(p in ratios for _, ratios in rows)]
+    rows = [(label, ratios) for label, ratios in rows
+            if any(v > 0 for v in ratios.values())]
+    if not rows or not peers:
+        return False
+    data = path + ".dat"
+    with open(data, "w") as f:
+        f.write("figure " + " ".join(peers) + "\n")
+        for label, ratios in rows:
+            f.write('"' + label.replace('"', "'") + '" ' + " ".join(
+                f"{ratios[p]:.4f}" if ratios.get(p, 0) > 0 else "NaN"
+                for p in peers) + "\n")
+    plots = ", ".join(
+        f"'{data}' using {i + 2}:xtic(1) title '{p}'"
+        for i, p in enumerate(peers))
+    ok = gnuplot(f"""set terminal pngcairo size 1100,{300 + 40 * len(rows)} font ',9'
+set output '{path}'
+set title '{suite}: median relative to {baseline} (1 = same; lower is \
+better except throughput and pairs)'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set key top left autotitle columnhead
+set xtics rotate by -25 left
+set logscale y
+set ylabel 'ratio to {baseline} (log scale)'
+set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2
+set bmargin 10
+plot {plots}
+""")
+    os.unlink(data)
+    return ok
+
+
+def distribution_chart(title, per, path):
+    """Empirical CDF of every sample of each peer."""
+    peers = peers_of({"x": per})
+    datas, plots = [], []
+    for p in peers:
+        values = sorted(per[p])
+        if not values:
+            continue
+        data = f"{path}.{p}.dat"
+        with open(data, "w") as f:
+            for i, v in enumerate(values):
+                f.write(f"{v:.4f} {(i + 1) / len(values):.5f}\n")
+        datas.append(data)
+        plots.append(f"'{data}' using 1:2 with steps title '{p}'")
+    if not plots:
+        return False
+    ok = gnuplot(f"""set terminal pngcairo size 900,500 font ',9'
+set output '{path}'
+set title '{title}'
+set logscale x
+set xlabel 'ms (log scale)'
+set ylabel 'fraction of samples'
+set key bottom right
+set grid
+plot {", ".join(plots)}
+""")
+    for d in datas:
+        os.unlink(d)
+    return ok
+
+
+def fanout_chart(results_dir, path):
+    found = sorted(glob.glob(os.path.join(results_dir, "server-*.json")))
+    found = [f for f in found if "quick" not in os.path.basename(f)]
+    if not found:
+        return None
+    with open(found[-1]) as f:
+        server = json.load(f)
+    points = {}
+    for run in server["runs"]:
+        load = run.get("load") or {}
+        lat = load.get("latency_ms") or {}
+        if run.get("scenario") == "fanout" and lat.get("p50") is not None:
+            points.setdefault(run["peer"], {}).setdefault(
+                run["size"], []).append((lat["p50"], lat["p95"]))
+    if not points:
+        return None
+    datas, plots = [], []
+    for peer, by_size in sorted(points.items()):
+        data = f"{path}.{peer}.dat"
+        with open(data, "w") as f:
+            for size in sorted(by_size):
+                f.write(f"{size} {stats.median([p[0] for p in by_size[size]])}"
+                        f" {stats.median([p[1] for p in by_size[size]])}\n")
+        datas.append(data)
+        plots.append(f"'{data}' using 1:2 with linespoints title "
+                     f"'{peer} p50'")
+        plots.append(f"'{data}' using 1:3 with linespoints dt 2 title "
+                     f"'{peer} p95'")
+    gnuplot(f"""set terminal pngcairo size 900,500 font ',9'
+set output '{path}'
+set title 'Fan-out of one HTTP API event: publish-to-receipt (medians of runs)'
+set xlabel 'sockets'
+set ylabel 'ms'
+set key top left
+set grid
+plot {", ".join(plots)}
+""")
+    for d in datas:
+        os.unlink(d)
+    return os.path.basename(found[-1])
+
+
+def encoder_summary(results_dir):
+    """The encoder sweep's rows over 1.10 x the cap, from its newest
+    results file (bench/encoders/analyze.py computes them)."""
+    import importlib.util
+    found = sorted(glob.glob(os.path.join(results_dir, "encoders-*.json")))
+    found = [f for f in found if "quick" not in os.path.basename(f)]
+    if not found:
+        return None, [], ""
+    spec = importlib.util.spec_from_file_location(
+        "encoders_analyze", os.path.join(HERE, "encoders", "analyze.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with open(found[-1]) as f:
+        data = json.load(f)
+    out, _ = mod.series(data)
+    over = []
+    order = ["360p", "720p", "1080p", "2160p"]
+    for (size, cap, config), s in sorted(
+            out.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1],
+                                         kv[0][2])):
+        if s["rate"] and stats.median(s["rate"]) > 1.10:
+            over.append(f"{config} at {size}, {cap / 1e6:g} Mbit/s: "
+                        f"{stats.median(s['rate']):.2f} x the cap, frames "
+                        f"out / in {stats.median(s['fps']):.2f}")
+    x264 = [v for (size, cap, config), s in out.items()
+            if size == "720p" and config == "legba:x264enc"
+            for v in s["cpu_ms"]]
+    legba_over = [o for o in over if o.startswith("legba:")]
+    text = ("Targets: software H.264 at 720p ≤ 6 ms per frame: "
+            + (f"legba:x264enc {stats.median(x264):.2f} ms (median over every "
+               f"cap), {'met' if stats.median(x264) <= 6 else 'not met'}"
+               if x264 else "not measured")
+            + "; every Legba configuration within 1.10 × the cap: "
+            + ("met" if not legba_over else
+               f"not met in {len(legba_over)} cells (listed above)"))
+    fps = []
+    for config in ("legba:x264enc", "legba:openh264enc", "legba:vp8enc"):
+        cell = out.get(("720p", 1000000, config))
+        if cell and cell["fps"]:
+            f = stats.median(cell["fps"])
+            fps.append(f"{config} {f:.2f} ({'met' if f >= 0.9 else 'not met'})")
+    text += ("; frames out / in ≥ 0.90 at 720p and 1 Mbit/s: "
+             + (", ".join(fps) if fps else "not measured") + ".")
+    return os.path.basename(found[-1]), over, text
+
+
+# Legba's targets (issue of the suites): (suite, metric, target text,
+# check(legba median, series) -> True / False / None when not decidable)
+def _vs(series, metric, peer, factor):
+    per = series.get(metric, {})
+    if "legba" not in per or peer not in per:
+        return None
+    return stats.median(per["legba"]) <= factor * stats.median(per[peer])
+
+
+TARGETS = [
+    ("setup", "warm_ms", "warm setup ≤ 15 ms",
+     lambda m, s: m <= 15),
+    ("setup", "cold_ms", "first call in a fresh process ≤ 60 ms",
+     lambda m, s: m <= 60),
+    ("scale", "pairs_connected", "≥ 1,500 pairs in one process",
+     lambda m, s: True if m >= 1500 else None),
+    ("scale", "rss_kib_per_pair", "RSS per pair ≤ 1.1 × plain webrtcbin",
+     lambda m, s: _vs(s, "rss_kib_per_pair", "webrtcbin", 1.1)),
+    ("scale", "threads_per_pair", "threads per pair ≤ 1.1 × plain webrtcbin",
+     lambda m, s: _vs(s, "threads_per_pair", "webrtcbin", 1.1)),
+    ("scale", "fds_per_pair", "fds per pair ≤ 1.1 × plain webrtcbin",
+     lambda m, s: _vs(s, "fds_per_pair", "webrtcbin", 1.1)),
+    ("video-call", "latency_p50_ms",
+     "glass-to-glass p50 ≤ 1.2 × plain webrtcbin through a room",
+     lambda m, s: _vs(s, "latency_p50_ms", "webrtcbin", 1.2)),
+]
+
+
+def targets_lines(results_dir):
+    lines = ["## Legba against its targets", "",
+             "| Suite | Target | Legba (median) | Met |", "|---|---|---:|---|"]
+    for suite, metric, text, check in TARGETS:
+        path = newest(results_dir, suite)
+        series = {}
+        if path:
+            with open(path) as f:
+                series = json.load(f)["series"]
+        values = series.get(metric, {}).get("legba", [])
+        if not values:
+            lines.append(f"| {suite} | {text} | – | not measured |")
+            continue
+        m = stats.median(values)
+        verdict = check(m, series)
+        word = {True: "met", False: "not met",
+                None: "not decided by this run"}[verdict]
+        if metric.startswith("latency_p") and \
+                "legba" in unreliable_peers(series):
+            word = ("not decided: " + unreliable_peers(series)["legba"])
+        if suite == "scale" and metric == "pairs_connected" and m < 1500:
+            word = ("not reached: the suite stops at its own bound "
+                    "(see 7. Scale)")
+        lines.append(f"| {suite} | {text} | {fmt(m)} | {word} |")
+    return lines + [""]
+
+
+def conditions_lines(res):
+    c = res["conditions"]
+    pk = ", ".join(f"{k} {v}" for k, v in c["packages"].items() if v)
+    return [
+        f"- Command: `{res['command']}`; {res['date'][:19]}Z; "
+        f"{res['seconds']:.0f} s",
+        f"- Machine: {c['cpu_model']} × {c['cpu_count']}, kernel "
+        f"{c['kernel']}; Legba {c['legba']} (release build)",
+        f"- Load average at start {res['load_start']}, at end "
+        f"{res['load_end']}; busiest processes at start: "
+        f"{'; '.join(res['busy_start'][:5])}",
+        f"- Versions: {pk}",
+    ]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", default=os.path.join(HERE, "results"))
+    ap.add_argument("--output", default=os.path.join(HERE, "RESULTS.md"))
+    args = ap.parse_args()
+    outdir = os.path.dirname(os.path.abspath(args.output))
+    charts = os.path.join(args.results, "charts")
+    os.makedirs(charts, exist_ok=True)
+
+    def rel(p):
+        return os.path.relpath(p, outdir)
+
+    lines = [
+        "# Benchmark results",
+        "",
+        "Generated by `bench/report.py` from the newest "
+        "`bench/results/SUITE-*.json` of each suite; do not edit by hand. "
+        "How to run and what the figures mean: "
+        f"[docs/benchmarks.md]({rel(os.path.join(HERE, '..', 'docs', 'benchmarks.md'))}); "
+        "the rules: BENCHMARKING.md.",
+        "",
+        "**Provisional.** These figures were taken on a shared 2-core "
+        "machine while other work ran beside them (load averages are given "
+        "with every suite, often several times the core count). Alternating "
+        "order spreads that load over all peers alike, but absolute figures "
+        "are higher and noisier than on an idle machine; take ratios, not "
+        "absolute values, and re-run on a quiet machine before quoting them.",
+        "",
+        "Medians of the runs; ratios against a named baseline (aiortc, as "
+        "the reference benchmarks use; plain webrtcbin for Legba's "
+        "overhead); the interval is the 95% bootstrap interval of the "
+        "difference of medians (10,000 resamples, seed "
+        f"{stats.SEED}); a difference is *established* only when it "
+        "excludes 0, otherwise *inconclusive* (always with fewer than "
+        "three runs a side). States: measured (raw series "
+        "in the JSON), estimated (none here), not measured (with the "
+        "reason; never a number).",
+        "",
+        "Other suites, with their own reports: "
+        f"[3. Video send, encoder sweep]({rel(os.path.join(HERE, 'encoders', 'RESULTS.md'))}) "
+        "(`bench/encoders/run.sh`), "
+        f"[8. Signalling server against soketi]({rel(os.path.join(HERE, 'server', 'RESULTS.md'))}) "
+        "(`bench/server/run.sh`), and the two-instance fan-out "
+        "(`bench/cluster/run.sh`, docs/scale-out.md).",
+        "",
+    ]
+    lines += targets_lines(args.results)
+    source, over, target_text = encoder_summary(args.results)
+    if source:
+        lines += ["## 3. Video send: where an encoder exceeds 1.10 x the cap",
+                  "", f"From `{source}` (tables, CPU per frame and the "
+                  "comparison with aiortc's encoders in "
+                  f"[bench/encoders/RESULTS.md]({rel(os.path.join(HERE, 'encoders', 'RESULTS.md'))})). "
+                  "Median of the runs; aiortc clamps its own targets, so "
+                  "its rows at caps above its range read low.", ""]
+        lines += [f"- {o}" for o in over] or ["- none"]
+        lines += ["", target_text]
+        lines.append("")
+    for suite, title, baseline in SUITES:
+        path = newest(args.results, suite)
+        lines += [f"## {title}", ""]
+        if path is None:
+            lines += ["Not measured: no results file yet "
+                      f"(`bench/run.sh {suite}`).", ""]
+            continue
+        with open(path) as f:
+            res = json.load(f)
+        series = res["series"]
+        lines.append(f"Raw series and every run: [`{os.path.basename(path)}`]"
+                     f"({rel(path)}).")
+        lines.append("")
+        chart = os.path.join(charts, f"{suite}-ratio.png")
+        if baseline and ratio_chart(title, series, baseline, chart):
+            lines += [f"![{title}: relative to {baseline}]({rel(chart)})", ""]
+        lines += table(series, baseline,
+                       second=suite in ("setup", "scale", "datachannel", "video-call"))
+        lines.append("")
+        for metric in ("rtt_all_ms", "latency_all_ms"):
+            if metric in series:
+                chart = os.path.join(charts, f"{suite}-distribution.png")
+                name = ("Round trip, every sample" if metric == "rtt_all_ms"
+                        else "Glass-to-glass latency, every frame")
+                if distribution_chart(name, series[metric], chart):
+                    lines += [f"![{name}]({rel(chart)})", ""]
+        lines += ["How: " + " ".join(res["notes"]), ""]
+        if suite in CAVEATS:
+            lines += ["Reading it: " + CAVEATS[suite], ""]
+        failed = [r for r in res["runs"] if "error" in r]
+        if failed:
+            lines.append(f"Failed runs ({len(failed)} of {len(res['runs'])}"
+                         ", left out of the figures):")
+            for r in failed[:10]:
+                lines.append(f"- {r['peer']} {r['label']}: {r['error']}")
+            lines.append("")
+        if NOT_MEASURED.get(suite):
+            lines.append("Not measured:")
+            lines += [f"- {n}" for n in NOT_MEASURED[suite]]
+            lines.append("")
+        lines += ["Conditions:"] + conditions_lines(res) + [""]
+    chart = os.path.join(charts, "fanout.png")
+    source = fanout_chart(args.results, chart)
+    if source:
+        lines += ["## 8. Signalling server: fan-out curve", "",
+                  f"From `{source}`; tables in "
+                  f"[bench/server/RESULTS.md]({rel(os.path.join(HERE, 'server', 'RESULTS.md'))}).",
+                  "", f"![Fan-out]({rel(chart)})", ""]
+    with open(args.output, "w") as f:
+        f.write("\n".join(lines))
+    print(f"report.py: wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,408 @@
+#!/usr/bin/python3
+# Legba: real-time rooms for GStreamer
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Driver of the peer-comparison suites (BENCHMARKING.md 1, 2, 4, 5, 6,
+7 and 9); bench/run.sh calls it once per suite.
+
+  suites.py SUITE --build DIR --pion PATH --output FILE [--quick]
+
+Each run of a peer is a fresh process (bench/peers/*, bench/media.py);
+in every round the peers run in turn, in the opposite order each other
+round (A B C, C B A, ...), so drift of the shared machine hits them all.
+Writes the raw series, every run's output and the conditions as JSON.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3"
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
+def busy_processes():
+    out = subprocess.run(["ps", "-eo", "pcpu,comm", "--sort=-pcpu"],
+                         capture_output=True, text=True).stdout
+    return [" ".join(l.split()) for l in out.splitlines()[1:9]]
+
+
+def package_version(name):
+    out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", name],
+                         capture_output=True, text=True)
+    return out.stdout.strip() or None
+
+
+def conditions(build):
+    cpu = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    legba = subprocess.run(["git", "-C", HERE, "describe", "--always",
+                            "--dirty"], capture_output=True, text=True)
+    return {
+        "cpu_model": cpu, "cpu_count": os.cpu_count(),
+        "kernel": platform.release(),
+        "legba": legba.stdout.strip(), "legba_build": build,
+        "packages": {p: package_version(p) for p in [
+            "libgstreamer1.0-0", "gstreamer1.0-plugins-bad",
+            "gstreamer1.0-plugins-good", "gstreamer1.0-nice", "libnice10",
+            "gstreamer1.0-libav", "python3-aiortc", "python3-aioice",
+            "python3-av", "golang-github-pion-webrtc.v3-dev",
+            "golang-1.19-go", "libopus0", "libx264-164", "libvpx7"]},
+        "shared_machine": True,
+    }
+
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.runs = []
+        self.env = dict(os.environ, GST_PLUGIN_PATH=os.path.join(
+            args.build, "plugins", "legba"), GST_DEBUG="*:1")
+
+    def command(self, peer, mode, opts):
+        b = self.args.build
+        if peer == "legba":
+            return [os.path.join(b, "bench", "legba-peer"), mode] + opts
+        if peer in ("webrtcbin", "webrtcbin-tuned"):
+            extra = ["--pacing", "1"] if peer == "webrtcbin-tuned" else []
+            return [os.path.join(b, "bench", "webrtcbin-peer"), mode] + \
+                extra + opts
+        if peer == "aiortc":
+            return [PY, os.path.join(HERE, "peers", "aiortc-peer.py"),
+                    mode] + opts
+        if peer == "pion":
+            return [self.args.pion, mode] + [
+                o.replace("--", "-", 1) if o.startswith("--") else o
+                for o in opts]
+        raise ValueError(peer)
+
+    def run(self, peer, cmd, label, timeout=300):
+        started = time.time()
+        record = {"peer": peer, "label": label, "command": cmd,
+                  "started": started}
+        try:
+            proc = subprocess.run(cmd, env=self.env, capture_output=True,
+                                  text=True, timeout=timeout)
+            lines = [l for l in proc.stdout.splitlines()
+                     if l.startswith("{")]
+            if lines:
+                record["result"] = json.loads(lines[-1])
+            if proc.returncode != 0 or not lines:
+                tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
+                record["error"] = f"exit {proc.returncode}: {tail}"
+        except subprocess.TimeoutExpired:
+            record["error"] = f"timed out after {timeout} s"
+        record["wall_s"] = time.time() - started
+        self.runs.append(record)
+        status = record.get("error") or "ok"
+        print(f"  {label} {peer}: {status} ({record['wall_s']:.1f} s)",
+              flush=True)
+        return record.get("result")
+
+    def rounds(self, peers, rounds, body):
+        for r in range(rounds):
+            order = peers if r % 2 == 0 else list(reversed(peers))
+            for peer in order:
+                body(peer, r)
+
+
+def add(series, metric, peer, value):
+    if value is None:
+        return
+    series.setdefault(metric, {}).setdefault(peer, []).append(value)
+
+
+def pct(values, q):
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 100))
+    return ordered[int(rank) - 1]
+
+
+# ---- suites ----
+
+def suite_setup(r, q, series, notes):
+    peers = ["legba", "webrtcbin", "webrtcbin-tuned", "aiortc", "pion"]
+    iterations = 3 if q else 10
+
+    def body(peer, rnd):
+        res = r.run(peer, r.command(peer, "setup",
+                                    ["--iterations", str(iterations)]),
+                    f"round {rnd}")
+        if res and res.get("setup_ms"):
+            times = res["setup_ms"]
+            add(series, "cold_ms", peer, times[0])
+            for t in times[1:]:
+                add(series, "warm_ms", peer, t)
+    r.rounds(peers, 1 if q else 6, body)
+    notes.append(f"Each run: a fresh process sets up {iterations} pairs in "
+                 "turn; the first is the cold figure, the others warm (the "
+                 "first iteration discarded). create -> data channel open "
+                 "on both sides. webrtcbin-tuned: plain webrtcbin with "
+                 "libnice's stun-pacing-timer at 1 ms, as Legba's rooms set "
+                 "it. Legba's figure includes its signalling through the "
+                 "embedded server over a WebSocket; the others hand the "
+                 "descriptions across in process.")
+
+
+def suite_datachannel(r, q, series, notes):
+    peers = ["webrtcbin", "aiortc", "pion"]
+    bulk_bytes = 2 * 10**6 if q else 4 * 10**6
+    count = 100 if q else 500
+    short, long_ = (1000, 200) if q else (4000, 1000)
+
+    def body(peer, rnd):
+        res = r.run(peer, r.command(peer, "bulk", [
+            "--bytes", str(bulk_bytes), "--size", "1024"]),
+            f"round {rnd} bulk 1 KiB")
+        if res and res.get("complete"):
+            add(series, "bulk_mb_per_s", peer, res["mb_per_s"])
+            add(series, "bulk_cpu_s_per_mb", peer, res["cpu_s_per_mb"])
+        res = r.run(peer, r.command(peer, "rtt", [
+            "--count", str(count), "--rate", "100", "--size", "1024"]),
+            f"round {rnd} round trip")
+        if res and res.get("complete"):
+            add(series, "rtt_p50_ms", peer, pct(res["rtt_ms"], 50))
+            add(series, "rtt_p95_ms", peer, pct(res["rtt_ms"], 95))
+            add(series, "rtt_p99_ms", peer, pct(res["rtt_ms"], 99))
+            series.setdefault("rtt_all_ms", {}).setdefault(
+                peer, []).extend(res["rtt_ms"])
+        for size, n in ((64, short), (4096, long_)):
+            res = r.run(peer, r.command(peer, "bulk", [
+                "--bytes", str(size * n), "--size", str(size)]),
+                f"round {rnd} messages of {size} B")
+            if res and res.get("complete"):
+                msgs = res["bytes"] / size
+                add(series, f"cpu_us_per_msg_{size}", peer,
+                    res["cpu_s"] * 1e6 / msgs)
+    r.rounds(peers, 1 if q else 3, body)
+    notes.append(
+        f"Bulk: {bulk_bytes / 1e6:g} MB in 1 KiB messages on one reliable "
+        "channel, sender paced by buffered-amount (at most 1 MiB queued). "
+        f"Round trip: {count} messages of 1 KiB at 100/s, echoed by the "
+        "other side. CPU per message: messages of 64 B and 4 KiB sent and "
+        "received in the same process (both sides' cost together), "
+        f"{short} and {long_} of them, process user+sys over the messages, "
+        "raw bytes (no JSON).")
+
+
+def suite_video_receive(r, q, series, notes):
+    frames = 90 if q else 300
+    sizes = ["720p"] if q else ["360p", "720p", "1080p"]
+    dims = {"360p": (640, 360), "720p": (1280, 720), "1080p": (1920, 1080)}
+    configs = [("gstreamer", c) for c in ("h264", "vp8")] + \
+        [("aiortc", c) for c in ("h264", "vp8")]
+    for size in sizes:
+        w, h = dims[size]
+
+        def body(cfg, rnd):
+            peer, codec = cfg
+            res = r.run(peer, [PY, os.path.join(HERE, "media.py"), "decode",
+                               peer, codec, "--width", str(w), "--height",
+                               str(h), "--frames", str(frames)],
+                        f"{size} {codec} round {rnd}")
+            if res and res["frames_out"] == res["frames_in"]:
+                add(series, f"decode_ms_per_frame_{codec}_{size}", peer,
+                    res["cpu_ms_per_frame"])
+        r.rounds(configs, 1 if q else 3, body)
+    notes.append(
+        f"{frames} frames of scrolling SMPTE bars encoded first (x264enc "
+        "ultrafast / vp8enc deadline=1, 1.5 Mbit/s, not timed), then "
+        "decoded, timed: GStreamer's avdec_h264 and vp8dec (the decoders "
+        "Legba's rooms and plain webrtcbin use; the row stands for both) "
+        "against aiortc's H264Decoder and Vp8Decoder on the same bytes.")
+
+
+def suite_video_call(r, q, series, notes):
+    frames = 90 if q else 300
+    floor = ("videotestsrc is-live=true pattern=smpte horizontal-speed=4 ! "
+             "video/x-raw,format=I420,width=1280,height=720,framerate=30/1 "
+             "! legbastamp ! x264enc name=enc tune=zerolatency "
+             "speed-preset=ultrafast bitrate=1500 key-int-max=60 ! "
+             "rtph264pay config-interval=-1 ! rtph264depay ! avdec_h264 ! "
+             "legbastampcheck ! fakesink sync=false")
+    bench_tool = os.path.join(r.args.build, "tools", "legba-bench")
+
+    def body(peer, rnd):
+        if peer in ("webrtcbin", "legba"):
+            res = r.run(peer, r.command(peer, "call", [
+                "--frames", str(frames), "--width", "1280", "--height",
+                "720", "--bitrate", "1500"]), f"round {rnd}")
+            if res and "failed" in res:
+                add(series, "stamps_unreadable_pct", peer,
+                    100.0 * res["failed"] / max(res["frames"], 1))
+                add(series, "frames_lost_pct", peer,
+                    100.0 * res["lost"] / max(res["frames"], 1))
+            if res and len(res.get("latency_ms") or []) > 10:
+                lat = res["latency_ms"][10:]
+                add(series, "latency_p50_ms", peer, pct(lat, 50))
+                add(series, "latency_p95_ms", peer, pct(lat, 95))
+                add(series, "latency_samples", peer, len(lat))
+                series.setdefault("latency_all_ms", {}).setdefault(
+                    peer, []).extend(lat)
+        else:
+            res = r.run(peer, [bench_tool, "--json", "--frames", str(frames),
+                               "--warmup", "10", floor], f"round {rnd}")
+            if res and res.get("latency_ms", {}).get("n"):
+                lat = res["latency_ms"]
+                add(series, "latency_p50_ms", peer, lat["p50"])
+                add(series, "latency_p95_ms", peer, lat["p95"])
+                series.setdefault("latency_all_ms", {}).setdefault(
+                    peer, []).extend(lat.get("series") or [])
+                if res.get("bitrate_bps"):
+                    add(series, "bitrate_kbps", peer,
+                        res["bitrate_bps"] / 1000)
+    r.rounds(["rtp-floor", "webrtcbin", "legba"], 1 if q else 4, body)
+    notes.append(
+        f"720p30 H.264 (x264enc ultrafast zerolatency, 1.5 Mbit/s), "
+        f"{frames} frames, the first 10 left out: the time from legbastamp "
+        "(before the encoder) to legbastampcheck (after the decoder), one "
+        "clock. rtp-floor: the same line with RTP payloading and "
+        "depayloading and no network (legba-bench, one pipeline). "
+        "webrtcbin: two webrtcbins in one process on loopback (ICE, DTLS, "
+        "SRTP, the jitter buffer at 100 ms, as Legba's rooms set it). "
+        "legba: two LegbaRooms through the embedded server, room a sending "
+        "the stamped H.264 track, room b decoding it. Latency samples are "
+        "the frames whose stamp was read; frames whose stamp failed its "
+        "check and frames lost are counted beside them (as a percentage "
+        "of the frames out).")
+
+
+def suite_audio(r, q, series, notes):
+    counts = [1, 10] if q else [1, 10, 50]
+    seconds = 2 if q else 5
+    for n in counts:
+        def body(peer, rnd):
+            got = {}
+            for floor in (False, True):
+                res = r.run(peer, [PY, os.path.join(HERE, "media.py"),
+                                   "audio", peer, "--streams", str(n),
+                                   "--seconds", str(seconds)] +
+                            (["--floor"] if floor else []),
+                            f"{n} streams{' floor' if floor else ''} "
+                            f"round {rnd}")
+                if res:
+                    got[floor] = res["cpu_s"]
+            if len(got) == 2:
+                add(series, f"opus_cpu_pct_per_stream_{n}", peer,
+                    (got[False] - got[True]) / seconds / n * 100)
+        r.rounds(["gstreamer", "aiortc"], 1 if q else 3, body)
+    notes.append(
+        f"N streams of {seconds} s of 48 kHz stereo encoded to Opus in 20 ms "
+        "frames as fast as they go: CPU per stream as a percentage of one "
+        "core in real time, net of the same run without the encoder. "
+        "GStreamer's opusenc is the encoder Legba's rooms use (the row "
+        "stands for Legba and plain webrtcbin); aiortc: its OpusEncoder.")
+
+
+def suite_scale(r, q, series, notes):
+    count, seconds = (10, 30) if q else (200, 60)
+    peers = ["legba", "webrtcbin", "aiortc", "pion"]
+
+    def body(peer, rnd):
+        res = r.run(peer, r.command(peer, "pairs", [
+            "--count", str(count), "--seconds", str(seconds)]),
+            f"round {rnd}", timeout=seconds + 120)
+        if res:
+            add(series, "pairs_connected", peer, res["connected"])
+            for k in ("rss_kib_per_pair", "fds_per_pair",
+                      "threads_per_pair"):
+                if res.get(k) is not None:
+                    add(series, k, peer, res[k])
+            if res.get("stopped") != "count":
+                notes.append(f"{peer}: stopped at {res['connected']} pairs "
+                             f"({res['stopped']}).")
+    r.rounds(peers, 1 if q else 2, body)
+    notes.append(
+        f"Pairs set up one after the other in one process, up to {count} "
+        f"or {seconds} s (a time bound of this suite, not a limit of any "
+        "peer); per-pair RSS, file descriptors and threads over the pairs "
+        "connected. Heap separately: not measured (RSS only; native media "
+        "memory is not heap anyway). webrtcbin gets a unique SCTP "
+        "association id per webrtcbin, as Legba's rooms do. Legba's "
+        "pairs include their two signalling clients and the server's "
+        "sockets (same process).")
+
+
+def suite_footprint(r, q, series, notes):
+    b = r.args.build
+    files = {
+        "liblegba-gst-1.0.so": os.path.join(
+            b, "lib", "legba", "liblegba-gst-1.0.so.0.0.0"),
+        "libgstlegba.so (plugin)": os.path.join(
+            b, "plugins", "legba", "libgstlegba.so"),
+    }
+    sizes = {}
+    for name, path in files.items():
+        out = path + ".stripped"
+        subprocess.run(["strip", "-o", out, path], check=True)
+        sizes[name] = os.path.getsize(out)
+        os.unlink(out)
+    for name, path in {
+            "libgstwebrtc.so (system, for scale)":
+            "/usr/lib/x86_64-linux-gnu/gstreamer-1.0/libgstwebrtc.so",
+            "libgstwebrtc-1.0.so.0 (system, for scale)":
+            "/usr/lib/x86_64-linux-gnu/libgstwebrtc-1.0.so.0"}.items():
+        if os.path.exists(path):
+            sizes[name] = os.path.getsize(os.path.realpath(path))
+    for name, size in sizes.items():
+        add(series, "stripped_bytes", name, size)
+    notes.append("Stripped size (strip -o) of the release build's library "
+                 "and plugin; the system's webrtc plugin and library as "
+                 "shipped (already stripped), for scale.")
+
+
+SUITES = {
+    "setup": suite_setup, "datachannel": suite_datachannel,
+    "video-receive": suite_video_receive, "video-call": suite_video_call,
+    "audio": suite_audio, "scale": suite_scale,
+    "footprint": suite_footprint,
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("suite", choices=sorted(SUITES))
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--pion", required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--command", default="")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    r = Runner(args)
+    series, notes = {}, []
+    result = {
+        "suite": args.suite, "command": args.command, "quick": args.quick,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "conditions": conditions(args.build),
+        "load_start": loadavg(), "busy_start": busy_processes(),
+    }
+    t0 = time.time()
+    SUITES[args.suite](r, args.quick, series, notes)
+    result.update({
+        "seconds": time.time() - t0,
+        "load_end": loadavg(), "busy_end": busy_processes(),
+        "series": series, "notes": notes, "runs": r.runs,
+    })
+    os.makedirs(os.path.dirname(args.output), exist_ok=True)
+    with open(args.output, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"bench: wrote {args.output}")
+    errors = [run for run in r.runs if "error" in run]
+    return 0 if len(errors) < len(r.runs) or not r.runs else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
