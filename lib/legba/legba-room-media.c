@@ -949,8 +949,9 @@ legba_peer_media_on_pad_added (GstElement * webrtcbin, GstPad * pad,
   gst_bin_add_many (peer->bin, depay, filter, tee, NULL);
   if (strcmp (depay_name, "rtph264depay") == 0) {
     /* rtph264depay 1.22 writes frames of several slices (x264enc's
-     * sliced threads) as byte-stream a decoder mostly cannot use; its avc
-     * output is whole, and h264parse turns it into byte-stream */
+     * sliced threads) as a byte-stream in which avdec_h264 decodes the key
+     * frames only; its avc output is whole, and h264parse turns it into
+     * byte-stream */
     GstElement *avc = gst_element_factory_make ("capsfilter", NULL);
     GstElement *parse = gst_element_factory_make ("h264parse", NULL);
     g_autoptr (GstCaps) avc_caps =
