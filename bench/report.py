@@ -73,12 +73,13 @@ CAVEATS = {
     "video-receive": "The GStreamer figure includes appsrc and h264parse "
     "(for H.264) fed from Python; aiortc's is its decoder called directly. "
     "Both are process user+sys over the decode, every thread.",
-    "video-call": "Legba's room path decodes every frame it gets (no "
-    "unreadable stamps) but loses frames in some runs (the counter gaps "
-    "above; their cause is not traced yet; plain webrtcbin lost none). "
-    "Plain webrtcbin's higher latency is not explained by this suite: both "
-    "decode with avdec_h264, webrtcbin-peer fed avc straight from "
-    "rtph264depay, Legba's room byte-stream through h264parse.",
+    "video-call": "Legba's room path lost most frames in every run (the "
+    "counter gaps and unreadable stamps above; plain webrtcbin, in the "
+    "same run and the same load, lost none): its latency figures stand on "
+    "the few frames that arrived whole and are not compared. The cause is "
+    "in the room's receive path, not in the instruments: it hands on "
+    "rtph264depay's byte-stream, and of x264enc's multi-slice frames "
+    "avdec_h264 decodes only the key frames (docs/rooms.md, Receiving).",
     "datachannel": "aiortc's round-trip tail (p95, p99) and throughput "
     "suffer most from the load: its asyncio loop shares the two cores "
     "with everything else.",

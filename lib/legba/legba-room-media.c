@@ -947,24 +947,7 @@ legba_peer_media_on_pad_added (GstElement * webrtcbin, GstPad * pad,
   /* an unlinked track pad discards its data, never stops the stream */
   g_object_set (tee, "allow-not-linked", TRUE, NULL);
   gst_bin_add_many (peer->bin, depay, filter, tee, NULL);
-  if (strcmp (depay_name, "rtph264depay") == 0) {
-    /* rtph264depay 1.22 writes frames of several slices (x264enc's
-     * sliced threads) as a byte-stream in which avdec_h264 decodes the key
-     * frames only; its avc output is whole, and h264parse turns it into
-     * byte-stream */
-    GstElement *avc = gst_element_factory_make ("capsfilter", NULL);
-    GstElement *parse = gst_element_factory_make ("h264parse", NULL);
-    g_autoptr (GstCaps) avc_caps =
-        gst_caps_from_string ("video/x-h264, stream-format=avc, alignment=au");
-
-    g_object_set (avc, "caps", avc_caps, NULL);
-    gst_bin_add_many (peer->bin, avc, parse, NULL);
-    gst_element_link_many (depay, avc, parse, filter, NULL);
-    gst_element_sync_state_with_parent (parse);
-    gst_element_sync_state_with_parent (avc);
-  } else {
-    gst_element_link (depay, filter);
-  }
+  gst_element_link (depay, filter);
   gst_element_link (filter, tee);
   counted = gst_element_get_static_pad (filter, "src");
   g_object_set_data (G_OBJECT (counted), "legba-peer", peer);
