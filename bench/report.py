@@ -76,8 +76,10 @@ CAVEATS = {
     "video-call": "Legba's room path lost most frames in every run (the "
     "counter gaps and unreadable stamps above; plain webrtcbin, in the "
     "same run and the same load, lost none): its latency figures stand on "
-    "the few frames that arrived whole and are not compared. The loss is a "
-    "finding of this suite, not of the instruments.",
+    "the few frames that arrived whole and are not compared. The cause is "
+    "in the room's receive path, not in the instruments: it hands on "
+    "rtph264depay's byte-stream, and of x264enc's multi-slice frames "
+    "avdec_h264 decodes only the key frames (docs/rooms.md, Receiving).",
     "datachannel": "aiortc's round-trip tail (p95, p99) and throughput "
     "suffer most from the load: its asyncio loop shares the two cores "
     "with everything else.",

@@ -576,6 +576,65 @@ find_sink_pad (LegbaPeer * peer, guint mline)
   return found;
 }
 
+/* The entry of a peer's send queue, on the encoder's streaming thread
+ * (the queue outlives its pad's probe). A frame the queue has no room for
+ * is dropped, and so is every frame after it up to the next key frame: a
+ * decoder cannot use the frames that refer to a lost one. The encoder is
+ * asked for a key frame (rate-limited per track, limit_key_units) when
+ * the dropping starts and again once the queue has room, so that the
+ * peer's video comes back soon, not at the next periodic key frame. */
+typedef struct
+{
+  GstElement *queue;            /* unowned */
+  LegbaTrackKind kind;
+  gboolean dropping;            /* up to the next key frame */
+  gboolean asked;               /* for a key frame since the queue had room */
+  guint64 dropped;
+} SendGate;
+
+static void
+ask_key_frame (SendGate * gate, GstPad * pad)
+{
+  if (gate->kind == LEGBA_TRACK_KIND_VIDEO)
+    gst_pad_push_event (pad, key_unit_event ());
+}
+
+static GstPadProbeReturn
+send_gate (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  SendGate *gate = data;
+  GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER (info);
+  gboolean delta = GST_BUFFER_FLAG_IS_SET (buffer, GST_BUFFER_FLAG_DELTA_UNIT);
+  guint64 level = 0;
+
+  g_object_get (gate->queue, "current-level-time", &level, NULL);
+  if (level >= LEGBA_ROOM_SEND_QUEUE_TIME) {
+    if (!gate->dropping) {
+      GST_INFO_OBJECT (gate->queue, "%s send queue full (%" GST_TIME_FORMAT
+          "): dropping up to the next key frame", kind_names[gate->kind],
+          GST_TIME_ARGS (level));
+      ask_key_frame (gate, pad);
+    }
+    gate->dropping = TRUE;
+    gate->asked = FALSE;
+    gate->dropped++;
+    return GST_PAD_PROBE_DROP;
+  }
+  if (gate->dropping && delta) {
+    if (!gate->asked)
+      ask_key_frame (gate, pad);
+    gate->asked = TRUE;
+    gate->dropped++;
+    return GST_PAD_PROBE_DROP;
+  }
+  if (gate->dropping)
+    GST_INFO_OBJECT (gate->queue, "%s resumes after %" G_GUINT64_FORMAT
+        " frames dropped", kind_names[gate->kind], gate->dropped);
+  gate->dropping = FALSE;
+  gate->dropped = 0;
+  return GST_PAD_PROBE_OK;
+}
+
 static gboolean
 link_send (LegbaPeer * peer, LegbaTrackKind kind, GError ** error)
 {
@@ -588,6 +647,7 @@ link_send (LegbaPeer * peer, LegbaTrackKind kind, GError ** error)
   GstElement *queue, *pay, *filter;
   GstPad *queue_sink, *filter_src;
   GstPadLinkReturn link;
+  SendGate *gate;
   int index;
 
   index = find_media (peer->answer, kind_names[kind]);
@@ -607,12 +667,21 @@ link_send (LegbaPeer * peer, LegbaTrackKind kind, GError ** error)
   queue = gst_element_factory_make ("queue", NULL);
   /* a peer that cannot keep up (or whose DTLS handshake is not done:
    * webrtcbin holds the data until then) loses frames, never stalls the
-   * others. Leaky upstream: the frames that do not fit are dropped as they
-   * come; GStreamer 1.22's downstream leak re-stores the queued sticky
-   * events itself, racing its own streaming thread (events misordered). */
+   * others: send_gate drops whole frames up to the next key frame once
+   * LEGBA_ROOM_SEND_QUEUE_TIME is queued. The queue's own limit, twice
+   * that, is never reached; it leaks upstream (GStreamer 1.22's
+   * downstream leak re-stores the queued sticky events itself, racing its
+   * own streaming thread). */
   g_object_set (queue, "max-size-buffers", 0, "max-size-bytes", 0,
-      "max-size-time", 200 * GST_MSECOND, NULL);
+      "max-size-time", 2 * LEGBA_ROOM_SEND_QUEUE_TIME, NULL);
   gst_util_set_object_arg (G_OBJECT (queue), "leaky", "upstream");
+  queue_sink = gst_element_get_static_pad (queue, "sink");
+  gate = g_new0 (SendGate, 1);
+  gate->queue = queue;
+  gate->kind = kind;
+  gst_pad_add_probe (queue_sink, GST_PAD_PROBE_TYPE_BUFFER, send_gate, gate,
+      g_free);
+  gst_object_unref (queue_sink);
   filter = gst_element_factory_make ("capsfilter", NULL);
   g_object_set (filter, "caps", caps, NULL);
   gst_bin_add_many (peer->bin, queue, pay, filter, NULL);
@@ -866,6 +935,11 @@ legba_peer_media_on_pad_added (GstElement * webrtcbin, GstPad * pad,
     discard (peer, pad);
     return;
   }
+  if (kind == LEGBA_TRACK_KIND_VIDEO)
+    /* after a lost packet: ask the sender for a key frame (a PLI) and hand
+     * the decoder nothing until it comes, never a broken frame */
+    g_object_set (depay, "request-keyframe", TRUE, "wait-for-keyframe", TRUE,
+        NULL);
   filter = gst_element_factory_make ("capsfilter", NULL);
   out_caps = gst_caps_from_string (out);
   g_object_set (filter, "caps", out_caps, NULL);
@@ -873,7 +947,8 @@ legba_peer_media_on_pad_added (GstElement * webrtcbin, GstPad * pad,
   /* an unlinked track pad discards its data, never stops the stream */
   g_object_set (tee, "allow-not-linked", TRUE, NULL);
   gst_bin_add_many (peer->bin, depay, filter, tee, NULL);
-  gst_element_link_many (depay, filter, tee, NULL);
+  gst_element_link (depay, filter);
+  gst_element_link (filter, tee);
   counted = gst_element_get_static_pad (filter, "src");
   g_object_set_data (G_OBJECT (counted), "legba-peer", peer);
   gst_pad_add_probe (counted, GST_PAD_PROBE_TYPE_BUFFER, count_frame,

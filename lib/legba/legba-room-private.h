@@ -39,6 +39,8 @@ GST_DEBUG_CATEGORY_EXTERN (legba_room_debug);
 #define LEGBA_ROOM_LIVENESS_MS 1500
 /* At most one key-frame request upstream per this interval. */
 #define LEGBA_ROOM_KEY_UNIT_INTERVAL_US (500 * G_TIME_SPAN_MILLISECOND)
+/* what a peer's send queue holds before its frames are dropped */
+#define LEGBA_ROOM_SEND_QUEUE_TIME (1 * GST_SECOND)
 
 #define LEGBA_ROOM_CHANNEL_RELIABLE "legba"
 #define LEGBA_ROOM_CHANNEL_LOSSY "legba-lossy"

@@ -4,7 +4,7 @@
  * LegbaRoom through legba-server (in-process, 127.0.0.1, port 0): GStreamer
  * participants in one process that decode and count each other's video
  * and audio; joining and leaving mid-call; a full room; chunked offers;
- * the server restarted mid-call.
+ * the server restarted mid-call; a peer whose sending stalled.
  */
 #include "room-test.h"
 
@@ -811,6 +811,134 @@ test_setup_times (Fixture * f, gconstpointer data)
   participant_free (a);
 }
 
+/* What reaches the payloader of one peer: every break in the frames'
+ * timestamps must be followed by a key frame (the send queue drops up to
+ * one), or the peer decodes garbage until the next periodic one. */
+typedef struct
+{
+  GMutex lock;
+  GstClockTime last_pts;
+  guint64 gaps;
+  guint64 gaps_at_delta;
+  guint64 encoded;              /* frames out of the shared encoder */
+} SendWatch;
+
+static GstPadProbeReturn
+watch_payloader (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  SendWatch *w = data;
+  GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER (info);
+  GstClockTime pts = GST_BUFFER_PTS (buffer);
+
+  g_mutex_lock (&w->lock);
+  /* 15 frames a second: a gap of more than one and a half frames */
+  if (GST_CLOCK_TIME_IS_VALID (w->last_pts) && GST_CLOCK_TIME_IS_VALID (pts)
+      && pts > w->last_pts + GST_SECOND / 10) {
+    w->gaps++;
+    if (GST_BUFFER_FLAG_IS_SET (buffer, GST_BUFFER_FLAG_DELTA_UNIT))
+      w->gaps_at_delta++;
+  }
+  w->last_pts = pts;
+  g_mutex_unlock (&w->lock);
+  g_main_context_wakeup (NULL);
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn
+count_encoded (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  SendWatch *w = data;
+
+  g_mutex_lock (&w->lock);
+  w->encoded++;
+  g_mutex_unlock (&w->lock);
+  g_main_context_wakeup (NULL);
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn
+hold (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  return GST_PAD_PROBE_OK;
+}
+
+static guint64
+watch_get (SendWatch * w, guint64 * field)
+{
+  guint64 value;
+
+  g_mutex_lock (&w->lock);
+  value = *field;
+  g_mutex_unlock (&w->lock);
+  return value;
+}
+
+/* A peer whose sending stalls (its payloader blocked) overflows its send
+ * queue while the encoder runs on; once unblocked its video resumes at a
+ * key frame the room asked for (the encoder makes none of its own within
+ * the test: key-int-max=1000 at 15 frames a second) and decodes again. */
+static void
+test_send_overflow (Fixture * f, gconstpointer data)
+{
+  Participant *alice = participant_new_for_server (f, "alice", "h264", FALSE);
+  Participant *bob = participant_new_for_server (f, "bob", NULL, TRUE);
+  Participant *all[] = { alice, bob };
+  SendWatch w = { 0, };
+  g_autoptr (GstElement) peer_bin = NULL;
+  g_autoptr (GstElement) pay = NULL;
+  g_autoptr (GstElement) tee = NULL;
+  g_autoptr (GstPad) pay_sink = NULL;
+  g_autoptr (GstPad) tee_sink = NULL;
+  guint64 encoded, decoded;
+  gulong blocked;
+
+  g_mutex_init (&w.lock);
+  w.last_pts = GST_CLOCK_TIME_NONE;
+  participant_connect_and_wait (alice);
+  participant_connect_and_wait (bob);
+  wait_until_all_decode (all, 2, FRAMES);
+
+  for (GList * l = GST_BIN_CHILDREN (alice->pipeline); l; l = l->next)
+    if (g_str_has_prefix (GST_OBJECT_NAME (l->data), "legba-peer-"))
+      peer_bin = gst_object_ref (l->data);
+  g_assert_nonnull (peer_bin);
+  pay = find_by_factory (peer_bin, "rtph264pay");
+  g_assert_nonnull (pay);
+  pay_sink = gst_element_get_static_pad (pay, "sink");
+  gst_pad_add_probe (pay_sink, GST_PAD_PROBE_TYPE_BUFFER, watch_payloader,
+      &w, NULL);
+  tee = gst_bin_get_by_name (GST_BIN (alice->pipeline), "legba-video-tee");
+  g_assert_nonnull (tee);
+  tee_sink = gst_element_get_static_pad (tee, "sink");
+  gst_pad_add_probe (tee_sink, GST_PAD_PROBE_TYPE_BUFFER, count_encoded, &w,
+      NULL);
+
+  /* two seconds of video against a queue of one */
+  encoded = watch_get (&w, &w.encoded);
+  blocked = gst_pad_add_probe (pay_sink, GST_PAD_PROBE_TYPE_BLOCK |
+      GST_PAD_PROBE_TYPE_BUFFER, hold, NULL, NULL);
+  ROOM_WAIT_FOR (watch_get (&w, &w.encoded) >= encoded + 30,
+      "alice's encoder to run on while her payloader is blocked");
+  gst_pad_remove_probe (pay_sink, blocked);
+
+  ROOM_WAIT_FOR (watch_get (&w, &w.gaps) > 0,
+      "the frames after the dropped ones to reach the payloader");
+  decoded = participant_frames (bob, alice, LEGBA_TRACK_KIND_VIDEO);
+  ROOM_WAIT_FOR (participant_frames (bob, alice, LEGBA_TRACK_KIND_VIDEO) >=
+      decoded + FRAMES, "bob to decode alice's video again");
+  g_mutex_lock (&w.lock);
+  g_test_message ("breaks in what reached the payloader: %" G_GUINT64_FORMAT
+      ", %" G_GUINT64_FORMAT " at a delta frame", w.gaps, w.gaps_at_delta);
+  g_assert_cmpuint (w.gaps, >, 0);
+  g_assert_cmpuint (w.gaps_at_delta, ==, 0);
+  g_mutex_unlock (&w.lock);
+  assert_no_room_errors (alice);
+  assert_no_room_errors (bob);
+  participant_free (bob);
+  participant_free (alice);
+  g_mutex_clear (&w.lock);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -830,6 +958,7 @@ main (int argc, char **argv)
   ADD_ROOM ("chunked-offer", test_chunked, 1000);
   ADD_ROOM ("server-restart", test_server_restart, 0);
   ADD_ROOM ("peer-error", test_peer_error, 0);
+  ADD_ROOM ("send-overflow", test_send_overflow, 0);
   g_test_add_func ("/room/server/wss", test_wss);
   ADD_ROOM ("turn-relay-only", test_turn, 0);
   return g_test_run ();
