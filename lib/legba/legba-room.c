@@ -254,8 +254,9 @@ static void
 remove_participant (LegbaRoom * self, LegbaParticipant * p)
 {
   guint position;
-  g_autoptr (LegbaParticipant) keep = g_object_ref (p);
 
+  /* the list and the table may hold the last references */
+  g_object_ref (p);
   legba_clear_source (&p->offer_timeout);
   legba_clear_source (&p->grace_timeout);
   detach_peer (self, p);
@@ -266,6 +267,7 @@ remove_participant (LegbaRoom * self, LegbaParticipant * p)
   legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_LEFT);
   GST_INFO ("room %s: participant %s left", self->room_name, p->id);
   g_signal_emit (self, signals[SIGNAL_PARTICIPANT_LEFT], 0, p);
+  g_object_unref (p);
 }
 
 static void
