@@ -33,6 +33,8 @@ packages=(
   clang libclang-rt-14-dev indent
   libhiredis-dev redis-server
   coturn
+  gobject-introspection libgirepository1.0-dev python3-gi
+  gir1.2-glib-2.0 gir1.2-gstreamer-1.0 gir1.2-json-1.0
 )
 
 missing=()
