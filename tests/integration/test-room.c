@@ -7,6 +7,7 @@
  * the server restarted mid-call; a peer whose sending stalled.
  */
 #include "room-test.h"
+#include "legba-test.h"
 
 #include <glib/gstdio.h>
 #include <signal.h>
@@ -536,31 +537,6 @@ test_peer_error (Fixture * f, gconstpointer data)
     participant_free (all[i]);
 }
 
-/* A certificate for 127.0.0.1 that is its own CA. */
-static gboolean
-make_certificate (const char *dir, char **cert, char **key)
-{
-  g_autoptr (GError) error = NULL;
-  g_autofree char *err = NULL;
-  int status = 0;
-  char *argv[] = { "openssl", "req", "-x509", "-newkey", "ec",
-    "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-    "-keyout", NULL, "-out", NULL, NULL
-  };
-
-  *key = g_build_filename (dir, "key.pem", NULL);
-  *cert = g_build_filename (dir, "cert.pem", NULL);
-  argv[15] = *key;
-  argv[17] = *cert;
-  if (!g_spawn_sync (NULL, argv, NULL, G_SPAWN_SEARCH_PATH |
-          G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err, &status, &error))
-    return FALSE;
-  if (!g_spawn_check_wait_status (status, &error))
-    g_error ("openssl req failed: %s\n%s", error->message, err);
-  return TRUE;
-}
-
 /* A call through legba-server over TLS (wss://), the participants
  * trusting the server's private CA through their signaller's ca-file. */
 static void
@@ -574,7 +550,7 @@ test_wss (void)
   Participant *all[2];
 
   g_assert_no_error (error);
-  if (!make_certificate (dir, &cert, &key)) {
+  if (!legba_test_make_certificate (dir, &cert, &key)) {
     g_test_skip ("openssl is not installed");
     g_rmdir (dir);
     return;
