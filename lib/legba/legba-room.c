@@ -1480,6 +1480,11 @@ legba_room_connect_async (LegbaRoom * self, GCancellable * cancellable,
         legba_signaller_generate_participant_id (self->identity);
     g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_PARTICIPANT_ID]);
   }
+  /* TURN credentials come with this join, when the server has any */
+  if (self->ice_servers != NULL) {
+    g_clear_pointer (&self->ice_servers, g_strfreev);
+    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ICE_SERVERS]);
+  }
   if (!legba_signaller_join (self->signaller, self->room_name,
           self->participant_id, self->identity, self->display_name, &error)) {
     g_task_return_new_error (task, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_INVALID,
