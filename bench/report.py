@@ -464,7 +464,11 @@ def targets_lines(results_dir):
 def conditions_lines(res):
     c = res["conditions"]
     pk = ", ".join(f"{k} {v}" for k, v in c["packages"].items() if v)
-    return [
+    load = max(res["load_start"][0], res["load_end"][0])
+    provisional = [
+        f"- **Provisional**: load average up to {load:g} on "
+        f"{c['cpu_count']} cores during the run (above 2)"] if load > 2 else []
+    return provisional + [
         f"- Command: `{res['command']}`; {res['date'][:19]}Z; "
         f"{res['seconds']:.0f} s",
         f"- Machine: {c['cpu_model']} × {c['cpu_count']}, kernel "
