@@ -270,7 +270,7 @@ on_stats (LegbaCall * call, App * app)
   g_autoptr (GstStructure) local = legba_call_get_local_stats (call);
   GString *line = g_string_new (NULL);
 
-  g_string_append_printf (line, "%s %.0f kbit/s cpu %.0f%%",
+  g_string_append_printf (line, "%s %.0f kbit/s process cpu %.0f%%",
       gst_structure_get_string (local, "encoder") ?
       gst_structure_get_string (local, "encoder") : "-",
       field_double (local, "video-bitrate", 0) / 1000,

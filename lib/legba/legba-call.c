@@ -613,8 +613,12 @@ on_stats_tick (gpointer data)
  * `video-bitrate` and `audio-bitrate` (double, bit/s over the last stats
  * interval), `video-frames-sent` and `audio-buffers-sent` (guint64,
  * encoded buffers given to the room), `video-muted`, `audio-muted`
- * (boolean), `cpu` (double, the process's CPU use over the last interval,
- * in percent of one core).
+ * (boolean), `cpu` (double, the CPU time of the whole process, user and
+ * system, over the last interval, in percent of one core: encoding,
+ * decoding, the network and whatever else the process does. It is not
+ * the encoder's alone: the encoder works on the video source's streaming
+ * thread and on threads of its own (x264's), which cannot be told apart
+ * from the others).
  *
  * Returns: (transfer full): the counters
  */
