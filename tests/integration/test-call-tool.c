@@ -12,29 +12,67 @@
 #include <glib/gstdio.h>
 #include <signal.h>
 
-/* the processes run on a busy machine (and under AddressSanitizer): the
- * call lasts long enough for a slow setup, and nothing waits on time but
- * the processes' own --duration */
-#define CALL_SECONDS "12"
+/* the processes run on a busy machine (and under AddressSanitizer): a
+ * call that must carry media lasts until the test has seen, in both
+ * processes' --stats lines, everything arrive; then the test ends both
+ * with SIGTERM. Nothing waits on time but the deadlines. */
+#define LONG_SECONDS "600"
+#define WAIT_RECEIVED_MS 180000
 
 typedef struct
 {
   GSubprocess *process;
-  char *out;
-  char *err;
+  GDataInputStream *streams[2]; /* standard output, standard error */
+  GString *text[2];
+  guint open;                   /* streams not at their end yet */
+  gboolean exited;
   gboolean done;
+  /* once done */
+  const char *out;
+  const char *err;
 } Run;
 
 static void
-on_communicated (GObject * source, GAsyncResult * result, gpointer data)
+check_done (Run * run)
+{
+  if (run->open > 0 || !run->exited)
+    return;
+  run->out = run->text[0]->str;
+  run->err = run->text[1]->str;
+  run->done = TRUE;
+}
+
+static void
+on_line (GObject * source, GAsyncResult * result, gpointer data)
 {
   Run *run = data;
+  guint i = source == G_OBJECT (run->streams[0]) ? 0 : 1;
   g_autoptr (GError) error = NULL;
+  char *line = g_data_input_stream_read_line_finish_utf8
+      (G_DATA_INPUT_STREAM (source), result, NULL, &error);
 
-  g_subprocess_communicate_utf8_finish (G_SUBPROCESS (source), result,
-      &run->out, &run->err, &error);
   g_assert_no_error (error);
-  run->done = TRUE;
+  if (line == NULL) {
+    run->open--;
+    check_done (run);
+    return;
+  }
+  g_string_append (run->text[i], line);
+  g_string_append_c (run->text[i], '\n');
+  g_free (line);
+  g_data_input_stream_read_line_async (run->streams[i], G_PRIORITY_DEFAULT,
+      NULL, on_line, run);
+}
+
+static void
+on_exited (GObject * source, GAsyncResult * result, gpointer data)
+{
+  Run *run = data;
+
+  g_assert_true (g_subprocess_wait_finish (G_SUBPROCESS (source), result,
+          NULL));
+  run->exited = TRUE;
+  check_done (run);
 }
 
 /* display: the DISPLAY the process sees (NULL: none) */
@@ -61,8 +99,17 @@ run_startv (const char *display, const char *first, va_list args)
   run->process = g_subprocess_launcher_spawnv (launcher,
       (const char *const *) argv->pdata, &error);
   g_assert_no_error (error);
-  g_subprocess_communicate_utf8_async (run->process, NULL, NULL,
-      on_communicated, run);
+  run->streams[0] =
+      g_data_input_stream_new (g_subprocess_get_stdout_pipe (run->process));
+  run->streams[1] =
+      g_data_input_stream_new (g_subprocess_get_stderr_pipe (run->process));
+  for (guint i = 0; i < 2; i++) {
+    run->text[i] = g_string_new (NULL);
+    g_data_input_stream_read_line_async (run->streams[i], G_PRIORITY_DEFAULT,
+        NULL, on_line, run);
+  }
+  run->open = 2;
+  g_subprocess_wait_async (run->process, NULL, on_exited, run);
   return run;
 }
 
@@ -111,15 +158,63 @@ static void
 run_free (Run * run)
 {
   g_object_unref (run->process);
-  g_free (run->out);
-  g_free (run->err);
+  for (guint i = 0; i < 2; i++) {
+    g_object_unref (run->streams[i]);
+    g_string_free (run->text[i], TRUE);
+  }
   g_free (run);
+}
+
+/* Whether run's standard error shows a data message from who, and a
+ * --stats line with more than min_frames video frames and some audio
+ * buffers from who */
+static gboolean
+received_from (Run * run, const char *who, guint64 min_frames)
+{
+  g_autofree char *data = g_strdup_printf ("data from %s:", who);
+  g_autofree char *stats = g_strdup_printf (" | %s ", who);
+  const char *text = run->text[1]->str;
+
+  if (strstr (text, data) == NULL)
+    return FALSE;
+  for (const char *p = strstr (text, stats); p; p = strstr (p + 1, stats)) {
+    guint64 frames = 0, audio = 0;
+
+    if (sscanf (p + strlen (stats), "%" G_GUINT64_FORMAT " frames %"
+            G_GUINT64_FORMAT " audio", &frames, &audio) == 2 &&
+        frames > min_frames && audio > 0)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* Waits until a received media and data from b and b from a (b more than
+ * min_frames video frames from a), then ends both calls. */
+static void
+end_once_received (Run * a, const char *a_name, Run * b, const char *b_name,
+    guint64 min_frames)
+{
+  gboolean expired;
+  GSource *deadline = deadline_new (WAIT_RECEIVED_MS, &expired);
+
+  while (!(received_from (a, b_name, 0) &&
+          received_from (b, a_name, min_frames)) && !expired && !a->done &&
+      !b->done)
+    g_main_context_iteration (NULL, TRUE);
+  deadline_free (deadline);
+  if (!received_from (a, b_name, 0) || !received_from (b, a_name, min_frames))
+    g_error ("%s and %s did not both receive media and data; %s:\n%s\n%s:"
+        "\n%s", a_name, b_name, a_name, a->text[1]->str, b_name,
+        b->text[1]->str);
+  g_subprocess_send_signal (a->process, SIGTERM);
+  g_subprocess_send_signal (b->process, SIGTERM);
 }
 
 /* without credentials: CALL_ARGS adds the app secret */
 #define BASE_ARGS(f, identity) "--server", (f)->url, "--room", ROOM, \
     "--identity", identity, "--key", APP_KEY, \
-    "--width", "160", "--height", "120", "--fps", "15", "--bitrate", "200"
+    "--width", "160", "--height", "120", "--fps", "15", "--bitrate", "200", \
+    "--encoder-proof-timeout", "30000"
 #define CALL_ARGS(f, identity) BASE_ARGS (f, identity), "--secret", APP_SECRET
 
 /* the number of video frames the report gives for its one participant */
@@ -148,13 +243,16 @@ assert_report (const char *out, const char *identity)
 static void
 test_two (Fixture * f, gconstpointer data)
 {
-  Run *a = run_start (CALL_ARGS (f, "alice"), "--duration", CALL_SECONDS,
-      "--expect-participants", "1", "--json", "--stats",
+  Run *a =
+      run_start (CALL_ARGS (f, "alice"), "--duration", LONG_SECONDS, "--stats",
+      "--expect-participants", "1", "--json",
       "--send-data", "{\"from\": \"alice\"}", NULL);
-  Run *b = run_start (CALL_ARGS (f, "bob"), "--duration", CALL_SECONDS,
+  Run *b =
+      run_start (CALL_ARGS (f, "bob"), "--duration", LONG_SECONDS, "--stats",
       "--expect-participants", "1", "--json",
       "--send-data", "{\"from\": \"bob\"}", NULL);
 
+  end_once_received (a, "alice", b, "bob", 0);
   g_assert_cmpint (run_wait (a), ==, 0);
   g_assert_cmpint (run_wait (b), ==, 0);
   assert_report (a->out, "bob");
@@ -258,12 +356,15 @@ test_video_file (Fixture * f, gconstpointer data)
   g_autofree char *dir = g_dir_make_tmp ("legba-call-XXXXXX", NULL);
   g_autofree char *clip = encode_clip (dir);
   Run *a = run_start (CALL_ARGS (f, "alice"), "--video", clip,
-      "--duration", CALL_SECONDS, "--expect-participants", "1", "--json",
+      "--duration", LONG_SECONDS, "--stats", "--expect-participants", "1",
+      "--json",
       "--send-data", "{\"from\": \"alice\"}", NULL);
-  Run *b = run_start (CALL_ARGS (f, "bob"), "--duration", CALL_SECONDS,
+  Run *b =
+      run_start (CALL_ARGS (f, "bob"), "--duration", LONG_SECONDS, "--stats",
       "--expect-participants", "1", "--json",
       "--send-data", "{\"from\": \"bob\"}", NULL);
 
+  end_once_received (a, "alice", b, "bob", FILE_FRAMES);
   g_assert_cmpint (run_wait (a), ==, 0);
   g_assert_cmpint (run_wait (b), ==, 0);
   assert_report (a->out, "bob");
@@ -303,11 +404,12 @@ test_token (Fixture * f, gconstpointer data)
 
   g_assert_no_error (error);
   a = run_start (BASE_ARGS (f, "alice"), "--token", token, "--app-id", APP_ID,
-      "--duration", CALL_SECONDS, "--expect-participants", "1", "--json",
-      "--send-data", "{\"from\": \"alice\"}", NULL);
-  b = run_start (CALL_ARGS (f, "bob"), "--duration", CALL_SECONDS,
-      "--expect-participants", "1", "--json",
-      "--send-data", "{\"from\": \"bob\"}", NULL);
+      "--duration", LONG_SECONDS, "--stats", "--expect-participants", "1",
+      "--json", "--send-data", "{\"from\": \"alice\"}", NULL);
+  b = run_start (CALL_ARGS (f, "bob"), "--duration", LONG_SECONDS, "--stats",
+      "--expect-participants", "1", "--json", "--send-data",
+      "{\"from\": \"bob\"}", NULL);
+  end_once_received (a, "alice", b, "bob", 0);
   g_assert_cmpint (run_wait (a), ==, 0);
   g_assert_cmpint (run_wait (b), ==, 0);
   assert_report (a->out, "bob");
@@ -423,10 +525,7 @@ xvfb_stop (Xvfb * x)
 /* Windows on a virtual X server (Xvfb): alice shows bob in a window of
  * its own, bob shows alice in the grid; both decode and count frames
  * and leave cleanly. That the windows show the right pictures is not
- * checked, only that the sinks take the frames. autovideosink takes
- * seconds to settle on ximagesink there (Xvfb has no XVideo, and kmssink
- * is slow to fail), hence the longer call. */
-#define DISPLAY_SECONDS "30"
+ * checked, only that the sinks take the frames. */
 static void
 test_display (Fixture * f, gconstpointer data)
 {
@@ -438,11 +537,12 @@ test_display (Fixture * f, gconstpointer data)
     return;
   }
   a = run_start_on (x.display, CALL_ARGS (f, "alice"), "--display", "window",
-      "--duration", DISPLAY_SECONDS, "--expect-participants", "1", "--json",
-      "--send-data", "{\"from\": \"alice\"}", NULL);
+      "--duration", LONG_SECONDS, "--stats", "--expect-participants", "1",
+      "--json", "--send-data", "{\"from\": \"alice\"}", NULL);
   b = run_start_on (x.display, CALL_ARGS (f, "bob"), "--display", "grid",
-      "--duration", DISPLAY_SECONDS, "--expect-participants", "1", "--json",
-      "--send-data", "{\"from\": \"bob\"}", NULL);
+      "--duration", LONG_SECONDS, "--stats", "--expect-participants", "1",
+      "--json", "--send-data", "{\"from\": \"bob\"}", NULL);
+  end_once_received (a, "alice", b, "bob", 0);
   g_assert_cmpint (run_wait (a), ==, 0);
   g_assert_cmpint (run_wait (b), ==, 0);
   assert_report (a->out, "bob");
