@@ -35,6 +35,7 @@ static char *opt_encoder;
 static char *opt_prefer = (char *) "auto";
 static char *opt_codec = (char *) "h264";
 static gint opt_bitrate = 600;
+static gint opt_proof_timeout = 5000;
 static gint opt_width = 640;
 static gint opt_height = 360;
 static gint opt_fps = 30;
@@ -77,6 +78,8 @@ static const GOptionEntry entries[] = {
       "Use only this encoder factory", "FACTORY"},
   {"prefer", 0, 0, G_OPTION_ARG_STRING, &opt_prefer,
       "auto, hardware or software encoders (default: auto)", "KIND"},
+  {"encoder-proof-timeout", 0, 0, G_OPTION_ARG_INT, &opt_proof_timeout,
+      "Time an encoder has to prove it works, in ms (default: 5000)", "MS"},
   {"bitrate", 0, 0, G_OPTION_ARG_INT, &opt_bitrate,
       "Video bitrate in kbit/s (default: 600)", "KBPS"},
   {"width", 0, 0, G_OPTION_ARG_INT, &opt_width,
@@ -270,7 +273,7 @@ on_stats (LegbaCall * call, App * app)
   g_autoptr (GstStructure) local = legba_call_get_local_stats (call);
   GString *line = g_string_new (NULL);
 
-  g_string_append_printf (line, "%s %.0f kbit/s cpu %.0f%%",
+  g_string_append_printf (line, "%s %.0f kbit/s process cpu %.0f%%",
       gst_structure_get_string (local, "encoder") ?
       gst_structure_get_string (local, "encoder") : "-",
       field_double (local, "video-bitrate", 0) / 1000,
@@ -282,10 +285,11 @@ on_stats (LegbaCall * call, App * app)
     gst_structure_get_boolean (s, "present", &present);
     if (!present)
       continue;
-    g_string_append_printf (line, " | %s %" G_GUINT64_FORMAT " frames "
-        "%.0f fps %.0f kbit/s", gst_structure_get_string (s, "identity"),
-        field_u64 (s, "video-frames"), field_double (s, "fps", 0),
-        field_u64 (s, "bitrate-in") / 1000.0);
+    g_string_append_printf (line, " | %s %" G_GUINT64_FORMAT " frames %"
+        G_GUINT64_FORMAT " audio %.0f fps %.0f kbit/s",
+        gst_structure_get_string (s, "identity"),
+        field_u64 (s, "video-frames"), field_u64 (s, "audio-buffers"),
+        field_double (s, "fps", 0), field_u64 (s, "bitrate-in") / 1000.0);
     if (gst_structure_has_field (s, "round-trip-time"))
       g_string_append_printf (line, " rtt %.0f ms",
           field_double (s, "round-trip-time", 0) * 1000);
@@ -429,9 +433,10 @@ configure (App * app, GError ** error)
     return FALSE;
   }
   if (opt_bitrate < 10 || opt_width < 16 || opt_height < 16 || opt_fps < 1
-      || opt_fps > 120 || opt_duration < 0) {
+      || opt_fps > 120 || opt_duration < 0 || opt_proof_timeout < 1) {
     g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-        "--bitrate, --width, --height, --fps or --duration out of range");
+        "--bitrate, --width, --height, --fps, --duration or "
+        "--encoder-proof-timeout out of range");
     return FALSE;
   }
   if (opt_send_data != NULL) {
@@ -447,7 +452,9 @@ configure (App * app, GError ** error)
       "token", opt_token, "auth-url", opt_auth_url,
       "display-name", opt_name, "video", video, "audio", audio,
       "display", display, "codec", codec, "encoder-prefer", prefer->value,
-      "encoder-factory", opt_encoder, "bitrate", opt_bitrate * 1000,
+      "encoder-factory", opt_encoder,
+      "encoder-proof-timeout", (guint) opt_proof_timeout,
+      "bitrate", opt_bitrate * 1000,
       "width", opt_width, "height", opt_height, "framerate", opt_fps,
       "measure-latency", opt_latency, NULL);
   if (video == LEGBA_CALL_VIDEO_FILE)

@@ -10,6 +10,9 @@
 #include "legba.h"
 #include "legba-signal-client.h"
 
+/* The player of a video file source (legba-call-file.c) */
+typedef struct _LegbaCallFile LegbaCallFile;
+
 /* One remote participant seen during the call; kept after it leaves so
  * that its counters can still be read. */
 typedef struct
@@ -82,6 +85,7 @@ struct _LegbaCall
   GstElement *valves[2];        /* by LegbaTrackKind */
   GstElement *encoder;          /* legbavideoenc */
   GstElement *compositor;
+  LegbaCallFile *file;          /* with video "file" */
   GSource *stats_source;
   gboolean muted[2];
 
@@ -109,6 +113,12 @@ void legba_call_retile (LegbaCall * self);
 gboolean legba_call_build_grid (LegbaCall * self, GError ** error);
 void legba_call_update_remote_stats (LegbaCall * self, gdouble seconds);
 void legba_call_remove_tracks (LegbaCall * self);
+LegbaCallFile *legba_call_file_new (LegbaCall * call, const char *path,
+    GstElement * appsrc, guint width, guint height, guint framerate,
+    GMainContext * context, GError ** error);
+gboolean legba_call_file_play (LegbaCallFile * file, GError ** error);
+void legba_call_file_free (LegbaCallFile * file);
+void legba_call_fail (LegbaCall * self, GError * error);
 void legba_call_emit_warning (LegbaCall * self, GError * error);
 void legba_call_emit_video_sink (LegbaCall * self,
     LegbaParticipant * participant, GstElement * sink);

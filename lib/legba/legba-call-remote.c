@@ -74,8 +74,12 @@ legba_call_build_grid (LegbaCall * self, GError ** error)
       "compositor name=legba-grid background=black ! videoconvert",
       self->grid_width, self->grid_height, MAX (self->framerate, 1));
   GstElement *bin = gst_parse_bin_from_description (desc, TRUE, error);
+  /* a reference of our own either way, dropped once the pipeline has it */
   GstElement *sink = self->grid_sink ? gst_object_ref (self->grid_sink) :
       gst_element_factory_make ("autovideosink", NULL);
+
+  if (sink != NULL && g_object_is_floating (sink))
+    gst_object_ref_sink (sink);
 
   if (bin == NULL || sink == NULL) {
     if (bin != NULL)
@@ -160,6 +164,9 @@ make_branch (LegbaCall * self, LegbaTrackKind kind, GError ** error)
   if (bin == NULL)
     return NULL;
   legba_call_ghost (bin, "dec", "sink");
+  /* a sink that prerolls (autovideosink, autoaudiosink) in a branch added
+   * to the playing pipeline must not take the pipeline's state with it */
+  g_object_set (bin, "async-handling", TRUE, NULL);
   if (kind == LEGBA_TRACK_KIND_VIDEO &&
       self->display == LEGBA_CALL_DISPLAY_GRID)
     legba_call_ghost (bin, "last", "src");

@@ -238,6 +238,7 @@ teardown (LegbaCall * self)
     legba_room_disconnect (self->room);
     g_signal_handlers_disconnect_by_data (self->room, self);
   }
+  g_clear_pointer (&self->file, legba_call_file_free);
   if (self->pipeline != NULL) {
     legba_call_remove_tracks (self);
     gst_element_set_state (self->pipeline, GST_STATE_NULL);
@@ -269,6 +270,12 @@ fail (LegbaCall * self, GError * error)
   set_state (self, LEGBA_CALL_STATE_FAILED);
   g_signal_emit (self, signals[SIGNAL_ERROR], 0, error);
   g_object_unref (self);
+}
+
+void
+legba_call_fail (LegbaCall * self, GError * error)
+{
+  fail (self, error);
 }
 
 static LegbaCallError
@@ -389,9 +396,7 @@ video_source_description (LegbaCall * self, GError ** error)
       return g_strdup_printf ("%s name=legba-camera ! videoconvert ! "
           "videoscale ! videorate", v4l2 ? "v4l2src" : "autovideosrc");
     }
-    case LEGBA_CALL_VIDEO_FILE:{
-      g_autofree char *quoted = NULL;
-
+    case LEGBA_CALL_VIDEO_FILE:
       if (self->video_file == NULL ||
           !g_file_test (self->video_file, G_FILE_TEST_IS_REGULAR)) {
         g_set_error (error, LEGBA_CALL_ERROR, LEGBA_CALL_ERROR_INVALID,
@@ -399,10 +404,12 @@ video_source_description (LegbaCall * self, GError ** error)
             self->video_file ? self->video_file : "(none given)");
         return NULL;
       }
-      quoted = g_strescape (self->video_file, NULL);
-      return g_strdup_printf ("filesrc location=\"%s\" ! decodebin ! "
-          "videoconvert ! videoscale ! videorate", quoted);
-    }
+      /* frames from the file's player (legba-call-file.c) */
+      return g_strdup_printf ("appsrc name=legba-file is-live=true "
+          "format=time do-timestamp=true max-buffers=2 leaky-type=downstream "
+          "caps=\"video/x-raw,format=I420,width=%u,height=%u,"
+          "framerate=%u/1,pixel-aspect-ratio=1/1\"", self->width,
+          self->height, self->framerate);
     case LEGBA_CALL_VIDEO_ELEMENT:
       if (self->video_element == NULL) {
         g_set_error (error, LEGBA_CALL_ERROR, LEGBA_CALL_ERROR_INVALID,
@@ -529,6 +536,15 @@ build_video (LegbaCall * self, GError ** error)
   ok = add_track (self, LEGBA_TRACK_KIND_VIDEO, desc,
       self->video == LEGBA_CALL_VIDEO_ELEMENT ? self->video_element : NULL,
       error);
+  if (ok && self->video == LEGBA_CALL_VIDEO_FILE) {
+    GstElement *appsrc = gst_bin_get_by_name (GST_BIN (self->pipeline),
+        "legba-file");
+
+    self->file = legba_call_file_new (self, self->video_file, appsrc,
+        self->width, self->height, self->framerate, self->context, error);
+    gst_object_unref (appsrc);
+    ok = self->file != NULL;
+  }
   return ok;
 }
 
@@ -597,8 +613,12 @@ on_stats_tick (gpointer data)
  * `video-bitrate` and `audio-bitrate` (double, bit/s over the last stats
  * interval), `video-frames-sent` and `audio-buffers-sent` (guint64,
  * encoded buffers given to the room), `video-muted`, `audio-muted`
- * (boolean), `cpu` (double, the process's CPU use over the last interval,
- * in percent of one core).
+ * (boolean), `cpu` (double, the CPU time of the whole process, user and
+ * system, over the last interval, in percent of one core: encoding,
+ * decoding, the network and whatever else the process does. It is not
+ * the encoder's alone: the encoder works on the video source's streaming
+ * thread and on threads of its own (x264's), which cannot be told apart
+ * from the others).
  *
  * Returns: (transfer full): the counters
  */
@@ -691,6 +711,17 @@ check_config (LegbaCall * self, GError ** error)
         "A token needs the app id (or the auth URL) to be used");
     return FALSE;
   }
+  /* autovideosink with no display left to try ends on sinks that crash
+   * the process (DirectFB's) */
+  if ((self->display == LEGBA_CALL_DISPLAY_WINDOW ||
+          (self->display == LEGBA_CALL_DISPLAY_GRID && self->grid_sink == NULL))
+      && g_getenv ("DISPLAY") == NULL && g_getenv ("WAYLAND_DISPLAY") == NULL) {
+    g_set_error (error, LEGBA_CALL_ERROR, LEGBA_CALL_ERROR_NO_DISPLAY,
+        "No display to show the %s on (neither DISPLAY nor WAYLAND_DISPLAY "
+        "is set)", self->display == LEGBA_CALL_DISPLAY_GRID ? "grid" :
+        "windows");
+    return FALSE;
+  }
   if (self->video == LEGBA_CALL_VIDEO_NONE &&
       self->audio == LEGBA_CALL_AUDIO_NONE)
     GST_INFO ("%s publishes nothing: receive only", self->identity);
@@ -735,6 +766,8 @@ build (LegbaCall * self, GError ** error)
         "The call pipeline could not start");
     return FALSE;
   }
+  if (self->file != NULL && !legba_call_file_play (self->file, error))
+    return FALSE;
   return TRUE;
 }
 
@@ -751,7 +784,7 @@ build (LegbaCall * self, GError ** error)
  * Returns: %TRUE when the call is starting; %FALSE with @error when the
  *   configuration cannot work (%LEGBA_CALL_ERROR_INVALID,
  *   %LEGBA_CALL_ERROR_NO_CAMERA, %LEGBA_CALL_ERROR_NO_MICROPHONE,
- *   %LEGBA_CALL_ERROR_MISSING_PLUGIN)
+ *   %LEGBA_CALL_ERROR_NO_DISPLAY, %LEGBA_CALL_ERROR_MISSING_PLUGIN)
  */
 gboolean
 legba_call_start (LegbaCall * self, GError ** error)

@@ -46,6 +46,10 @@ GQuark legba_call_error_quark (void);
  * @LEGBA_CALL_ERROR_MISSING_PLUGIN: a GStreamer element the call needs is
  *   not installed
  * @LEGBA_CALL_ERROR_FAILED: the pipeline failed while running
+ * @LEGBA_CALL_ERROR_NO_DISPLAY: windows were asked for (the display
+ *   `window`, or `grid` without a #LegbaCall:grid-sink) and there is no
+ *   display to show them on (neither `DISPLAY` nor `WAYLAND_DISPLAY` is
+ *   set)
  *
  * Errors of #LegbaCall, from legba_call_start() and #LegbaCall::error.
  */
@@ -60,6 +64,7 @@ typedef enum
   LEGBA_CALL_ERROR_NO_ENCODER,
   LEGBA_CALL_ERROR_MISSING_PLUGIN,
   LEGBA_CALL_ERROR_FAILED,
+  LEGBA_CALL_ERROR_NO_DISPLAY,
 } LegbaCallError;
 
 /**
