@@ -24,6 +24,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 METRICS = {
     "cold_ms": ("Setup, first pair in a fresh process", "ms", True),
     "warm_ms": ("Setup, warm (same process, first discarded)", "ms", True),
+    "process_to_open_ms": ("Setup, process start (main) to the first open",
+                           "ms", True),
     "bulk_mb_per_s": ("Bulk throughput, 1 KiB messages", "MB/s", False),
     "bulk_cpu_s_per_mb": ("Bulk CPU per MB (both sides)", "CPU-s/MB", True),
     "rtt_p50_ms": ("Round trip 1 KiB at 100/s, p50", "ms", True),

@@ -271,7 +271,6 @@ void legba_room_emit_track (LegbaRoom * self, LegbaParticipant * participant,
 /* ---- Process-wide (legba-room-peer.c) ---- */
 
 const char *legba_room_certificate_pem (void);
-void legba_room_prepare_finish (void);
 guint16 legba_room_next_sctp_association_id (void);
 
 G_END_DECLS

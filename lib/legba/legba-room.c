@@ -856,7 +856,7 @@ legba_room_dispose (GObject * object)
   legba_clear_source (&self->stats_source);
   for (guint i = 0; i < G_N_ELEMENTS (self->tracks); i++)
     g_clear_pointer (&self->tracks[i], legba_room_media_free_track);
-  legba_room_prepare_finish ();
+  legba_room_prepare_wait ();
   g_clear_object (&self->signaller);
   if (self->bin != NULL)
     g_object_remove_weak_pointer (G_OBJECT (self->bin),
@@ -918,6 +918,8 @@ legba_room_constructed (GObject * object)
   g_return_if_fail (self->signaller != NULL && self->bin != NULL);
   connect_signaller (self);
   self->data = legba_room_data_new (self);
+  /* the process's one-time work, while the room is configured and joins */
+  legba_room_prepare ();
 }
 
 static void

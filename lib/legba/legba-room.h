@@ -165,5 +165,6 @@ gboolean legba_room_connect_finish (LegbaRoom * self, GAsyncResult * result,
 void legba_room_disconnect (LegbaRoom * self);
 
 void legba_room_prepare (void);
+void legba_room_prepare_wait (void);
 
 G_END_DECLS
