@@ -511,8 +511,7 @@ main (int argc, char **argv)
   for (guint i = 0; i < n_configs; i++) {
     Config c = configs[i];
 
-    g_string_append_printf (out, "%s\"%s\": [", i ? ", " : "",
-        config_names[c]);
+    g_string_append_printf (out, "%s\"%s\": [", i ? ", " : "", config_names[c]);
     for (guint k = 0; k < ns[c]->len; k++)
       g_string_append_printf (out, "%s%.1f", k ? ", " : "",
           g_array_index (ns[c], double, k));

@@ -86,8 +86,7 @@ on_participant_state (LegbaParticipant * lp, GParamSpec * pspec, Side * side)
     side->connected = TRUE;
     if (side->other == NULL)
       side->other = g_strdup (legba_participant_get_id (lp));
-  }
-  else if (state == LEGBA_PARTICIPANT_STATE_FAILED)
+  } else if (state == LEGBA_PARTICIPANT_STATE_FAILED)
     side->failed = TRUE;
 }
 
@@ -247,8 +246,7 @@ static int
 mode_pairs (guint count, double seconds)
 {
   GPtrArray *pairs = g_ptr_array_new ();
-  double rss0 = rss_kib (), heap0 = heap_kib (), heap1 = 0,
-      t0 = now_ms ();
+  double rss0 = rss_kib (), heap0 = heap_kib (), heap1 = 0, t0 = now_ms ();
   guint fds0 = count_dir ("/proc/self/fd");
   guint threads0 = count_dir ("/proc/self/task");
   guint connected = 0;
@@ -353,8 +351,7 @@ data_pair (void)
       NULL);
   g_signal_connect (p->s[0].room, "bytes-received", G_CALLBACK (on_bytes_a),
       NULL);
-  g_signal_connect (p->s[0].room, "ready-to-send", G_CALLBACK (on_ready),
-      NULL);
+  g_signal_connect (p->s[0].room, "ready-to-send", G_CALLBACK (on_ready), NULL);
   return p;
 }
 
@@ -648,8 +645,7 @@ main (int argc, char **argv)
         "URL"},
     {NULL}
   };
-  GOptionContext *ctx =
-      g_option_context_new ("setup|pairs|bulk|rtt|call");
+  GOptionContext *ctx = g_option_context_new ("setup|pairs|bulk|rtt|call");
   GError *error = NULL;
   int rc;
 

@@ -510,8 +510,7 @@ static int
 mode_pairs (guint count, double seconds)
 {
   GPtrArray *pairs = g_ptr_array_new ();
-  double rss0 = rss_kib (), heap0 = heap_kib (), heap1 = 0,
-      t0 = now_ms ();
+  double rss0 = rss_kib (), heap0 = heap_kib (), heap1 = 0, t0 = now_ms ();
   guint fds0 = count_dir ("/proc/self/fd");
   guint threads0 = count_dir ("/proc/self/task");
   guint connected = 0;
