@@ -104,7 +104,11 @@ CAVEATS = {
     "messages come faster than its context runs. Timed rows are noisier "
     "than the instruction counts on a busy machine; the instruction "
     "counts do not see cache misses or system calls (the main-loop "
-    "dispatch polls).",
+    "dispatch polls); they are deterministic, one run a row, so they carry "
+    "no interval. One row by hand, from a release build: valgrind "
+    "--tool=callgrind --collect-atstart=no --toggle-collect=measured_batch "
+    "build-release/bench/data-cpu --dir recv --size short --batches 1 "
+    "--batch 1000 --only legba (the Ir total over 1,000).",
     "datachannel": "aiortc's round-trip tail (p95, p99) and throughput "
     "suffer most from the load: its asyncio loop shares the two cores "
     "with everything else.",
