@@ -523,7 +523,9 @@ def targets_lines(results_dir):
 def conditions_lines(res):
     c = res["conditions"]
     pk = ", ".join(f"{k} {v}" for k, v in c["packages"].items() if v)
-    return [
+    busy = max(res["load_start"][0], res["load_end"][0]) > 2
+    return ([f"- **Provisional**: the load average (1 min) was above 2 at "
+             f"the start or the end of this run"] if busy else []) + [
         f"- Command: `{res['command']}`; {res['date'][:19]}Z; "
         f"{res['seconds']:.0f} s",
         f"- Machine: {c['cpu_model']} × {c['cpu_count']}, kernel "
