@@ -492,7 +492,11 @@ mode_rtt (guint count, double rate, gsize size)
       "\"cpu_s\": %.4f, \"complete\": %s}", count, size, rate, c,
       all ? "true" : "false");
   puts (out->str);
+  g_string_free (out, TRUE);
   pair_free (p);
+  g_mutex_lock (&lock);
+  g_clear_pointer (&rtts, g_array_unref);
+  g_mutex_unlock (&lock);
   g_free (data);
   return all ? 0 : 1;
 }
