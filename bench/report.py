@@ -35,7 +35,11 @@ METRICS = {
                             True),
     "latency_p50_ms": ("Glass-to-glass 720p30 H.264, p50", "ms", True),
     "latency_p95_ms": ("Glass-to-glass 720p30 H.264, p95", "ms", True),
-    "bitrate_kbps": ("Bitrate reached (cap 1500)", "kbit/s", None),
+    "latency_p99_ms": ("Glass-to-glass 720p30 H.264, p99", "ms", True),
+    "call_cpu_ms_per_frame": ("Call CPU per frame received (both ends, "
+                              "one process)", "ms", True),
+    "bitrate_kbps": ("Bitrate reached (cap 1500; aiortc: its own rate "
+                     "control)", "kbit/s", None),
     "latency_samples": ("Frames with a readable stamp (after the first 10)",
                         "frames", False),
     "stamps_unreadable_pct": ("Frames out whose stamp failed its check",
@@ -86,13 +90,15 @@ CAVEATS = {
     "video-receive": "The GStreamer figure includes appsrc and h264parse "
     "(for H.264) fed from Python; aiortc's is its decoder called directly. "
     "Both are process user+sys over the decode, every thread.",
-    "video-call": "Legba's room path lost most frames in every run (the "
-    "counter gaps and unreadable stamps above; plain webrtcbin, in the "
-    "same run and the same load, lost none): its latency figures stand on "
-    "the few frames that arrived whole and are not compared. The cause is "
-    "in the room's receive path, not in the instruments: it hands on "
-    "rtph264depay's byte-stream, and of x264enc's multi-slice frames "
-    "avdec_h264 decodes only the key frames (docs/rooms.md, Receiving).",
+    "video-call": "Runs before Legba f029188 lost most of Legba's frames: "
+    "the room handed on rtph264depay's byte-stream, which cut x264enc's "
+    "multi-slice key frames into pieces (docs/rooms.md, Receiving). "
+    "aiortc's figure is its own call, not the same encoder: libx264 at "
+    "aiortc's settings (its default preset, not ultrafast) and, on the "
+    "way in, aiortc 1.4's jitter buffer, which hands a frame to the "
+    "decoder only when the first packet of the next frame arrives (about "
+    "one frame interval, 33 ms at 30 fps); its CPU figure includes "
+    "Python's conversions of every frame to and from PyAV.",
     "data": "Legba's rows are legba_room_send_json() and data-received "
     "through the room's own code; the transport is left out of the CPU "
     "rows alike for every configuration. legba against json-glib is the "
@@ -130,10 +136,9 @@ NOT_MEASURED = {
         "Pion: it has no decoders (the application brings its own).",
     ],
     "video-call": [
-        "aiortc: a stamped call needs an aiortc sender and receiver loop "
-        "with its own encoder and decoder; not wired into this suite (its "
-        "encoders' and decoders' CPU are in suites 3 and 4).",
         "Pion: no encoder or decoder of its own.",
+        "Bitrate of Legba's room and plain webrtcbin: their peers do not "
+        "count the bytes sent (the cap is x264enc's, as on the RTP floor).",
     ],
     "audio": [
         "Pion: no Opus encoder of its own.",
@@ -523,9 +528,11 @@ def targets_lines(results_dir):
 def conditions_lines(res):
     c = res["conditions"]
     pk = ", ".join(f"{k} {v}" for k, v in c["packages"].items() if v)
-    busy = max(res["load_start"][0], res["load_end"][0]) > 2
-    return ([f"- **Provisional**: the load average (1 min) was above 2 at "
-             f"the start or the end of this run"] if busy else []) + [
+    load = max(res["load_start"][0], res["load_end"][0])
+    provisional = [
+        f"- **Provisional**: load average up to {load:g} on "
+        f"{c['cpu_count']} cores during the run (above 2)"] if load > 2 else []
+    return provisional + [
         f"- Command: `{res['command']}`; {res['date'][:19]}Z; "
         f"{res['seconds']:.0f} s",
         f"- Machine: {c['cpu_model']} × {c['cpu_count']}, kernel "

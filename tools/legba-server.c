@@ -8,6 +8,7 @@
 
 #include "legba-server-private.h"
 #include "legba-relay.h"
+#include "legba-turn.h"
 
 #include <glib-unix.h>
 #include <signal.h>
@@ -41,6 +42,9 @@ static char *opt_instance_id;
 static char *opt_redis_prefix;
 static char *opt_redis_retention;
 static char *opt_redis_instance_ttl;
+static char **opt_turn_urls;
+static char *opt_turn_secret;
+static char *opt_turn_ttl;
 static char *opt_limits[32];
 
 static const GOptionEntry entries[] = {
@@ -99,6 +103,16 @@ static const GOptionEntry entries[] = {
       "Seconds before the members of an instance that stopped answering "
         "are removed (default: "
         G_STRINGIFY (LEGBA_RELAY_DEFAULT_INSTANCE_TTL) ")", "S"},
+  {"turn-url", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_turn_urls,
+        "A TURN server room members get credentials for (repeatable; with "
+        "--turn-secret): turn:HOST[:PORT][?transport=udp|tcp] or turns:...",
+      "URL"},
+  {"turn-secret", 0, 0, G_OPTION_ARG_STRING, &opt_turn_secret,
+      "Secret shared with the TURN servers (coturn's static-auth-secret; "
+        "prefer a configuration file)", "SECRET"},
+  {"turn-ttl", 0, 0, G_OPTION_ARG_STRING, &opt_turn_ttl,
+      "Seconds the TURN credentials stay valid (default: "
+        G_STRINGIFY (LEGBA_TURN_DEFAULT_TTL) ")", "S"},
   G_OPTION_ENTRY_NULL
 };
 
@@ -215,6 +229,39 @@ apply_redis_flags (LegbaServer * server, GError ** error)
   return TRUE;
 }
 
+/* TURN credentials for room members (docs/server.md). */
+static gboolean
+apply_turn_flags (LegbaServer * server, GError ** error)
+{
+  g_auto (GStrv) urls = NULL;
+  g_autofree char *secret = NULL;
+
+  for (guint i = 0; opt_turn_urls != NULL && opt_turn_urls[i] != NULL; i++) {
+    g_autoptr (GError) local_error = NULL;
+
+    if (!legba_turn_url_check (opt_turn_urls[i], &local_error)) {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+          "--turn-url: %s", local_error->message);
+      return FALSE;
+    }
+  }
+  if (opt_turn_urls != NULL)
+    g_object_set (server, "turn-urls", opt_turn_urls, NULL);
+  if (opt_turn_secret != NULL)
+    g_object_set (server, "turn-secret", opt_turn_secret, NULL);
+  if (!apply_uint_flag (server, "turn-ttl", "turn-ttl", opt_turn_ttl, error))
+    return FALSE;
+
+  g_object_get (server, "turn-urls", &urls, "turn-secret", &secret, NULL);
+  if ((urls == NULL) != (secret == NULL) || (opt_turn_ttl && urls == NULL)) {
+    g_set_error_literal (error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+        "--turn-url and --turn-secret go together (or [turn] urls and "
+        "secret), and --turn-ttl needs them");
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean
 apply_flags (LegbaServer * server, GError ** error)
 {
@@ -252,7 +299,7 @@ apply_flags (LegbaServer * server, GError ** error)
   }
   if (opt_compression)
     g_object_set (server, "compression", TRUE, NULL);
-  if (!apply_redis_flags (server, error))
+  if (!apply_redis_flags (server, error) || !apply_turn_flags (server, error))
     return FALSE;
 
   for (i = 0; limits[i] != NULL; i++) {

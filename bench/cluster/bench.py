@@ -28,9 +28,7 @@ import datetime
 import json
 import os
 import platform
-import random
 import resource
-import select
 import shutil
 import signal
 import statistics
@@ -40,13 +38,14 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import probeload  # noqa: E402
+from probeload import BenchError  # noqa: E402
+import stats  # noqa: E402
+
 APP_ID = "bench"
 APP_KEY = "bench-key"
 APP_SECRET = "bench-secret"
-
-
-class BenchError(Exception):
-    pass
 
 
 # ---- /proc ----
@@ -185,46 +184,7 @@ def probe_load(args, load_args, timeout, on_sync):
     argv = [args.legba_probe, "load", "--sync", "--json", "--timeout",
             str(timeout), "--app-id", APP_ID, "--app-key", APP_KEY,
             "--app-secret", APP_SECRET] + load_args
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=raise_nofile)
-    deadline = time.monotonic() + timeout + 30
-    result = None
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise BenchError("legba-probe load did not finish")
-            ready, _, _ = select.select([proc.stdout], [], [], left)
-            if not ready:
-                continue
-            line = proc.stdout.readline()
-            if not line:
-                break
-            line = line.strip()
-            if line.startswith("{"):
-                result = json.loads(line)
-                continue
-            on_sync(line)
-            try:
-                proc.stdin.write("\n")
-                proc.stdin.flush()
-            except BrokenPipeError:
-                pass
-    finally:
-        if proc.poll() is None:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-    err = proc.stderr.read()
-    if result is None:
-        raise BenchError("legba-probe load printed no result: " + err)
-    result["exit_status"] = proc.returncode
-    if err.strip():
-        result["stderr"] = err.strip()[-2000:]
-    return result
+    return probeload.run(argv, timeout, on_sync, preexec_fn=raise_nofile)
 
 
 # ---- fan-out ----
@@ -318,11 +278,10 @@ def run_hop(args, workdir):
         cluster.stop()
     diff = statistics.median(series["remote"]) - statistics.median(
         series["local"])
-    ci = bootstrap_ci(series["local"], series["remote"])
+    row = stats.compare(series["remote"], series["local"])
     return {"series_p50_ms": series, "events_per_run": args.hop_events,
-            "added_ms": diff, "ci95_ms": ci,
-            "verdict": "established" if ci[0] > 0 or ci[1] < 0
-            else "inconclusive"}
+            "added_ms": diff, "ci95_ms": row["ci"],
+            "verdict": row["verdict"]}
 
 
 # ---- the CPU Redis adds per message ----
@@ -371,27 +330,21 @@ def run_cost(args, workdir):
                 parts["redis"].append(per["redis"])
     added = statistics.median(series["cluster"]) - statistics.median(
         series["single"])
-    ci = bootstrap_ci(series["single"], series["cluster"])
+    row = stats.compare(series["cluster"], series["single"])
     return {"events_per_run": args.cost_events,
             "series_us_per_message": series,
             "cluster_parts_us_per_message": parts,
-            "added_us": added, "ci95_us": ci,
-            "verdict": "established" if ci[0] > 0 or ci[1] < 0
-            else "inconclusive"}
-
-
-def bootstrap_ci(base, other, seed=20260408, n=10000):
-    rng = random.Random(seed)
-    boots = []
-    for _ in range(n):
-        b = [rng.choice(base) for _ in base]
-        o = [rng.choice(other) for _ in other]
-        boots.append(statistics.median(o) - statistics.median(b))
-    boots.sort()
-    return [boots[int(n * 0.025)], boots[int(n * 0.975) - 1]]
+            "added_us": added, "ci95_us": row["ci"],
+            "verdict": row["verdict"]}
 
 
 # ---- conditions and report ----
+
+def ci_text(ci):
+    if ci is None:
+        return f"no interval with fewer than {stats.MIN_RUNS} runs an arm"
+    return f"95% CI {fmt(ci[0])} .. {fmt(ci[1])}"
+
 
 def conditions(args, start_load):
     redis_version = subprocess.run([args.redis_server, "--version"],
@@ -432,26 +385,30 @@ def report(result):
     hop = result.get("hop")
     if hop:
         lines.append("")
-        lines.append("Redis hop: +{} ms at p50 (95% CI {} .. {}, {}), over "
+        lines.append("Redis hop: {} ms at p50 ({}, {}), over "
                      "{} runs of {} events per arm".format(
-                         fmt(hop["added_ms"]), fmt(hop["ci95_ms"][0]),
-                         fmt(hop["ci95_ms"][1]), hop["verdict"],
+                         signed(hop["added_ms"]), ci_text(hop["ci95_ms"]),
+                         hop["verdict"],
                          len(hop["series_p50_ms"]["local"]),
                          hop["events_per_run"]))
     cost = result.get("cost")
     if cost:
         parts = cost["cluster_parts_us_per_message"]
-        lines.append("Redis CPU cost: +{} us per message, all processes "
-                     "(95% CI {} .. {}, {}); in the cluster: publisher {} us, "
+        lines.append("Redis CPU cost: {} us per message, all processes "
+                     "({}, {}); in the cluster: publisher {} us, "
                      "other instance {} us, redis-server {} us "
                      "(medians, {} runs of {} events)".format(
-                         fmt(cost["added_us"]), fmt(cost["ci95_us"][0]),
-                         fmt(cost["ci95_us"][1]), cost["verdict"],
+                         signed(cost["added_us"]), ci_text(cost["ci95_us"]),
+                         cost["verdict"],
                          fmt(statistics.median(parts["publisher"])),
                          fmt(statistics.median(parts["other"])),
                          fmt(statistics.median(parts["redis"])),
                          len(parts["redis"]), cost["events_per_run"]))
     return "\n".join(lines)
+
+
+def signed(v):
+    return ("+" if v >= 0 else "") + fmt(v)
 
 
 def fmt(v):

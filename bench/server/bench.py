@@ -30,7 +30,6 @@ import json
 import os
 import platform
 import resource
-import select
 import shutil
 import signal
 import socket
@@ -38,14 +37,14 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import probeload  # noqa: E402
+from probeload import BenchError  # noqa: E402
+
 APP_ID = "bench"
 APP_KEY = "bench-key"
 APP_SECRET = "bench-secret"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-class BenchError(Exception):
-    pass
 
 
 # ---- /proc sampling ----
@@ -286,46 +285,7 @@ class Probe:
         """legba-probe load --sync: on_sync(line) at each sync point."""
         argv = [self.binary, "load", "--sync", "--json", "--timeout",
                 str(timeout), "--connect-window", str(self.window)] + args
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + timeout + 30
-        result = None
-        try:
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise BenchError("legba-probe load did not finish")
-                ready, _, _ = select.select([proc.stdout], [], [], left)
-                if not ready:
-                    continue
-                line = proc.stdout.readline()
-                if not line:
-                    break
-                line = line.strip()
-                if line.startswith("{"):
-                    result = json.loads(line)
-                    continue
-                on_sync(line)
-                try:
-                    proc.stdin.write("\n")
-                    proc.stdin.flush()
-                except BrokenPipeError:
-                    # It gave up (its own timeout) right after the line;
-                    # its result follows on stdout.
-                    pass
-        finally:
-            if proc.poll() is None:
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-        err = proc.stderr.read()
-        if result is None:
-            raise BenchError("legba-probe load printed no result: " + err)
-        result["exit_status"] = proc.returncode
-        return result
+        return probeload.run(argv, timeout, on_sync)
 
 
 # ---- scenarios ----

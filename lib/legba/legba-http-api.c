@@ -780,8 +780,25 @@ check_auth_fields (GHashTable * fields, const LegbaTokenClaims * claims,
   return TRUE;
 }
 
+/* The TURN credentials of the participant the answer admits, when the
+ * server hands them out (docs/server.md, "TURN credentials"). */
+static void
+add_ice_servers (LegbaHub * hub, JsonBuilder * b,
+    const LegbaTokenClaims * claims, const char *suffix, gint64 now_s)
+{
+  g_autoptr (GString) text = g_string_new (NULL);
+  g_autofree char *user_id = g_strconcat (claims->identity, "-", suffix,
+      NULL);
+
+  if (!legba_hub_append_ice_servers (hub, text, user_id, now_s))
+    return;
+  json_builder_set_member_name (b, "ice_servers");
+  json_builder_add_value (b, json_from_string (text->str, NULL));
+}
+
 /* POST /apps/ID/auth: a join token and a socket in, the presence
- * authorization for exactly the token's room out. The participant id is
+ * authorization for exactly the token's room out (and the participant's
+ * TURN credentials, when configured). The participant id is
  * always IDENTITY-SUFFIX, so it can never be the reserved id "server". */
 static void
 handle_auth (LegbaHub * hub, LegbaHubApp * app,
@@ -822,6 +839,8 @@ handle_auth (LegbaHub * hub, LegbaHubApp * app,
   json_builder_add_string_value (b, auth);
   json_builder_set_member_name (b, "channel_data");
   json_builder_add_string_value (b, channel_data);
+  add_ice_servers (hub, b, &claims, g_hash_table_lookup (fields, "suffix"),
+      request->now_s);
   json_builder_end_object (b);
   respond_builder (response, 200, b);
 

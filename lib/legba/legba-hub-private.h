@@ -106,6 +106,9 @@ struct _LegbaHub
   GPtrArray *closed_later;      /* conns closed while depth > 0 */
   LegbaHubCluster cluster;      /* all NULL without a relay */
   gpointer cluster_data;
+  char **turn_urls;             /* NULL: no TURN credentials handed out */
+  char *turn_secret;
+  guint turn_ttl;
 };
 
 /* Pusher protocol 7 frame {"event", "channel" (when not NULL), "data"},

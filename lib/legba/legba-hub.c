@@ -26,6 +26,7 @@
 
 #include "legba-auth.h"
 #include "legba-json.h"
+#include "legba-turn.h"
 
 #include <string.h>
 
@@ -562,11 +563,18 @@ conn_subscription_error (LegbaHub * hub, LegbaHubConn * conn,
   conn_send (hub, conn, frame);
 }
 
+/* The room channels of ROOM-PROTOCOL.md §2 */
+#define ROOM_CHANNEL_PREFIX "presence-legba."
+
 /* Pusher protocol 7: pusher_internal:subscription_succeeded, data "{}" or
- * for presence {"presence": {"ids", "hash", "count"}}, ids in join order. */
+ * for presence {"presence": {"ids", "hash", "count"}}, ids in join order.
+ * A member of a room channel (its presence authorized, user_id its
+ * participant id) also gets "ice_servers" when TURN is configured: it
+ * goes to this connection only, never to a public or private channel's
+ * subscriber. */
 static void
 conn_subscription_succeeded (LegbaHub * hub, LegbaHubConn * conn,
-    Channel * channel)
+    Channel * channel, const char *user_id)
 {
   g_autoptr (GString) data = NULL;
   g_autoptr (GBytes) frame = NULL;
@@ -591,8 +599,15 @@ conn_subscription_succeeded (LegbaHub * hub, LegbaHubConn * conn,
       g_string_append_c (data, ':');
       g_string_append (data, member->user_info ? member->user_info : "null");
     }
-    g_string_append_printf (data, "},\"count\":%u}}",
+    g_string_append_printf (data, "},\"count\":%u}",
         channel->member_order.length);
+    if (user_id != NULL && hub->turn_urls != NULL &&
+        g_str_has_prefix (channel->name, ROOM_CHANNEL_PREFIX)) {
+      g_string_append (data, ",\"ice_servers\":");
+      legba_hub_append_ice_servers (hub, data, user_id,
+          g_get_real_time () / G_USEC_PER_SEC);
+    }
+    g_string_append_c (data, '}');
   }
   frame =
       hub_frame_new ("pusher_internal:subscription_succeeded", channel->name,
@@ -748,7 +763,8 @@ subscription_add (LegbaHub * hub, LegbaHubConn * conn, const char *name,
         hub->cluster_data);
   if (joined)
     hub_presence_member_joined (hub, app, channel, member, conn);
-  conn_subscription_succeeded (hub, conn, channel);
+  conn_subscription_succeeded (hub, conn, channel,
+      member ? member->user_id : NULL);
 }
 
 static void
@@ -787,7 +803,8 @@ handle_subscribe (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
   /* Subscribing again changes nothing; the socket is already authorized. */
   sub = g_hash_table_lookup (conn->subscriptions, name);
   if (sub != NULL) {
-    conn_subscription_succeeded (hub, conn, sub->channel);
+    conn_subscription_succeeded (hub, conn, sub->channel,
+        sub->member ? sub->member->user_id : NULL);
     return;
   }
   if (channel_kind (name) != CHANNEL_PUBLIC &&
@@ -1271,7 +1288,38 @@ legba_hub_free (LegbaHub * hub)
   g_hash_table_unref (hub->apps_by_id);
   g_bytes_unref (hub->ping_frame);
   g_bytes_unref (hub->pong_frame);
+  g_strfreev (hub->turn_urls);
+  g_free (hub->turn_secret);
   g_free (hub);
+}
+
+void
+legba_hub_set_turn (LegbaHub * hub, const char *const *urls,
+    const char *secret, guint ttl_s)
+{
+  g_return_if_fail (hub != NULL);
+
+  g_clear_pointer (&hub->turn_urls, g_strfreev);
+  g_clear_pointer (&hub->turn_secret, g_free);
+  hub->turn_ttl = ttl_s;
+  if (urls == NULL || urls[0] == NULL || secret == NULL || *secret == '\0')
+    return;
+  hub->turn_urls = g_strdupv ((char **) urls);
+  hub->turn_secret = g_strdup (secret);
+}
+
+gboolean
+legba_hub_append_ice_servers (LegbaHub * hub, GString * out,
+    const char *user_id, gint64 now_s)
+{
+  g_return_val_if_fail (hub != NULL, FALSE);
+  g_return_val_if_fail (out != NULL && user_id != NULL, FALSE);
+
+  if (hub->turn_urls == NULL)
+    return FALSE;
+  legba_turn_append_ice_servers (out, (const char *const *) hub->turn_urls,
+      hub->turn_secret, hub->turn_ttl, user_id, now_s);
+  return TRUE;
 }
 
 void

@@ -120,6 +120,20 @@ void legba_hub_free (LegbaHub * hub);
 void legba_hub_set_limits (LegbaHub * hub, const LegbaLimits * limits);
 const LegbaLimits *legba_hub_get_limits (LegbaHub * hub);
 
+/* TURN credentials for room members (docs/server.md, "TURN credentials"):
+ * with urls (turn: or turns: URLs, legba_turn_url_check()) and a secret,
+ * every subscription to a room channel ("presence-legba.ROOM") gets
+ * "ice_servers" in its pusher_internal:subscription_succeeded data, with
+ * a user name "EXPIRY:USER_ID" valid for ttl_s seconds and its
+ * credential. NULL urls or secret: none. */
+void legba_hub_set_turn (LegbaHub * hub, const char *const *urls,
+    const char *secret, guint ttl_s);
+
+/* Appends the "ice_servers" array for user_id at wall-clock time now_s
+ * and returns TRUE, or returns FALSE when no TURN server is configured. */
+gboolean legba_hub_append_ice_servers (LegbaHub * hub, GString * out,
+    const char *user_id, gint64 now_s);
+
 /* Returns FALSE (and sets error) when id or key is already taken, or any
  * argument is empty. */
 gboolean legba_hub_add_app (LegbaHub * hub, const char *id, const char *key,

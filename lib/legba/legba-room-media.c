@@ -108,7 +108,11 @@ local_track_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
     if (first)
       legba_room_invoke (track->room, local_caps_known_cb,
           g_object_ref (track->room), g_object_unref);
-  } else if (gst_video_event_is_force_key_unit (event)) {
+  } else if (GST_EVENT_IS_UPSTREAM (event) &&
+      gst_video_event_is_force_key_unit (event)) {
+    /* a request; the encoder's downstream event that announces the key
+     * frame it made is none (taken for one, every key frame would ask for
+     * the next: one every 500 ms) */
     g_mutex_lock (&track->room->lock);
     ret = limit_key_units (track);
     g_mutex_unlock (&track->room->lock);
@@ -870,31 +874,129 @@ discard (LegbaPeer * peer, GstPad * pad)
   gst_object_unref (sinkpad);
 }
 
-static gboolean
-receive_format (const GstCaps * caps, LegbaTrackKind * kind,
-    const char **depay, const char **out)
+/* How a received stream is depayloaded: the depayloader, what it must put
+ * out, an optional parser after it, and what the track pad carries.
+ *
+ * H.264 goes through the depayloader's avc output and h264parse, never
+ * straight out of its byte-stream output. A sender may put SPS and PPS
+ * between the slices of one picture (GStreamer 1.22's rtph264pay with
+ * config-interval=-1 does so before every slice of a key frame with
+ * several slices, as x264enc tune=zerolatency makes them), and
+ * rtph264depay's byte-stream access units end at any SPS or PPS: such a
+ * key frame comes out in several buffers, each of which avdec_h264
+ * decodes as a picture, and every frame that refers to it is broken up to
+ * the next key frame. Its avc output ends access units at the RTP marker bit
+ * and keeps parameter sets out of the stream (in codec_data); h264parse
+ * turns that back into byte-stream access units and puts SPS and PPS
+ * before the first slice of every key frame, so that any decoder can
+ * start at any key frame. */
+typedef struct
+{
+  LegbaTrackKind kind;
+  const char *depay;
+  const char *depay_caps;
+  const char *parse;            /* nullable */
+  const char *caps;             /* what the track pad carries */
+} ReceiveFormat;
+
+static const ReceiveFormat receive_formats[] = {
+  {LEGBA_TRACK_KIND_VIDEO, "rtph264depay",
+        "video/x-h264, stream-format=avc, alignment=au", "h264parse",
+      "video/x-h264, stream-format=byte-stream, alignment=au"},
+  {LEGBA_TRACK_KIND_VIDEO, "rtpvp8depay", "video/x-vp8", NULL, "video/x-vp8"},
+  {LEGBA_TRACK_KIND_AUDIO, "rtpopusdepay", "audio/x-opus", NULL,
+      "audio/x-opus"},
+};
+
+static const ReceiveFormat *
+receive_format (const GstCaps * caps)
 {
   const GstStructure *s = gst_caps_get_structure (caps, 0);
   const char *encoding = gst_structure_get_string (s, "encoding-name");
+  static const char *const encodings[] = { "H264", "VP8", "OPUS" };
 
-  if (encoding == NULL)
+  for (guint i = 0; encoding != NULL && i < G_N_ELEMENTS (encodings); i++)
+    if (g_ascii_strcasecmp (encoding, encodings[i]) == 0)
+      return &receive_formats[i];
+  return NULL;
+}
+
+static GstElement *
+make_capsfilter (const char *desc)
+{
+  GstElement *filter = gst_element_factory_make ("capsfilter", NULL);
+  g_autoptr (GstCaps) caps = gst_caps_from_string (desc);
+
+  g_object_set (filter, "caps", caps, NULL);
+  return filter;
+}
+
+/* After a loss (a DISCONT buffer) and at the start, the H.264 that leaves
+ * the depayloader must begin at a whole key frame. rtph264depay's
+ * wait-for-keyframe lets through a key frame whose first slice was lost
+ * (any IDR slice ends its wait), and a decoder takes that for a picture,
+ * broken, with every frame after it up to the next key frame. The gate
+ * drops access units until one is an IDR picture from its first
+ * macroblock on, and asks the sender for another key frame when it drops
+ * a broken one. Runs on the depayloader's streaming thread (avc access
+ * units, 4-byte lengths: what rtph264depay writes). */
+typedef struct
+{
+  gboolean waiting;
+  guint64 dropped;
+} KeyGate;
+
+static gboolean
+starts_key_picture (GstBuffer * buffer)
+{
+  GstMapInfo map;
+  gboolean starts = FALSE;
+  gsize at = 0;
+
+  if (GST_BUFFER_FLAG_IS_SET (buffer, GST_BUFFER_FLAG_DELTA_UNIT) ||
+      !gst_buffer_map (buffer, &map, GST_MAP_READ))
     return FALSE;
-  if (g_ascii_strcasecmp (encoding, "H264") == 0) {
-    *kind = LEGBA_TRACK_KIND_VIDEO;
-    *depay = "rtph264depay";
-    *out = "video/x-h264, stream-format=byte-stream, alignment=au";
-  } else if (g_ascii_strcasecmp (encoding, "VP8") == 0) {
-    *kind = LEGBA_TRACK_KIND_VIDEO;
-    *depay = "rtpvp8depay";
-    *out = "video/x-vp8";
-  } else if (g_ascii_strcasecmp (encoding, "OPUS") == 0) {
-    *kind = LEGBA_TRACK_KIND_AUDIO;
-    *depay = "rtpopusdepay";
-    *out = "audio/x-opus";
-  } else {
-    return FALSE;
+  while (at + 6 <= map.size) {
+    const guint8 *nal = map.data + at;
+    /* byte by byte: GST_READ_UINT32_BE loads unaligned words */
+    guint32 size = (guint32) nal[0] << 24 | nal[1] << 16 | nal[2] << 8 | nal[3];
+    guint type = nal[4] & 0x1f;
+
+    if (size < 2 || size > map.size - at - 4)
+      break;
+    if (type == 1 || type == 5) {
+      /* the first slice: IDR, first_mb_in_slice 0 (ue(v) "1") */
+      starts = type == 5 && (nal[5] & 0x80) != 0;
+      break;
+    }
+    at += 4 + size;
   }
-  return TRUE;
+  gst_buffer_unmap (buffer, &map);
+  return starts;
+}
+
+static GstPadProbeReturn
+key_gate (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  KeyGate *gate = data;
+  GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER (info);
+
+  if (GST_BUFFER_FLAG_IS_SET (buffer, GST_BUFFER_FLAG_DISCONT))
+    gate->waiting = TRUE;
+  if (!gate->waiting)
+    return GST_PAD_PROBE_OK;
+  if (starts_key_picture (buffer)) {
+    if (gate->dropped > 0)
+      GST_INFO_OBJECT (pad, "H.264 resumes at a key frame after %"
+          G_GUINT64_FORMAT " access units dropped", gate->dropped);
+    gate->waiting = FALSE;
+    gate->dropped = 0;
+    return GST_PAD_PROBE_OK;
+  }
+  if (gate->dropped++ == 0 ||
+      !GST_BUFFER_FLAG_IS_SET (buffer, GST_BUFFER_FLAG_DELTA_UNIT))
+    gst_pad_send_event (pad, key_unit_event ());
+  return GST_PAD_PROBE_DROP;
 }
 
 /* webrtcbin's pad-added, on a streaming thread: the stream is flowing, so
@@ -905,11 +1007,10 @@ legba_peer_media_on_pad_added (GstElement * webrtcbin, GstPad * pad,
     LegbaPeer * peer)
 {
   g_autoptr (GstCaps) caps = NULL;
-  g_autoptr (GstCaps) out_caps = NULL;
   g_autofree char *ghost_name = NULL;
-  LegbaTrackKind kind = LEGBA_TRACK_KIND_VIDEO;
-  const char *depay_name = NULL, *out = NULL;
-  GstElement *depay, *filter, *tee;
+  const ReceiveFormat *format = NULL;
+  GstElement *chain[5];
+  guint n = 0;
   GstPad *pad_in, *tee_src, *ghost, *counted;
   gboolean take;
 
@@ -918,60 +1019,90 @@ legba_peer_media_on_pad_added (GstElement * webrtcbin, GstPad * pad,
   caps = gst_pad_get_current_caps (pad);
   if (caps == NULL)
     caps = gst_pad_query_caps (pad, NULL);
-  if (gst_caps_is_empty (caps) || !receive_format (caps, &kind, &depay_name,
-          &out)
-      || (depay = gst_element_factory_make (depay_name, NULL)) == NULL) {
+  if (!gst_caps_is_empty (caps))
+    format = receive_format (caps);
+  if (format == NULL
+      || (chain[0] = gst_element_factory_make (format->depay, NULL)) == NULL) {
     GST_WARNING ("pc %s: discarding a stream of %" GST_PTR_FORMAT, peer->pc,
         caps);
     discard (peer, pad);
     return;
   }
+  n = 1;
+  if (format->parse != NULL) {
+    chain[n] = gst_element_factory_make (format->parse, NULL);
+    if (chain[n] == NULL) {
+      GST_WARNING ("pc %s: discarding a stream of %" GST_PTR_FORMAT
+          ": the GStreamer element %s is missing", peer->pc, caps,
+          format->parse);
+      gst_object_unref (chain[0]);
+      discard (peer, pad);
+      return;
+    }
+    n++;
+  }
   g_mutex_lock (&peer->lock);
-  take = !peer->closing && !peer->media[kind].receiving;
-  peer->media[kind].receiving = TRUE;
+  take = !peer->closing && !peer->media[format->kind].receiving;
+  peer->media[format->kind].receiving = TRUE;
   g_mutex_unlock (&peer->lock);
   if (!take) {
-    gst_object_unref (depay);
+    for (guint i = 0; i < n; i++)
+      gst_object_unref (chain[i]);
     discard (peer, pad);
     return;
   }
-  if (kind == LEGBA_TRACK_KIND_VIDEO)
+  if (format->kind == LEGBA_TRACK_KIND_VIDEO)
     /* after a lost packet: ask the sender for a key frame (a PLI) and hand
      * the decoder nothing until it comes, never a broken frame */
-    g_object_set (depay, "request-keyframe", TRUE, "wait-for-keyframe", TRUE,
-        NULL);
-  filter = gst_element_factory_make ("capsfilter", NULL);
-  out_caps = gst_caps_from_string (out);
-  g_object_set (filter, "caps", out_caps, NULL);
-  tee = gst_element_factory_make ("tee", NULL);
+    g_object_set (chain[0], "request-keyframe", TRUE, "wait-for-keyframe",
+        TRUE, NULL);
+  if (format->parse != NULL) {
+    KeyGate *gate = g_new0 (KeyGate, 1);
+    GstPad *depay_src = gst_element_get_static_pad (chain[0], "src");
+
+    gate->waiting = TRUE;
+    gst_pad_add_probe (depay_src, GST_PAD_PROBE_TYPE_BUFFER, key_gate, gate,
+        g_free);
+    gst_object_unref (depay_src);
+    /* parameter sets before every key frame */
+    g_object_set (chain[1], "config-interval", -1, NULL);
+    /* the depayloader's output, between the two */
+    chain[2] = chain[1];
+    chain[1] = make_capsfilter (format->depay_caps);
+    n++;
+  }
+  chain[n++] = make_capsfilter (format->caps);
   /* an unlinked track pad discards its data, never stops the stream */
-  g_object_set (tee, "allow-not-linked", TRUE, NULL);
-  gst_bin_add_many (peer->bin, depay, filter, tee, NULL);
-  gst_element_link (depay, filter);
-  gst_element_link (filter, tee);
-  counted = gst_element_get_static_pad (filter, "src");
+  chain[n] = gst_element_factory_make ("tee", NULL);
+  g_object_set (chain[n], "allow-not-linked", TRUE, NULL);
+  n++;
+  for (guint i = 0; i < n; i++)
+    gst_bin_add (peer->bin, chain[i]);
+  for (guint i = 0; i + 1 < n; i++)
+    gst_element_link (chain[i], chain[i + 1]);
+  counted = gst_element_get_static_pad (chain[n - 2], "src");
   g_object_set_data (G_OBJECT (counted), "legba-peer", peer);
   gst_pad_add_probe (counted, GST_PAD_PROBE_TYPE_BUFFER, count_frame,
-      GINT_TO_POINTER (kind), NULL);
+      GINT_TO_POINTER (format->kind), NULL);
   gst_object_unref (counted);
-  tee_src = gst_element_request_pad_simple (tee, "src_%u");
-  ghost_name = g_strdup_printf ("recv_%s", kind_names[kind]);
+  tee_src = gst_element_request_pad_simple (chain[n - 1], "src_%u");
+  ghost_name = g_strdup_printf ("recv_%s", kind_names[format->kind]);
   ghost = gst_ghost_pad_new (ghost_name, tee_src);
   g_signal_connect_data (ghost, "linked", G_CALLBACK (on_track_linked),
       tee_src, unref_pad, 0);
   gst_pad_set_active (ghost, TRUE);
   gst_element_add_pad (GST_ELEMENT (peer->bin), ghost);
-  gst_element_sync_state_with_parent (tee);
-  gst_element_sync_state_with_parent (filter);
-  gst_element_sync_state_with_parent (depay);
-  pad_in = gst_element_get_static_pad (depay, "sink");
+  for (guint i = n; i > 0; i--)
+    gst_element_sync_state_with_parent (chain[i - 1]);
+  pad_in = gst_element_get_static_pad (chain[0], "sink");
   gst_pad_link (pad, pad_in);
   gst_object_unref (pad_in);
 
   g_mutex_lock (&peer->lock);
-  peer->media[kind].track_pad = gst_object_ref (ghost);
+  peer->media[format->kind].track_pad = gst_object_ref (ghost);
   g_mutex_unlock (&peer->lock);
-  legba_peer_invoke (peer, announce_track, GINT_TO_POINTER (kind), NULL);
+  legba_peer_invoke (peer, announce_track, GINT_TO_POINTER (format->kind),
+      NULL);
 }
 
 /* ---- Stats ---- */

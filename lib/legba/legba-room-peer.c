@@ -1182,8 +1182,19 @@ configure_webrtcbin (LegbaPeer * peer)
       "ice-transport-policy", room->ice_transport_policy, NULL);
   if (room->stun_server != NULL)
     g_object_set (peer->webrtcbin, "stun-server", room->stun_server, NULL);
-  if (room->turn_server != NULL)
+  /* An explicit turn-server wins over those the signaller handed out */
+  if (room->turn_server != NULL) {
     g_object_set (peer->webrtcbin, "turn-server", room->turn_server, NULL);
+    peer->uses_turn = TRUE;
+  } else {
+    for (guint i = 0; room->ice_servers && room->ice_servers[i]; i++) {
+      gboolean added = FALSE;
+
+      g_signal_emit_by_name (peer->webrtcbin, "add-turn-server",
+          room->ice_servers[i], &added);
+      peer->uses_turn |= added;
+    }
+  }
   configure_ice (peer);
 }
 
@@ -1353,7 +1364,7 @@ release_turn_allocations (LegbaPeer * peer)
   GSource *deadline;
   gboolean closed = FALSE, expired = FALSE;
 
-  if (peer->room->turn_server == NULL)
+  if (!peer->uses_turn)
     return;
   g_object_get (peer->webrtcbin, "ice-agent", &ice, NULL);
   if (ice == NULL ||

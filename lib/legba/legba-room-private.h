@@ -106,7 +106,7 @@ struct _LegbaRoom
   GMainContext *context;
   LegbaSignaller *signaller;
   GstBin *bin;                  /* weak: the room lives inside it */
-  gulong signaller_handlers[6];
+  gulong signaller_handlers[7];
 
   /* configuration */
   char *room_name;
@@ -117,6 +117,7 @@ struct _LegbaRoom
   guint latency;
   char *stun_server;
   char *turn_server;
+  char **ice_servers;           /* TURN URIs the signaller handed out */
   GstWebRTCICETransportPolicy ice_transport_policy;
   char **local_addresses;
   guint stun_pacing_timer;
@@ -185,6 +186,7 @@ struct _LegbaPeer
 
   GstBin *bin;                  /* holds webrtcbin and the media branches */
   GstElement *webrtcbin;
+  gboolean uses_turn;           /* given a TURN server */
   guint16 sctp_id;              /* unique in the process */
   GstElement *sctpenc;          /* webrtcbin's, once it made one (lock) */
   GstWebRTCRTPTransceiver *transceivers[2];     /* ours, by kind */

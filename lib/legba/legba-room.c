@@ -83,6 +83,7 @@ enum
   PROP_LATENCY,
   PROP_STUN_SERVER,
   PROP_TURN_SERVER,
+  PROP_ICE_SERVERS,
   PROP_ICE_TRANSPORT_POLICY,
   PROP_LOCAL_ADDRESSES,
   PROP_STUN_PACING_TIMER,
@@ -768,6 +769,17 @@ on_signaller_state (LegbaSignaller * signaller, GParamSpec * pspec,
         "the participant");
 }
 
+/* TURN credentials from the signalling server: for the peer connections
+ * made from now on (those running keep theirs). */
+static void
+on_ice_servers (LegbaSignaller * signaller, const char *const *uris,
+    LegbaRoom * self)
+{
+  g_strfreev (self->ice_servers);
+  self->ice_servers = g_strdupv ((char **) uris);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ICE_SERVERS]);
+}
+
 static void
 on_signaller_error (LegbaSignaller * signaller, GError * error,
     LegbaRoom * self)
@@ -869,6 +881,7 @@ legba_room_finalize (GObject * object)
   g_free (self->participant_id);
   g_free (self->stun_server);
   g_free (self->turn_server);
+  g_strfreev (self->ice_servers);
   g_strfreev (self->local_addresses);
   g_main_context_unref (self->context);
   g_mutex_clear (&self->lock);
@@ -892,6 +905,8 @@ connect_signaller (LegbaRoom * self)
       G_CALLBACK (on_signaller_state), self);
   h[5] = g_signal_connect (self->signaller, "error",
       G_CALLBACK (on_signaller_error), self);
+  h[6] = g_signal_connect (self->signaller, "ice-servers",
+      G_CALLBACK (on_ice_servers), self);
 }
 
 static void
@@ -1013,6 +1028,9 @@ legba_room_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_TURN_SERVER:
       g_value_set_string (value, self->turn_server);
       break;
+    case PROP_ICE_SERVERS:
+      g_value_set_boxed (value, self->ice_servers);
+      break;
     case PROP_ICE_TRANSPORT_POLICY:
       g_value_set_enum (value, self->ice_transport_policy);
       break;
@@ -1121,9 +1139,29 @@ legba_room_class_init (LegbaRoomClass * klass)
   properties[PROP_STUN_SERVER] = g_param_spec_string ("stun-server",
       "STUN server", "STUN server, stun://HOST:PORT (none by default)", NULL,
       rw);
+  /**
+   * LegbaRoom:turn-server:
+   *
+   * A TURN server, `turn(s)://USER:PASSWORD@HOST:PORT`, user name and
+   * password URI-escaped. When set, it is the only one the room uses: the
+   * servers of #LegbaRoom:ice-servers are then left aside.
+   */
   properties[PROP_TURN_SERVER] = g_param_spec_string ("turn-server",
       "TURN server", "TURN server, turn(s)://USER:PASSWORD@HOST:PORT (none "
-      "by default)", NULL, rw);
+      "by default; when set, ice-servers are not used)", NULL, rw);
+  /**
+   * LegbaRoom:ice-servers:
+   *
+   * The TURN servers, with time-limited credentials, that the signalling
+   * server handed out when the room was last joined
+   * (#LegbaSignaller::ice-servers; legba-server does when configured with
+   * a TURN secret), as webrtcbin URIs. Every peer connection made
+   * afterwards uses all of them, unless #LegbaRoom:turn-server is set.
+   */
+  properties[PROP_ICE_SERVERS] = g_param_spec_boxed ("ice-servers",
+      "ICE servers", "TURN servers the signalling server handed out, used "
+      "unless turn-server is set", G_TYPE_STRV,
+      G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
   properties[PROP_ICE_TRANSPORT_POLICY] =
       g_param_spec_enum ("ice-transport-policy", "ICE transport policy",
       "all: any candidate; relay: only through the TURN server",
@@ -1441,6 +1479,11 @@ legba_room_connect_async (LegbaRoom * self, GCancellable * cancellable,
     self->participant_id =
         legba_signaller_generate_participant_id (self->identity);
     g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_PARTICIPANT_ID]);
+  }
+  /* TURN credentials come with this join, when the server has any */
+  if (self->ice_servers != NULL) {
+    g_clear_pointer (&self->ice_servers, g_strfreev);
+    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ICE_SERVERS]);
   }
   if (!legba_signaller_join (self->signaller, self->room_name,
           self->participant_id, self->identity, self->display_name, &error)) {

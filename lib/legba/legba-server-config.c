@@ -2,13 +2,14 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * legba-server's configuration file: a GKeyFile with the groups [server],
- * [limits], [redis] and one [app NAME] per app (docs/server.md,
+ * [limits], [redis], [turn] and one [app NAME] per app (docs/server.md,
  * docs/scale-out.md). The whole file is
  * checked before anything is applied, and unknown groups and keys are
  * errors, so that a typo does not silently leave a default in force.
  */
 #include "legba-server-private.h"
 #include "legba-relay.h"
+#include "legba-turn.h"
 
 #include <string.h>
 
@@ -245,6 +246,70 @@ legba_config_redis_key (LegbaConfig * config, const char *group,
   return legba_config_fail (config, group, key, error, "unknown key");
 }
 
+/* [turn] urls: "a;b" (GKeyFile lists) or "a, b", each a turn: or turns:
+ * URL. */
+static gboolean
+legba_config_turn_urls (LegbaConfig * config, const char *group,
+    const char *key, GError ** error)
+{
+  g_autofree char *text = g_key_file_get_string (config->file, group, key,
+      NULL);
+  g_auto (GStrv) parts = g_strsplit_set (text ? text : "", ";,", -1);
+  g_autoptr (GStrvBuilder) urls = g_strv_builder_new ();
+  GValue value = G_VALUE_INIT;
+  gboolean none = TRUE;
+
+  for (char **p = parts; *p != NULL; p++) {
+    g_autoptr (GError) local_error = NULL;
+
+    g_strstrip (*p);
+    if (**p == '\0')
+      continue;
+    if (!legba_turn_url_check (*p, &local_error))
+      return legba_config_fail (config, group, key, error,
+          local_error->message);
+    none = FALSE;
+    g_strv_builder_add (urls, *p);
+  }
+  if (none)
+    return legba_config_fail (config, group, key, error, "no URL given");
+  g_value_init (&value, G_TYPE_STRV);
+  g_value_take_boxed (&value, g_strv_builder_end (urls));
+  legba_config_set (config, "turn-urls", &value);
+  return TRUE;
+}
+
+/* [turn]: credentials for room members (docs/server.md). */
+static gboolean
+legba_config_turn (LegbaConfig * config, const char *group, GError ** error)
+{
+  g_auto (GStrv) keys = g_key_file_get_keys (config->file, group, NULL, NULL);
+  gboolean urls = FALSE, secret = FALSE;
+
+  for (char **key = keys; key && *key; key++) {
+    gboolean ok;
+
+    if (g_str_equal (*key, "urls")) {
+      ok = legba_config_turn_urls (config, group, *key, error);
+      urls = TRUE;
+    } else if (g_str_equal (*key, "secret")) {
+      ok = legba_config_string (config, group, *key, "turn-secret", error);
+      secret = TRUE;
+    } else if (g_str_equal (*key, "ttl")) {
+      ok = legba_config_uint (config, group, *key, "turn-ttl", 60, G_MAXINT,
+          error);
+    } else {
+      ok = legba_config_fail (config, group, *key, error, "unknown key");
+    }
+    if (!ok)
+      return FALSE;
+  }
+  if (urls != secret)
+    return legba_config_fail (config, group, urls ? "secret" : "urls", error,
+        "urls and secret go together");
+  return TRUE;
+}
+
 static gboolean
 legba_config_limits (LegbaConfig * config, const char *group,
     GObjectClass * klass, GError ** error)
@@ -331,12 +396,16 @@ legba_config_read (LegbaConfig * config, GError ** error)
         if (!legba_config_redis_key (config, *group, *key, error))
           return FALSE;
       }
+    } else if (g_str_equal (*group, "turn")) {
+      if (!legba_config_turn (config, *group, error))
+        return FALSE;
     } else if (g_str_has_prefix (*group, "app ") && (*group)[4] != '\0') {
       if (!legba_config_app (config, *group, error))
         return FALSE;
     } else {
       return legba_config_fail (config, *group, NULL, error,
-          "unknown group (expected server, limits, redis or \"app NAME\")");
+          "unknown group (expected server, limits, redis, turn or "
+          "\"app NAME\")");
     }
   }
 
@@ -398,7 +467,8 @@ legba_config_apply (LegbaConfig * config, LegbaServer * server, GError ** error)
  * Configures @server from a key file: `[server]` (bind, port, tls-cert,
  * tls-key, allowed-origins, compression, metrics-bind, metrics-port,
  * metrics-token), `[limits]` (each limit by its property name), `[redis]`
- * (url, instance-id, prefix, retention, instance-ttl) and one `[app NAME]`
+ * (url, instance-id, prefix, retention, instance-ttl), `[turn]` (urls,
+ * secret, ttl: TURN credentials for room members) and one `[app NAME]`
  * group per app (id, key, secret). Relative paths are taken
  * from the file's directory. Nothing is applied unless the whole file is
  * valid; errors (%LEGBA_SERVER_ERROR_CONFIG) name the file, group and key.

@@ -76,6 +76,12 @@ struct _LegbaServer
   guint redis_retention;
   guint redis_instance_ttl;
   LegbaRelay *relay;
+
+  /* TURN credentials for room members (docs/server.md) */
+  char **turn_urls;
+  char *turn_secret;
+  guint turn_ttl;
+
   GSource *tick;
   GSource *shutdown_timer;
 };

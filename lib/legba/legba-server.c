@@ -28,6 +28,7 @@
 
 #include "legba-poll-group.h"
 #include "legba-ws-stream.h"
+#include "legba-turn.h"
 
 #include <legba/legba-version.h>
 #include <libsoup/soup.h>
@@ -121,6 +122,9 @@ enum
   PROP_REDIS_PREFIX,
   PROP_REDIS_RETENTION,
   PROP_REDIS_INSTANCE_TTL,
+  PROP_TURN_URLS,
+  PROP_TURN_SECRET,
+  PROP_TURN_TTL,
   PROP_CONNECTION_COUNT,
   PROP_LIMIT_FIRST,
   N_PROPS = PROP_LIMIT_FIRST + G_N_ELEMENTS (limit_specs)
@@ -1213,6 +1217,33 @@ legba_server_tick (gpointer user_data)
 }
 
 static void
+legba_server_apply_turn (LegbaServer * self)
+{
+  legba_hub_set_turn (self->hub, (const char *const *) self->turn_urls,
+      self->turn_secret, self->turn_ttl);
+}
+
+/* Bad URLs are refused whole: a server must not hand out a list that
+ * browsers reject. legba-server and the configuration file report them
+ * as errors before they get here. */
+static void
+legba_server_set_turn_urls (LegbaServer * self, const char *const *urls)
+{
+  for (guint i = 0; urls != NULL && urls[i] != NULL; i++) {
+    g_autoptr (GError) error = NULL;
+
+    if (!legba_turn_url_check (urls[i], &error)) {
+      g_warning ("turn-urls: %s; no TURN server is handed out", error->message);
+      urls = NULL;
+      break;
+    }
+  }
+  g_strfreev (self->turn_urls);
+  self->turn_urls = urls && urls[0] ? g_strdupv ((char **) urls) : NULL;
+  legba_server_apply_turn (self);
+}
+
+static void
 legba_server_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
@@ -1284,6 +1315,18 @@ legba_server_set_property (GObject * object, guint prop_id,
     case PROP_REDIS_INSTANCE_TTL:
       self->redis_instance_ttl = g_value_get_uint (value);
       break;
+    case PROP_TURN_URLS:
+      legba_server_set_turn_urls (self, g_value_get_boxed (value));
+      break;
+    case PROP_TURN_SECRET:
+      g_free (self->turn_secret);
+      self->turn_secret = g_value_dup_string (value);
+      legba_server_apply_turn (self);
+      break;
+    case PROP_TURN_TTL:
+      self->turn_ttl = g_value_get_uint (value);
+      legba_server_apply_turn (self);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1347,6 +1390,15 @@ legba_server_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_REDIS_INSTANCE_TTL:
       g_value_set_uint (value, self->redis_instance_ttl);
+      break;
+    case PROP_TURN_URLS:
+      g_value_set_boxed (value, self->turn_urls);
+      break;
+    case PROP_TURN_SECRET:
+      g_value_set_string (value, self->turn_secret);
+      break;
+    case PROP_TURN_TTL:
+      g_value_set_uint (value, self->turn_ttl);
       break;
     case PROP_CONNECTION_COUNT:
       g_value_set_uint (value, g_hash_table_size (self->conns));
@@ -1422,6 +1474,8 @@ legba_server_finalize (GObject * object)
   g_free (self->redis_url);
   g_free (self->instance_id);
   g_free (self->redis_prefix);
+  g_strfreev (self->turn_urls);
+  g_free (self->turn_secret);
   g_main_context_unref (self->context);
   G_OBJECT_CLASS (legba_server_parent_class)->finalize (object);
 }
@@ -1611,6 +1665,43 @@ legba_server_class_init (LegbaServerClass * klass)
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
+   * LegbaServer:turn-urls:
+   *
+   * TURN servers (`turn:HOST[:PORT][?transport=udp|tcp]`, `turns:...`, as
+   * browsers take them) sharing #LegbaServer:turn-secret with this server
+   * (coturn's `use-auth-secret`). With both set, every member of a room
+   * channel (`presence-legba.ROOM`) gets time-limited credentials for them
+   * when its subscription succeeds, and so does every answer of the
+   * join-token endpoint. A list with an invalid URL is refused whole, with
+   * a warning.
+   */
+  properties[PROP_TURN_URLS] = g_param_spec_boxed ("turn-urls", NULL,
+      "TURN servers room members get credentials for (NULL: none)",
+      G_TYPE_STRV, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:turn-secret:
+   *
+   * The secret shared with the TURN servers (coturn's
+   * `static-auth-secret`): a member's credential is base64 (HMAC-SHA1
+   * (secret, "EXPIRY:PARTICIPANT_ID")).
+   */
+  properties[PROP_TURN_SECRET] = g_param_spec_string ("turn-secret", NULL,
+      "Secret shared with the TURN servers (NULL: no credentials)", NULL,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:turn-ttl:
+   *
+   * Seconds the TURN credentials handed out stay valid. A relayed
+   * connection needs them for as long as it lasts: the TURN server checks
+   * them again whenever the allocation is refreshed.
+   */
+  properties[PROP_TURN_TTL] = g_param_spec_uint ("turn-ttl", NULL,
+      "Seconds TURN credentials stay valid", 60, G_MAXINT,
+      LEGBA_TURN_DEFAULT_TTL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
    * LegbaServer:connection-count:
    *
    * WebSocket sockets open, closing ones included; notified on change.
@@ -1636,6 +1727,7 @@ legba_server_init (LegbaServer * self)
   self->redis_prefix = g_strdup (LEGBA_RELAY_DEFAULT_PREFIX);
   self->redis_retention = LEGBA_RELAY_DEFAULT_RETENTION;
   self->redis_instance_ttl = LEGBA_RELAY_DEFAULT_INSTANCE_TTL;
+  self->turn_ttl = LEGBA_TURN_DEFAULT_TTL;
   self->pending_apps = g_ptr_array_new_with_free_func (legba_pending_app_free);
   self->conns = g_hash_table_new_full (NULL, NULL, legba_server_conn_free,
       NULL);

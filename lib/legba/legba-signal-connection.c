@@ -9,6 +9,7 @@
 
 #include "legba-auth.h"
 #include "legba-json.h"
+#include "legba-turn.h"
 #include "legba-version.h"
 
 #include <string.h>
@@ -698,6 +699,29 @@ parse_presence (LegbaSignalClient * self, JsonObject * frame)
   return members;
 }
 
+/* legba-server's "ice_servers" beside "presence" (docs/server.md): TURN
+ * credentials for this participant. FALSE when a handler replaced the
+ * connection. */
+static gboolean
+emit_ice_servers (LegbaSignalClient * self, JsonObject * frame)
+{
+  LegbaSignalConnection *conn = self->conn;
+  g_autoptr (JsonObject) data = frame_get_data_object (frame);
+  JsonNode *servers = data ? json_object_get_member (data, "ice_servers") :
+      NULL;
+  g_auto (GStrv) uris = NULL;
+
+  if (servers == NULL)
+    return TRUE;
+  if (!JSON_NODE_HOLDS_ARRAY (servers)) {
+    g_message ("Ignoring ice_servers that are not an array");
+    return TRUE;
+  }
+  uris = legba_turn_uris_from_ice_servers (json_node_get_array (servers));
+  g_signal_emit_by_name (self, "ice-servers", uris);
+  return self->conn == conn;
+}
+
 static void
 on_subscription_succeeded (LegbaSignalClient * self, JsonObject * frame)
 {
@@ -709,6 +733,8 @@ on_subscription_succeeded (LegbaSignalClient * self, JsonObject * frame)
   LegbaSignalMember *member;
 
   if (conn->subscribed)
+    return;
+  if (!emit_ice_servers (self, frame))
     return;
   self->members = parse_presence (self, frame);
   conn->subscribed = TRUE;

@@ -220,6 +220,24 @@ legba_signaller_default_init (LegbaSignallerInterface * iface)
       G_TYPE_PTR_ARRAY | G_SIGNAL_TYPE_STATIC_SCOPE);
 
   /**
+   * LegbaSignaller::ice-servers:
+   * @self: the signaller
+   * @uris: (array zero-terminated=1) (transfer none): TURN servers with
+   *   credentials for this participant, as webrtcbin URIs
+   *   (`turn(s)://USER:PASSWORD@HOST:PORT[?transport=udp|tcp]`, user and
+   *   password URI-escaped); may be empty
+   *
+   * The signalling server handed out TURN credentials for this
+   * participant (legba-server does when configured for it; other servers
+   * do not, and then this is never emitted). Emitted before
+   * #LegbaSignaller::joined, on each subscription that carried them, so a
+   * reconnection brings fresh credentials.
+   */
+  g_signal_new ("ice-servers", G_TYPE_FROM_INTERFACE (iface),
+      G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 1,
+      G_TYPE_STRV | G_SIGNAL_TYPE_STATIC_SCOPE);
+
+  /**
    * LegbaSignaller::member-joined:
    * @self: the signaller
    * @member: (transfer none): the newcomer

@@ -305,6 +305,9 @@ send_buffer (GstLegbaDataSink * self, Send * s)
   g_mutex_unlock (&self->lock);
   if (!run_on_room (self, send_on_room, s))
     return GST_FLOW_FLUSHING;
+  GST_DEBUG_OBJECT (self, "sent to %u recipients, %u refused%s%s",
+      s->targets->len - s->refused->len, s->refused->len,
+      s->error ? ": " : "", s->error ? s->error->message : "");
   deadline = g_get_monotonic_time () + timeout * G_TIME_SPAN_MILLISECOND;
   /* recipients that could not take it: wait for ready-to-send, retry */
   while (s->error == NULL && s->refused->len > 0) {

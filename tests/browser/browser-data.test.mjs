@@ -45,8 +45,12 @@ function gstLaunch (server, room, identity, tail)
     `server-url=ws://${server.host}:${server.port}`,
     `app-key=${server.key}`, `app-secret=${server.secret}`, `room=${room}`,
     `identity=${identity}`, ...tail];
+  /* the data elements say what they wait for and send, for the failure
+   * report */
+  const env = { ...process.env,
+    GST_DEBUG: `${process.env.GST_DEBUG ?? '*:1'},legbadata*:5` };
   const child = spawn('gst-launch-1.0', line,
-      { stdio: ['ignore', 'pipe', 'pipe'] });
+      { stdio: ['ignore', 'pipe', 'pipe'], env });
   const p = { output: '', exit: null };
   for (const stream of [child.stdout, child.stderr]) {
     stream.setEncoding('utf8');

@@ -10,6 +10,12 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createSocket } from 'node:dgram';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join as joinPath } from 'node:path';
 import { startServer } from '../integration/server.mjs';
 import {
   decodedFrom, launchChromium, openParticipant, servePage, teardown, until,
@@ -257,4 +263,105 @@ test('the signalling server restarts: media flows on, nothing renegotiated',
   assert.equal((await descriptions(alice)).length, 1, 'no new answer');
   assert.deepEqual((await alice.record()).events.filter((e) =>
     e.type === 'participant-left'), [], 'nobody left');
+});
+
+/* ---- TURN: coturn on loopback, credentials from legba-server ---- */
+
+/* A free UDP port on 127.0.0.1 (bound, read, released). */
+function freeUdpPort ()
+{
+  return new Promise((resolve, reject) => {
+    const socket = createSocket('udp4');
+    socket.on('error', reject);
+    socket.bind(0, '127.0.0.1', () => {
+      const { port } = socket.address();
+      socket.close(() => resolve(port));
+    });
+  });
+}
+
+/* Does a STUN binding request to 127.0.0.1:port get its success
+ * response (RFC 5389) within 200 ms? */
+function stunAnswers (port)
+{
+  return new Promise((resolve) => {
+    const socket = createSocket('udp4');
+    const request = Buffer.alloc(20);
+    request.writeUInt16BE(0x0001, 0);
+    request.writeUInt32BE(0x2112a442, 4);
+    randomBytes(12).copy(request, 8);
+    const done = (answered) => {
+      clearTimeout(timer);
+      socket.close();
+      resolve(answered);
+    };
+    const timer = setTimeout(() => done(false), 200);
+    socket.on('error', () => done(false));
+    socket.on('message', (m) => done(m.length >= 20 &&
+      m.readUInt16BE(0) === 0x0101 && m.subarray(8, 20).equals(
+        request.subarray(8, 20))));
+    socket.send(request, port, '127.0.0.1');
+  });
+}
+
+/* Debian's coturn on a free loopback port with the REST scheme's shared
+ * secret; stopped (and its files removed) when the test ends. */
+async function startCoturn (t, secret)
+{
+  const dir = await mkdtemp(joinPath(tmpdir(), 'legba-turn-'));
+  const log = joinPath(dir, 'turn.log');
+  const port = await freeUdpPort();
+  const child = spawn('turnserver', ['-n', '--listening-ip=127.0.0.1',
+    '--relay-ip=127.0.0.1', `--listening-port=${port}`, '--use-auth-secret',
+    `--static-auth-secret=${secret}`, '--realm=legba', '--no-cli',
+    '--no-tls', '--no-dtls', '--no-tcp', '--no-tcp-relay',
+    '--allow-loopback-peers', '--fingerprint', '--verbose', '--simple-log',
+    '--no-stdout-log', `--log-file=${log}`, `--pidfile=${dir}/turn.pid`,
+    `--userdb=${dir}/turndb`], { stdio: 'ignore' });
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  teardown(t)(async () => {
+    child.kill('SIGTERM');
+    await exited;
+    await rm(dir, { recursive: true, force: true });
+  });
+  await until(() => stunAnswers(port), 'coturn to answer STUN', {
+    detail: () => readFile(log, 'utf8').catch(() => '(no log)') });
+  return { port, log: () => readFile(log, 'utf8') };
+}
+
+const haveCoturn = spawnSync('sh', ['-c', 'command -v turnserver'])
+  .status === 0;
+
+test('relayed through TURN only, credentials from legba-server',
+    { skip: !haveCoturn && 'turnserver (coturn) is not installed' },
+    async (t) => {
+  const secret = randomBytes(16).toString('hex');
+  const turn = await startCoturn(t, secret);
+  const url = `turn:127.0.0.1:${turn.port}?transport=udp`;
+  const server = await serverFor(t, ['--turn-url', url, '--turn-secret',
+    secret, '--turn-ttl', '600']);
+  const relay = { iceTransportPolicy: 'relay' };
+  const [alice, bob] = await join(t, server, 'turn', ['alice', 'bob'],
+      { alice: relay, bob: relay });
+
+  /* what legba-server handed each page: EXPIRY:PARTICIPANT_ID, about
+   * ten minutes ahead */
+  for (const p of [alice, bob]) {
+    const handedOut = await p.tab.evaluate(() =>
+      window.legba.peer().serverIceServers);
+    assert.equal(handedOut.length, 1);
+    assert.deepEqual(handedOut[0].urls, [url]);
+    const [expiry, user] = handedOut[0].username.split(':');
+    assert.equal(user, p.id);
+    assert.ok(Math.abs(Number(expiry) - Date.now() / 1000 - 600) < 60,
+        `expiry ${expiry} is about 600 s ahead`);
+    assert.match(handedOut[0].credential, /^[A-Za-z0-9+/]{27}=$/,
+        'base64 of an HMAC-SHA1');
+  }
+
+  await Promise.all([decodedFrom(alice, bob.id, FRAMES),
+    decodedFrom(bob, alice.id, FRAMES)]);
+  const log = await turn.log();
+  assert.match(log, /ALLOCATE processed, success/,
+      'coturn granted the pages allocations');
 });

@@ -190,6 +190,12 @@ export function codecPreferences (capabilities, kind, publish)
  * limits servers advertise in pusher:connection_established (§4): pusher-js
  * reads only the socket id and activity timeout from that frame. */
 const advertised = new Map();
+/* The TURN servers legba-server hands a room member in the data of
+ * pusher_internal:subscription_succeeded ("ice_servers", RTCIceServer
+ * dictionaries), by socket id and channel: pusher-js passes on only the
+ * presence part of that frame. The socket's listener runs before
+ * pusher-js's own, so they are known when the subscription is reported. */
+const iceServersHandedOut = new Map();
 function watchLimits (Pusher)
 {
   const runtime = Pusher.Runtime;
@@ -198,21 +204,28 @@ function watchLimits (Pusher)
   const create = runtime.createWebSocket;
   runtime.createWebSocket = function (url) {
     const socket = create.call(this, url);
-    const first = (event) => {
-      socket.removeEventListener('message', first);
+    let socketId = null;
+    const watch = (event) => {
       try {
         const frame = JSON.parse(event.data);
-        if (frame.event !== 'pusher:connection_established')
+        if (frame.event !== 'pusher:connection_established' &&
+            frame.event !== 'pusher_internal:subscription_succeeded')
           return;
         const data = typeof frame.data === 'string' ?
           JSON.parse(frame.data) : frame.data;
-        if (data?.socket_id && data.limits)
-          advertised.set(data.socket_id, data.limits);
+        if (frame.event === 'pusher:connection_established') {
+          socketId = data?.socket_id ?? null;
+          if (socketId && data.limits)
+            advertised.set(socketId, data.limits);
+        } else if (socketId && Array.isArray(data?.ice_servers)) {
+          iceServersHandedOut.set(`${socketId}\n${frame.channel}`,
+              data.ice_servers);
+        }
       } catch {
         /* pusher-js reports frames it cannot read */
       }
     };
-    socket.addEventListener?.('message', first);
+    socket.addEventListener?.('message', watch);
     return socket;
   };
   runtime.legbaWatchesLimits = true;
@@ -229,7 +242,8 @@ export class LegbaRoomPeer extends EventTarget
    * room; authorization through either token + appId (legba-server join
    * tokens) or channelAuthorization (pusher-js's own option, for an app's
    * auth endpoint); media (a MediaStream with at most one video and one
-   * audio track), videoCodec ('H264' or 'VP8'), iceServers,
+   * audio track), videoCodec ('H264' or 'VP8'), iceServers (when
+   * empty: the TURN servers the signalling server hands out, if any),
    * iceTransportPolicy, suffix, log (a function). */
   constructor (options)
   {
@@ -249,6 +263,7 @@ export class LegbaRoomPeer extends EventTarget
     this.room = room;
     this.channelName = `presence-legba.${room}`;
     this.id = null;
+    this.serverIceServers = [];
     this.state = 'disconnected';
     this.participants = new Map();
     this.muted = { audio: false, video: false };
@@ -361,6 +376,12 @@ export class LegbaRoomPeer extends EventTarget
   _onSubscribed (members)
   {
     this.id = members.myID;
+    const handedOut = `${this._pusher.connection.socket_id}\n` +
+      this.channelName;
+    if (iceServersHandedOut.has(handedOut)) {
+      this.serverIceServers = iceServersHandedOut.get(handedOut);
+      iceServersHandedOut.delete(handedOut);
+    }
     const listed = new Set();
     members.each((member) => {
       if (member.id === this.id)
@@ -482,8 +503,11 @@ export class LegbaRoomPeer extends EventTarget
 
   _newConn (p, pcId, offerer)
   {
+    /* iceServers given to the page win over those the server handed
+     * out, as turn-server does in LegbaRoom */
     const pc = new RTCPeerConnection({
-      iceServers: this.options.iceServers,
+      iceServers: this.options.iceServers.length > 0 ?
+        this.options.iceServers : this.serverIceServers,
       iceTransportPolicy: this.options.iceTransportPolicy,
       bundlePolicy: 'max-bundle',
       rtcpMuxPolicy: 'require',

@@ -40,6 +40,33 @@ legba_test_tool_path (const char *variable)
   return path;
 }
 
+/* A certificate for 127.0.0.1 that is its own CA, and its key, written
+ * by openssl into dir as cert.pem and key.pem (paths returned, to free);
+ * FALSE when openssl cannot be run. */
+gboolean
+legba_test_make_certificate (const char *dir, char **cert, char **key)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *err = NULL;
+  int status = 0;
+  char *argv[] = { "openssl", "req", "-x509", "-newkey", "ec",
+    "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+    "-keyout", NULL, "-out", NULL, NULL
+  };
+
+  *key = g_build_filename (dir, "key.pem", NULL);
+  *cert = g_build_filename (dir, "cert.pem", NULL);
+  argv[15] = *key;
+  argv[17] = *cert;
+  if (!g_spawn_sync (NULL, argv, NULL, G_SPAWN_SEARCH_PATH |
+          G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err, &status, &error))
+    return FALSE;
+  if (!g_spawn_check_wait_status (status, &error))
+    g_error ("openssl req failed: %s\n%s", error->message, err);
+  return TRUE;
+}
+
 /* Runs argv to completion; returns its exit status and stores its stdout
  * and stderr in *out and *err (either may be NULL). */
 int

@@ -46,6 +46,9 @@ int legba_test_run (const char *const *argv, char **out, char **err);
 int legba_test_run_tool (const char *variable, char **out, char **err,
     const char *first_arg, ...) G_GNUC_NULL_TERMINATED;
 
+gboolean legba_test_make_certificate (const char *dir, char **cert,
+    char **key);
+
 JsonObject *legba_test_parse_object (JsonParser * parser, const char *text);
 
 /**

@@ -7,6 +7,7 @@
  * the server restarted mid-call; a peer whose sending stalled.
  */
 #include "room-test.h"
+#include "legba-test.h"
 
 #include <glib/gstdio.h>
 #include <signal.h>
@@ -536,31 +537,6 @@ test_peer_error (Fixture * f, gconstpointer data)
     participant_free (all[i]);
 }
 
-/* A certificate for 127.0.0.1 that is its own CA. */
-static gboolean
-make_certificate (const char *dir, char **cert, char **key)
-{
-  g_autoptr (GError) error = NULL;
-  g_autofree char *err = NULL;
-  int status = 0;
-  char *argv[] = { "openssl", "req", "-x509", "-newkey", "ec",
-    "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-    "-keyout", NULL, "-out", NULL, NULL
-  };
-
-  *key = g_build_filename (dir, "key.pem", NULL);
-  *cert = g_build_filename (dir, "cert.pem", NULL);
-  argv[15] = *key;
-  argv[17] = *cert;
-  if (!g_spawn_sync (NULL, argv, NULL, G_SPAWN_SEARCH_PATH |
-          G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err, &status, &error))
-    return FALSE;
-  if (!g_spawn_check_wait_status (status, &error))
-    g_error ("openssl req failed: %s\n%s", error->message, err);
-  return TRUE;
-}
-
 /* A call through legba-server over TLS (wss://), the participants
  * trusting the server's private CA through their signaller's ca-file. */
 static void
@@ -574,7 +550,7 @@ test_wss (void)
   Participant *all[2];
 
   g_assert_no_error (error);
-  if (!make_certificate (dir, &cert, &key)) {
+  if (!legba_test_make_certificate (dir, &cert, &key)) {
     g_test_skip ("openssl is not installed");
     g_rmdir (dir);
     return;
@@ -624,31 +600,6 @@ free_udp_port (void)
   return g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
 }
 
-/* The TURN REST scheme coturn's use-auth-secret implements: the user
- * name is "EXPIRY:IDENTITY", the password base64 (HMAC-SHA1 (secret,
- * user name)). As a URL for webrtcbin, both escaped. */
-static char *
-turn_url (guint port, const char *identity)
-{
-  g_autofree char *user = g_strdup_printf ("%" G_GINT64_FORMAT ":%s",
-      g_get_real_time () / G_USEC_PER_SEC + 3600, identity);
-  g_autoptr (GHmac) hmac = g_hmac_new (G_CHECKSUM_SHA1,
-      (const guchar *) TURN_SECRET, strlen (TURN_SECRET));
-  guint8 digest[20];
-  gsize len = sizeof digest;
-  g_autofree char *password = NULL;
-  g_autofree char *user_escaped = NULL;
-  g_autofree char *password_escaped = NULL;
-
-  g_hmac_update (hmac, (const guchar *) user, -1);
-  g_hmac_get_digest (hmac, digest, &len);
-  password = g_base64_encode (digest, len);
-  user_escaped = g_uri_escape_string (user, NULL, FALSE);
-  password_escaped = g_uri_escape_string (password, NULL, FALSE);
-  return g_strdup_printf ("turn://%s:%s@127.0.0.1:%u", user_escaped,
-      password_escaped, port);
-}
-
 /* Does a STUN binding request to 127.0.0.1:port get its response? */
 static gboolean
 stun_answers (guint port)
@@ -686,7 +637,9 @@ file_contains (const char *path, const char *text)
 
 /* A call relayed through TURN only: both participants with the relay
  * ICE transport policy, a real coturn (Debian's turnserver) on loopback
- * with REST-scheme credentials. */
+ * sharing a secret with legba-server (use-auth-secret), and the
+ * participants' credentials from legba-server alone: no TURN server is
+ * configured on the rooms. */
 static void
 test_turn (Fixture * f, gconstpointer data)
 {
@@ -699,6 +652,8 @@ test_turn (Fixture * f, gconstpointer data)
   g_autofree char *db_arg = NULL;
   g_autofree char *port_arg = NULL;
   g_autoptr (GSubprocess) coturn = NULL;
+  g_autofree char *suffix = NULL;
+  char *turn_urls[2] = { NULL, NULL };
   Participant *all[2];
   guint port;
 
@@ -734,14 +689,37 @@ test_turn (Fixture * f, gconstpointer data)
           port, text ? text : "(none)");
     }
 
+  turn_urls[0] = g_strdup_printf ("turn:127.0.0.1:%u?transport=udp", port);
+  suffix = g_strdup_printf ("@127.0.0.1:%u?transport=udp", port);
+  g_object_set (f->server, "turn-urls", turn_urls, "turn-secret",
+      TURN_SECRET, "turn-ttl", 600, NULL);
   all[0] = participant_new_for_server (f, "alice", "h264", TRUE);
   all[1] = participant_new_for_server (f, "bob", "h264", TRUE);
   for (guint i = 0; i < 2; i++) {
-    g_autofree char *url = turn_url (port, all[i]->identity);
+    g_auto (GStrv) ice_servers = NULL;
+    g_autofree char *participant_id = NULL;
+    g_autofree char *user = NULL;
+    gint64 before = g_get_real_time () / G_USEC_PER_SEC, after, expiry;
+    char *end;
 
-    g_object_set (all[i]->room, "turn-server", url,
-        "ice-transport-policy", GST_WEBRTC_ICE_TRANSPORT_POLICY_RELAY, NULL);
+    g_object_set (all[i]->room, "ice-transport-policy",
+        GST_WEBRTC_ICE_TRANSPORT_POLICY_RELAY, NULL);
     participant_connect_and_wait (all[i]);
+    after = g_get_real_time () / G_USEC_PER_SEC;
+    /* the credentials legba-server handed this participant, as a
+     * webrtcbin URI: turn://EXPIRY%3APARTICIPANT_ID:CREDENTIAL@HOST:PORT,
+     * expiring the ttl after the join */
+    g_object_get (all[i]->room, "ice-servers", &ice_servers,
+        "participant-id", &participant_id, NULL);
+    g_assert_nonnull (ice_servers);
+    g_assert_cmpuint (g_strv_length (ice_servers), ==, 1);
+    g_assert_true (g_str_has_prefix (ice_servers[0], "turn://"));
+    g_assert_true (g_str_has_suffix (ice_servers[0], suffix));
+    expiry = g_ascii_strtoll (ice_servers[0] + strlen ("turn://"), &end, 10);
+    g_assert_cmpint (expiry, >=, before + 600);
+    g_assert_cmpint (expiry, <=, after + 600);
+    user = g_strdup_printf ("%%3A%s:", participant_id);
+    g_assert_true (g_str_has_prefix (end, user));
   }
   wait_until_all_decode (all, 2, FRAMES);
   /* coturn granted both participants an allocation */
@@ -754,6 +732,7 @@ test_turn (Fixture * f, gconstpointer data)
   g_assert_true (file_contains (log, "lifetime=0"));
   g_subprocess_send_signal (coturn, SIGTERM);
   g_subprocess_wait (coturn, NULL, NULL);
+  g_free (turn_urls[0]);
   g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
   for (const char *name; d && (name = g_dir_read_name (d));) {
     g_autofree char *path = g_build_filename (dir, name, NULL);

@@ -12,6 +12,7 @@
 
 #include "legba-auth.h"
 #include "legba-server-private.h"
+#include "legba-test.h"
 
 #include <glib-unix.h>
 #include <glib/gstdio.h>
@@ -1407,31 +1408,6 @@ test_cors (void)
 
 /* ---- TLS ---- */
 
-static gboolean
-make_certificate (const char *dir, char **cert, char **key)
-{
-  g_autoptr (GError) error = NULL;
-  g_autofree char *out = NULL;
-  g_autofree char *err = NULL;
-  int status = 0;
-  char *argv[] = { "openssl", "req", "-x509", "-newkey", "ec",
-    "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-    "-keyout", NULL, "-out", NULL, NULL
-  };
-
-  *key = g_build_filename (dir, "key.pem", NULL);
-  *cert = g_build_filename (dir, "cert.pem", NULL);
-  argv[15] = *key;
-  argv[17] = *cert;
-  if (!g_spawn_sync (NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out,
-          &err, &status, &error))
-    return FALSE;
-  if (!g_spawn_check_wait_status (status, &error))
-    g_error ("openssl req failed: %s\n%s", error->message, err);
-  return TRUE;
-}
-
 static void
 test_tls (void)
 {
@@ -1448,7 +1424,7 @@ test_tls (void)
   LegbaServer *server;
 
   g_assert_no_error (error);
-  if (!make_certificate (dir, &cert, &key)) {
+  if (!legba_test_make_certificate (dir, &cert, &key)) {
     g_test_skip ("openssl is not installed");
     g_rmdir (dir);
     return;

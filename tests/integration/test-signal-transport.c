@@ -7,6 +7,7 @@
  * with a private CA.
  */
 #include "signal-test.h"
+#include "legba-test.h"
 
 #include <glib/gstdio.h>
 #include <string.h>
@@ -288,31 +289,6 @@ test_connect_timeout (Fixture * f, gconstpointer data)
 
 /* ---- wss:// with a private CA ---- */
 
-static gboolean
-make_certificate (const char *dir, char **cert, char **key)
-{
-  g_autoptr (GError) error = NULL;
-  g_autofree char *out = NULL;
-  g_autofree char *err = NULL;
-  int status = 0;
-  char *argv[] = { "openssl", "req", "-x509", "-newkey", "ec",
-    "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-    "-keyout", NULL, "-out", NULL, NULL
-  };
-
-  *key = g_build_filename (dir, "key.pem", NULL);
-  *cert = g_build_filename (dir, "cert.pem", NULL);
-  argv[15] = *key;
-  argv[17] = *cert;
-  if (!g_spawn_sync (NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out,
-          &err, &status, &error))
-    return FALSE;
-  if (!g_spawn_check_wait_status (status, &error))
-    g_error ("openssl req failed: %s\n%s", error->message, err);
-  return TRUE;
-}
-
 /* A join token over https and the room over wss, trusting the server's
  * certificate through ca-file; without it the certificate is refused and
  * the client keeps trying (not fatal). */
@@ -328,7 +304,7 @@ test_wss (void)
   Peer *a, *b;
 
   g_assert_no_error (error);
-  if (!make_certificate (dir, &cert, &key)) {
+  if (!legba_test_make_certificate (dir, &cert, &key)) {
     g_test_skip ("openssl is not installed");
     g_rmdir (dir);
     return;

@@ -399,6 +399,7 @@ test_help (void)
     "--max-user-info-bytes=N", "--max-channel-name-length=N",
     "--max-frame-bytes=N", "--max-queued-bytes=N", "--activity-timeout=N",
     "--pong-timeout=N", "--signin-timeout=N", "--max-request-bytes=N",
+    "--turn-url=URL", "--turn-secret=SECRET", "--turn-ttl=S",
     "default: 127.0.0.1", "default: 6001", "default: 10240",
     "default: 164",
   };
@@ -539,6 +540,157 @@ test_join_token (void)
   server_stop (server);
 }
 
+/* ---- TURN credentials ---- */
+
+/* POST /apps/1/auth with a join token (secret "secret") for alice in
+ * room r; the answer. */
+static JsonObject *
+room_auth (Server * server)
+{
+  g_autofree char *token = mint_token ("secret", "r", "alice");
+  g_autofree char *url = g_strdup_printf ("http://127.0.0.1:%u/apps/1/auth",
+      server->port);
+  g_autoptr (SoupMessage) msg = soup_message_new ("POST", url);
+  const char *form = "socket_id=1.2&channel_name=presence-legba.r"
+      "&suffix=k3x9q2";
+  g_autoptr (GBytes) body = g_bytes_new_static (form, strlen (form));
+  g_autofree char *bearer = g_strconcat ("Bearer ", token, NULL);
+  g_autofree char *answer = NULL;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+
+  soup_message_headers_replace (soup_message_get_request_headers (msg),
+      "Authorization", bearer);
+  soup_message_set_request_body_from_bytes (msg,
+      "application/x-www-form-urlencoded", body);
+  g_assert_cmpuint (http_send (msg, &answer), ==, 200);
+  g_assert_true (json_parser_load_from_data (parser, answer, -1, NULL));
+  return json_object_ref (json_node_get_object (json_parser_get_root (parser)));
+}
+
+/* The answer holds credentials for alice-k3x9q2 on urls, valid for ttl
+ * seconds from about now, made with secret (TURN REST: base64 (HMAC-SHA1
+ * (secret, "EXPIRY:USER")), computed here with GLib's HMAC). */
+static void
+assert_turn_credentials (JsonObject * answer, const char *const *urls,
+    const char *secret, guint ttl)
+{
+  JsonArray *servers = json_object_get_array_member (answer, "ice_servers");
+  JsonObject *server = json_array_get_object_element (servers, 0);
+  JsonArray *list = json_object_get_array_member (server, "urls");
+  const char *username = json_object_get_string_member (server, "username");
+  gint64 now = g_get_real_time () / G_USEC_PER_SEC;
+  gint64 expiry = g_ascii_strtoll (username, NULL, 10);
+  g_autoptr (GHmac) hmac = g_hmac_new (G_CHECKSUM_SHA1,
+      (const guchar *) secret, strlen (secret));
+  guint8 digest[20];
+  gsize len = sizeof digest;
+  g_autofree char *credential = NULL;
+
+  g_assert_cmpuint (json_array_get_length (servers), ==, 1);
+  g_assert_cmpuint (json_array_get_length (list), ==,
+      g_strv_length ((char **) urls));
+  for (guint i = 0; urls[i] != NULL; i++)
+    g_assert_cmpstr (json_array_get_string_element (list, i), ==, urls[i]);
+  g_assert_cmpstr (strchr (username, ':'), ==, ":alice-k3x9q2");
+  /* the server's clock read a moment ago */
+  g_assert_cmpint (expiry, <=, now + ttl);
+  g_assert_cmpint (expiry, >=, now + ttl - WAIT_S);
+  g_hmac_update (hmac, (const guchar *) username, -1);
+  g_hmac_get_digest (hmac, digest, &len);
+  credential = g_base64_encode (digest, len);
+  g_assert_cmpstr (json_object_get_string_member (server, "credential"), ==,
+      credential);
+}
+
+static void
+test_turn_flags (void)
+{
+  static const char *const urls[] = { "turn:127.0.0.1:3478",
+    "turns:turn.example?transport=tcp", NULL
+  };
+  Server *server = server_start ("--port", "0", "--app-id", "1",
+      "--app-key", "key", "--app-secret", "secret", "--turn-url", urls[0],
+      "--turn-url", urls[1], "--turn-secret", "turn-secret", "--turn-ttl",
+      "120", NULL);
+  g_autoptr (JsonObject) answer = room_auth (server);
+
+  assert_turn_credentials (answer, urls, "turn-secret", 120);
+  server_stop (server);
+}
+
+static void
+test_turn_config (void)
+{
+  static const char *const urls[] = { "turn:127.0.0.1:3478",
+    "turn:[::1]:3478", NULL
+  };
+  g_autoptr (GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("legba-tools-XXXXXX", &error);
+  g_autofree char *config = NULL;
+  g_autoptr (JsonObject) answer = NULL;
+  Server *server;
+
+  g_assert_no_error (error);
+  config = write_file (dir, "legba.conf",
+      "[turn]\nurls = turn:127.0.0.1:3478, turn:[::1]:3478\n"
+      "secret = from-the-file\nttl = 300\n\n"
+      "[app main]\nid = 1\nkey = key\nsecret = secret\n");
+  server = server_start ("--config", config, "--port", "0", NULL);
+  answer = room_auth (server);
+  assert_turn_credentials (answer, urls, "from-the-file", 300);
+  server_stop (server);
+
+  /* The flags override the file */
+  server = server_start ("--config", config, "--port", "0", "--turn-ttl",
+      "600", NULL);
+  g_clear_pointer (&answer, json_object_unref);
+  answer = room_auth (server);
+  assert_turn_credentials (answer, urls, "from-the-file", 600);
+  server_stop (server);
+  g_remove (config);
+  g_rmdir (dir);
+}
+
+static void
+test_turn_errors (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("legba-tools-XXXXXX", &error);
+  g_autofree char *alone = NULL;
+  g_autofree char *bad_url = NULL;
+  g_autofree char *expected = NULL;
+
+  g_assert_no_error (error);
+  assert_fails (2, "--turn-url: 'stun:127.0.0.1' is not a turn: or turns: "
+      "URL", "--port", "0", "--app-id", "1", "--app-key", "k",
+      "--app-secret", "s", "--turn-url", "stun:127.0.0.1", "--turn-secret",
+      "t", NULL);
+  assert_fails (2, "--turn-url and --turn-secret go together", "--port", "0",
+      "--app-id", "1", "--app-key", "k", "--app-secret", "s", "--turn-url",
+      "turn:127.0.0.1", NULL);
+  assert_fails (2, "--turn-url and --turn-secret go together", "--port", "0",
+      "--app-id", "1", "--app-key", "k", "--app-secret", "s",
+      "--turn-secret", "t", NULL);
+  assert_fails (2, "--turn-ttl: '10' is not a whole number from 60",
+      "--port", "0", "--app-id", "1", "--app-key", "k", "--app-secret", "s",
+      "--turn-url", "turn:127.0.0.1", "--turn-secret", "t", "--turn-ttl",
+      "10", NULL);
+
+  alone = write_file (dir, "alone.conf", "[turn]\nurls = turn:127.0.0.1\n");
+  bad_url = write_file (dir, "url.conf",
+      "[turn]\nurls = turn://127.0.0.1:3478\nsecret = t\n");
+  expected = g_strdup_printf ("%s: [turn] secret: urls and secret go "
+      "together", alone);
+  assert_fails (1, expected, "--config", alone, NULL);
+  g_free (expected);
+  expected = g_strdup_printf ("%s: [turn] urls: 'turn://127.0.0.1:3478'",
+      bad_url);
+  assert_fails (1, expected, "--config", bad_url, NULL);
+  g_remove (alone);
+  g_remove (bad_url);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -552,6 +704,9 @@ main (int argc, char **argv)
   g_test_add_func ("/tools/server/sigterm", test_sigterm);
   g_test_add_func ("/tools/server/sigterm-at-once", test_sigterm_at_once);
   g_test_add_func ("/tools/token/join", test_join_token);
+  g_test_add_func ("/tools/server/turn-flags", test_turn_flags);
+  g_test_add_func ("/tools/server/turn-config", test_turn_config);
+  g_test_add_func ("/tools/server/turn-errors", test_turn_errors);
 
   return g_test_run ();
 }

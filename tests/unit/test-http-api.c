@@ -1012,6 +1012,49 @@ test_auth_json_body (Fixture * f, gconstpointer data)
       expected);
 }
 
+/* With TURN configured, the answer also carries the participant's TURN
+ * credentials (docs/server.md); a refused request carries none. */
+static void
+test_auth_ice_servers (Fixture * f, gconstpointer data)
+{
+  static const char *const urls[] = { "turn:turn.example:3478",
+    "turns:turn.example:5349?transport=tcp", NULL
+  };
+  const char *body = "socket_id=1.2&channel_name=presence-legba.standup"
+      "&suffix=abc123";
+  g_autofree char *token = token_for (APP_SECRET, "standup", "alice");
+  g_autofree char *bearer = g_strconcat ("Bearer ", token, NULL);
+  g_autoptr (JsonObject) plain = auth_call (f, bearer, body, 200);
+  g_autoptr (JsonObject) result = NULL;
+  g_autoptr (JsonObject) refused = NULL;
+  JsonArray *servers, *list;
+  JsonObject *server;
+
+  g_assert_false (json_object_has_member (plain, "ice_servers"));
+
+  legba_hub_set_turn (f->hub, urls, "turn-secret", 600);
+  result = auth_call (f, bearer, body, 200);
+  servers = json_object_get_array_member (result, "ice_servers");
+  g_assert_cmpuint (json_array_get_length (servers), ==, 1);
+  server = json_array_get_object_element (servers, 0);
+  list = json_object_get_array_member (server, "urls");
+  g_assert_cmpuint (json_array_get_length (list), ==, 2);
+  g_assert_cmpstr (json_array_get_string_element (list, 0), ==, urls[0]);
+  g_assert_cmpstr (json_array_get_string_element (list, 1), ==, urls[1]);
+  /* Valid for 600 s from the request's clock (NOW), for the participant
+   * id the answer admits. The credential was computed independently:
+   * printf '%s' 1700000600:alice-abc123 |
+   *   openssl dgst -sha1 -hmac turn-secret -binary | base64 */
+  g_assert_cmpstr (json_object_get_string_member (server, "username"), ==,
+      "1700000600:alice-abc123");
+  g_assert_cmpstr (json_object_get_string_member (server, "credential"), ==,
+      "dVfkAHB4UPS77qppfxYUccwHd7A=");
+
+  refused = auth_call (f, "Bearer not.a.token", body, 401);
+  g_assert_false (json_object_has_member (refused, "ice_servers"));
+  legba_hub_set_turn (f->hub, NULL, NULL, 0);
+}
+
 /* The participant id "server" is reserved (ROOM-PROTOCOL.md §7): an
  * identity "server" still gets a suffix. */
 static void
@@ -1152,6 +1195,7 @@ main (int argc, char **argv)
   ADD ("auth/grants", test_auth_grants);
   ADD ("auth/json-body", test_auth_json_body);
   ADD ("auth/reserved-id", test_auth_reserved_id);
+  ADD ("auth/ice-servers", test_auth_ice_servers);
   ADD ("auth/refused", test_auth_refused);
 
 #undef ADD

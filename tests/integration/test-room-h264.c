@@ -1,0 +1,252 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * H.264 with several slices per frame (x264enc tune=zerolatency, as
+ * legbavideoenc runs it) through a room, legba-server in-process: the
+ * receiver links avdec_h264 straight to the room's track pad and must
+ * decode the frames the sender encoded, key frames and the others. Each
+ * frame carries its number in its pixels twice (legbastamp), at the top
+ * and, upside down, at the bottom, in the first and the last slice; the
+ * receiver reads both back after the decoder (legba-stamp.h). A frame
+ * counts only when both read and agree (a slice the decoder lost or
+ * concealed from an earlier picture shows a wrong number or none), and
+ * the count is over a fixed run of frame numbers.
+ */
+#include "room-test.h"
+
+#include "legba-stamp.h"
+
+#include <string.h>
+
+/* frames counted, from the first the receiver reads */
+#define RUN 150
+
+/* 30 frames a second of moving bars, a key frame every 2 s, several
+ * slices a frame (sliced threads: tune=zerolatency; threads=4 asks for
+ * them whatever the machine's core count) */
+#define SENDER \
+  "videotestsrc is-live=true pattern=smpte horizontal-speed=4 ! " \
+  "video/x-raw,format=I420,width=640,height=360,framerate=30/1 ! " \
+  "legbastamp ! videoflip video-direction=vert ! legbastamp ! " \
+  "videoflip video-direction=vert ! " \
+  "x264enc tune=zerolatency speed-preset=ultrafast threads=4 " \
+  "key-int-max=60 bitrate=1000"
+
+typedef struct
+{
+  GMutex lock;
+  GHashTable *key_pts;          /* of key frames into the decoder */
+  LegbaStampLayout *layout;     /* streaming thread only */
+  GstVideoInfo info;
+  GstBuffer *flipped;           /* streaming thread only */
+  gboolean started;
+  guint16 first;                /* frame number of the first frame read */
+  gboolean seen[RUN];
+  gboolean key[RUN];
+  gboolean done;                /* a frame after the run was read */
+  guint64 broken;               /* frames out whose bottom number is not theirs */
+} Count;
+
+static GstPadProbeReturn
+into_decoder (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Count *c = data;
+  GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER (info);
+
+  if (!GST_BUFFER_FLAG_IS_SET (buffer, GST_BUFFER_FLAG_DELTA_UNIT)
+      && GST_BUFFER_PTS_IS_VALID (buffer)) {
+    g_mutex_lock (&c->lock);
+    g_hash_table_add (c->key_pts, g_memdup2 (&GST_BUFFER_PTS (buffer),
+            sizeof (GstClockTime)));
+    g_mutex_unlock (&c->lock);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+/* The run starts at the first frame whose top number reads and ends at
+ * the first past it: a frame with a broken slice still shows where it
+ * is. */
+static void
+count_frame (Count * c, guint16 number, gboolean whole, gboolean key)
+{
+  guint16 at;
+
+  if (!c->started) {
+    c->started = TRUE;
+    c->first = number;
+  }
+  at = (guint16) (number - c->first);
+  if (at < RUN) {
+    c->seen[at] |= whole;
+    c->key[at] |= key && whole;
+    c->broken += !whole;
+  } else if (at < G_MAXUINT16 / 2) {
+    c->done = TRUE;
+  }
+}
+
+/* The frame upside down, into c->flipped: its bottom stamp, readable. */
+static void
+flip (Count * c, const GstVideoFrame * frame, GstVideoFrame * out)
+{
+  if (c->flipped == NULL)
+    c->flipped = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (&c->info),
+        NULL);
+  g_assert_true (gst_video_frame_map (out, &c->info, c->flipped,
+          GST_MAP_WRITE));
+  for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES (frame); p++) {
+    guint rows = GST_VIDEO_FRAME_COMP_HEIGHT (frame, p);
+    guint bytes = GST_VIDEO_FRAME_COMP_WIDTH (frame, p) *
+        GST_VIDEO_FRAME_COMP_PSTRIDE (frame, p);
+    const guint8 *from = GST_VIDEO_FRAME_PLANE_DATA (frame, p);
+    guint8 *to = GST_VIDEO_FRAME_PLANE_DATA (out, p);
+
+    for (guint r = 0; r < rows; r++)
+      memcpy (to + r * GST_VIDEO_FRAME_PLANE_STRIDE (out, p),
+          from + (rows - 1 - r) * GST_VIDEO_FRAME_PLANE_STRIDE (frame, p),
+          bytes);
+  }
+}
+
+static GstPadProbeReturn
+out_of_decoder (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Count *c = data;
+  GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER (info);
+  GstVideoFrame frame, flipped;
+  LegbaStampCode top, bottom;
+  gboolean top_read, whole, key;
+
+  if (c->layout == NULL) {
+    g_autoptr (GstCaps) caps = gst_pad_get_current_caps (pad);
+
+    g_assert_true (gst_video_info_from_caps (&c->info, caps));
+    c->layout = legba_stamp_layout_new (&c->info, 0);
+    g_assert_nonnull (c->layout);
+  }
+  g_assert_true (gst_video_frame_map (&frame, &c->info, buffer, GST_MAP_READ));
+  flip (c, &frame, &flipped);
+  top_read = legba_stamp_layout_read (c->layout, &frame, &top) ==
+      LEGBA_STAMP_READ_OK;
+  whole = top_read && legba_stamp_layout_read (c->layout, &flipped,
+      &bottom) == LEGBA_STAMP_READ_OK && top.counter == bottom.counter;
+  gst_video_frame_unmap (&flipped);
+  gst_video_frame_unmap (&frame);
+
+  g_mutex_lock (&c->lock);
+  key = GST_BUFFER_PTS_IS_VALID (buffer) &&
+      g_hash_table_contains (c->key_pts, &GST_BUFFER_PTS (buffer));
+  if (top_read)
+    count_frame (c, top.counter, whole, key);
+  g_mutex_unlock (&c->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static gboolean
+count_done (Count * c)
+{
+  gboolean done;
+
+  g_mutex_lock (&c->lock);
+  done = c->done;
+  g_mutex_unlock (&c->lock);
+  return done;
+}
+
+static void
+add_stamped_h264 (Participant * p)
+{
+  g_autoptr (GError) error = NULL;
+  GstElement *bin = gst_parse_bin_from_description (SENDER, TRUE, &error);
+  GstPad *src, *sink;
+
+  g_assert_no_error (error);
+  gst_bin_add (GST_BIN (p->pipeline), bin);
+  sink = legba_room_add_track (p->room, LEGBA_TRACK_KIND_VIDEO, &error);
+  g_assert_no_error (error);
+  src = gst_element_get_static_pad (bin, "src");
+  g_assert_cmpint (gst_pad_link (src, sink), ==, GST_PAD_LINK_OK);
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_element_sync_state_with_parent (bin);
+  p->sources[LEGBA_TRACK_KIND_VIDEO] = bin;
+}
+
+/* The decoder room-test.c links to the track pad: avdec_h264, nothing
+ * between it and the pad. */
+static GstElement *
+decoder_of (Participant * p, Participant * from)
+{
+  const char *id = legba_room_get_participant_id (from->room);
+  Remote *r = g_hash_table_lookup (p->remotes, id);
+  GstElement *bin = r ? r->decoders[LEGBA_TRACK_KIND_VIDEO] : NULL;
+
+  return bin ? gst_bin_get_by_name (GST_BIN (bin), "dec") : NULL;
+}
+
+static void
+test_multi_slice (Fixture * f, gconstpointer data)
+{
+  Participant *alice = participant_new_for_server (f, "alice", NULL, FALSE);
+  Participant *bob = participant_new_for_server (f, "bob", NULL, FALSE);
+  g_autoptr (GstElement) dec = NULL;
+  GstPad *pad;
+  Count c = { 0, };
+  guint decoded = 0, keys = 0;
+
+  g_mutex_init (&c.lock);
+  c.key_pts = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
+  /* a machine this test shares may be busy: the jitter buffer leaves
+   * retransmissions time to fill what the loopback lost, so that what is
+   * counted is what the receive path makes of the stream */
+  g_object_set (bob->room, "latency", 2000, NULL);
+  add_stamped_h264 (alice);
+  participant_connect_and_wait (alice);
+  participant_connect_and_wait (bob);
+  ROOM_WAIT_FOR (participant_frames (bob, alice, LEGBA_TRACK_KIND_VIDEO) > 0,
+      "bob to decode a frame of alice's video");
+
+  dec = decoder_of (bob, alice);
+  g_assert_nonnull (dec);
+  g_assert_cmpstr (GST_OBJECT_NAME (gst_element_get_factory (dec)), ==,
+      "avdec_h264");
+  pad = gst_element_get_static_pad (dec, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, into_decoder, &c, NULL);
+  gst_object_unref (pad);
+  pad = gst_element_get_static_pad (dec, "src");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, out_of_decoder, &c, NULL);
+  gst_object_unref (pad);
+
+  ROOM_WAIT_FOR (count_done (&c), "bob to read a frame number past the run");
+
+  g_mutex_lock (&c.lock);
+  for (guint i = 0; i < RUN; i++) {
+    decoded += c.seen[i];
+    keys += c.key[i];
+  }
+  g_test_message ("of %u frames from #%u: %u decoded whole, %u of them key "
+      "frames; %" G_GUINT64_FORMAT " frames out broken", RUN, c.first,
+      decoded, keys, c.broken);
+  /* at least 90% of the frames between the key frames (a key frame that
+   * did not decode counts among those: the bound only tightens) */
+  g_assert_cmpuint ((decoded - keys) * 10, >=, (RUN - keys) * 9);
+  g_mutex_unlock (&c.lock);
+
+  assert_no_room_errors (alice);
+  assert_no_room_errors (bob);
+  participant_free (bob);
+  participant_free (alice);
+  g_clear_pointer (&c.layout, legba_stamp_layout_free);
+  gst_clear_buffer (&c.flipped);
+  g_hash_table_unref (c.key_pts);
+  g_mutex_clear (&c.lock);
+}
+
+int
+main (int argc, char **argv)
+{
+  room_test_init (&argc, &argv);
+  g_test_add ("/room/h264/multi-slice", Fixture, NULL, fixture_setup,
+      test_multi_slice, fixture_teardown);
+  return g_test_run ();
+}
