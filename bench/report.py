@@ -53,7 +53,18 @@ METRICS = {
     "fds_per_pair": ("File descriptors per pair", "fds", True),
     "threads_per_pair": ("Threads per pair", "threads", True),
     "stripped_bytes": ("Stripped size", "bytes", True),
+    "heap_kib_per_pair": ("Heap in use per pair (mallinfo2)", "KiB", True),
+    "heap_kib_per_pair_after_first": (
+        "Heap per pair after the first (what one more pair adds)", "KiB",
+        True),
 }
+for d, dname in (("send", "send"), ("recv", "receive")):
+    for size, sname in (("short", "short (46 B)"), ("4k", "4 KiB")):
+        METRICS[f"cpu_ns_{d}_{size}"] = (
+            f"CPU per message, {dname}, {sname}, per batch", "ns", True)
+        METRICS[f"ir_{d}_{size}"] = (
+            f"Instructions per message, {dname}, {sname} (callgrind)", "Ir",
+            True)
 for codec in ("h264", "vp8"):
     for size in ("360p", "720p", "1080p"):
         METRICS[f"decode_ms_per_frame_{codec}_{size}"] = (
@@ -65,6 +76,7 @@ for n in (1, 10, 50):
 SUITES = [
     ("setup", "1. Connection setup", "aiortc"),
     ("datachannel", "2. Data channels", "aiortc"),
+    ("data", "2b. Data channels: the Legba data path", "json-glib"),
     ("video-receive", "4. Video receive", "aiortc"),
     ("video-call", "5. Video call", "rtp-floor"),
     ("audio", "6. Audio", "aiortc"),
@@ -72,7 +84,8 @@ SUITES = [
     ("footprint", "9. Footprint", None),
 ]
 
-PEER_ORDER = ["legba", "webrtcbin", "webrtcbin-tuned", "gstreamer",
+PEER_ORDER = ["legba", "legba-burst", "json-glib", "json-glib-hop",
+              "floor", "webrtcbin", "webrtcbin-tuned", "gstreamer",
               "rtp-floor", "aiortc", "pion"]
 
 CAVEATS = {
@@ -88,6 +101,22 @@ CAVEATS = {
     "decoder only when the first packet of the next frame arrives (about "
     "one frame interval, 33 ms at 30 fps); its CPU figure includes "
     "Python's conversions of every frame to and from PyAV.",
+    "data": "Legba's rows are legba_room_send_json() and data-received "
+    "through the room's own code; the transport is left out of the CPU "
+    "rows alike for every configuration. legba against json-glib is the "
+    "comparison the targets use; floor shows what the bytes alone cost "
+    "and carries no percentage. A receive by legba includes the hand-over "
+    "from webrtcbin's thread to the room's main context (one main-loop "
+    "dispatch per message when they come one at a time); json-glib-hop is "
+    "json-glib with that same hand-over, legba-burst the room's cost when "
+    "messages come faster than its context runs. Timed rows are noisier "
+    "than the instruction counts on a busy machine; the instruction "
+    "counts do not see cache misses or system calls (the main-loop "
+    "dispatch polls); they are deterministic, one run a row, so they carry "
+    "no interval. One row by hand, from a release build: valgrind "
+    "--tool=callgrind --collect-atstart=no --toggle-collect=measured_batch "
+    "build-release/bench/data-cpu --dir recv --size short --batches 1 "
+    "--batch 1000 --only legba (the Ir total over 1,000).",
     "datachannel": "aiortc's round-trip tail (p95, p99) and throughput "
     "suffer most from the load: its asyncio loop shares the two cores "
     "with everything else.",
@@ -96,10 +125,8 @@ CAVEATS = {
 NOT_MEASURED = {
     "setup": [],
     "datachannel": [
-        "Legba, every data-channel figure: LegbaRoom has no public call "
-        "to send or receive application messages yet; its channels are "
-        "webrtcbin's own, so the plain-webrtcbin rows are the floor it will "
-        "add to.",
+        "Legba: in section 2b (bench/run.sh data), beside plain webrtcbin "
+        "in the same run.",
         "Every peer, raw+JSON CPU per message: the JSON work differs by "
         "language runtime (json-glib, Python's json, Go's encoding/json) "
         "and would measure those, not the WebRTC stacks; the rows are raw "
@@ -119,7 +146,21 @@ NOT_MEASURED = {
         "Pion: no Opus encoder of its own.",
     ],
     "scale": [
-        "Heap separately from RSS: no heap profiler run in this suite.",
+        "Heap separately from RSS: no heap profiler run in this suite "
+        "(section 2b has mallinfo2's heap per pair, Legba and plain "
+        "webrtcbin).",
+    ],
+    "data": [
+        "Two processes talking to each other: the two rooms (and the two "
+        "webrtcbins) are in one process, so the round trip is read on one "
+        "clock; the signalling goes through a legba-server process.",
+        "aiortc and Pion: their data-channel figures (raw bytes) are in "
+        "section 2; their JSON work would measure Python's and Go's JSON, "
+        "not a WebRTC stack.",
+        "The heap of the legba-server process (per connection): the "
+        "signalling server's own figures are in section 8.",
+        "Massif: the heap is mallinfo2's count in use, not a profile by "
+        "allocation site.",
     ],
     "footprint": [],
 }
@@ -414,6 +455,33 @@ def _vs(series, metric, peer, factor):
 
 
 TARGETS = [
+    ("data", "cpu_ns_send_short",
+     "send short, timed: ≤ 1.05 × json-glib",
+     lambda m, s: _vs(s, "cpu_ns_send_short", "json-glib", 1.05)),
+    ("data", "ir_send_short",
+     "send short, instructions: ≤ 1.05 × json-glib",
+     lambda m, s: _vs(s, "ir_send_short", "json-glib", 1.05)),
+    ("data", "cpu_ns_send_4k",
+     "send 4k, timed: ≤ 1.05 × json-glib",
+     lambda m, s: _vs(s, "cpu_ns_send_4k", "json-glib", 1.05)),
+    ("data", "ir_send_4k",
+     "send 4k, instructions: ≤ 1.05 × json-glib",
+     lambda m, s: _vs(s, "ir_send_4k", "json-glib", 1.05)),
+    ("data", "cpu_ns_recv_short",
+     "receive short, timed: ≤ 1.05 × json-glib",
+     lambda m, s: _vs(s, "cpu_ns_recv_short", "json-glib", 1.05)),
+    ("data", "ir_recv_short",
+     "receive short, instructions: ≤ 1.05 × json-glib",
+     lambda m, s: _vs(s, "ir_recv_short", "json-glib", 1.05)),
+    ("data", "cpu_ns_recv_4k",
+     "receive 4k, timed: ≤ 1.05 × json-glib",
+     lambda m, s: _vs(s, "cpu_ns_recv_4k", "json-glib", 1.05)),
+    ("data", "ir_recv_4k",
+     "receive 4k, instructions: ≤ 1.05 × json-glib",
+     lambda m, s: _vs(s, "ir_recv_4k", "json-glib", 1.05)),
+    ("data", "heap_kib_per_pair_after_first",
+     "heap per pair ≤ 1.02 × plain webrtcbin",
+     lambda m, s: _vs(s, "heap_kib_per_pair_after_first", "webrtcbin", 1.02)),
     ("setup", "warm_ms", "warm setup ≤ 15 ms",
      lambda m, s: m <= 15),
     ("setup", "cold_ms", "first call in a fresh process ≤ 60 ms",
@@ -553,7 +621,8 @@ def main():
         if baseline and ratio_chart(title, series, baseline, chart):
             lines += [f"![{title}: relative to {baseline}]({rel(chart)})", ""]
         lines += table(series, baseline,
-                       second=suite in ("setup", "scale", "datachannel", "video-call"))
+                       second=suite in ("setup", "scale", "datachannel",
+                                        "video-call", "data"))
         lines.append("")
         for metric in ("rtt_all_ms", "latency_all_ms"):
             if metric in series:

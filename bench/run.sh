@@ -11,9 +11,13 @@
 #                                bench/results/tmp/ (not committed)
 #   bench/run.sh --list          the suites
 #
-# Suites: setup datachannel video-send video-receive video-call audio
-# scale signalling footprint. video-send is bench/encoders/run.sh,
-# signalling is bench/server/run.sh (fewer rounds and sizes than its own
+# Suites: setup datachannel data video-send video-receive video-call
+# audio scale signalling footprint. data is Legba's own data path: the
+# library's CPU per message (timed, and counted with callgrind) against
+# plain webrtcbin with json-glib, then bulk, round trip and heap per pair
+# through a legba-server process, against plain webrtcbin (about 10
+# minutes). video-send is bench/encoders/run.sh, signalling is
+# bench/server/run.sh (fewer rounds and sizes than its own
 # full run, to keep the whole run within the hour; run it alone for the
 # full series). Every suite is bounded by a timeout.
 #
@@ -26,15 +30,15 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 build=${LEGBA_BENCH_BUILD:-$root/build-release}
-all=(setup datachannel video-send video-receive video-call audio scale
-  signalling footprint)
+all=(setup datachannel data video-send video-receive video-call audio
+  scale signalling footprint)
 quick=0
 suites=()
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
     --list) printf '%s\n' "${all[@]}"; exit 0 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     -*) echo "bench: unknown option $arg" >&2; exit 2 ;;
     *)
       if [[ " ${all[*]} " != *" $arg "* ]]; then
@@ -45,7 +49,7 @@ for arg in "$@"; do
 done
 [ ${#suites[@]} -gt 0 ] || suites=("${all[@]}")
 
-for need in go gnuplot; do
+for need in go gnuplot valgrind; do
   command -v "$need" >/dev/null || {
     echo "bench: $need is missing: scripts/setup.sh --bench" >&2; exit 1; }
 done

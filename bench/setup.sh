@@ -2,7 +2,8 @@
 # Installs what the benchmarks need on top of building and testing:
 #   the WebRTC peers Legba is compared with, from Debian: aiortc
 #   (python3-aiortc), Pion (golang-github-pion-webrtc.v3-dev, built
-#   offline with golang-go by bench/run.sh), and gnuplot for the charts;
+#   offline with golang-go by bench/run.sh), gnuplot for the charts and
+#   valgrind (callgrind counts the data path's instructions);
 #   soketi 1.6.1 (the peer Pusher-protocol server) from npm, into
 #   bench/peers/soketi/node_modules, at the versions pinned by
 #   bench/peers/soketi/package-lock.json.
@@ -24,7 +25,8 @@ for tool in node npm; do
   fi
 done
 
-packages=(python3-aiortc golang-go golang-github-pion-webrtc.v3-dev gnuplot-nox)
+packages=(python3-aiortc golang-go golang-github-pion-webrtc.v3-dev gnuplot-nox
+  valgrind)
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
@@ -54,4 +56,4 @@ node -e '
   if (v !== "1.6.1") throw new Error("soketi " + v + ", expected 1.6.1");
   require(dir + "uWebSockets.js");
 ' "$soketi"
-echo "bench/setup.sh: aiortc, Pion, gnuplot and soketi 1.6.1 ready"
+echo "bench/setup.sh: aiortc, Pion, gnuplot, valgrind and soketi 1.6.1 ready"

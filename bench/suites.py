@@ -17,8 +17,10 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -400,11 +402,200 @@ def suite_footprint(r, q, series, notes):
                  "shipped (already stripped), for scale.")
 
 
+# ---- data: Legba's data channels (issue: data-channel adaptation) ----
+
+DATA_CPU_CONFIGS = {"send": ["floor", "json-glib", "legba"],
+                    "recv": ["floor", "json-glib", "legba", "legba-burst",
+                             "json-glib-hop"]}
+
+
+class LegbaServerProcess:
+    """A real legba-server of its own process on 127.0.0.1, port 0."""
+
+    def __init__(self, build, workdir):
+        self.workdir = workdir
+        conf = os.path.join(workdir, "legba.conf")
+        with open(conf, "w") as f:
+            f.write("[limits]\nclient-events-per-second=0\n"
+                    "max-connections=0\n\n[app bench]\nid=bench\n"
+                    "key=bench-key\nsecret=bench-secret\n")
+        self.log = open(os.path.join(workdir, "legba-server.log"), "w+")
+        self.proc = subprocess.Popen(
+            [os.path.join(build, "tools", "legba-server"), "--config", conf,
+             "--bind", "127.0.0.1", "--port", "0"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        self.url = None
+        while time.monotonic() < deadline and self.url is None:
+            self.log.seek(0)
+            for line in self.log:
+                if line.startswith("legba-server listening on "):
+                    port = int(line.strip().rsplit(":", 1)[1])
+                    self.url = f"ws://127.0.0.1:{port}"
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        if self.url is None:
+            self.stop()
+            raise RuntimeError("legba-server did not start")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def callgrind_ir(r, cmd, label, timeout=600):
+    """Instructions (Ir) counted in measured_batch() only."""
+    out = os.path.join(r.args.workdir, "callgrind.out")
+    full = ["valgrind", "--tool=callgrind", "--collect-atstart=no",
+            "--toggle-collect=measured_batch",
+            f"--callgrind-out-file={out}"] + cmd
+    res = r.run("callgrind", full, label, timeout=timeout)
+    total = None
+    if res is not None and os.path.exists(out):
+        with open(out) as f:
+            for line in f:
+                if line.startswith(("summary:", "totals:")):
+                    total = int(line.split()[1])
+        os.unlink(out)
+    return res, total
+
+
+def suite_data(r, q, series, notes):
+    exe = os.path.join(r.args.build, "bench", "data-cpu")
+    smoke = r.args.smoke
+    rounds = 1 if (q or smoke) else 2
+    batches = 2 if smoke else (6 if q else 30)
+    sizes = {"short": 2000, "4k": 200}
+    if smoke:
+        sizes = {"short": 20, "4k": 5}
+
+    def checked(res, d, n_configs, batch, nbatches):
+        # every message went the whole way: into the transport's hand-over
+        # (send) or to the application's handler (recv); the +1 on send is
+        # the room's own first message (its mute state)
+        total = (nbatches + 1) * batch * n_configs
+        if d == "send":
+            return res.get("sink_msgs") == total + 1
+        return res.get("app_msgs") == total
+
+    # 1. the library's own CPU, timed in batches
+    msg_bytes = {}
+    for rnd in range(rounds):
+        for d in ("send", "recv"):
+            for size, batch in sizes.items():
+                res = r.run("data-cpu", [exe, "--dir", d, "--size", size,
+                                         "--batches", str(batches),
+                                         "--batch", str(batch)],
+                            f"round {rnd} {d} {size}")
+                if res is None:
+                    continue
+                if not checked(res, d, len(DATA_CPU_CONFIGS[d]), batch,
+                               batches):
+                    r.runs[-1]["error"] = "message counts do not add up"
+                    continue
+                for config, values in res["ns_per_msg"].items():
+                    series.setdefault(f"cpu_ns_{d}_{size}", {}).setdefault(
+                        config, []).extend(values)
+                msg_bytes[size] = (res["data_bytes"], res["wire_bytes"])
+    # the same, counted in instructions (deterministic: one run each)
+    if shutil.which("valgrind") and not smoke:
+        cg_sizes = {"short": 1000, "4k": 100}
+        for d in ("send", "recv"):
+            for size, batch in cg_sizes.items():
+                for config in DATA_CPU_CONFIGS[d]:
+                    res, total = callgrind_ir(
+                        r, [exe, "--dir", d, "--size", size, "--batches", "1",
+                            "--batch", str(batch), "--only", config],
+                        f"callgrind {d} {size} {config}")
+                    if res is not None and total is not None:
+                        add(series, f"ir_{d}_{size}", config, total / batch)
+    elif not smoke:
+        notes.append("Instruction counts: not measured (valgrind is "
+                     "missing: bench/setup.sh installs it).")
+
+    # 2. end to end through a legba-server process, and 3. memory
+    server = LegbaServerProcess(r.args.build, r.args.workdir)
+    try:
+        url = ["--server-url", server.url]
+        bulk_bytes = 200 * 1024 if smoke else (1 * 10**6 if q else 4 * 10**6)
+        count = 5 if smoke else (50 if q else 500)
+        pairs = 2 if smoke else (4 if q else 20)
+
+        def body(peer, rnd):
+            extra = url if peer == "legba" else []
+            res = r.run(peer, r.command(peer, "bulk", [
+                "--bytes", str(bulk_bytes), "--size", "1024"] + extra),
+                f"round {rnd} bulk 1 KiB")
+            if res and res.get("complete"):
+                add(series, "bulk_mb_per_s", peer, res["mb_per_s"])
+                add(series, "bulk_cpu_s_per_mb", peer, res["cpu_s_per_mb"])
+            res = r.run(peer, r.command(peer, "rtt", [
+                "--count", str(count), "--rate", "100", "--size", "1024"] +
+                extra), f"round {rnd} round trip")
+            if res and res.get("complete"):
+                add(series, "rtt_p50_ms", peer, pct(res["rtt_ms"], 50))
+                add(series, "rtt_p95_ms", peer, pct(res["rtt_ms"], 95))
+                add(series, "rtt_p99_ms", peer, pct(res["rtt_ms"], 99))
+                series.setdefault("rtt_all_ms", {}).setdefault(
+                    peer, []).extend(res["rtt_ms"])
+            res = r.run(peer, r.command(peer, "pairs", [
+                "--count", str(pairs), "--seconds", "300"] + extra),
+                f"round {rnd} {pairs} pairs", timeout=400)
+            if res and res.get("stopped") == "count":
+                add(series, "rss_kib_per_pair", peer, res["rss_kib_per_pair"])
+                for k in ("heap_kib_per_pair",
+                          "heap_kib_per_pair_after_first"):
+                    if res.get(k):
+                        add(series, k, peer, res[k])
+        r.rounds(["legba", "webrtcbin"], 1 if (q or smoke) else 5, body)
+    finally:
+        server.stop()
+    notes.append(
+        "CPU per message (bench/data/data-cpu.c): the transport left out; "
+        "the same message three ways: floor = the envelope's bytes encoded "
+        "beforehand and handed over (send) or taken from on-message-string "
+        "(receive); json-glib = plain webrtcbin with json-glib building and "
+        "serializing the envelope {\"topic\", \"data\"} (send) or parsing it "
+        "and checking its members (receive), the baseline; legba = "
+        "legba_room_send_json() to the hand-over to the channel, and "
+        "on-message-string to data-received, through LegbaRoom's own code "
+        "with one participant whose channels are open. Receive also: "
+        "legba-burst (a batch's messages arrive before the room's context "
+        "runs: one dispatch for all) and json-glib-hop (json-glib plus the "
+        "hand-over to the application's main context that the room does). "
+        "Messages (data bytes / on the wire with the envelope): " +
+        ", ".join(f"{k} {v[0]} / {v[1]}" for k, v in msg_bytes.items()) +
+        ". Timed on the thread's CPU clock in batches of "
+        f"{sizes['short']} (short) and {sizes['4k']} (4k) messages, "
+        f"{batches} batches per configuration per process, the "
+        "configurations alternating batch by batch (A B C, C B A) after a "
+        f"warm-up batch, {rounds} process(es); each batch is one sample. "
+        "Instructions: callgrind, one run per row, counting measured_batch() "
+        "only (the warm-up left out), over its messages. End to end: two "
+        "LegbaRooms in one process through a legba-server process on "
+        "127.0.0.1 (binary messages of 1 KiB, legba_room_send_bytes) "
+        "against two plain webrtcbins in one process, alternating, "
+        f"{bulk_bytes / 1e6:g} MB bulk and {count} messages at 100/s "
+        f"echoed; memory: {pairs} pairs set up in one process, heap in use "
+        "(mallinfo2: every arena, mmapped blocks included) and RSS per "
+        "pair, and the heap per pair after the first one (what one more "
+        "pair adds, once the process-wide state is made). Native memory (GStreamer's buffer pools, libnice, OpenSSL "
+        "and GLib slices are all malloc here) is in both figures; "
+        "memory mapped outside malloc (thread stacks) is in RSS only.")
+
+
 SUITES = {
     "setup": suite_setup, "datachannel": suite_datachannel,
     "video-receive": suite_video_receive, "video-call": suite_video_call,
     "audio": suite_audio, "scale": suite_scale,
-    "footprint": suite_footprint,
+    "footprint": suite_footprint, "data": suite_data,
 }
 
 
@@ -412,10 +603,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("suite", choices=sorted(SUITES))
     parser.add_argument("--build", required=True)
-    parser.add_argument("--pion", required=True)
+    parser.add_argument("--pion", default="pion-peer")
     parser.add_argument("--output", required=True)
     parser.add_argument("--command", default="")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--smoke", action="store_true",
+                        help="data: a few messages each, to test the suite")
     args = parser.parse_args()
     r = Runner(args)
     series, notes = {}, []
@@ -426,7 +619,9 @@ def main():
         "load_start": loadavg(), "busy_start": busy_processes(),
     }
     t0 = time.time()
-    SUITES[args.suite](r, args.quick, series, notes)
+    with tempfile.TemporaryDirectory(prefix="legba-bench-") as workdir:
+        args.workdir = workdir
+        SUITES[args.suite](r, args.quick, series, notes)
     result.update({
         "seconds": time.time() - t0,
         "load_end": loadavg(), "busy_end": busy_processes(),

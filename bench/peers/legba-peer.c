@@ -8,7 +8,19 @@
  *
  *   legba-peer setup [--iterations N]
  *   legba-peer pairs [--count N] [--seconds S]
+ *   legba-peer bulk  [--bytes B] [--size S]
+ *   legba-peer rtt   [--count N] [--rate R] [--size S]
  *   legba-peer call  [--frames N] [--width W --height H] [--bitrate KBPS]
+ *
+ * --server-url ws://HOST:PORT: a legba-server of its own process (app
+ * key bench-key, secret bench-secret) instead of the embedded one.
+ *
+ * bulk and rtt: binary messages (legba_room_send_bytes) from room a to
+ * room b on the reliable channel, as webrtcbin-peer sends raw bytes. bulk
+ * sends while the room takes them (its queue towards b holds 1 MiB on top
+ * of webrtcbin's buffered-amount) and waits for ready-to-send when it
+ * refuses one; rtt stamps each message with the send time, b echoes it.
+ * pairs also reports the heap in use (mallinfo2) per pair.
  *
  * call: room a sends a stamped H.264 track (legbastamp, x264enc
  * ultrafast zerolatency), room b decodes it (avdec_h264) and reads the
@@ -24,6 +36,7 @@
 #include <legba/legba.h>
 #include <sys/resource.h>
 #include <dirent.h>
+#include <malloc.h>
 #include <string.h>
 #include <stdio.h>
 
@@ -37,6 +50,7 @@ typedef struct
   LegbaRoom *room;
   gboolean connected;           /* the other participant is connected */
   gboolean failed;
+  char *other;                  /* the other participant's id */
 } Side;
 
 typedef struct
@@ -46,6 +60,13 @@ typedef struct
 
 static char *server_url;
 static double main_ms;          /* when main() started */
+static gboolean external_server;
+
+/* bulk and rtt */
+static guint64 received_bytes;
+static guint64 received_msgs;
+static GArray *rtts;            /* double ms */
+static gboolean blocked;        /* room a refused a message */
 
 /* call */
 static GstElement *check;
@@ -62,9 +83,11 @@ on_participant_state (LegbaParticipant * lp, GParamSpec * pspec, Side * side)
 {
   LegbaParticipantState state = legba_participant_get_state (lp);
 
-  if (state == LEGBA_PARTICIPANT_STATE_CONNECTED)
+  if (state == LEGBA_PARTICIPANT_STATE_CONNECTED) {
     side->connected = TRUE;
-  else if (state == LEGBA_PARTICIPANT_STATE_FAILED)
+    if (side->other == NULL)
+      side->other = g_strdup (legba_participant_get_id (lp));
+  } else if (state == LEGBA_PARTICIPANT_STATE_FAILED)
     side->failed = TRUE;
 }
 
@@ -107,6 +130,7 @@ side_stop (Side * side)
   gst_element_set_state (side->pipeline, GST_STATE_NULL);
   g_clear_object (&side->room);
   gst_clear_object (&side->pipeline);
+  g_clear_pointer (&side->other, g_free);
 }
 
 static Pair *
@@ -169,6 +193,15 @@ rss_kib (void)
   return kib;
 }
 
+/* malloc's bytes in use, every arena, mmapped blocks included */
+static double
+heap_kib (void)
+{
+  struct mallinfo2 m = mallinfo2 ();
+
+  return (m.uordblks + m.hblkhd) / 1024.0;
+}
+
 static guint
 count_dir (const char *path)
 {
@@ -229,7 +262,7 @@ static int
 mode_pairs (guint count, double seconds)
 {
   GPtrArray *pairs = g_ptr_array_new ();
-  double rss0 = rss_kib (), t0 = now_ms ();
+  double rss0 = rss_kib (), heap0 = heap_kib (), heap1 = 0, t0 = now_ms ();
   guint fds0 = count_dir ("/proc/self/fd");
   guint threads0 = count_dir ("/proc/self/task");
   guint connected = 0;
@@ -244,6 +277,8 @@ mode_pairs (guint count, double seconds)
       break;
     }
     connected++;
+    if (connected == 1)
+      heap1 = heap_kib ();
     if (now_ms () - t0 > seconds * 1000) {
       stop = "time bound";
       break;
@@ -252,17 +287,204 @@ mode_pairs (guint count, double seconds)
   printf ("{\"peer\": \"legba\", \"mode\": \"pairs\", \"asked\": %u, "
       "\"connected\": %u, \"stopped\": \"%s\", \"seconds\": %.2f, "
       "\"rss_kib_per_pair\": %.1f, \"fds_per_pair\": %.2f, "
-      "\"threads_per_pair\": %.2f, \"includes\": \"two signalling clients "
-      "and their server-side sockets per pair\"}\n", count, connected, stop,
-      (now_ms () - t0) / 1000,
+      "\"threads_per_pair\": %.2f, \"heap_kib_per_pair\": %.1f, "
+      "\"heap_kib_per_pair_after_first\": %.1f, "
+      "\"includes\": \"two signalling clients%s per pair\"}\n", count,
+      connected, stop, (now_ms () - t0) / 1000,
       connected ? (rss_kib () - rss0) / connected : 0.0,
       connected ? (double) (count_dir ("/proc/self/fd") - fds0) / connected :
       0.0, connected ? (double) (count_dir ("/proc/self/task") -
-          threads0) / connected : 0.0);
+          threads0) / connected : 0.0,
+      connected ? (heap_kib () - heap0) / connected : 0.0,
+      connected > 1 ? (heap_kib () - heap1) / (connected - 1) : 0.0,
+      external_server ? "" : " and their server-side sockets");
   for (guint i = 0; i < pairs->len; i++)
     pair_free (pairs->pdata[i]);
   g_ptr_array_unref (pairs);
   return connected ? 0 : 1;
+}
+
+static double
+cpu_s (void)
+{
+  struct rusage r;
+
+  getrusage (RUSAGE_SELF, &r);
+  return r.ru_utime.tv_sec + r.ru_utime.tv_usec / 1e6 +
+      r.ru_stime.tv_sec + r.ru_stime.tv_usec / 1e6;
+}
+
+/* room b: count (bulk) or echo (rtt) */
+static void
+on_bytes_b (LegbaRoom * room, LegbaParticipant * from, GBytes * bytes,
+    gpointer unused)
+{
+  if (rtts != NULL) {
+    const char *to[] = { legba_participant_get_id (from), NULL };
+    GError *error = NULL;
+
+    if (!legba_room_send_bytes (room, bytes, LEGBA_RELIABILITY_RELIABLE, to,
+            &error))
+      g_error ("echo: %s", error->message);
+    return;
+  }
+  received_bytes += g_bytes_get_size (bytes);
+  received_msgs++;
+}
+
+/* room a: the echo */
+static void
+on_bytes_a (LegbaRoom * room, LegbaParticipant * from, GBytes * bytes,
+    gpointer unused)
+{
+  gsize size;
+  const guint8 *data = g_bytes_get_data (bytes, &size);
+  double sent, rtt;
+
+  if (size < sizeof sent)
+    return;
+  memcpy (&sent, data, sizeof sent);
+  rtt = now_ms () - sent;
+  g_array_append_val (rtts, rtt);
+  received_msgs++;
+}
+
+static void
+on_ready (LegbaRoom * room, LegbaParticipant * p, LegbaReliability rel,
+    gpointer unused)
+{
+  blocked = FALSE;
+}
+
+static Pair *
+data_pair (void)
+{
+  Pair *p = pair_new (0);
+
+  if (!pair_wait (p, 30))
+    g_error ("the pair did not connect");
+  g_signal_connect (p->s[1].room, "bytes-received", G_CALLBACK (on_bytes_b),
+      NULL);
+  g_signal_connect (p->s[0].room, "bytes-received", G_CALLBACK (on_bytes_a),
+      NULL);
+  g_signal_connect (p->s[0].room, "ready-to-send", G_CALLBACK (on_ready), NULL);
+  return p;
+}
+
+/* iterates the main context until *done or the deadline */
+static gboolean
+iterate_until (guint64 * counter, guint64 target, guint seconds)
+{
+  gboolean expired = FALSE;
+  guint id = g_timeout_add_seconds (seconds, timed_out, &expired);
+
+  while (*counter < target && !expired)
+    g_main_context_iteration (NULL, TRUE);
+  if (!expired)
+    g_source_remove (id);
+  return *counter >= target;
+}
+
+static int
+mode_bulk (guint64 bytes, gsize size)
+{
+  Pair *p = data_pair ();
+  guint8 *data = g_malloc (size);
+  GBytes *msg;
+  const char *to[] = { p->s[0].other, NULL };
+  guint64 sent = 0;
+  double t0, c0, t, c;
+  gboolean done;
+
+  for (gsize i = 0; i < size; i++)
+    data[i] = 'a' + i % 26;
+  msg = g_bytes_new_take (data, size);
+  t0 = now_ms ();
+  c0 = cpu_s ();
+  while (sent < bytes) {
+    GError *error = NULL;
+
+    if (blocked) {
+      g_main_context_iteration (NULL, TRUE);
+      continue;
+    }
+    if (legba_room_send_bytes (p->s[0].room, msg, LEGBA_RELIABILITY_RELIABLE,
+            to, &error)) {
+      sent += size;
+    } else if (g_error_matches (error, LEGBA_ROOM_ERROR,
+            LEGBA_ROOM_ERROR_NOT_DELIVERED)) {
+      /* its queue is full: until ready-to-send */
+      blocked = TRUE;
+      g_error_free (error);
+    } else {
+      g_error ("send: %s", error->message);
+    }
+  }
+  done = iterate_until (&received_bytes, sent, 60);
+  t = now_ms () - t0;
+  c = cpu_s () - c0;
+  printf ("{\"peer\": \"legba\", \"mode\": \"bulk\", \"bytes\": %"
+      G_GUINT64_FORMAT ", \"received\": %" G_GUINT64_FORMAT
+      ", \"size\": %zu, \"seconds\": %.4f, \"cpu_s\": %.4f, "
+      "\"mb_per_s\": %.4f, \"cpu_s_per_mb\": %.5f, \"complete\": %s}\n",
+      sent, received_bytes, size, t / 1000, c, sent / 1e6 / (t / 1000),
+      c / (sent / 1e6), done ? "true" : "false");
+  g_bytes_unref (msg);
+  pair_free (p);
+  return done ? 0 : 1;
+}
+
+static int
+mode_rtt (guint count, double rate, gsize size)
+{
+  Pair *p;
+  guint8 *data = g_malloc0 (MAX (size, sizeof (double)));
+  double c0, c, start;
+  GString *out = g_string_new ("{\"peer\": \"legba\", \"mode\": \"rtt\", ");
+  gboolean all;
+  const char *to[2] = { NULL, NULL };
+
+  rtts = g_array_new (FALSE, FALSE, sizeof (double));
+  p = data_pair ();
+  to[0] = p->s[0].other;
+  c0 = cpu_s ();
+  start = now_ms ();
+  for (guint i = 0; i < count; i++) {
+    double due = start + i * 1000.0 / rate, t;
+    GBytes *b;
+    GError *error = NULL;
+
+    /* the main context runs the rooms meanwhile */
+    while ((t = now_ms ()) < due) {
+      gboolean expired = FALSE;
+
+      g_timeout_add ((guint) (due - t) + 1, timed_out, &expired);
+      while (!expired)
+        g_main_context_iteration (NULL, TRUE);
+    }
+    t = now_ms ();
+    memcpy (data, &t, sizeof t);
+    b = g_bytes_new (data, MAX (size, sizeof t));
+    if (!legba_room_send_bytes (p->s[0].room, b, LEGBA_RELIABILITY_RELIABLE,
+            to, &error))
+      g_error ("send: %s", error->message);
+    g_bytes_unref (b);
+  }
+  all = iterate_until (&received_msgs, count, 10);
+  c = cpu_s () - c0;
+  g_string_append (out, "\"rtt_ms\": [");
+  for (guint i = 0; i < rtts->len; i++)
+    g_string_append_printf (out, "%s%.4f", i ? ", " : "",
+        g_array_index (rtts, double, i));
+  g_string_append_printf (out, "], \"sent\": %u, \"size\": %zu, "
+      "\"rate\": %g, \"cpu_s\": %.4f, \"complete\": %s}", count, size, rate,
+      c, all ? "true" : "false");
+  puts (out->str);
+  g_string_free (out, TRUE);
+  g_clear_pointer (&rtts, g_array_unref);
+  pair_free (p);
+  g_free (data);
+  return all ? 0 : 1;
 }
 
 static GstPadProbeReturn
@@ -419,7 +641,11 @@ main (int argc, char **argv)
 {
   guint iterations = 10, count = 100, frames = 300, width = 1280,
       height = 720, kbps = 1500;
-  double seconds = 120;
+  double seconds = 120, rate = 100;
+  gint64 bytes = 4000000;
+  guint size = 1024;
+  char *url = NULL;
+  LegbaServer *server = NULL;
   GOptionEntry entries[] = {
     {"iterations", 0, 0, G_OPTION_ARG_INT, &iterations, "setup: pairs", "N"},
     {"count", 0, 0, G_OPTION_ARG_INT, &count, "pairs: pairs", "N"},
@@ -428,15 +654,19 @@ main (int argc, char **argv)
     {"width", 0, 0, G_OPTION_ARG_INT, &width, "call: width", "W"},
     {"height", 0, 0, G_OPTION_ARG_INT, &height, "call: height", "H"},
     {"bitrate", 0, 0, G_OPTION_ARG_INT, &kbps, "call: kbit/s", "K"},
+    {"bytes", 0, 0, G_OPTION_ARG_INT64, &bytes, "bulk: bytes", "B"},
+    {"size", 0, 0, G_OPTION_ARG_INT, &size, "bulk, rtt: message size", "S"},
+    {"rate", 0, 0, G_OPTION_ARG_DOUBLE, &rate, "rtt: messages/s", "R"},
+    {"server-url", 0, 0, G_OPTION_ARG_STRING, &url, "a legba-server's URL",
+        "URL"},
     {NULL}
   };
   GOptionContext *ctx;
   GError *error = NULL;
-  LegbaServer *server;
   int rc;
 
   main_ms = now_ms ();
-  ctx = g_option_context_new ("setup|pairs|call");
+  ctx = g_option_context_new ("setup|pairs|bulk|rtt|call");
 
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_option_context_add_group (ctx, gst_init_get_option_group ());
@@ -445,26 +675,37 @@ main (int argc, char **argv)
     return 2;
   }
   g_option_context_free (ctx);
-  server = legba_server_new ();
-  g_object_set (server, "max-connections", 0, NULL);
-  if (!legba_server_add_app (server, APP_ID, APP_KEY, APP_SECRET, &error) ||
-      !legba_server_listen (server, "127.0.0.1", 0, &error)) {
-    g_printerr ("server: %s\n", error->message);
-    return 1;
+  if (url != NULL) {
+    server_url = url;
+    external_server = TRUE;
+  } else {
+    server = legba_server_new ();
+    g_object_set (server, "max-connections", 0, NULL);
+    if (!legba_server_add_app (server, APP_ID, APP_KEY, APP_SECRET, &error) ||
+        !legba_server_listen (server, "127.0.0.1", 0, &error)) {
+      g_printerr ("server: %s\n", error->message);
+      return 1;
+    }
+    server_url = legba_server_get_url (server);
   }
-  server_url = legba_server_get_url (server);
   if (strcmp (argv[1], "setup") == 0)
     rc = mode_setup (iterations);
   else if (strcmp (argv[1], "pairs") == 0)
     rc = mode_pairs (count, seconds);
+  else if (strcmp (argv[1], "bulk") == 0 && bytes > 0 && size > 0)
+    rc = mode_bulk (bytes, size);
+  else if (strcmp (argv[1], "rtt") == 0 && rate > 0 && size > 0)
+    rc = mode_rtt (count, rate, size);
   else if (strcmp (argv[1], "call") == 0)
     rc = mode_call (frames, width, height, kbps);
   else {
     g_printerr ("unknown mode %s\n", argv[1]);
     rc = 2;
   }
-  legba_server_shutdown (server);
-  g_object_unref (server);
+  if (server != NULL) {
+    legba_server_shutdown (server);
+    g_object_unref (server);
+  }
   g_free (server_url);
   return rc;
 }

@@ -21,6 +21,7 @@
 #include <gst/webrtc/webrtc.h>
 #include <nice/agent.h>
 #include <sys/resource.h>
+#include <malloc.h>
 #include <dirent.h>
 #include <string.h>
 #include <stdio.h>
@@ -491,16 +492,29 @@ mode_rtt (guint count, double rate, gsize size)
       "\"cpu_s\": %.4f, \"complete\": %s}", count, size, rate, c,
       all ? "true" : "false");
   puts (out->str);
+  g_string_free (out, TRUE);
   pair_free (p);
+  g_mutex_lock (&lock);
+  g_clear_pointer (&rtts, g_array_unref);
+  g_mutex_unlock (&lock);
   g_free (data);
   return all ? 0 : 1;
+}
+
+/* malloc's bytes in use, every arena, mmapped blocks included */
+static double
+heap_kib (void)
+{
+  struct mallinfo2 m = mallinfo2 ();
+
+  return (m.uordblks + m.hblkhd) / 1024.0;
 }
 
 static int
 mode_pairs (guint count, double seconds)
 {
   GPtrArray *pairs = g_ptr_array_new ();
-  double rss0 = rss_kib (), t0 = now_ms ();
+  double rss0 = rss_kib (), heap0 = heap_kib (), heap1 = 0, t0 = now_ms ();
   guint fds0 = count_dir ("/proc/self/fd");
   guint threads0 = count_dir ("/proc/self/task");
   guint connected = 0;
@@ -515,6 +529,8 @@ mode_pairs (guint count, double seconds)
       break;
     }
     connected++;
+    if (connected == 1)
+      heap1 = heap_kib ();
     if (now_ms () - t0 > seconds * 1000) {
       stop = "time bound";
       break;
@@ -523,12 +539,15 @@ mode_pairs (guint count, double seconds)
   printf ("{\"peer\": \"webrtcbin\", \"mode\": \"pairs\", \"asked\": %u, "
       "\"connected\": %u, \"stopped\": \"%s\", \"seconds\": %.2f, "
       "\"rss_kib_per_pair\": %.1f, \"fds_per_pair\": %.2f, "
-      "\"threads_per_pair\": %.2f}\n", count, connected, stop,
-      (now_ms () - t0) / 1000,
+      "\"threads_per_pair\": %.2f, \"heap_kib_per_pair\": %.1f, "
+      "\"heap_kib_per_pair_after_first\": %.1f}\n", count,
+      connected, stop, (now_ms () - t0) / 1000,
       connected ? (rss_kib () - rss0) / connected : 0.0,
       connected ? (double) (count_dir ("/proc/self/fd") - fds0) / connected :
       0.0, connected ? (double) (count_dir ("/proc/self/task") -
-          threads0) / connected : 0.0);
+          threads0) / connected : 0.0,
+      connected ? (heap_kib () - heap0) / connected : 0.0,
+      connected > 1 ? (heap_kib () - heap1) / (connected - 1) : 0.0);
   for (guint i = 0; i < pairs->len; i++)
     pair_free (pairs->pdata[i]);
   g_ptr_array_unref (pairs);

@@ -25,4 +25,12 @@ void legba_peer_data_close (LegbaPeer * peer);
 void legba_peer_data_free (LegbaPeerData * data);
 void legba_peer_data_add_stats (LegbaPeer * peer, GstStructure * summary);
 
+/* The benchmarks of the library's own cost (bench/data): hands each
+ * message over in place of gst_webrtc_data_channel_send_string_full() (a
+ * text message, @text) or _send_data_full() (binary, @bytes), so the
+ * transport is left out. NULL, the default, restores webrtcbin's. */
+typedef gboolean (*LegbaRoomDataSendFunc) (GstWebRTCDataChannel * channel,
+    const char *text, GBytes * bytes, GError ** error);
+void legba_room_data_set_send_func (LegbaRoomDataSendFunc func);
+
 G_END_DECLS

@@ -1,0 +1,530 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The library's own CPU per data-channel message, the transport left out
+ * (BENCHMARKING.md, suite 2; bench/data/bench.py drives it).
+ *
+ *   data-cpu --dir send|recv --size short|4k [--batches B] [--batch N]
+ *            [--only CONFIG]
+ *
+ * The same message, three ways:
+ *   floor      the envelope's bytes, encoded beforehand, handed to the
+ *              channel (send) / taken from the channel's on-message-string
+ *              (receive): what plain webrtcbin costs an application here
+ *   json-glib  plain webrtcbin with json-glib doing the same JSON work: the
+ *              envelope {"topic", "data"} built and serialized (send), or
+ *              parsed and its members checked (receive): the honest baseline
+ *   legba      legba_room_send_json() down to the hand-over to the channel
+ *              (send), and from the channel's on-message-string to
+ *              LegbaRoom::data-received (receive): the real LegbaRoom code,
+ *              with one participant whose channels are open
+ * and, on receive only:
+ *   legba-burst    legba with the messages of a batch arriving before the
+ *                  room's main context runs (it reports them in one
+ *                  dispatch, as it does when they come faster than that)
+ *   json-glib-hop  json-glib with the hand-over LegbaRoom does: each
+ *                  message's text copied onto the application's main
+ *                  context and parsed there (webrtcbin reports messages on
+ *                  its SCTP thread; the room reports them on its context)
+ *
+ * The transport is left out on both sides: the room hands each message to
+ * sink_send() (legba_room_data_set_send_func) instead of webrtcbin's SCTP
+ * encoder, and the floor and json-glib configurations call the same
+ * function; received messages are emitted on webrtcbin data-channel objects
+ * (on-message-string) that have no association behind them. Every
+ * configuration copies the message's bytes once in sink_send(), as
+ * webrtcbin does when it takes a message.
+ *
+ * Each batch of N messages is timed on the thread's CPU clock
+ * (CLOCK_THREAD_CPUTIME_ID: time the scheduler gives to other processes
+ * is not counted), and the configurations alternate batch by batch
+ * (A B C, C B A, ...) after one warm-up batch each. Prints one JSON line:
+ * ns per message, per batch, per configuration.
+ *
+ * Under callgrind (--only CONFIG --batches 1) only measured_batch() is
+ * meant to be counted: valgrind --tool=callgrind --collect-atstart=no
+ * --toggle-collect=measured_batch.
+ */
+#include <legba/legba.h>
+#include "legba-room-data-private.h"
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define TOPIC "pose"
+#define SINK_MAX (64 * 1024)
+
+typedef enum
+{
+  FLOOR,
+  JSON_GLIB,
+  LEGBA,
+  LEGBA_BURST,
+  JSON_HOP,
+  N_CONFIGS
+} Config;
+
+static const char *config_names[N_CONFIGS] = {
+  "floor", "json-glib", "legba", "legba-burst", "json-glib-hop"
+};
+
+/* what the transport would take */
+static char sink_copy[SINK_MAX];
+static guint64 sink_msgs;
+static guint64 sink_bytes;
+
+/* what the application got */
+static guint64 app_msgs;
+static guint64 app_bytes;
+
+static gboolean receiving;
+
+static struct
+{
+  GstElement *pipeline;
+  GstElement *webrtcbin;        /* makes the plain channels */
+  LegbaRoom *room;
+  LegbaParticipant *participant;
+  LegbaPeer *peer;
+  GstWebRTCDataChannel *floor, *json, *hop, *legba[2];
+  JsonParser *parser;
+  JsonNode *data;
+  char *text;                   /* the envelope, as Legba writes it */
+} b;
+
+G_GNUC_NO_INLINE static gboolean
+sink_send (GstWebRTCDataChannel * channel, const char *text, GBytes * bytes,
+    GError ** error)
+{
+  const void *data;
+  gsize size;
+
+  if (text != NULL) {
+    size = strlen (text);
+    data = text;
+  } else {
+    data = g_bytes_get_data (bytes, &size);
+  }
+  memcpy (sink_copy, data, MIN (size, SINK_MAX));
+  sink_msgs++;
+  sink_bytes += size;
+  return TRUE;
+}
+
+/* the application's handler: the same for every configuration */
+G_GNUC_NO_INLINE static void
+app_data (const char *topic, JsonNode * data)
+{
+  app_msgs++;
+  app_bytes += topic != NULL && data != NULL;
+}
+
+G_GNUC_NO_INLINE static void
+app_text (const char *text)
+{
+  app_msgs++;
+  app_bytes += strlen (text);
+}
+
+/* ---- the three configurations, one message each ---- */
+
+static void
+send_floor (void)
+{
+  sink_send (b.floor, b.text, NULL, NULL);
+}
+
+static void
+send_json (void)
+{
+  JsonObject *object = json_object_new ();
+  JsonNode *root;
+  char *text;
+
+  json_object_set_string_member (object, "topic", TOPIC);
+  json_object_set_member (object, "data", json_node_ref (b.data));
+  root = json_node_init_object (json_node_alloc (), object);
+  json_object_unref (object);
+  text = json_to_string (root, FALSE);
+  sink_send (b.json, text, NULL, NULL);
+  g_free (text);
+  json_node_unref (root);
+}
+
+static void
+send_legba (void)
+{
+  GError *error = NULL;
+
+  if (!legba_room_send_json (b.room, b.data, TOPIC,
+          LEGBA_RELIABILITY_RELIABLE, NULL, &error))
+    g_error ("send_json: %s", error->message);
+}
+
+static void
+on_floor_string (GstWebRTCDataChannel * channel, const char *str, gpointer u)
+{
+  app_text (str);
+}
+
+static void
+parse_and_report (const char *str)
+{
+  JsonNode *root, *data, *topic;
+  JsonObject *object;
+
+  if (!json_parser_load_from_data (b.parser, str, -1, NULL))
+    return;
+  root = json_parser_get_root (b.parser);
+  object = root && JSON_NODE_HOLDS_OBJECT (root) ?
+      json_node_get_object (root) : NULL;
+  data = object ? json_object_get_member (object, "data") : NULL;
+  topic = object ? json_object_get_member (object, "topic") : NULL;
+  if (data == NULL || (topic != NULL &&
+          json_node_get_value_type (topic) != G_TYPE_STRING))
+    return;
+  app_data (topic ? json_node_get_string (topic) : NULL, data);
+}
+
+static void
+on_json_string (GstWebRTCDataChannel * channel, const char *str, gpointer u)
+{
+  parse_and_report (str);
+}
+
+static gboolean
+hop_parse (gpointer text)
+{
+  parse_and_report (text);
+  return G_SOURCE_REMOVE;
+}
+
+/* as an application that reports messages on its main context, as the
+ * room does: a copy of the text handed over, parsed there */
+static void
+on_hop_string (GstWebRTCDataChannel * channel, const char *str, gpointer u)
+{
+  GSource *source = g_idle_source_new ();
+
+  g_source_set_callback (source, hop_parse, g_strdup (str), g_free);
+  g_source_attach (source, NULL);
+  g_source_unref (source);
+}
+
+static void
+on_data_received (LegbaRoom * room, LegbaParticipant * from,
+    const char *topic, JsonNode * data, gpointer u)
+{
+  app_data (topic, data);
+}
+
+static void
+recv_plain (GstWebRTCDataChannel * channel)
+{
+  g_signal_emit_by_name (channel, "on-message-string", b.text);
+}
+
+/* until the room reported everything it was handed */
+static void
+dispatch_until (guint64 msgs)
+{
+  while (app_msgs < msgs)
+    g_main_context_iteration (NULL, TRUE);
+}
+
+static void
+recv_legba (void)
+{
+  guint64 before = app_msgs;
+
+  g_signal_emit_by_name (b.legba[0], "on-message-string", b.text);
+  dispatch_until (before + 1);
+}
+
+static void
+run_batch (gboolean send, Config config, guint n)
+{
+  guint64 before = app_msgs;
+
+  for (guint i = 0; i < n; i++) {
+    switch (config) {
+      case FLOOR:
+        if (send)
+          send_floor ();
+        else
+          recv_plain (b.floor);
+        break;
+      case JSON_GLIB:
+        if (send)
+          send_json ();
+        else
+          recv_plain (b.json);
+        break;
+      case LEGBA:
+        if (send)
+          send_legba ();
+        else
+          recv_legba ();
+        break;
+      case JSON_HOP:
+        recv_plain (b.hop);
+        dispatch_until (app_msgs + 1);
+        break;
+      case LEGBA_BURST:
+        g_signal_emit_by_name (b.legba[0], "on-message-string", b.text);
+        break;
+      default:
+        g_assert_not_reached ();
+    }
+  }
+  if (config == LEGBA_BURST)
+    dispatch_until (before + n);
+}
+
+/* callgrind counts this one (--toggle-collect=measured_batch) */
+G_GNUC_NO_INLINE void measured_batch (gboolean send, Config config, guint n);
+
+G_GNUC_NO_INLINE void
+measured_batch (gboolean send, Config config, guint n)
+{
+  run_batch (send, config, n);
+}
+
+static gint64
+thread_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (gint64) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- the room, with one participant whose channels are open ---- */
+
+static GstWebRTCDataChannel *
+plain_channel (const char *label)
+{
+  GstWebRTCDataChannel *channel = NULL;
+
+  g_signal_emit_by_name (b.webrtcbin, "create-data-channel", label, NULL,
+      &channel);
+  if (channel == NULL)
+    g_error ("webrtcbin made no data channel");
+  return channel;
+}
+
+static void
+setup (void)
+{
+  LegbaSignalClient *client;
+  GError *error = NULL;
+
+  b.pipeline = gst_pipeline_new ("bench");
+  b.webrtcbin = gst_element_factory_make ("webrtcbin", NULL);
+  if (b.webrtcbin == NULL)
+    g_error ("no webrtcbin");
+  gst_bin_add (GST_BIN (b.pipeline), b.webrtcbin);
+  gst_element_set_state (b.pipeline, GST_STATE_READY);
+  b.floor = plain_channel ("floor");
+  b.json = plain_channel ("json");
+  b.hop = plain_channel ("hop");
+  b.legba[0] = plain_channel (LEGBA_ROOM_CHANNEL_RELIABLE);
+  b.legba[1] = plain_channel (LEGBA_ROOM_CHANNEL_LOSSY);
+  g_signal_connect (b.floor, "on-message-string",
+      G_CALLBACK (on_floor_string), NULL);
+  g_signal_connect (b.json, "on-message-string",
+      G_CALLBACK (on_json_string), NULL);
+  g_signal_connect (b.hop, "on-message-string",
+      G_CALLBACK (on_hop_string), NULL);
+  b.parser = json_parser_new_immutable ();
+
+  /* never connected: the participant below is added by hand */
+  client = legba_signal_client_new ("ws://127.0.0.1:9/", "bench");
+  b.room = legba_room_new (LEGBA_SIGNALLER (client), GST_BIN (b.pipeline));
+  g_object_unref (client);
+  g_object_set (b.room, "room", "bench", "identity", "a", NULL);
+  g_signal_connect (b.room, "data-received", G_CALLBACK (on_data_received),
+      NULL);
+  legba_room_data_set_send_func (sink_send);
+
+  b.participant = legba_participant_new ("b-1", NULL);
+  g_hash_table_insert (b.room->by_id, b.participant->id, b.participant);
+  g_list_store_append (b.room->participants, b.participant);
+  b.participant->listed = TRUE;
+  b.peer = legba_peer_new (b.room, b.participant, "bench-pc",
+      LEGBA_PEER_OFFERER, &error);
+  if (b.peer == NULL)
+    g_error ("peer: %s", error->message);
+  legba_clear_source (&b.peer->connect_timeout);
+  b.participant->peer = b.peer;
+  g_hash_table_insert (b.room->peers, b.peer->pc, b.peer);
+  for (guint i = 0; i < 2; i++) {
+    b.peer->channels[i] = g_object_ref (b.legba[i]);
+    b.peer->channel_open[i] = TRUE;
+    legba_peer_data_watch_channel (b.peer, b.legba[i]);
+  }
+  b.peer->connected = TRUE;
+  legba_room_peer_connected (b.room, b.peer);
+  /* the room's own first message (its mute state) */
+  while (g_main_context_iteration (NULL, FALSE));
+}
+
+static void
+teardown (void)
+{
+  LegbaPeer *peer = g_steal_pointer (&b.participant->peer);
+  guint position;
+
+  g_hash_table_remove (b.room->peers, peer->pc);
+  legba_peer_close (peer);
+  legba_peer_unref (peer);
+  g_hash_table_remove (b.room->by_id, b.participant->id);
+  if (g_list_store_find (b.room->participants, b.participant, &position))
+    g_list_store_remove (b.room->participants, position);
+  g_clear_object (&b.participant);
+  while (g_main_context_iteration (NULL, FALSE));
+  legba_room_data_set_send_func (NULL);
+  g_clear_object (&b.room);
+  gst_element_set_state (b.pipeline, GST_STATE_NULL);
+  g_clear_object (&b.floor);
+  g_clear_object (&b.json);
+  g_clear_object (&b.hop);
+  g_clear_object (&b.legba[0]);
+  g_clear_object (&b.legba[1]);
+  gst_clear_object (&b.pipeline);
+  g_clear_object (&b.parser);
+  json_node_unref (b.data);
+  g_free (b.text);
+}
+
+/* short: ~50 bytes of JSON; 4k: an object of 4 KiB */
+static void
+make_message (gboolean large)
+{
+  GString *s = g_string_new (NULL);
+  JsonObject *envelope;
+  JsonNode *root;
+
+  if (!large) {
+    g_string_append (s, "{\"x\":12.5,\"y\":-3.25,\"id\":\"sensor-7\","
+        "\"ok\":true}");
+  } else {
+    g_string_append (s, "{\"samples\":[");
+    for (guint i = 0; s->len < 4096 - 48; i++)
+      g_string_append_printf (s, "%s{\"t\":%u,\"v\":%u.25,\"tag\":\"s%03u\"}",
+          i ? "," : "", 1000 + i, i * 7 % 1000, i);
+    g_string_append (s, "],\"unit\":\"mV\"}");
+  }
+  b.data = json_from_string (s->str, NULL);
+  g_assert (b.data != NULL);
+  g_string_free (s, TRUE);
+  envelope = json_object_new ();
+  json_object_set_string_member (envelope, "topic", TOPIC);
+  json_object_set_member (envelope, "data", json_node_ref (b.data));
+  root = json_node_init_object (json_node_alloc (), envelope);
+  json_object_unref (envelope);
+  b.text = json_to_string (root, FALSE);
+  json_node_unref (root);
+}
+
+int
+main (int argc, char **argv)
+{
+  char *dir = NULL, *size = NULL, *only = NULL;
+  guint batches = 20, batch = 1000;
+  GOptionEntry entries[] = {
+    {"dir", 0, 0, G_OPTION_ARG_STRING, &dir, "send or recv", "DIR"},
+    {"size", 0, 0, G_OPTION_ARG_STRING, &size, "short or 4k", "SIZE"},
+    {"batches", 0, 0, G_OPTION_ARG_INT, &batches, "batches a config", "B"},
+    {"batch", 0, 0, G_OPTION_ARG_INT, &batch, "messages a batch", "N"},
+    {"only", 0, 0, G_OPTION_ARG_STRING, &only, "one configuration", "C"},
+    {NULL}
+  };
+  GOptionContext *ctx = g_option_context_new ("- data-channel CPU");
+  GError *error = NULL;
+  Config configs[N_CONFIGS];
+  guint n_configs = 0;
+  GArray *ns[N_CONFIGS];
+  GString *out;
+  gboolean send;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_add_group (ctx, gst_init_get_option_group ());
+  if (!g_option_context_parse (ctx, &argc, &argv, &error)) {
+    g_printerr ("%s\n", error->message);
+    return 2;
+  }
+  g_option_context_free (ctx);
+  if (g_strcmp0 (dir, "send") != 0 && g_strcmp0 (dir, "recv") != 0) {
+    g_printerr ("--dir send|recv\n");
+    return 2;
+  }
+  if (g_strcmp0 (size, "short") != 0 && g_strcmp0 (size, "4k") != 0) {
+    g_printerr ("--size short|4k\n");
+    return 2;
+  }
+  if (batches == 0 || batch == 0) {
+    g_printerr ("--batches and --batch must be positive\n");
+    return 2;
+  }
+  send = strcmp (dir, "send") == 0;
+  receiving = !send;
+  for (guint c = 0; c < N_CONFIGS; c++) {
+    if ((c == LEGBA_BURST || c == JSON_HOP) && send)
+      continue;
+    if (only == NULL || strcmp (only, config_names[c]) == 0)
+      configs[n_configs++] = c;
+  }
+  if (n_configs == 0) {
+    g_printerr ("--only floor|json-glib|legba, or on recv legba-burst "
+        "or json-glib-hop\n");
+    return 2;
+  }
+
+  make_message (strcmp (size, "4k") == 0);
+  setup ();
+
+  for (guint c = 0; c < N_CONFIGS; c++)
+    ns[c] = g_array_new (FALSE, FALSE, sizeof (double));
+  /* one warm-up batch each, not counted */
+  for (guint i = 0; i < n_configs; i++)
+    run_batch (send, configs[i], batch);
+  for (guint r = 0; r < batches; r++) {
+    for (guint i = 0; i < n_configs; i++) {
+      Config c = configs[r % 2 ? n_configs - 1 - i : i];
+      gint64 t0 = thread_ns ();
+      double v;
+
+      measured_batch (send, c, batch);
+      v = (double) (thread_ns () - t0) / batch;
+      g_array_append_val (ns[c], v);
+    }
+  }
+
+  out = g_string_new (NULL);
+  g_string_append_printf (out, "{\"dir\": \"%s\", \"size\": \"%s\", "
+      "\"data_bytes\": %zu, \"wire_bytes\": %zu, \"batch\": %u, "
+      "\"batches\": %u, \"sink_msgs\": %" G_GUINT64_FORMAT
+      ", \"app_msgs\": %" G_GUINT64_FORMAT ", \"ns_per_msg\": {", dir, size,
+      strlen (b.text) - strlen ("{\"topic\":\"" TOPIC "\",\"data\":}"),
+      strlen (b.text), batch, batches, sink_msgs, app_msgs);
+  for (guint i = 0; i < n_configs; i++) {
+    Config c = configs[i];
+
+    g_string_append_printf (out, "%s\"%s\": [", i ? ", " : "", config_names[c]);
+    for (guint k = 0; k < ns[c]->len; k++)
+      g_string_append_printf (out, "%s%.1f", k ? ", " : "",
+          g_array_index (ns[c], double, k));
+    g_string_append (out, "]");
+  }
+  g_string_append (out, "}}");
+  puts (out->str);
+  g_string_free (out, TRUE);
+  for (guint c = 0; c < N_CONFIGS; c++)
+    g_array_unref (ns[c]);
+  teardown ();
+  g_free (dir);
+  g_free (size);
+  g_free (only);
+  return 0;
+}
