@@ -71,8 +71,6 @@ gboolean legba_room_send_bytes (LegbaRoom * self, GBytes * bytes,
     LegbaReliability reliability, const char *const *to, GError ** error);
 gsize legba_room_get_max_message_size (LegbaRoom * self,
     const char *participant_id);
-gboolean legba_room_can_send (LegbaRoom * self, const char *participant_id,
-    LegbaReliability reliability);
 LegbaReliability legba_room_get_received_reliability (LegbaRoom * self);
 
 void legba_room_set_muted (LegbaRoom * self, gboolean audio, gboolean video);
