@@ -27,6 +27,12 @@ GST_DEBUG_CATEGORY_EXTERN (legba_room_debug);
 /* ROOM-PROTOCOL.md §3 */
 #define LEGBA_ROOM_OFFER_WAIT_MS 3000
 #define LEGBA_ROOM_GRACE_MS 10000
+/* §3: after a bye from the smaller id (its end of the connection failed)
+ * the greater id offers a fresh connection this much later: long enough
+ * for the member_removed of a participant that said bye because it left,
+ * short beside the offer wait. A second bye in a row waits the full
+ * LEGBA_ROOM_OFFER_WAIT_MS. */
+#define LEGBA_ROOM_REOFFER_MS 250
 /* ROOM-PROTOCOL.md §4 */
 #define LEGBA_ROOM_CANDIDATE_BATCH_MS 50
 #define LEGBA_ROOM_EARLY_SIGNAL_MS 10000

@@ -356,12 +356,17 @@ offer_wait_expired (gpointer data)
 }
 
 static void
-wait_for_offer (LegbaRoom * self, LegbaParticipant * p)
+wait_for_offer_ms (LegbaRoom * self, LegbaParticipant * p, guint ms)
 {
   legba_clear_source (&p->offer_timeout);
   g_object_set_data (G_OBJECT (p), "legba-room", self);
-  p->offer_timeout = legba_room_timeout (self, LEGBA_ROOM_OFFER_WAIT_MS,
-      offer_wait_expired, p, NULL);
+  p->offer_timeout = legba_room_timeout (self, ms, offer_wait_expired, p, NULL);
+}
+
+static void
+wait_for_offer (LegbaRoom * self, LegbaParticipant * p)
+{
+  wait_for_offer_ms (self, p, LEGBA_ROOM_OFFER_WAIT_MS);
 }
 
 void
@@ -548,7 +553,13 @@ handle_bye (LegbaRoom * self, LegbaPeer * peer)
     return;
   }
   legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_NEW);
-  wait_for_offer (self, p);
+  /* §3: the greater id replaces the connection; soon after the first bye
+   * in a row, since the other side is waiting for that offer */
+  p->attempts++;
+  if (p->attempts == 1 && legba_room_local_is_greater (self, p->id))
+    wait_for_offer_ms (self, p, LEGBA_ROOM_REOFFER_MS);
+  else
+    wait_for_offer (self, p);
 }
 
 static void
