@@ -665,6 +665,12 @@ link_send (LegbaPeer * peer, LegbaTrackKind kind, GError ** error)
         peer->participant->id, kind_names[kind]);
     return TRUE;
   }
+  if (m->ssrc != 0) {
+    /* the SSRC the description announced (legba_peer_add_transceivers):
+     * the payloader takes the one its downstream caps fix */
+    caps = gst_caps_make_writable (caps);
+    gst_caps_set_simple (caps, "ssrc", G_TYPE_UINT, m->ssrc, NULL);
+  }
   pay = make_payloader (encoding_of (local), error);
   if (pay == NULL)
     return FALSE;

@@ -1041,6 +1041,18 @@ add_transceivers (LegbaPeer * peer)
         GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY;
     GstWebRTCRTPTransceiver *transceiver = NULL;
 
+    /* The SSRC we send under, announced in the description: webrtcbin
+     * 1.22 knows none before the payloader's caps reach it (after
+     * negotiation), and then writes an RTX group for SSRC 0 and gives the
+     * track's msid to the RTX stream; a browser decodes the stream sent
+     * under an unannounced SSRC but hands its frames to no track. */
+    if (direction == GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDRECV) {
+      peer->media[kind].ssrc = (guint32) g_random_int_range (1, G_MAXINT32);
+      caps = gst_caps_make_writable (caps);
+      for (guint i = 0; i < gst_caps_get_size (caps); i++)
+        gst_structure_set (gst_caps_get_structure (caps, i), "ssrc",
+            G_TYPE_UINT, peer->media[kind].ssrc, NULL);
+    }
     g_signal_emit_by_name (peer->webrtcbin, "add-transceiver", direction, caps,
         &transceiver);
     if (transceiver != NULL && kind == LEGBA_TRACK_KIND_VIDEO)

@@ -175,6 +175,7 @@ typedef struct
   GstPad *bin_sink;             /* ghost pad of the peer's bin */
   GstElement *elements[4];      /* queue, payloader, capsfilter, NULL */
   GstPad *webrtc_sink;          /* request pad of webrtcbin */
+  guint32 ssrc;                 /* announced in the codec preferences */
 
   /* receiving: the depayloaded stream of the participant */
   GstPad *track_pad;            /* ghost src pad of the peer's bin (lock) */

@@ -101,6 +101,22 @@ test('the /demo page and legba-call: video and chat both ways, leaving ' +
       /gst: hello from gstreamer/);
   assert.match(await page.tab.textContent('#participants'), /gst/);
 
+  /* and plays it in the tile: frames rendered, not only decoded (a stream
+   * sent under an SSRC its description does not announce is decoded but
+   * reaches no track) */
+  await until(() => page.tab.evaluate(({ id, frames }) => {
+    const video = document.querySelector(`#tile-${id} video`);
+    return video && video.videoWidth > 0 &&
+      video.getVideoPlaybackQuality().totalVideoFrames > frames;
+  }, { id: call.id, frames: FRAMES }), 'the tile to play legba-call\'s video',
+  { ms: SETUP_MS, detail: async () => `${call.describe()}\n` +
+      JSON.stringify(await page.tab.evaluate((id) => {
+        const video = document.querySelector(`#tile-${id} video`);
+        return video && { readyState: video.readyState,
+          width: video.videoWidth,
+          rendered: video.getVideoPlaybackQuality().totalVideoFrames };
+      }, call.id)) });
+
   if (process.env.LEGBA_SCREENSHOT)
     await page.tab.screenshot({ path: process.env.LEGBA_SCREENSHOT });
 
