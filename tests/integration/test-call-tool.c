@@ -240,6 +240,19 @@ assert_report (const char *out, const char *identity)
   return json_object_get_int_member (p, "video_frames");
 }
 
+/* Ends a call between alice (a) and bob (b) once each received media and
+ * data from the other (b more than min_frames video frames); both exit 0
+ * and report the other. Returns the video frames bob's report gives. */
+static gint64
+finish_call (Run * a, Run * b, guint64 min_frames)
+{
+  end_once_received (a, "alice", b, "bob", min_frames);
+  g_assert_cmpint (run_wait (a), ==, 0);
+  g_assert_cmpint (run_wait (b), ==, 0);
+  assert_report (a->out, "bob");
+  return assert_report (b->out, "alice");
+}
+
 static void
 test_two (Fixture * f, gconstpointer data)
 {
@@ -252,11 +265,7 @@ test_two (Fixture * f, gconstpointer data)
       "--expect-participants", "1", "--json",
       "--send-data", "{\"from\": \"bob\"}", NULL);
 
-  end_once_received (a, "alice", b, "bob", 0);
-  g_assert_cmpint (run_wait (a), ==, 0);
-  g_assert_cmpint (run_wait (b), ==, 0);
-  assert_report (a->out, "bob");
-  assert_report (b->out, "alice");
+  finish_call (a, b, 0);
   g_assert_nonnull (strstr (a->err, "data from bob: {\"from\":\"bob\"}"));
   g_assert_nonnull (strstr (a->err, "+ bob joined"));
   g_assert_nonnull (strstr (a->err, "stats: "));
@@ -364,11 +373,7 @@ test_video_file (Fixture * f, gconstpointer data)
       "--expect-participants", "1", "--json",
       "--send-data", "{\"from\": \"bob\"}", NULL);
 
-  end_once_received (a, "alice", b, "bob", FILE_FRAMES);
-  g_assert_cmpint (run_wait (a), ==, 0);
-  g_assert_cmpint (run_wait (b), ==, 0);
-  assert_report (a->out, "bob");
-  g_assert_cmpint (assert_report (b->out, "alice"), >, FILE_FRAMES);
+  g_assert_cmpint (finish_call (a, b, FILE_FRAMES), >, FILE_FRAMES);
   run_free (a);
   run_free (b);
   remove_dir (dir);
@@ -409,11 +414,7 @@ test_token (Fixture * f, gconstpointer data)
   b = run_start (CALL_ARGS (f, "bob"), "--duration", LONG_SECONDS, "--stats",
       "--expect-participants", "1", "--json", "--send-data",
       "{\"from\": \"bob\"}", NULL);
-  end_once_received (a, "alice", b, "bob", 0);
-  g_assert_cmpint (run_wait (a), ==, 0);
-  g_assert_cmpint (run_wait (b), ==, 0);
-  assert_report (a->out, "bob");
-  assert_report (b->out, "alice");
+  finish_call (a, b, 0);
   run_free (a);
   run_free (b);
 }
@@ -550,11 +551,7 @@ test_display (Fixture * f, gconstpointer data)
   b = run_start_on (x.display, CALL_ARGS (f, "bob"), "--display", "grid",
       "--duration", LONG_SECONDS, "--stats", "--expect-participants", "1",
       "--json", "--send-data", "{\"from\": \"bob\"}", NULL);
-  end_once_received (a, "alice", b, "bob", 0);
-  g_assert_cmpint (run_wait (a), ==, 0);
-  g_assert_cmpint (run_wait (b), ==, 0);
-  assert_report (a->out, "bob");
-  assert_report (b->out, "alice");
+  finish_call (a, b, 0);
   run_free (a);
   run_free (b);
   xvfb_stop (&x);
