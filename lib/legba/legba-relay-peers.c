@@ -573,6 +573,8 @@ relay_receive (LegbaRelay * relay, const Record * rec)
     case 'g':
       peer_gone (relay, peer, "left");
       break;
+    case 'n':
+      break;
     default:
       relay->counters.invalid++;
       break;

@@ -18,6 +18,10 @@ G_BEGIN_DECLS
 #define READ_COUNT "1000"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+/* The longest a live instance can take to reconnect once Redis is back:
+ * its longest retry delay (with jitter), then a connection attempt. */
+#define RECONNECT_MAX_MS (BACKOFF_MAX_MS + BACKOFF_MAX_MS / 5 + \
+    CONNECT_TIMEOUT_MS)
 #define TICK_MS 1000
 /* Subscription counts change with every subscribe: coalesced. */
 #define OCCUPANCY_FLUSH_MS 100

@@ -23,7 +23,10 @@
  *   o  the origin's subscription count of a channel: a, c, n
  *   y  the origin rewrote its whole state hash: read it again
  *   g  the origin is leaving
- * and p = 1 on an event appended again after Redis lost its data.
+ *   n  nothing: the sequence number of a state change, appended again
+ *      after Redis lost its data (the state hash covers the change)
+ * and p = 1 on an entry appended again after Redis lost its data (events,
+ * terminations and n).
  *
  * Each instance writes on one connection (commands), in sequence order,
  * and reads with XREAD BLOCK on another from its last-read id. Readers
@@ -79,6 +82,19 @@ entry_free (Entry * entry)
   g_free (entry->except);
   g_clear_pointer (&entry->frame, g_bytes_unref);
   g_free (entry);
+}
+
+/* Only the sequence number of an entry: kind n. */
+static void
+entry_make_placeholder (Entry * entry)
+{
+  g_clear_pointer (&entry->app, g_free);
+  g_clear_pointer (&entry->channel, g_free);
+  g_clear_pointer (&entry->user, g_free);
+  g_clear_pointer (&entry->value, g_free);
+  g_clear_pointer (&entry->except, g_free);
+  g_clear_pointer (&entry->frame, g_bytes_unref);
+  entry->kind = 'n';
 }
 
 static gsize
@@ -207,11 +223,15 @@ on_ack (LegbaRedis * redis, redisReply * reply, gpointer user_data)
   relay->counters.published++;
   relay->counters.publish_count++;
   relay->counters.publish_us += now - entry->written_at;
-  if (entry->kind != 'e') {
+  if (entry->kind == 'g') {
     entry_free (entry);
     return;
   }
-  /* Kept a while: appended again should Redis come back without it. */
+  /* Kept a while: appended again should Redis come back without it. A
+   * state change only as its sequence number (the state hash written on
+   * reconnection covers it), so that readers see no gap. */
+  if (strchr ("et", entry->kind) == NULL)
+    entry_make_placeholder (entry);
   entry->acked_at = now;
   relay->replay_bytes += entry_size (entry);
   g_queue_push_tail (&relay->replay, entry);
@@ -531,14 +551,15 @@ relay_up (LegbaRelay * relay, gboolean redis_restarted)
 
   /* Redis lost what was acknowledged: append it again for the instances
    * that had not read it (they skip what they had). It lost the others'
-   * heartbeats too: they have a TTL to come back before their members go. */
+   * heartbeats too: they have their own reconnection delay and then a TTL
+   * to come back before their members go. */
   if (redis_restarted) {
     relay->counters.redis_restarts++;
     relay->grace_until = g_get_monotonic_time () +
-        relay->instance_ttl * G_USEC_PER_SEC;
+        relay->instance_ttl * G_USEC_PER_SEC + RECONNECT_MAX_MS * 1000;
     for (GList * l = relay->replay.head; l != NULL; l = l->next) {
       relay_write (relay, l->data, TRUE);
-      relay->counters.replayed++;
+      relay->counters.replayed += ((Entry *) l->data)->kind != 'n';
     }
   }
   /* Unacknowledged first (same sequence numbers), then what waited. */
@@ -883,7 +904,8 @@ legba_relay_render_metrics (LegbaRelay * relay, GString * out)
       "Events not relayed: the outbox was full while Redis was away.",
       c->dropped);
   metric (out, "legba_relay_replayed_total", "counter",
-      "Events appended again after Redis came back without them.", c->replayed);
+      "Events and terminations appended again after Redis came back "
+      "without them.", c->replayed);
   metric (out, "legba_relay_outbox", "gauge",
       "Entries waiting for Redis (unacknowledged or unsent).",
       relay->outbox.length);

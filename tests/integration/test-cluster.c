@@ -946,19 +946,39 @@ publish_range (Server * server, const char *channel, guint from, guint to)
   }
 }
 
+/* Two member_added (or _removed) of room, in either order. */
+static void
+expect_two_members (Client * c, const char *event, const char *channel,
+    const char *one, const char *other)
+{
+  g_autoptr (Message) first = client_wait (c, event, channel);
+  g_autoptr (Message) second = client_wait (c, event, channel);
+  g_autofree char *a = member_id (first);
+  g_autofree char *b = member_id (second);
+
+  if (g_strcmp0 (a, one) != 0) {
+    g_assert_cmpstr (a, ==, other);
+    g_assert_cmpstr (b, ==, one);
+  } else {
+    g_assert_cmpstr (b, ==, other);
+  }
+}
+
 /* Redis killed (SIGKILL) and restarted mid-stream, without persistence:
  * A serves its own sockets meanwhile (delivery and presence), both
  * instances reconnect, and B's subscribers get every event published
- * through A exactly once and in order: those Redis acknowledged and lost,
- * those published while it was down, those after. Presence survives. */
+ * through A exactly once and in order: those Redis acknowledged and lost
+ * (some of them after a presence change, while B was not reading), those
+ * published while it was down, those after. Presence survives, and
+ * nothing counts as lost. */
 static void
 test_redis_restart (void)
 {
   static const char *const publisher[] = { "api-a", NULL };
-  const guint before = 80, during = 80, after = 80;
+  const guint before = 80, unread = 10, during = 80, after = 80;
   const char *room = "presence-steady";
   Cluster cl = { 0 };
-  Client *sub_a, *sub_b[2], *steady, *watch_b, *newcomer;
+  Client *sub_a, *sub_b[2], *steady, *watch_b, *newcomer, *early;
 
   cluster_start (&cl, 2);
   sub_a = client_connect (cl.servers[0]);
@@ -976,14 +996,27 @@ test_redis_restart (void)
   expect_member (steady, "pusher_internal:member_added", room, "watch-b");
 
   publish_range (cl.servers[0], "stream", 0, before);
+
+  /* B stops reading; A appends an event, a presence change and more
+   * events, all acknowledged by Redis, then Redis goes. */
+  g_subprocess_send_signal (cl.servers[1]->p.process, SIGSTOP);
+  publish_range (cl.servers[0], "stream", before, before + 1);
+  early = client_connect (cl.servers[0]);
+  message_free (client_join (early, room, "early"));
+  expect_member (steady, "pusher_internal:member_added", room, "early");
+  publish_range (cl.servers[0], "stream", before + 1, before + unread);
+  wait_metric (cl.servers[0], "legba_relay_outbox", 0);
   redis_kill (cl.redis);
-  for (guint i = 0; i < 2; i++)
-    wait_metric (cl.servers[i], "legba_relay_up", 0);
+  wait_metric (cl.servers[0], "legba_relay_up", 0);
+  g_subprocess_send_signal (cl.servers[1]->p.process, SIGCONT);
+  wait_metric (cl.servers[1], "legba_relay_up", 0);
 
   /* Redis down: A still delivers to its own sockets, at once, and its
    * presence still works locally. */
-  publish_range (cl.servers[0], "stream", before, before + during);
-  expect_sequences (sub_a, "tick", "stream", publisher, 0, before + during);
+  publish_range (cl.servers[0], "stream", before + unread,
+      before + unread + during);
+  expect_sequences (sub_a, "tick", "stream", publisher, 0,
+      before + unread + during);
   newcomer = client_connect (cl.servers[0]);
   message_free (client_join (newcomer, room, "newcomer"));
   expect_member (steady, "pusher_internal:member_added", room, "newcomer");
@@ -991,12 +1024,13 @@ test_redis_restart (void)
   redis_spawn (cl.redis);
   for (guint i = 0; i < 2; i++)
     wait_metric (cl.servers[i], "legba_relay_up", 1);
-  publish_range (cl.servers[0], "stream", before + during,
-      before + during + after);
-  expect_sequences (sub_a, "tick", "stream", publisher, before + during, after);
+  publish_range (cl.servers[0], "stream", before + unread + during,
+      before + unread + during + after);
+  expect_sequences (sub_a, "tick", "stream", publisher,
+      before + unread + during, after);
   for (guint i = 0; i < 2; i++)
     expect_sequences (sub_b[i], "tick", "stream", publisher, 0,
-        before + during + after);
+        before + unread + during + after);
 
   /* Nothing twice, after a marker through A. */
   g_assert_cmpuint (api_publish (cl.servers[0], "stream", "marker", "{}",
@@ -1006,11 +1040,12 @@ test_redis_restart (void)
     g_assert_cmpuint (client_drop_all (sub_b[i], "tick", NULL), ==, 0);
   }
 
-  /* Presence came through: B learns of the newcomer, and never removed
-   * the member that stayed on A. */
-  expect_member (watch_b, "pusher_internal:member_added", room, "newcomer");
+  /* Presence came through: B learns of the two that joined while it was
+   * not reading, and never removed the member that stayed on A. */
+  expect_two_members (watch_b, "pusher_internal:member_added", room, "early",
+      "newcomer");
   for (guint i = 0; i < 2; i++)
-    wait_users (cl.servers[i], room, "newcomer,steady,watch-b");
+    wait_users (cl.servers[i], room, "early,newcomer,steady,watch-b");
   g_assert_cmpuint (client_drop_all (watch_b,
           "pusher_internal:member_removed", NULL), ==, 0);
 
@@ -1024,6 +1059,7 @@ test_redis_restart (void)
       0);
   g_assert_cmpfloat (metric (cl.servers[1], "legba_relay_lost_total"), ==, 0);
 
+  client_free (early);
   client_free (newcomer);
   client_free (steady);
   client_free (watch_b);
