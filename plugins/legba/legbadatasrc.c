@@ -20,6 +20,10 @@
  * `room-element` (looked for in the source's bin, then in each bin above),
  * or, for applications, a #LegbaRoom set as `legba-room`.
  *
+ * Until its first message it sends a gap event, so that the sinks behind
+ * it preroll and the pipeline goes to PLAYING whether or not anyone sends
+ * (other sinks of the pipeline are not held in PAUSED waiting for it).
+ *
  * Messages wait for downstream in a queue of at most `max-buffers`; when
  * downstream is slower, the oldest are dropped, counted in `dropped`, and
  * a warning says so once.
@@ -82,6 +86,7 @@ struct _GstLegbaDataSrc
   gboolean json;                /* (lock) the negotiated caps */
   gboolean flushing;            /* (lock) */
   gboolean warned;              /* (lock) */
+  gboolean started;             /* streaming thread: create ran once */
   guint64 received;             /* (lock) */
   guint64 dropped;              /* (lock) */
 };
@@ -108,20 +113,27 @@ wanted (GstLegbaDataSrc * self, LegbaParticipant * p, const char *topic)
   return ok;
 }
 
+/* The running time of the pipeline now; 0 without a clock. */
+static GstClockTime
+running_time_now (GstLegbaDataSrc * self)
+{
+  g_autoptr (GstClock) clock = gst_element_get_clock (GST_ELEMENT (self));
+  GstClockTime now, base;
+
+  if (clock == NULL)
+    return 0;
+  now = gst_clock_get_time (clock);
+  base = gst_element_get_base_time (GST_ELEMENT (self));
+  return now > base ? now - base : 0;
+}
+
 static void
 enqueue (GstLegbaDataSrc * self, LegbaRoom * room, LegbaParticipant * p,
     const char *topic, GstBuffer * buffer)
 {
-  GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
   gboolean warn = FALSE;
 
-  if (clock != NULL) {
-    GstClockTime now = gst_clock_get_time (clock);
-    GstClockTime base = gst_element_get_base_time (GST_ELEMENT (self));
-
-    GST_BUFFER_PTS (buffer) = now > base ? now - base : 0;
-    gst_object_unref (clock);
-  }
+  GST_BUFFER_PTS (buffer) = running_time_now (self);
   legba_buffer_add_data_meta (buffer, legba_participant_get_id (p), topic,
       legba_room_get_received_reliability (room), NULL);
   g_mutex_lock (&self->lock);
@@ -195,10 +207,42 @@ disconnect_room (LegbaRoom * room, gpointer data)
 
 /* ---- Streaming thread ---- */
 
+/* Messages may be long in coming: a gap event at once, so that the sinks
+ * behind the source preroll and the pipeline reaches PLAYING. Without it
+ * a sink there stays in its asynchronous state change, and the bin holds
+ * every other sink of the pipeline in PAUSED with it. The gap needs a
+ * segment before it; basesrc sends its own again before the first
+ * buffer. */
+static void
+send_gap (GstLegbaDataSrc * self)
+{
+  GstBaseSrc *base = GST_BASE_SRC (self);
+  GstSegment segment;
+
+  if (!gst_pad_has_current_caps (base->srcpad) &&
+      !gst_base_src_negotiate (base))
+    return;
+  GST_OBJECT_LOCK (self);
+  gst_segment_copy_into (&base->segment, &segment);
+  GST_OBJECT_UNLOCK (self);
+  gst_pad_push_event (base->srcpad, gst_event_new_segment (&segment));
+  gst_pad_push_event (base->srcpad, gst_event_new_gap (running_time_now
+          (self), GST_CLOCK_TIME_NONE));
+}
+
 static GstFlowReturn
 gst_legba_data_src_create (GstPushSrc * src, GstBuffer ** buffer)
 {
   GstLegbaDataSrc *self = GST_LEGBA_DATA_SRC (src);
+  gboolean first = !self->started;
+  gboolean waiting;
+
+  self->started = TRUE;
+  g_mutex_lock (&self->lock);
+  waiting = g_queue_is_empty (&self->queue);
+  g_mutex_unlock (&self->lock);
+  if (first && waiting)
+    send_gap (self);
 
   g_mutex_lock (&self->lock);
   while (!self->flushing && g_queue_is_empty (&self->queue))
@@ -246,6 +290,7 @@ gst_legba_data_src_start (GstBaseSrc * src)
   self->flushing = FALSE;
   self->json = TRUE;
   self->warned = FALSE;
+  self->started = FALSE;
   g_mutex_unlock (&self->lock);
   legba_data_run (self->room, connect_room, self);
   return TRUE;

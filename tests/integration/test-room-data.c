@@ -593,6 +593,29 @@ test_elements (Fixture * f, gconstpointer unused)
   launch_free (a);
 }
 
+/* A legbadatasrc nobody sends to does not hold the pipeline: it reaches
+ * PLAYING and its other branch runs (its sink is not kept prerolled in
+ * PAUSED). */
+static void
+test_element_quiet (Fixture * f, gconstpointer unused)
+{
+  Launch *l = launch_new (f, "quiet", "legbadatasrc room-element=r "
+      "! fakesink name=behind videotestsrc num-buffers=3 "
+      "! appsink name=out sync=false");
+  g_autoptr (GstElement) behind = launch_get (l, "behind");
+  GstState state = GST_STATE_VOID_PENDING;
+
+  ROOM_WAIT_FOR (launch_buffers (l) == 3, "the other branch's 3 buffers");
+  g_assert_cmpint (gst_element_get_state (l->pipeline, &state, NULL,
+          ROOM_WAIT_MS * GST_MSECOND), ==, GST_STATE_CHANGE_SUCCESS);
+  g_assert_cmpint (state, ==, GST_STATE_PLAYING);
+  g_assert_cmpint (gst_element_get_state (behind, &state, NULL, 0), ==,
+      GST_STATE_CHANGE_SUCCESS);
+  g_assert_cmpint (state, ==, GST_STATE_PLAYING);
+  g_assert_cmpuint (l->warnings->len, ==, 0);
+  launch_free (l);
+}
+
 /* legbadatasink with one stalled recipient: bob keeps receiving; after
  * its timeout the sink names carol in a warning and goes on. */
 static void
@@ -987,6 +1010,7 @@ main (int argc, char **argv)
   ADD_DATA ("server-event", test_server_event);
   ADD_DATA ("elements", test_elements);
   ADD_DATA ("element-stalled", test_element_stalled);
+  ADD_DATA ("element-quiet", test_element_quiet);
   ADD_DATA ("gst-launch", test_gst_launch);
   return g_test_run ();
 }
