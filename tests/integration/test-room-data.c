@@ -714,8 +714,9 @@ got_files (const char *dir, guint n)
     g_autofree char *path = g_strdup_printf ("%s/got-%05u.json", dir, i);
     g_autofree char *text = NULL;
 
-    /* multifilesink writes a file at once: empty means not yet */
-    if (!g_file_get_contents (path, &text, NULL, NULL) || text[0] == '\0')
+    /* multifilesink writes each file whole, under a temporary name it
+     * then renames */
+    if (!g_file_get_contents (path, &text, NULL, NULL))
       return FALSE;
   }
   return TRUE;
