@@ -69,6 +69,8 @@ METRICS = {
                         "the 12 streams (source 30)", "fps", False),
     "mesh_fps_slowest": ("4-way mesh: the slowest stream of the run",
                          "fps", False),
+    "mesh_frames_lost_pct": ("4-way mesh: frames lost in the window, all "
+                             "12 streams", "%", True),
     "mesh_rss_mib_participant": ("4-way mesh: RSS per participant", "MiB",
                                  True),
     "mesh_server_cpu_pct": ("4-way mesh: legba-server CPU over the window",
@@ -669,11 +671,15 @@ def main():
                        second=suite in ("setup", "scale", "datachannel",
                                         "video-call", "data"))
         lines.append("")
-        for metric in ("rtt_all_ms", "latency_all_ms"):
+        for metric in ("rtt_all_ms", "latency_all_ms",
+                       "first_frame_warm_ms"):
             if metric in series:
                 chart = os.path.join(charts, f"{suite}-distribution.png")
-                name = ("Round trip, every sample" if metric == "rtt_all_ms"
-                        else "Glass-to-glass latency, every frame")
+                name = {"rtt_all_ms": "Round trip, every sample",
+                        "latency_all_ms": "Glass-to-glass latency, every "
+                        "frame",
+                        "first_frame_warm_ms": "Connect to first decoded "
+                        "frame, every warm call"}[metric]
                 if distribution_chart(name, series[metric], chart):
                     lines += [f"![{name}]({rel(chart)})", ""]
         lines += ["How: " + " ".join(res["notes"]), ""]

@@ -793,6 +793,9 @@ def suite_mesh(r, q, series, notes):
             add(series, "mesh_fps_stream", "legba", s["fps"])
         add(series, "mesh_fps_slowest", "legba",
             min(s["fps"] for s in streams))
+        lost = sum(s.get("lost", 0) for s in streams)
+        add(series, "mesh_frames_lost_pct", "legba",
+            100.0 * lost / max(lost + sum(s["frames"] for s in streams), 1))
         add(series, "mesh_server_cpu_pct", "legba", record["server_cpu_pct"])
         add(series, "mesh_all_decoding_s", "legba", record["all_decoding_s"])
     notes.append(
@@ -808,7 +811,9 @@ def suite_mesh(r, q, series, notes):
         "user+sys, every thread: capture, encoder, its 3 peer connections, "
         "3 decoders, signalling) over the window as a percentage of one "
         "core, and frames decoded per stream over the window (30 fps is a "
-        "stream keeping up; fewer is a starved mesh). One fresh server and "
+        "stream keeping up; fewer is a starved mesh), with the frames lost "
+        "in the window (gaps in legbastampcheck's frame counter: frames "
+        "the sender stamped that were never decoded). One fresh server and "
         "four fresh processes per run; the server's CPU over the window "
         "beside them (signalling only: media goes peer to peer). "
         "mesh_cpu_pct_all: the 4 processes together, one value per run.")

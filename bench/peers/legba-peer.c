@@ -682,6 +682,7 @@ typedef struct
   gint frames;                  /* atomic: frames out of the decoder */
   gint64 first_us;              /* under streams_lock: its first frame */
   gint window_frames;           /* frames when the window opened */
+  guint64 window_lost;          /* legbastampcheck's frames-lost then */
 } Stream;
 
 static GMutex streams_lock;
@@ -884,6 +885,7 @@ mesh_window_open (Mesh * m)
     Stream *st = streams->pdata[i];
 
     st->window_frames = g_atomic_int_get (&st->frames);
+    g_object_get (st->check, "frames-lost", &st->window_lost, NULL);
   }
   g_mutex_unlock (&streams_lock);
 }
@@ -904,14 +906,16 @@ mesh_window_close (Mesh * m)
   for (guint i = 0; i < streams->len; i++) {
     Stream *st = streams->pdata[i];
     gint frames = g_atomic_int_get (&st->frames) - st->window_frames;
-    guint64 valid = 0, failed = 0;
+    guint64 valid = 0, failed = 0, lost = 0;
 
     g_object_get (st->check, "frames-valid", &valid, "frames-failed",
-        &failed, NULL);
+        &failed, "frames-lost", &lost, NULL);
+    /* lost: stamped frames of the window never decoded (counter gaps) */
     g_string_append_printf (out, "%s{\"from\": \"%s\", \"frames\": %d, "
-        "\"fps\": %.3f, \"first_frame_ms\": %.1f, \"stamps_valid\": %"
-        G_GUINT64_FORMAT ", \"stamps_failed\": %" G_GUINT64_FORMAT "}",
-        i ? ", " : "", st->from, frames, frames / s,
+        "\"fps\": %.3f, \"lost\": %" G_GUINT64_FORMAT
+        ", \"first_frame_ms\": %.1f, \"stamps_valid\": %" G_GUINT64_FORMAT
+        ", \"stamps_failed\": %" G_GUINT64_FORMAT "}", i ? ", " : "",
+        st->from, frames, frames / s, lost - st->window_lost,
         st->first_us ? (st->first_us - m->connect_us) / 1e3 : -1.0, valid,
         failed);
   }

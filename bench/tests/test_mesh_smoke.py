@@ -66,6 +66,7 @@ class MeshSmoke(unittest.TestCase):
                                  sorted(senders - {p["identity"]}))
                 for s in p["streams"]:
                     self.assertGreater(s["frames"], 0, s)
+                    self.assertGreaterEqual(s["lost"], 0, s)
                     self.assertGreater(s["first_frame_ms"], 0, s)
                     self.assertGreater(
                         s["stamps_valid"] + s["stamps_failed"], 0, s)
