@@ -691,17 +691,23 @@ class MeshProcess:
         return (self.err.read().strip().splitlines() or ["?"])[-1]
 
     def close(self):
+        """Ends its input (it leaves the room and exits); None if it
+        exited with 0, else what went wrong."""
         try:
             self.proc.stdin.close()
         except OSError:
             pass
         try:
-            self.proc.wait(30)
+            self.proc.wait(60)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        rc = self.proc.returncode
+        problem = (None if rc == 0 else
+                   f"{self.identity} exit {rc}: {self.stderr_tail()}")
         self.proc.stdout.close()
         self.err.close()
+        return problem
 
 
 def wait_all(procs, found, seconds):
@@ -749,15 +755,18 @@ def mesh_run(r, n, window, settle, label):
             proc_cpu_s(server.proc.pid) - server_cpu) / (
             time.monotonic() - w0)
         record["load_window_end"] = loadavg()
-        missing = wait_all(procs, lambda p: p.event(mode="mesh"), 60)
+        # a process closes its window once each of its streams has given
+        # a frame in it: a starved stream holds it open
+        missing = wait_all(procs, lambda p: p.event(mode="mesh"), 300)
         if missing:
             record["error"] = "no window result from " + ", ".join(
                 f"{p.identity} ({p.stderr_tail()})" for p in missing)
             return record
         record["result"] = [p.event(mode="mesh") for p in procs]
     finally:
-        for p in procs:
-            p.close()
+        problems = [x for x in (p.close() for p in procs) if x]
+        if problems and "error" not in record:
+            record["error"] = "; ".join(problems)
         server.stop()
         record["wall_s"] = time.time() - record["started"]
         r.runs.append(record)
@@ -775,7 +784,7 @@ def suite_mesh(r, q, series, notes):
     for rnd in range(rounds):
         record = mesh_run(r, n, window, settle, f"round {rnd}")
         results = record.get("result")
-        if not results:
+        if not results or "error" in record:
             continue
         streams = [s for res in results for s in res["streams"]
                    if s["frames"] > 0]
@@ -807,7 +816,9 @@ def suite_mesh(r, q, series, notes):
         f"streams it receives (avdec_h264, legbastampcheck, fakesink). Once "
         f"all {n * (n - 1)} streams have decoded a frame, {settle} s to "
         f"settle, then a window of {window} s opened and closed by the "
-        "driver on every process at once: each process's CPU (getrusage, "
+        "driver on every process at once (a process whose stream gave no "
+        "frame in it holds it open until that stream's next frame, and "
+        "reports the window it measured): each process's CPU (getrusage, "
         "user+sys, every thread: capture, encoder, its 3 peer connections, "
         "3 decoders, signalling) over the window as a percentage of one "
         "core, and frames decoded per stream over the window (30 fps is a "

@@ -43,8 +43,10 @@
  * It prints {"event": "decoding"} once --expect participants' streams have
  * each given a decoded frame, then takes commands on standard input:
  * "start" opens the measured window (process CPU by getrusage, frames
- * decoded per stream), "stop" closes it and prints the result; end of
- * input leaves the room. bench/suites.py mesh drives four of them.
+ * decoded per stream), "stop" closes it and prints the result (once
+ * every stream has given a frame in the window: a starved one holds it
+ * open until its next); end of input leaves the room. bench/suites.py
+ * mesh drives four of them.
  *
  * A pair is set up when each room lists the other participant as
  * connected: its peer connection is up and both of its data channels are
@@ -841,6 +843,8 @@ typedef struct
   gint64 connect_us;
   gboolean decoding;            /* "decoding" printed */
   gboolean in_window;
+  gboolean stopping;            /* "stop" came: close once every stream
+                                 * has given a frame in the window */
   gint64 window_us;
   double window_cpu;
 } Mesh;
@@ -858,11 +862,33 @@ streams_decoding (void)
   return n;
 }
 
+static void mesh_window_close (Mesh * m);
+
+/* every stream has given a frame since the window opened */
+static gboolean
+window_has_every_stream (void)
+{
+  gboolean all = TRUE;
+
+  g_mutex_lock (&streams_lock);
+  for (guint i = 0; i < streams->len; i++) {
+    Stream *st = streams->pdata[i];
+
+    if (g_atomic_int_get (&st->frames) <= st->window_frames)
+      all = FALSE;
+  }
+  g_mutex_unlock (&streams_lock);
+  return all;
+}
+
 static gboolean
 mesh_poll (gpointer data)
 {
   Mesh *m = data;
   guint n = streams_decoding ();
+
+  if (m->in_window && m->stopping && window_has_every_stream ())
+    mesh_window_close (m);
 
   if (!m->decoding && n >= m->expect) {
     m->decoding = TRUE;
@@ -925,6 +951,7 @@ mesh_window_close (Mesh * m)
   fflush (stdout);
   g_string_free (out, TRUE);
   m->in_window = FALSE;
+  m->stopping = FALSE;
 }
 
 /* the driver's commands: start, stop; end of input leaves */
@@ -945,7 +972,10 @@ on_command (GIOChannel * in, GIOCondition cond, gpointer data)
   if (strcmp (line, "start") == 0)
     mesh_window_open (m);
   else if (strcmp (line, "stop") == 0) {
-    if (m->in_window)
+    /* a starved stream keeps the window open until its next frame, so
+     * that every stream is measured; the window's length is reported */
+    m->stopping = m->in_window;
+    if (m->in_window && window_has_every_stream ())
       mesh_window_close (m);
   } else
     g_printerr ("mesh: unknown command '%s'\n", line);
