@@ -141,8 +141,13 @@ static const LegbaEncoderFamily families[] = {
             "speed-preset=veryfast"},
       },
   {
-        /* bitrate mode overshoots several times at 720p and above unless
-         * frame skipping is on (libwebrtc turns it on too) */
+        /* Without frame skipping, bitrate mode cannot go below about 0.15
+         * bit per pixel per frame (its coarsest quantizer on detailed
+         * moving content: 0.159 at 360p, 0.144 at 720p, 0.146 at 1080p,
+         * bench/encoders/tune.py) and overshoots under a lower cap; with
+         * it, it drops a few frames even above that. So frame skipping is
+         * on only under 0.17 bit per pixel per frame. openh264enc reads
+         * the switch when it configures itself for new caps only. */
         .name = "openh264",
         .patterns = "openh264enc",
         .hardware = FALSE,
@@ -150,9 +155,9 @@ static const LegbaEncoderFamily families[] = {
         .max_bitrate = "max-bitrate",.max_bitrate_scale = 1,
         .bitrate_mutable = TRUE,
         .keyframe = "gop-size",
-        .realtime = "rate-control=bitrate usage-type=camera "
-        "enable-frame-skip=true",
+        .realtime = "rate-control=bitrate usage-type=camera",
         .speed = {"complexity=low", "complexity=medium", "complexity=high"},
+        .frame_drop = "enable-frame-skip",.frame_drop_bpp = 0.17,
       },
   {
         /* libvpx: the buffer model and frame dropping libwebrtc uses; the
@@ -291,6 +296,21 @@ set_number (GObject * object, const gchar * name, guint64 number,
   return TRUE;
 }
 
+static gboolean
+set_switch (GObject * object, const gchar * name, gboolean on, GError ** error)
+{
+  GParamSpec *pspec =
+      g_object_class_find_property (G_OBJECT_GET_CLASS (object), name);
+
+  if (!pspec || pspec->value_type != G_TYPE_BOOLEAN) {
+    g_set_error (error, LEGBA_ENCODER_ERROR, LEGBA_ENCODER_ERROR_FAILED,
+        "%s has no boolean property '%s'", G_OBJECT_TYPE_NAME (object), name);
+    return FALSE;
+  }
+  g_object_set (object, name, on, NULL);
+  return TRUE;
+}
+
 static guint
 scale_bitrate (guint bits_per_second, guint scale)
 {
@@ -418,6 +438,10 @@ legba_encoder_apply_settings (GstElement * encoder,
   if (settings->keyframe_interval && !set_number (G_OBJECT (encoder),
           family->keyframe, settings->keyframe_interval, error))
     return FALSE;
+  /* until the caps are known, the cap is held by dropping frames */
+  if (family->frame_drop && !set_switch (G_OBJECT (encoder),
+          family->frame_drop, TRUE, error))
+    return FALSE;
   effective_bitrates (settings, &target, &cap);
   return apply_bitrate (encoder, family, target, cap, error);
 }
@@ -481,4 +505,101 @@ legba_encoder_set_bitrate (GstElement * encoder, guint bitrate,
   }
   GST_DEBUG_OBJECT (encoder, "bitrate %u bit/s, cap %u bit/s", target, cap);
   return family->bitrate_mutable;
+}
+
+/* Frame rate assumed when the caps give none (variable frame rate). */
+#define FALLBACK_FPS 30.0
+
+static guint
+min_bitrate_for_caps (const LegbaEncoderFamily * family, GstCaps * raw_caps)
+{
+  GstStructure *s;
+  gint width = 0, height = 0, fps_n = 0, fps_d = 1;
+  gdouble fps = FALLBACK_FPS;
+
+  if (!family->frame_drop || !raw_caps || gst_caps_get_size (raw_caps) == 0)
+    return 0;
+  s = gst_caps_get_structure (raw_caps, 0);
+  if (!gst_structure_get_int (s, "width", &width)
+      || !gst_structure_get_int (s, "height", &height)
+      || width <= 0 || height <= 0)
+    return 0;
+  if (gst_structure_get_fraction (s, "framerate", &fps_n, &fps_d)
+      && fps_n > 0 && fps_d > 0)
+    fps = (gdouble) fps_n / fps_d;
+  return (guint) MIN (family->frame_drop_bpp * width * height * fps,
+      (gdouble) G_MAXINT32);
+}
+
+/**
+ * legba_encoder_get_min_bitrate:
+ * @encoder: an encoder element
+ * @raw_caps: fixed raw video caps @encoder takes
+ *
+ * The lowest cap at which @encoder's family holds the cap without dropping
+ * frames, at the size and frame rate of @raw_caps (a variable frame rate
+ * counts as 30 fps). It is measured on detailed moving content, so easier
+ * content needs less.
+ *
+ * Returns: the bitrate in bit/s, or 0 when the family's frame dropping is
+ *   not switched by the cap (always on in its realtime settings, as for
+ *   libvpx and libaom, or absent)
+ */
+guint
+legba_encoder_get_min_bitrate (GstElement * encoder, GstCaps * raw_caps)
+{
+  const LegbaEncoderFamily *family;
+
+  g_return_val_if_fail (GST_IS_ELEMENT (encoder), 0);
+
+  family = family_of_element (encoder, NULL);
+  return family ? min_bitrate_for_caps (family, raw_caps) : 0;
+}
+
+/**
+ * legba_encoder_apply_frame_dropping:
+ * @encoder: an encoder element, before it configures itself for @raw_caps
+ * @settings: the contract in force
+ * @raw_caps: fixed raw video caps @encoder is about to take
+ * @min_bitrate: (out) (optional): legba_encoder_get_min_bitrate()
+ *
+ * For families whose frame dropping is a switch (openh264), turns it on
+ * only when the cap is below what the size and frame rate of @raw_caps
+ * need (legba_encoder_get_min_bitrate()), and off otherwise, so that a
+ * cap that can carry the picture keeps every frame. Such an encoder reads
+ * the switch when it configures itself for caps, so call this before the
+ * caps reach it. legba_encoder_apply_settings() leaves it on.
+ *
+ * Returns: %TRUE when the family has such a switch and the cap is below
+ *   its minimum: the encoder now drops frames to hold the cap
+ */
+gboolean
+legba_encoder_apply_frame_dropping (GstElement * encoder,
+    const LegbaEncoderSettings * settings, GstCaps * raw_caps,
+    guint * min_bitrate)
+{
+  const LegbaEncoderFamily *family;
+  guint needed, target, cap;
+  gboolean drop;
+
+  g_return_val_if_fail (GST_IS_ELEMENT (encoder), FALSE);
+  g_return_val_if_fail (settings != NULL, FALSE);
+
+  if (min_bitrate)
+    *min_bitrate = 0;
+  family = family_of_element (encoder, NULL);
+  if (!family || !family->frame_drop)
+    return FALSE;
+  needed = min_bitrate_for_caps (family, raw_caps);
+  if (min_bitrate)
+    *min_bitrate = needed;
+  if (!needed)
+    return FALSE;
+  effective_bitrates (settings, &target, &cap);
+  drop = cap < needed;
+  if (!set_switch (G_OBJECT (encoder), family->frame_drop, drop, NULL))
+    return FALSE;
+  GST_INFO_OBJECT (encoder, "cap %u bit/s, %u bit/s needed without dropping "
+      "frames: %s %s", cap, needed, family->frame_drop, drop ? "on" : "off");
+  return drop;
 }
