@@ -50,8 +50,8 @@ BASE = {
                    "bitrate={cap} max-bitrate={cap}",
     "vp8enc": "deadline=1 end-usage=cbr lag-in-frames=0 "
               "error-resilient=default undershoot=100 overshoot=15 "
-              "buffer-size=1000 buffer-initial-size=500 "
-              "buffer-optimal-size=600 dropframe-threshold=30 cpu-used=-8 "
+              "buffer-size=750 buffer-initial-size=375 "
+              "buffer-optimal-size=450 dropframe-threshold=30 cpu-used=-8 "
               "target-bitrate={cap}",
     "x264enc": "tune=zerolatency bframes=0 b-adapt=false rc-lookahead=0 "
                "sync-lookahead=0 speed-preset=ultrafast bitrate={kcap}",

@@ -160,10 +160,17 @@ static const LegbaEncoderFamily families[] = {
         .frame_drop = "enable-frame-skip",.frame_drop_bpp = 0.17,
       },
   {
-        /* libvpx: the buffer model and frame dropping libwebrtc uses; the
-         * encoder applies target-bitrate changes while playing
-         * (vpx_codec_enc_config_set). One thread: libvpx's threads cost
-         * several times the CPU per frame here. */
+        /* libvpx: frame dropping and the buffer model of libwebrtc at 3/4
+         * of its sizes (750 / 375 / 450 ms for 1000 / 500 / 600):
+         * libwebrtc's sizes reach 1.11 x the cap at 720p / 0.5 Mbit/s and
+         * 2160p / 2.5 Mbit/s, these 1.08 x, for 1-3% fewer frames where
+         * the cap is too low and none where it is not; half the sizes hold
+         * the cap more tightly still but drop frames where the cap carries
+         * the picture (bench/encoders/tune.py). No setting of these knobs
+         * keeps 90% of the frames where the cap is below what libvpx needs
+         * at its coarsest quantizer. The encoder applies target-bitrate
+         * changes while playing (vpx_codec_enc_config_set). One thread:
+         * libvpx's threads cost several times the CPU per frame here. */
         .name = "vpx",
         .patterns = "vp8enc vp9enc",
         .hardware = FALSE,
@@ -172,7 +179,7 @@ static const LegbaEncoderFamily families[] = {
         .keyframe = "keyframe-max-dist",
         .realtime = "deadline=1 end-usage=cbr lag-in-frames=0 "
         "error-resilient=default undershoot=100 overshoot=15 "
-        "buffer-size=1000 buffer-initial-size=500 buffer-optimal-size=600 "
+        "buffer-size=750 buffer-initial-size=375 buffer-optimal-size=450 "
         "dropframe-threshold=30",
         .speed = {"cpu-used=-8", "cpu-used=-6", "cpu-used=-4"},
       },
