@@ -26,6 +26,7 @@ import argparse
 import datetime
 import json
 import os
+import shlex
 import sys
 
 import gi
@@ -105,9 +106,7 @@ def main():
         f"tune-{args.encoder}-{stamp.strftime('%Y%m%dT%H%M%SZ')}.json")
     result = {
         "suite": "encoders-tune",
-        "command": "bench/encoders/tune.py " + " ".join(
-            a if " " not in a and "=" not in a or a.startswith("--")
-            else f"'{a}'" for a in sys.argv[1:]),
+        "command": "bench/encoders/tune.py " + shlex.join(sys.argv[1:]),
         "date": stamp.isoformat(),
         "encoder": args.encoder, "base": BASE[args.encoder],
         "content": CONTENT[args.content], "frames": args.frames, "fps": FPS,

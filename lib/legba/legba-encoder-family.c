@@ -163,14 +163,15 @@ static const LegbaEncoderFamily families[] = {
         /* libvpx: frame dropping and the buffer model of libwebrtc at 3/4
          * of its sizes (750 / 375 / 450 ms for 1000 / 500 / 600):
          * libwebrtc's sizes reach 1.11 x the cap at 720p / 0.5 Mbit/s and
-         * 2160p / 2.5 Mbit/s, these 1.08 x, for 1-3% fewer frames where
-         * the cap is too low and none where it is not; half the sizes hold
-         * the cap more tightly still but drop frames where the cap carries
-         * the picture (bench/encoders/tune.py). No setting of these knobs
-         * keeps 90% of the frames where the cap is below what libvpx needs
-         * at its coarsest quantizer. The encoder applies target-bitrate
-         * changes while playing (vpx_codec_enc_config_set). One thread:
-         * libvpx's threads cost several times the CPU per frame here. */
+         * 2160p / 2.5 Mbit/s, these 1.08 x, for 1-3 fewer frames of 150
+         * where the cap is too low and none where it is not; half the
+         * sizes hold the cap more tightly still but drop frames where the
+         * cap carries the picture (bench/encoders/tune.py). No setting of
+         * these knobs keeps 90% of the frames where the cap is below what
+         * libvpx needs at its coarsest quantizer. The encoder applies
+         * target-bitrate changes while playing (vpx_codec_enc_config_set).
+         * One thread: libvpx's threads cost several times the CPU per
+         * frame here. */
         .name = "vpx",
         .patterns = "vp8enc vp9enc",
         .hardware = FALSE,
