@@ -29,6 +29,21 @@ function requireEnv (name)
   return value;
 }
 
+/* GStreamer 1.22's rtpsession releases its lock inside
+ * g_hash_table_foreach() when it schedules pending NACKs, and a source
+ * added meanwhile fails GLib's check (tests/common/legba-test.c tolerates
+ * it in the test processes). legba-call runs without fatal criticals and
+ * its output is checked for any other CRITICAL. */
+const RTPSESSION_RACE =
+    "g_hash_table_foreach: assertion 'version == hash_table->version' failed";
+
+function lenientEnv ()
+{
+  const debug = (process.env.G_DEBUG ?? '').split(',')
+    .filter((f) => f && f !== 'fatal-criticals');
+  return { ...process.env, G_DEBUG: debug.join(',') };
+}
+
 /* legba-call with --chat and --json: its human-readable lines come on
  * standard error, the report on standard output at exit. */
 function startCall (server, identity)
@@ -37,7 +52,8 @@ function startCall (server, identity)
     `ws://${server.host}:${server.port}`, '--room', 'demo', '--identity',
     identity, '--key', server.key, '--secret', server.secret, '--width',
     '320', '--height', '240', '--fps', '15', '--bitrate', '300', '--chat',
-    '--stats', '--json', '--duration', '300'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    '--stats', '--json', '--duration', '300'],
+  { stdio: ['pipe', 'pipe', 'pipe'], env: lenientEnv() });
   const call = { child, lines: [], out: '', id: null };
   createInterface({ input: child.stderr }).on('line', (line) => {
     call.lines.push(line);
@@ -133,6 +149,8 @@ test('the /demo page and legba-call: video and chat both ways, leaving ' +
   call.child.kill('SIGTERM');
   assert.deepEqual(await call.exited, { code: 0, signal: null },
       call.describe());
+  assert.deepEqual(call.lines.filter((l) => l.includes('-CRITICAL **') &&
+      !l.includes(RTPSESSION_RACE)), [], 'no CRITICAL from legba-call');
   const report = JSON.parse(call.out);
   const ada = report.participants.find((p) => p.id === adaId);
   assert.ok(ada, `legba-call saw ada: ${call.out}`);

@@ -83,4 +83,10 @@ guint legba_test_server_port (LegbaTestProcess * p);
 
 void legba_test_tolerate_rtpsession_race (void);
 
+/* For a tool run as a child process: it reports CRITICALs instead of
+ * aborting (G_DEBUG without fatal-criticals), and its output is then
+ * checked for any CRITICAL but GStreamer 1.22's rtpsession race. */
+void legba_test_launcher_report_criticals (GSubprocessLauncher * launcher);
+void legba_test_assert_no_criticals (const char *output);
+
 G_END_DECLS

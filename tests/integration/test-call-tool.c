@@ -9,6 +9,8 @@
  */
 #include "signal-test.h"
 
+#include <legba-test.h>
+
 #include <glib/gstdio.h>
 #include <signal.h>
 
@@ -91,6 +93,7 @@ run_startv (const char *display, const char *first, va_list args)
   for (arg = first; arg != NULL; arg = va_arg (args, const char *))
       g_ptr_array_add (argv, (gpointer) arg);
   g_ptr_array_add (argv, NULL);
+  legba_test_launcher_report_criticals (launcher);
   g_subprocess_launcher_unsetenv (launcher, "WAYLAND_DISPLAY");
   if (display != NULL)
     g_subprocess_launcher_setenv (launcher, "DISPLAY", display, TRUE);
@@ -150,6 +153,7 @@ run_wait (Run * run)
   if (!run->done)
     g_error ("legba-call did not exit within 120 s");
   g_test_message ("stderr: %s", run->err);
+  legba_test_assert_no_criticals (run->err);
   g_assert_true (g_subprocess_get_if_exited (run->process));
   return g_subprocess_get_exit_status (run->process);
 }
