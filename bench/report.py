@@ -57,6 +57,26 @@ METRICS = {
     "heap_kib_per_pair_after_first": (
         "Heap per pair after the first (what one more pair adds)", "KiB",
         True),
+    "first_frame_cold_ms": ("Connect to first decoded frame, 640x360, "
+                            "first call in a fresh process", "ms", True),
+    "first_frame_warm_ms": ("Connect to first decoded frame, 640x360, "
+                            "later calls (same process)", "ms", True),
+    "mesh_cpu_pct_participant": ("4-way mesh 640x360: CPU per participant "
+                                 "(one process each)", "% of a core", True),
+    "mesh_cpu_pct_all": ("4-way mesh 640x360: CPU of the 4 participants "
+                         "together", "% of a core", True),
+    "mesh_fps_stream": ("4-way mesh: frames decoded per second, each of "
+                        "the 12 streams (source 30)", "fps", False),
+    "mesh_fps_slowest": ("4-way mesh: the slowest stream of the run",
+                         "fps", False),
+    "mesh_frames_lost_pct": ("4-way mesh: frames lost in the window, all "
+                             "12 streams", "%", True),
+    "mesh_rss_mib_participant": ("4-way mesh: RSS per participant", "MiB",
+                                 True),
+    "mesh_server_cpu_pct": ("4-way mesh: legba-server CPU over the window",
+                            "% of a core", True),
+    "mesh_all_decoding_s": ("4-way mesh: processes started to all 12 "
+                            "streams decoding", "s", True),
 }
 for d, dname in (("send", "send"), ("recv", "receive")):
     for size, sname in (("short", "short (46 B)"), ("4k", "4 KiB")):
@@ -79,6 +99,9 @@ SUITES = [
     ("data", "2b. Data channels: the Legba data path", "json-glib"),
     ("video-receive", "4. Video receive", "aiortc"),
     ("video-call", "5. Video call", "rtp-floor"),
+    ("first-frame", "5b. Video call: connect to first decoded frame",
+     "webrtcbin"),
+    ("mesh", "5c. Video mesh: CPU per participant, 4 participants", None),
     ("audio", "6. Audio", "aiortc"),
     ("scale", "7. Scale", "aiortc"),
     ("footprint", "9. Footprint", None),
@@ -125,6 +148,18 @@ CAVEATS = {
     "stops at are this machine's: 20,000 open files per process, "
     "pid_max 32,768 thread ids for the whole machine (shared with other "
     "work), vm.max_map_count 65,530 mappings per process.",
+    "first-frame": "Legba's figure includes its signalling server and "
+    "the room's protocol (joining, the offer and answer over a WebSocket) "
+    "and the key frame its receiving room asks for; plain webrtcbin's "
+    "hands the descriptions across in process and its encoder starts "
+    "with the call, so its first frame is a key frame without asking. "
+    "Both ends in one process, one clock.",
+    "mesh": "Each participant's CPU is its whole process: capture "
+    "(videotestsrc), one x264enc, three decoders, its peer connections "
+    "and signalling. The four processes share the same two cores with "
+    "each other and with the rest of the machine, so a starved mesh shows "
+    "as streams under 30 fps, not as more CPU; read the CPU figure with "
+    "the frame rates beside it.",
     "datachannel": "aiortc's round-trip tail (p95, p99) and throughput "
     "suffer most from the load: its asyncio loop shares the two cores "
     "with everything else.",
@@ -171,6 +206,18 @@ NOT_MEASURED = {
         "allocation site.",
     ],
     "footprint": [],
+    "first-frame": [
+        "aiortc and Pion: aiortc's call is its own (aiortc-call.py) and "
+        "Pion has no decoder; only Legba and plain webrtcbin are timed.",
+        "Browsers as the other participant: not in this suite.",
+    ],
+    "mesh": [
+        "A plain-webrtcbin mesh: no peer of that shape exists; Legba "
+        "alone.",
+        "Encoders other than x264enc ultrafast: the send figures per "
+        "encoder are in section 3.",
+        "Meshes larger than 4: not run.",
+    ],
 }
 
 
@@ -631,11 +678,15 @@ def main():
                        second=suite in ("setup", "scale", "datachannel",
                                         "video-call", "data"))
         lines.append("")
-        for metric in ("rtt_all_ms", "latency_all_ms"):
+        for metric in ("rtt_all_ms", "latency_all_ms",
+                       "first_frame_warm_ms"):
             if metric in series:
                 chart = os.path.join(charts, f"{suite}-distribution.png")
-                name = ("Round trip, every sample" if metric == "rtt_all_ms"
-                        else "Glass-to-glass latency, every frame")
+                name = {"rtt_all_ms": "Round trip, every sample",
+                        "latency_all_ms": "Glass-to-glass latency, every "
+                        "frame",
+                        "first_frame_warm_ms": "Connect to first decoded "
+                        "frame, every warm call"}[metric]
                 if distribution_chart(name, series[metric], chart):
                     lines += [f"![{name}]({rel(chart)})", ""]
         lines += ["How: " + " ".join(res["notes"]), ""]

@@ -12,7 +12,10 @@
 #   bench/run.sh --list          the suites
 #
 # Suites: setup datachannel data video-send video-receive video-call
-# audio scale signalling footprint. data is Legba's own data path: the
+# first-frame mesh audio scale signalling footprint. first-frame: a
+# call's connect to its first decoded frame, Legba against plain
+# webrtcbin; mesh: CPU per participant of a 4-way 640x360 mesh, one
+# process each (about 5 minutes each). data is Legba's own data path: the
 # library's CPU per message (timed, and counted with callgrind) against
 # plain webrtcbin with json-glib, then bulk, round trip and heap per pair
 # through a legba-server process, against plain webrtcbin (about 10
@@ -30,15 +33,15 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 build=${LEGBA_BENCH_BUILD:-$root/build-release}
-all=(setup datachannel data video-send video-receive video-call audio
-  scale signalling footprint)
+all=(setup datachannel data video-send video-receive video-call first-frame
+  mesh audio scale signalling footprint)
 quick=0
 suites=()
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
     --list) printf '%s\n' "${all[@]}"; exit 0 ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     -*) echo "bench: unknown option $arg" >&2; exit 2 ;;
     *)
       if [[ " ${all[*]} " != *" $arg "* ]]; then

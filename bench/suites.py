@@ -2,7 +2,8 @@
 # Legba: real-time rooms for GStreamer
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Driver of the peer-comparison suites (BENCHMARKING.md 1, 2, 4, 5, 6,
-7 and 9); bench/run.sh calls it once per suite.
+7 and 9, and the first-frame and mesh figures of a call); bench/run.sh
+calls it once per suite.
 
   suites.py SUITE --build DIR --pion PATH --output FILE [--quick]
 
@@ -17,6 +18,7 @@ import datetime
 import json
 import os
 import platform
+import select
 import shutil
 import subprocess
 import sys
@@ -630,11 +632,249 @@ def suite_data(r, q, series, notes):
         "memory mapped outside malloc (thread stacks) is in RSS only.")
 
 
+# ---- first-frame and mesh: a call's first frame, a 4-way mesh ----
+
+VIDEO_OPTS = ["--width", "640", "--height", "360", "--bitrate", "1000"]
+
+
+def suite_first_frame(r, q, series, notes):
+    smoke = r.args.smoke
+    iterations = 2 if (q or smoke) else 5
+    rounds = 1 if (q or smoke) else 5
+    opts = ["--iterations", str(iterations)] + VIDEO_OPTS
+
+    def body(peer, rnd):
+        res = r.run(peer, r.command(peer, "first-frame", opts),
+                    f"round {rnd}", timeout=60 + 70 * iterations)
+        if not res:
+            return
+        for i, t in enumerate(res.get("first_frame_ms") or []):
+            if t >= 0:
+                add(series, "first_frame_cold_ms" if i == 0 else
+                    "first_frame_warm_ms", peer, t)
+    r.rounds(["legba", "webrtcbin"], rounds, body)
+    notes.append(
+        f"Two participants, 640x360 at 30 fps: one sends a moving zone "
+        "plate (videotestsrc pattern=zone-plate kx2=20 ky2=20 kt=1, "
+        "legbastamp, x264enc ultrafast zerolatency, 1 Mbit/s, a key frame "
+        "at least every 60 frames), the other decodes it (avdec_h264). "
+        f"Each run: a fresh process, {iterations} calls in turn; the first "
+        "is the cold figure, the others warm. legba: two LegbaRooms "
+        "through the embedded LegbaServer, each with its pipeline already "
+        "playing; timed from the first of the two legba_room_connect_async "
+        "calls (made back to back) to the first frame out of the "
+        "receiver's decoder, one clock. Legba's one-time work "
+        "(legba_room_prepare()) is made and waited for before the first "
+        "call, as in the setup suite; everything after the connect call is "
+        "in: the signalling over a WebSocket, ICE, DTLS, the key frame the "
+        "receiving room asks for (a PLI) when its track is linked, the "
+        "jitter buffer (100 ms) and the decoder. webrtcbin: two plain "
+        "webrtcbins in one process (descriptions and candidates handed "
+        "across directly, no signalling server), the same sender line "
+        "and jitter-buffer latency, timed from setting the pipeline to "
+        "PLAYING (which starts the negotiation and the encoder) to the "
+        "first frame out of the decoder; its first call includes "
+        "GStreamer's one-time work (the DTLS certificate).")
+
+
+def proc_cpu_s(pid):
+    """user+sys of a process from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class MeshProcess:
+    """One participant of the mesh: legba-peer mesh, driven through its
+    standard input, read line by line from its standard output."""
+
+    def __init__(self, r, url, identity, expect):
+        self.identity = identity
+        self.cmd = r.command("legba", "mesh", [
+            "--server-url", url, "--identity", identity,
+            "--expect", str(expect)] + VIDEO_OPTS)
+        self.err = open(os.path.join(r.args.workdir, f"{identity}.err"),
+                        "w+")
+        self.proc = subprocess.Popen(
+            self.cmd, env=r.env, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self.err, text=True, bufsize=1)
+        self.buf = ""
+        self.lines = []
+
+    def poll_lines(self):
+        """Lines ready on stdout now (non-blocking)."""
+        while select.select([self.proc.stdout], [], [], 0)[0]:
+            chunk = os.read(self.proc.stdout.fileno(), 65536).decode()
+            if not chunk:
+                break
+            self.buf += chunk
+        *done, self.buf = self.buf.split("\n")
+        for line in done:
+            if line.startswith("{"):
+                self.lines.append(json.loads(line))
+        return self.lines
+
+    def event(self, name=None, mode=None):
+        for line in self.poll_lines():
+            if (name and line.get("event") == name) or \
+                    (mode and line.get("mode") == mode):
+                return line
+        return None
+
+    def send(self, command):
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+
+    def stderr_tail(self):
+        self.err.seek(0)
+        return (self.err.read().strip().splitlines() or ["?"])[-1]
+
+    def close(self):
+        """Ends its input (it leaves the room and exits); None if it
+        exited with 0, else what went wrong."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        rc = self.proc.returncode
+        problem = (None if rc == 0 else
+                   f"{self.identity} exit {rc}: {self.stderr_tail()}")
+        self.proc.stdout.close()
+        self.err.close()
+        return problem
+
+
+def wait_all(procs, found, seconds):
+    """Polls until found(p) holds for every process or the deadline; the
+    processes that have not."""
+    deadline = time.monotonic() + seconds
+    while True:
+        missing = [p for p in procs if not found(p)]
+        if not missing or time.monotonic() > deadline:
+            return missing
+        if any(p.proc.poll() is not None for p in missing):
+            return missing
+        time.sleep(0.1)
+
+
+def mesh_run(r, n, window, settle, label):
+    record = {"peer": "legba", "label": label, "started": time.time(),
+              "participants": n, "window_s": window, "settle_s": settle}
+    server = LegbaServerProcess(r.args.build, r.args.workdir)
+    procs = []
+    try:
+        procs = [MeshProcess(r, server.url, f"p{i}", n - 1)
+                 for i in range(n)]
+        record["command"] = [p.cmd for p in procs]
+        t0 = time.monotonic()
+        missing = wait_all(procs, lambda p: p.event(name="decoding"), 240)
+        if missing:
+            record["error"] = ("not every stream decoded within 240 s: " +
+                               ", ".join(f"{p.identity} ({p.stderr_tail()})"
+                                         for p in missing))
+            return record
+        record["all_decoding_s"] = time.monotonic() - t0
+        record["decoding_ms"] = {p.identity: p.event(name="decoding")["ms"]
+                                 for p in procs}
+        time.sleep(settle)
+        record["load_window_start"] = loadavg()
+        server_cpu = proc_cpu_s(server.proc.pid)
+        for p in procs:
+            p.send("start")
+        w0 = time.monotonic()
+        time.sleep(window)
+        for p in procs:
+            p.send("stop")
+        record["server_cpu_pct"] = 100 * (
+            proc_cpu_s(server.proc.pid) - server_cpu) / (
+            time.monotonic() - w0)
+        record["load_window_end"] = loadavg()
+        # a process closes its window once each of its streams has given
+        # a frame in it: a starved stream holds it open
+        missing = wait_all(procs, lambda p: p.event(mode="mesh"), 300)
+        if missing:
+            record["error"] = "no window result from " + ", ".join(
+                f"{p.identity} ({p.stderr_tail()})" for p in missing)
+            return record
+        record["result"] = [p.event(mode="mesh") for p in procs]
+    finally:
+        problems = [x for x in (p.close() for p in procs) if x]
+        if problems and "error" not in record:
+            record["error"] = "; ".join(problems)
+        server.stop()
+        record["wall_s"] = time.time() - record["started"]
+        r.runs.append(record)
+        print(f"  {label} mesh: {record.get('error') or 'ok'} "
+              f"({record['wall_s']:.1f} s)", flush=True)
+    return record
+
+
+def suite_mesh(r, q, series, notes):
+    smoke = r.args.smoke
+    n = 4
+    window = 4 if smoke else (10 if q else 20)
+    settle = 2 if smoke else 5
+    rounds = 1 if (q or smoke) else 3
+    for rnd in range(rounds):
+        record = mesh_run(r, n, window, settle, f"round {rnd}")
+        results = record.get("result")
+        if not results or "error" in record:
+            continue
+        streams = [s for res in results for s in res["streams"]
+                   if s["frames"] > 0]
+        if len(streams) != n * (n - 1):
+            record["error"] = (f"{len(streams)} streams decoded in the "
+                               f"window, not {n * (n - 1)}")
+            continue
+        for res in results:
+            add(series, "mesh_cpu_pct_participant", "legba", res["cpu_pct"])
+            add(series, "mesh_rss_mib_participant", "legba",
+                res["rss_kib"] / 1024)
+        add(series, "mesh_cpu_pct_all", "legba",
+            sum(res["cpu_pct"] for res in results))
+        for s in streams:
+            add(series, "mesh_fps_stream", "legba", s["fps"])
+        add(series, "mesh_fps_slowest", "legba",
+            min(s["fps"] for s in streams))
+        lost = sum(s.get("lost", 0) for s in streams)
+        add(series, "mesh_frames_lost_pct", "legba",
+            100.0 * lost / max(lost + sum(s["frames"] for s in streams), 1))
+        add(series, "mesh_server_cpu_pct", "legba", record["server_cpu_pct"])
+        add(series, "mesh_all_decoding_s", "legba", record["all_decoding_s"])
+    notes.append(
+        f"{n} participants, each its own process (legba-peer mesh) with one "
+        "LegbaRoom, all in one room through a legba-server process on "
+        "127.0.0.1: each sends 640x360 at 30 fps (the first-frame suite's "
+        "line: moving zone plate, legbastamp, x264enc ultrafast zerolatency, "
+        "1 Mbit/s, encoded once and sent to the 3 others) and decodes the 3 "
+        f"streams it receives (avdec_h264, legbastampcheck, fakesink). Once "
+        f"all {n * (n - 1)} streams have decoded a frame, {settle} s to "
+        f"settle, then a window of {window} s opened and closed by the "
+        "driver on every process at once (a process whose stream gave no "
+        "frame in it holds it open until that stream's next frame, and "
+        "reports the window it measured): each process's CPU (getrusage, "
+        "user+sys, every thread: capture, encoder, its 3 peer connections, "
+        "3 decoders, signalling) over the window as a percentage of one "
+        "core, and frames decoded per stream over the window (30 fps is a "
+        "stream keeping up; fewer is a starved mesh), with the frames lost "
+        "in the window (gaps in legbastampcheck's frame counter: frames "
+        "the sender stamped that were never decoded). One fresh server and "
+        "four fresh processes per run; the server's CPU over the window "
+        "beside them (signalling only: media goes peer to peer). "
+        "mesh_cpu_pct_all: the 4 processes together, one value per run.")
+
+
 SUITES = {
     "setup": suite_setup, "datachannel": suite_datachannel,
     "video-receive": suite_video_receive, "video-call": suite_video_call,
     "audio": suite_audio, "scale": suite_scale,
     "footprint": suite_footprint, "data": suite_data,
+    "first-frame": suite_first_frame, "mesh": suite_mesh,
 }
 
 
@@ -647,7 +887,8 @@ def main():
     parser.add_argument("--command", default="")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--smoke", action="store_true",
-                        help="data: a few messages each, to test the suite")
+                        help="data, first-frame, mesh: a few messages, calls "
+                        "or seconds, to test the suite")
     args = parser.parse_args()
     r = Runner(args)
     series, notes = {}, []

@@ -273,10 +273,17 @@ on_stats (LegbaCall * call, App * app)
   g_autoptr (GstStructure) local = legba_call_get_local_stats (call);
   GString *line = g_string_new (NULL);
 
-  g_string_append_printf (line, "%s %.0f kbit/s process cpu %.0f%%",
+  g_string_append_printf (line, "%s %.0f kbit/s",
       gst_structure_get_string (local, "encoder") ?
       gst_structure_get_string (local, "encoder") : "-",
-      field_double (local, "video-bitrate", 0) / 1000,
+      field_double (local, "video-bitrate", 0) / 1000);
+  if (gst_structure_has_field (local, "video-cpu"))
+    g_string_append_printf (line, " video cpu %.0f%%",
+        field_double (local, "video-cpu", 0));
+  if (gst_structure_has_field (local, "audio-cpu"))
+    g_string_append_printf (line, " audio cpu %.0f%%",
+        field_double (local, "audio-cpu", 0));
+  g_string_append_printf (line, " process cpu %.0f%%",
       field_double (local, "cpu", 0));
   for (guint i = 0; ids[i]; i++) {
     g_autoptr (GstStructure) s = legba_call_get_remote_stats (call, ids[i]);

@@ -49,7 +49,7 @@ def series(data):
             continue
         key = (run["size"], run["cap"], f"{run['peer']}:{run['encoder']}")
         s = out.setdefault(key, {"cpu_ms": [], "rate": [], "fps": [],
-                                 "errors": []})
+                                 "errors": [], "dropping": []})
         if "error" in run:
             s["errors"].append(run["error"])
             continue
@@ -57,6 +57,8 @@ def series(data):
         s["cpu_ms"].append((run["cpu_s"] / run["units"] - base) * 1000)
         s["rate"].append(run["bytes"] * 8 / run["duration_s"] / run["cap"])
         s["fps"].append(run["frames_out"] / run["frames_in"])
+        if run.get("frame_dropping"):
+            s["dropping"].append(run["frame_dropping"])
     return out, floor
 
 
@@ -131,6 +133,18 @@ def report(data, path):
                     f"{fmt(s['fps'], '.2f')} | {len(s['cpu_ms'])}{errors} |")
     lines += ["", "### Over 1.10 x the cap (median of the runs)", ""]
     lines += [f"- {o}" for o in over] or ["- none"]
+    switched = [(size, cap, config, s["dropping"][0])
+                for size in sizes for cap in caps for config in configs
+                for s in [out.get((size, cap, config))] if s and s["dropping"]]
+    if switched:
+        lines += ["", "### Frame dropping switched by the cap", "",
+                  "Encoders whose frame dropping legbavideoenc turns on only "
+                  "when the cap is below what the size and frame rate need "
+                  "(`stats`: `frame-dropping`, `min-bitrate`):", ""]
+        lines += [f"- {config} at {size}, {cap / 1e6:g} Mbit/s: "
+                  f"{'on' if d['frame_dropping'] else 'off'} (needs "
+                  f"{d['min_bitrate'] / 1e6:.2f} Mbit/s)"
+                  for size, cap, config, d in switched]
     lines += ["", "Floors subtracted (ms per frame): " + ", ".join(
         f"{size} {peer} {v * 1000:.2f}" for (size, peer), v in
         sorted(floor.items())), ""]

@@ -29,8 +29,8 @@ LEGBA = ["x264enc", "openh264enc", "vp8enc"]
 AIORTC = ["vp8", "h264"]
 
 
-def configurations(with_aiortc):
-    configs = [("legba", "none")] + [("legba", e) for e in LEGBA]
+def configurations(with_aiortc, encoders=LEGBA):
+    configs = [("legba", "none")] + [("legba", e) for e in encoders]
     if with_aiortc:
         configs += [("aiortc", "none")] + [("aiortc", e) for e in AIORTC]
     return configs
@@ -111,6 +111,9 @@ def main():
                         "sweep takes fewer (default: --caps)")
     parser.add_argument("--run-timeout", type=float, default=600)
     parser.add_argument("--no-aiortc", action="store_true")
+    parser.add_argument("--encoders", default=",".join(LEGBA),
+                        help="comma-separated encoders legbavideoenc is "
+                        "measured with (default: %(default)s)")
     args = parser.parse_args()
     if args.buildtype != "release":
         sys.exit(f"bench: a {args.buildtype} build; release builds only")
@@ -124,7 +127,12 @@ def main():
         if probe.returncode != 0:
             sys.exit("bench: python3-aiortc is missing (bench/encoders/"
                      "run.sh installs it)")
-    configs = configurations(with_aiortc)
+    encoders = args.encoders.split(",")
+    unknown = [e for e in encoders if e not in LEGBA]
+    if unknown:
+        sys.exit(f"bench: unknown encoder(s) {', '.join(unknown)}; "
+                 f"one of {', '.join(LEGBA)}")
+    configs = configurations(with_aiortc, encoders)
     result = {
         "suite": "encoders",
         "command": args.command,

@@ -16,6 +16,9 @@ this fresh process, and prints one JSON object:
   frames_in    source frames
   frames_out   encoded frames
   duration_s   FRAMES / 30
+  frame_dropping  for encoders whose frame dropping legbavideoenc
+               switches by the cap (openh264enc): {frame_dropping,
+               min_bitrate} from its stats; null otherwise
 
 Peers:
   legba ENCODER   videotestsrc ! legbavideoenc encoder-factory=ENCODER ! fakesink
@@ -110,10 +113,16 @@ def measure_legba(args):
     run_pipeline(pipeline, args.timeout)
     cpu1 = cpu_now()
     current = None
+    dropping = None
     if args.encoder != "none":
-        current = pipeline.get_by_name("enc").get_property("current-encoder")
+        enc = pipeline.get_by_name("enc")
+        current = enc.get_property("current-encoder")
         if current != args.encoder:
             raise RuntimeError(f"legbavideoenc used {current}")
+        stats = enc.get_property("stats")
+        if stats.get_value("min-bitrate"):
+            dropping = {"frame_dropping": stats.get_value("frame-dropping"),
+                        "min_bitrate": stats.get_value("min-bitrate")}
     return {
         "cpu_s": cpu1 - state["cpu0"],
         "units": state["in"] - args.warmup,
@@ -121,6 +130,8 @@ def measure_legba(args):
         "frames_in": state["in"],
         "frames_out": state["out"],
         "current_encoder": current,
+        # encoders whose frame dropping legbavideoenc switches by the cap
+        "frame_dropping": dropping,
     }
 
 

@@ -12,6 +12,10 @@
  *   legba-peer bulk  [--bytes B] [--size S]
  *   legba-peer rtt   [--count N] [--rate R] [--size S]
  *   legba-peer call  [--frames N] [--width W --height H] [--bitrate KBPS]
+ *   legba-peer first-frame [--iterations N] [--width W --height H]
+ *                    [--bitrate KBPS]
+ *   legba-peer mesh  --server-url URL --identity ID [--expect N]
+ *                    [--width W --height H] [--bitrate KBPS]
  *
  * --server-url ws://HOST:PORT: a legba-server of its own process (app
  * key bench-key, secret bench-secret) instead of the embedded one.
@@ -26,6 +30,24 @@
  * call: room a sends a stamped H.264 track (legbastamp, x264enc
  * ultrafast zerolatency), room b decodes it (avdec_h264) and reads the
  * stamps back (legbastampcheck): glass-to-glass through two rooms.
+ *
+ * first-frame: room a sends a stamped H.264 track of a moving zone plate
+ * (x264enc as in call), room b decodes what it receives (avdec_h264 !
+ * legbastampcheck); both pipelines are playing when both rooms' connect
+ * calls are made, back to back, and each iteration is timed from the
+ * first of them to the first frame out of b's decoder. The first
+ * iteration is the process's first call (after legba_room_prepare(), as
+ * in setup); a failed one is -1.
+ *
+ * mesh: one participant of a mesh, one process each: it sends that same
+ * track to everyone in room "mesh" and decodes every participant's video.
+ * It prints {"event": "decoding"} once --expect participants' streams have
+ * each given a decoded frame, then takes commands on standard input:
+ * "start" opens the measured window (process CPU by getrusage, frames
+ * decoded per stream), "stop" closes it and prints the result (once
+ * every stream has given a frame in the window: a starved one holds it
+ * open until its next); end of input leaves the room. bench/suites.py
+ * mesh drives four of them.
  *
  * A pair is set up when each room lists the other participant as
  * connected: its peer connection is up and both of its data channels are
@@ -76,6 +98,15 @@ static gboolean blocked;        /* room a refused a message */
 static GstElement *check;
 static gint frames_out;
 
+/* first-frame and mesh: the sender's line */
+#define VIDEO_LINE "videotestsrc is-live=true pattern=zone-plate kx2=20 " \
+  "ky2=20 kt=1 ! video/x-raw,format=I420,width=%u,height=%u,framerate=30/1 " \
+  "! legbastamp ! x264enc tune=zerolatency speed-preset=ultrafast " \
+  "bitrate=%u key-int-max=60 ! capsfilter " \
+  "caps=video/x-h264,profile=constrained-baseline"
+#define DECODE_LINE "avdec_h264 ! legbastampcheck name=check ! " \
+  "fakesink sync=false async=false"
+
 static double
 now_ms (void)
 {
@@ -109,16 +140,22 @@ on_room_error (LegbaRoom * room, GError * error, Side * side)
   g_printerr ("room error: %s\n", error->message);
 }
 
+/* the room, its bin and signalling client, not yet connected: the bin is
+ * a pipeline of its own when pipeline is NULL, else a bin in pipeline */
 static void
-side_start (Side * side, GstElement * pipeline, const char *room_name,
+side_create (Side * side, GstElement * pipeline, const char *room_name,
     const char *identity)
 {
   LegbaSignalClient *client = legba_signal_client_new (server_url, APP_KEY);
 
   g_object_set (client, "app-secret", APP_SECRET, NULL);
-  side->pipeline = gst_bin_new (identity);
-  gst_bin_add (GST_BIN (pipeline), side->pipeline);
-  gst_element_sync_state_with_parent (side->pipeline);
+  if (pipeline == NULL) {
+    side->pipeline = gst_pipeline_new (identity);
+  } else {
+    side->pipeline = gst_bin_new (identity);
+    gst_bin_add (GST_BIN (pipeline), side->pipeline);
+    gst_element_sync_state_with_parent (side->pipeline);
+  }
   side->room = legba_room_new (LEGBA_SIGNALLER (client),
       GST_BIN (side->pipeline));
   g_object_unref (client);
@@ -126,10 +163,20 @@ side_start (Side * side, GstElement * pipeline, const char *room_name,
   g_signal_connect (side->room, "participant-joined",
       G_CALLBACK (on_participant_joined), side);
   g_signal_connect (side->room, "error", G_CALLBACK (on_room_error), side);
+}
+
+static void
+side_start (Side * side, GstElement * pipeline, const char *room_name,
+    const char *identity)
+{
+  side_create (side, pipeline, room_name, identity);
+  if (pipeline == NULL)
+    gst_element_set_state (side->pipeline, GST_STATE_PLAYING);
   legba_room_connect_async (side->room, NULL, NULL, NULL);
 }
 
-/* own: side->pipeline is a pipeline of its own (call mode), else a bin
+/* own: side->pipeline is a pipeline of its own (call, first-frame and
+ * mesh modes), else a bin
  * the pair's pipeline holds */
 static void
 side_stop (Side * side, gboolean own)
@@ -682,6 +729,349 @@ mode_call (guint frames, guint width, guint height, guint kbps)
   return expired ? 1 : 0;
 }
 
+/* ---- first-frame and mesh ---- */
+
+/* a remote participant's decoded video */
+typedef struct
+{
+  char *from;                   /* its identity */
+  GstElement *check;
+  gint frames;                  /* atomic: frames out of the decoder */
+  gint64 first_us;              /* under streams_lock: its first frame */
+  gint window_frames;           /* frames when the window opened */
+  guint64 window_lost;          /* legbastampcheck's frames-lost then */
+} Stream;
+
+static GMutex streams_lock;
+static GPtrArray *streams;      /* Stream, under streams_lock */
+
+static GstPadProbeReturn
+stream_frame (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Stream *st = data;
+
+  if (g_atomic_int_add (&st->frames, 1) == 0) {
+    g_mutex_lock (&streams_lock);
+    st->first_us = g_get_monotonic_time ();
+    g_mutex_unlock (&streams_lock);
+    g_main_context_wakeup (NULL);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+static void
+stream_free (Stream * st)
+{
+  g_free (st->from);
+  gst_clear_object (&st->check);
+  g_free (st);
+}
+
+/* decodes every video track the room gives (on the room's context) */
+static void
+on_video_track (LegbaRoom * room, LegbaParticipant * lp, LegbaTrackKind kind,
+    GstPad * pad, GstBin * pipeline)
+{
+  GError *error = NULL;
+  GstElement *bin;
+  GstPad *sinkpad, *out;
+  Stream *st;
+
+  if (kind != LEGBA_TRACK_KIND_VIDEO)
+    return;
+  bin = gst_parse_bin_from_description (DECODE_LINE, TRUE, &error);
+  if (bin == NULL)
+    g_error ("receiver line: %s", error->message);
+  st = g_new0 (Stream, 1);
+  st->from = g_strdup (legba_participant_get_identity (lp));
+  st->check = gst_bin_get_by_name (GST_BIN (bin), "check");
+  g_mutex_lock (&streams_lock);
+  g_ptr_array_add (streams, st);
+  g_mutex_unlock (&streams_lock);
+  out = gst_element_get_static_pad (st->check, "sink");
+  gst_pad_add_probe (out, GST_PAD_PROBE_TYPE_BUFFER, stream_frame, st, NULL);
+  gst_object_unref (out);
+  gst_bin_add (pipeline, bin);
+  gst_element_sync_state_with_parent (bin);
+  sinkpad = gst_element_get_static_pad (bin, "sink");
+  if (gst_pad_link (pad, sinkpad) != GST_PAD_LINK_OK)
+    g_error ("could not link the received track");
+  gst_object_unref (sinkpad);
+}
+
+/* the stamped 640x360 (or other) H.264 track of VIDEO_LINE */
+static void
+side_send_video (Side * side, guint width, guint height, guint kbps)
+{
+  char *line = g_strdup_printf (VIDEO_LINE, width, height, kbps);
+  GError *error = NULL;
+  GstElement *src = gst_parse_bin_from_description (line, TRUE, &error);
+  GstPad *srcpad, *sinkpad;
+
+  if (src == NULL)
+    g_error ("sender line: %s", error->message);
+  gst_bin_add (GST_BIN (side->pipeline), src);
+  sinkpad = legba_room_add_track (side->room, LEGBA_TRACK_KIND_VIDEO, &error);
+  if (sinkpad == NULL)
+    g_error ("add_track: %s", error->message);
+  srcpad = gst_element_get_static_pad (src, "src");
+  if (gst_pad_link (srcpad, sinkpad) != GST_PAD_LINK_OK)
+    g_error ("could not link the video track");
+  gst_object_unref (srcpad);
+  gst_object_unref (sinkpad);
+  g_free (line);
+}
+
+/* the first frame's time of the first stream, 0 if none yet */
+static gint64
+first_frame_us (void)
+{
+  gint64 t = 0;
+
+  g_mutex_lock (&streams_lock);
+  if (streams->len > 0)
+    t = ((Stream *) streams->pdata[0])->first_us;
+  g_mutex_unlock (&streams_lock);
+  return t;
+}
+
+static int
+mode_first_frame (guint iterations, guint width, guint height, guint kbps)
+{
+  GString *out = g_string_new ("{\"peer\": \"legba\", \"mode\": "
+      "\"first-frame\", \"first_frame_ms\": [");
+  guint failed = 0, ok = 0;
+  double prepare_ms;
+
+  legba_room_prepare ();
+  legba_room_prepare_wait ();
+  prepare_ms = now_ms () - main_ms;
+  streams = g_ptr_array_new_with_free_func ((GDestroyNotify) stream_free);
+  for (guint i = 0; i < iterations; i++) {
+    Pair *p = g_new0 (Pair, 1);
+    char room[32];
+    gboolean expired = FALSE;
+    guint timer;
+    gint64 t0, t = 0;
+
+    g_snprintf (room, sizeof room, "first-frame-%u", i);
+    side_create (&p->s[0], NULL, room, "a");
+    side_send_video (&p->s[0], width, height, kbps);
+    side_create (&p->s[1], NULL, room, "b");
+    g_signal_connect (p->s[1].room, "track-added",
+        G_CALLBACK (on_video_track), p->s[1].pipeline);
+    gst_element_set_state (p->s[0].pipeline, GST_STATE_PLAYING);
+    gst_element_set_state (p->s[1].pipeline, GST_STATE_PLAYING);
+    t0 = g_get_monotonic_time ();
+    legba_room_connect_async (p->s[0].room, NULL, NULL, NULL);
+    legba_room_connect_async (p->s[1].room, NULL, NULL, NULL);
+    timer = g_timeout_add_seconds (60, timed_out, &expired);
+    while ((t = first_frame_us ()) == 0 && !expired)
+      g_main_context_iteration (NULL, TRUE);
+    if (!expired)
+      g_source_remove (timer);
+    /* a failed iteration keeps its place, as -1 */
+    g_string_append_printf (out, "%s%.3f", i ? ", " : "",
+        t != 0 ? (t - t0) / 1e3 : -1.0);
+    if (t != 0)
+      ok++;
+    else
+      failed++;
+    pair_free (p);
+    g_ptr_array_set_size (streams, 0);
+  }
+  g_string_append_printf (out, "], \"failed\": %u, \"prepare_ms\": %.3f, "
+      "\"width\": %u, \"height\": %u, \"bitrate_kbps\": %u}", failed,
+      prepare_ms, width, height, kbps);
+  puts (out->str);
+  g_string_free (out, TRUE);
+  g_clear_pointer (&streams, g_ptr_array_unref);
+  return ok == iterations ? 0 : 1;
+}
+
+typedef struct
+{
+  GMainLoop *loop;
+  Side side;
+  const char *identity;
+  guint expect;
+  gint64 connect_us;
+  gboolean decoding;            /* "decoding" printed */
+  gboolean in_window;
+  gboolean stopping;            /* "stop" came: close once every stream
+                                 * has given a frame in the window */
+  gint64 window_us;
+  double window_cpu;
+} Mesh;
+
+static guint
+streams_decoding (void)
+{
+  guint n = 0;
+
+  g_mutex_lock (&streams_lock);
+  for (guint i = 0; i < streams->len; i++)
+    if (((Stream *) streams->pdata[i])->first_us != 0)
+      n++;
+  g_mutex_unlock (&streams_lock);
+  return n;
+}
+
+static void mesh_window_close (Mesh * m);
+
+/* every stream has given a frame since the window opened */
+static gboolean
+window_has_every_stream (void)
+{
+  gboolean all = TRUE;
+
+  g_mutex_lock (&streams_lock);
+  for (guint i = 0; i < streams->len; i++) {
+    Stream *st = streams->pdata[i];
+
+    if (g_atomic_int_get (&st->frames) <= st->window_frames)
+      all = FALSE;
+  }
+  g_mutex_unlock (&streams_lock);
+  return all;
+}
+
+static gboolean
+mesh_poll (gpointer data)
+{
+  Mesh *m = data;
+  guint n = streams_decoding ();
+
+  if (m->in_window && m->stopping && window_has_every_stream ())
+    mesh_window_close (m);
+
+  if (!m->decoding && n >= m->expect) {
+    m->decoding = TRUE;
+    printf ("{\"event\": \"decoding\", \"identity\": \"%s\", \"streams\": %u, "
+        "\"ms\": %.1f}\n", m->identity, n,
+        (g_get_monotonic_time () - m->connect_us) / 1e3);
+    fflush (stdout);
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+mesh_window_open (Mesh * m)
+{
+  m->in_window = TRUE;
+  m->window_cpu = cpu_s ();
+  m->window_us = g_get_monotonic_time ();
+  g_mutex_lock (&streams_lock);
+  for (guint i = 0; i < streams->len; i++) {
+    Stream *st = streams->pdata[i];
+
+    st->window_frames = g_atomic_int_get (&st->frames);
+    g_object_get (st->check, "frames-lost", &st->window_lost, NULL);
+  }
+  g_mutex_unlock (&streams_lock);
+}
+
+static void
+mesh_window_close (Mesh * m)
+{
+  double cpu = cpu_s () - m->window_cpu;
+  double s = (g_get_monotonic_time () - m->window_us) / 1e6;
+  GString *out = g_string_new (NULL);
+
+  g_string_append_printf (out, "{\"peer\": \"legba\", \"mode\": \"mesh\", "
+      "\"identity\": \"%s\", \"window_s\": %.3f, \"cpu_s\": %.4f, "
+      "\"cpu_pct\": %.2f, \"rss_kib\": %.0f, \"threads\": %u, "
+      "\"streams\": [", m->identity, s, cpu, 100 * cpu / s, rss_kib (),
+      count_dir ("/proc/self/task"));
+  g_mutex_lock (&streams_lock);
+  for (guint i = 0; i < streams->len; i++) {
+    Stream *st = streams->pdata[i];
+    gint frames = g_atomic_int_get (&st->frames) - st->window_frames;
+    guint64 valid = 0, failed = 0, lost = 0;
+
+    g_object_get (st->check, "frames-valid", &valid, "frames-failed",
+        &failed, "frames-lost", &lost, NULL);
+    /* lost: stamped frames of the window never decoded (counter gaps) */
+    g_string_append_printf (out, "%s{\"from\": \"%s\", \"frames\": %d, "
+        "\"fps\": %.3f, \"lost\": %" G_GUINT64_FORMAT
+        ", \"first_frame_ms\": %.1f, \"stamps_valid\": %" G_GUINT64_FORMAT
+        ", \"stamps_failed\": %" G_GUINT64_FORMAT "}", i ? ", " : "",
+        st->from, frames, frames / s, lost - st->window_lost,
+        st->first_us ? (st->first_us - m->connect_us) / 1e3 : -1.0, valid,
+        failed);
+  }
+  g_mutex_unlock (&streams_lock);
+  g_string_append (out, "]}");
+  puts (out->str);
+  fflush (stdout);
+  g_string_free (out, TRUE);
+  m->in_window = FALSE;
+  m->stopping = FALSE;
+}
+
+/* the driver's commands: start, stop; end of input leaves */
+static gboolean
+on_command (GIOChannel * in, GIOCondition cond, gpointer data)
+{
+  Mesh *m = data;
+  char *line = NULL;
+  GIOStatus status = g_io_channel_read_line (in, &line, NULL, NULL, NULL);
+
+  if (status == G_IO_STATUS_AGAIN)
+    return G_SOURCE_CONTINUE;
+  if (status != G_IO_STATUS_NORMAL) {
+    g_main_loop_quit (m->loop);
+    return G_SOURCE_REMOVE;
+  }
+  g_strstrip (line);
+  if (strcmp (line, "start") == 0)
+    mesh_window_open (m);
+  else if (strcmp (line, "stop") == 0) {
+    /* a starved stream keeps the window open until its next frame, so
+     * that every stream is measured; the window's length is reported */
+    m->stopping = m->in_window;
+    if (m->in_window && window_has_every_stream ())
+      mesh_window_close (m);
+  } else
+    g_printerr ("mesh: unknown command '%s'\n", line);
+  g_free (line);
+  return G_SOURCE_CONTINUE;
+}
+
+static int
+mode_mesh (const char *identity, guint expect, guint width, guint height,
+    guint kbps)
+{
+  Mesh m = { 0 };
+  GIOChannel *in;
+  guint poll, watch;
+
+  m.identity = identity;
+  m.expect = expect;
+  m.loop = g_main_loop_new (NULL, FALSE);
+  streams = g_ptr_array_new_with_free_func ((GDestroyNotify) stream_free);
+  side_create (&m.side, NULL, "mesh", identity);
+  side_send_video (&m.side, width, height, kbps);
+  g_signal_connect (m.side.room, "track-added", G_CALLBACK (on_video_track),
+      m.side.pipeline);
+  gst_element_set_state (m.side.pipeline, GST_STATE_PLAYING);
+  m.connect_us = g_get_monotonic_time ();
+  legba_room_connect_async (m.side.room, NULL, NULL, NULL);
+  poll = g_timeout_add (100, mesh_poll, &m);
+  in = g_io_channel_unix_new (0);
+  watch = g_io_add_watch (in, G_IO_IN | G_IO_HUP | G_IO_ERR, on_command, &m);
+  g_main_loop_run (m.loop);
+  g_source_remove (poll);
+  if (g_main_context_find_source_by_id (NULL, watch) != NULL)
+    g_source_remove (watch);
+  g_io_channel_unref (in);
+  side_stop (&m.side, TRUE);
+  while (g_main_context_iteration (NULL, FALSE));
+  g_clear_pointer (&streams, g_ptr_array_unref);
+  g_main_loop_unref (m.loop);
+  return m.decoding ? 0 : 1;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -690,7 +1080,8 @@ main (int argc, char **argv)
   double seconds = 120, rate = 100;
   gint64 bytes = 4000000;
   guint size = 1024;
-  char *url = NULL;
+  char *url = NULL, *identity = NULL;
+  guint expect = 3;
   LegbaServer *server = NULL;
   GOptionEntry entries[] = {
     {"iterations", 0, 0, G_OPTION_ARG_INT, &iterations, "setup: pairs", "N"},
@@ -705,6 +1096,10 @@ main (int argc, char **argv)
     {"rate", 0, 0, G_OPTION_ARG_DOUBLE, &rate, "rtt: messages/s", "R"},
     {"server-url", 0, 0, G_OPTION_ARG_STRING, &url, "a legba-server's URL",
         "URL"},
+    {"identity", 0, 0, G_OPTION_ARG_STRING, &identity,
+        "mesh: this participant's identity", "ID"},
+    {"expect", 0, 0, G_OPTION_ARG_INT, &expect,
+        "mesh: the other participants to decode", "N"},
     {NULL}
   };
   GOptionContext *ctx;
@@ -713,7 +1108,7 @@ main (int argc, char **argv)
 
   main_ms = now_ms ();
   census_raise_fd_limit ();
-  ctx = g_option_context_new ("setup|pairs|bulk|rtt|call");
+  ctx = g_option_context_new ("setup|pairs|bulk|rtt|call|first-frame|mesh");
 
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_option_context_add_group (ctx, gst_init_get_option_group ());
@@ -745,6 +1140,10 @@ main (int argc, char **argv)
     rc = mode_rtt (count, rate, size);
   else if (strcmp (argv[1], "call") == 0)
     rc = mode_call (frames, width, height, kbps);
+  else if (strcmp (argv[1], "first-frame") == 0)
+    rc = mode_first_frame (iterations, width, height, kbps);
+  else if (strcmp (argv[1], "mesh") == 0 && identity != NULL && external_server)
+    rc = mode_mesh (identity, expect, width, height, kbps);
   else {
     g_printerr ("unknown mode %s\n", argv[1]);
     rc = 2;
@@ -754,5 +1153,6 @@ main (int argc, char **argv)
     g_object_unref (server);
   }
   g_free (server_url);
+  g_free (identity);
   return rc;
 }

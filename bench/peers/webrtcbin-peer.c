@@ -10,6 +10,13 @@
  *   webrtcbin-peer rtt   [--count N] [--rate R] [--size S]
  *   webrtcbin-peer pairs [--count N] [--seconds S]
  *   webrtcbin-peer call  [--frames N] [--width W --height H] [--bitrate KBPS]
+ *   webrtcbin-peer first-frame [--iterations N] [--width W --height H]
+ *                        [--bitrate KBPS]
+ *
+ * first-frame: the sender's stamped H.264 track of a moving zone plate
+ * (as legba-peer's), timed from the pipeline going to PLAYING (which
+ * starts the negotiation) to the first frame out of b's decoder; the
+ * first iteration is the process's first peer connection.
  *
  * Prints one JSON object on standard output. ICE: host candidates on
  * 127.0.0.1 only (libnice leaves loopback out by default, so it is added
@@ -63,6 +70,8 @@ static guint64 received_bytes;
 static guint64 received_msgs;
 static GArray *rtts;            /* gdouble ms */
 static guint64 frames_out;
+static gint64 first_frame_us;   /* under lock: the first frame out */
+static gint64 pair_started_us;  /* the last pair_new()'s PLAYING */
 
 static double
 now_ms (void)
@@ -387,6 +396,7 @@ pair_new (const char *video)
     add_receive_transceivers (p->a, TRUE);
     add_receive_transceivers (p->b, FALSE);
   }
+  pair_started_us = g_get_monotonic_time ();
   gst_element_set_state (p->pipe, GST_STATE_PLAYING);
   if (video == NULL) {
     g_signal_emit_by_name (p->a, "create-data-channel",
@@ -693,7 +703,8 @@ static GstPadProbeReturn
 count_frame (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 {
   g_mutex_lock (&lock);
-  frames_out++;
+  if (frames_out++ == 0)
+    first_frame_us = g_get_monotonic_time ();
   g_cond_broadcast (&cond);
   g_mutex_unlock (&lock);
   return GST_PAD_PROBE_OK;
@@ -795,6 +806,57 @@ mode_call (guint frames, guint width, guint height, guint kbps)
   return got ? 0 : 1;
 }
 
+/* ---- first-frame ---- */
+
+static int
+mode_first_frame (guint iterations, guint width, guint height, guint kbps)
+{
+  char *line = g_strdup_printf ("videotestsrc is-live=true "
+      "pattern=zone-plate kx2=20 ky2=20 kt=1 ! video/x-raw,format=I420,"
+      "width=%u,height=%u,framerate=30/1 ! legbastamp ! x264enc "
+      "tune=zerolatency speed-preset=ultrafast bitrate=%u key-int-max=60 ! "
+      "video/x-h264,profile=constrained-baseline ! rtph264pay "
+      "config-interval=-1 pt=96 ! capsfilter caps=\"application/x-rtp,"
+      "media=video,encoding-name=H264,payload=96,clock-rate=90000\"", width,
+      height, kbps);
+  GString *out = g_string_new ("{\"peer\": \"webrtcbin\", \"mode\": "
+      "\"first-frame\", \"first_frame_ms\": [");
+  guint failed = 0, ok = 0;
+
+  for (guint i = 0; i < iterations; i++) {
+    Pair *p;
+    gint64 end, t = 0;
+
+    g_mutex_lock (&lock);
+    frames_out = 0;
+    first_frame_us = 0;
+    g_mutex_unlock (&lock);
+    p = pair_new (line);
+    end = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
+    g_mutex_lock (&lock);
+    while (frames_out == 0 && g_cond_wait_until (&cond, &lock, end));
+    if (frames_out > 0)
+      t = first_frame_us;
+    g_mutex_unlock (&lock);
+    /* a failed iteration keeps its place, as -1 */
+    g_string_append_printf (out, "%s%.3f", i ? ", " : "",
+        t != 0 ? (t - pair_started_us) / 1e3 : -1.0);
+    if (t != 0)
+      ok++;
+    else
+      failed++;
+    gst_element_set_state (p->pipe, GST_STATE_NULL);
+    gst_clear_object (&p->check);
+    pair_free (p);
+  }
+  g_string_append_printf (out, "], \"failed\": %u, \"width\": %u, "
+      "\"height\": %u, \"bitrate_kbps\": %u}", failed, width, height, kbps);
+  puts (out->str);
+  g_string_free (out, TRUE);
+  g_free (line);
+  return ok == iterations ? 0 : 1;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -820,7 +882,8 @@ main (int argc, char **argv)
     {"bitrate", 0, 0, G_OPTION_ARG_INT, &kbps, "call: kbit/s", "K"},
     {NULL}
   };
-  GOptionContext *ctx = g_option_context_new ("setup|bulk|rtt|pairs|call");
+  GOptionContext *ctx = g_option_context_new ("setup|bulk|rtt|pairs|call|"
+      "first-frame");
   GError *error = NULL;
 
   census_raise_fd_limit ();
@@ -841,6 +904,8 @@ main (int argc, char **argv)
     return mode_pairs (count, seconds);
   if (strcmp (argv[1], "call") == 0)
     return mode_call (frames, width, height, kbps);
+  if (strcmp (argv[1], "first-frame") == 0)
+    return mode_first_frame (iterations, width, height, kbps);
   g_printerr ("unknown mode %s\n", argv[1]);
   return 2;
 }

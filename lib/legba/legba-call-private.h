@@ -13,6 +13,9 @@
 /* The player of a video file source (legba-call-file.c) */
 typedef struct _LegbaCallFile LegbaCallFile;
 
+/* The CPU time of a local track's threads (legba-call-cpu.c) */
+typedef struct _LegbaTrackCpu LegbaTrackCpu;
+
 /* One remote participant seen during the call; kept after it leaves so
  * that its counters can still be read. */
 typedef struct
@@ -99,6 +102,8 @@ struct _LegbaCall
   gdouble sent_bitrate[2];
   gdouble cpu_percent;
   gint64 last_cpu_us;
+  LegbaTrackCpu *track_cpu[2];  /* by LegbaTrackKind, while started */
+  gdouble track_cpu_percent[2]; /* under lock; < 0 unknown */
 };
 
 /* gst_parse_bin_from_description() looks for unlinked pads inside child
@@ -118,6 +123,10 @@ LegbaCallFile *legba_call_file_new (LegbaCall * call, const char *path,
     GMainContext * context, GError ** error);
 gboolean legba_call_file_play (LegbaCallFile * file, GError ** error);
 void legba_call_file_free (LegbaCallFile * file);
+LegbaTrackCpu *legba_track_cpu_new (void);
+void legba_track_cpu_free (LegbaTrackCpu * cpu);
+void legba_track_cpu_note_thread (LegbaTrackCpu * cpu);
+gboolean legba_track_cpu_sample (LegbaTrackCpu * cpu, guint64 * used_ns);
 void legba_call_fail (LegbaCall * self, GError * error);
 void legba_call_emit_warning (LegbaCall * self, GError * error);
 void legba_call_emit_video_sink (LegbaCall * self,

@@ -250,6 +250,8 @@ teardown (LegbaCall * self)
   }
   g_clear_object (&self->valves[0]);
   g_clear_object (&self->valves[1]);
+  g_clear_pointer (&self->track_cpu[0], legba_track_cpu_free);
+  g_clear_pointer (&self->track_cpu[1], legba_track_cpu_free);
   g_clear_object (&self->encoder);
   g_clear_object (&self->compositor);
   g_clear_object (&self->pipeline);
@@ -436,6 +438,13 @@ count_sent (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_OK;
 }
 
+static GstPadProbeReturn
+note_encoder_thread (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  legba_track_cpu_note_thread (data);
+  return GST_PAD_PROBE_OK;
+}
+
 void
 legba_call_ghost (GstElement * bin, const char *element, const char *pad)
 {
@@ -466,6 +475,16 @@ add_track (LegbaCall * self, LegbaTrackKind kind, const char *desc,
     return FALSE;
   }
   legba_call_ghost (bin, "enc", "src");
+  {
+    GstElement *enc = gst_bin_get_by_name (GST_BIN (bin), "enc");
+    GstPad *in = gst_element_get_static_pad (enc, "sink");
+
+    self->track_cpu[kind] = legba_track_cpu_new ();
+    gst_pad_add_probe (in, GST_PAD_PROBE_TYPE_BUFFER, note_encoder_thread,
+        self->track_cpu[kind], NULL);
+    gst_object_unref (in);
+    gst_object_unref (enc);
+  }
   if (upstream != NULL)
     legba_call_ghost (bin, "first", "sink");
   gst_bin_add (GST_BIN (self->pipeline), bin);
@@ -591,9 +610,14 @@ on_stats_tick (gpointer data)
     return G_SOURCE_CONTINUE;
   g_mutex_lock (&self->lock);
   for (guint k = 0; k < 2; k++) {
+    guint64 used;
+
     self->sent_bitrate[k] = (self->sent_bytes[k] -
         self->last_sent_bytes[k]) * 8 / seconds;
     self->last_sent_bytes[k] = self->sent_bytes[k];
+    if (self->track_cpu[k] != NULL &&
+        legba_track_cpu_sample (self->track_cpu[k], &used))
+      self->track_cpu_percent[k] = used / 1e7 / seconds;
   }
   g_mutex_unlock (&self->lock);
   self->cpu_percent = (cpu - self->last_cpu_us) / 1e4 / seconds;
@@ -615,10 +639,13 @@ on_stats_tick (gpointer data)
  * encoded buffers given to the room), `video-muted`, `audio-muted`
  * (boolean), `cpu` (double, the CPU time of the whole process, user and
  * system, over the last interval, in percent of one core: encoding,
- * decoding, the network and whatever else the process does. It is not
- * the encoder's alone: the encoder works on the video source's streaming
- * thread and on threads of its own (x264's), which cannot be told apart
- * from the others).
+ * decoding, the network and whatever else the process does), and, on
+ * Linux, `video-cpu` and `audio-cpu` (double, the same for one local
+ * track: its streaming thread, which runs the source, the conversion and
+ * the encoder, and the threads named as that thread is, which is how an
+ * encoder's own threads such as x264's are found; absent until the
+ * track's first buffer reached its encoder and one interval has passed.
+ * Threads an encoder names otherwise are not counted).
  *
  * Returns: (transfer full): the counters
  */
@@ -637,6 +664,12 @@ legba_call_get_local_stats (LegbaCall * self)
       "video-muted", G_TYPE_BOOLEAN, self->muted[0],
       "audio-muted", G_TYPE_BOOLEAN, self->muted[1],
       "cpu", G_TYPE_DOUBLE, self->cpu_percent, NULL);
+  if (self->track_cpu_percent[0] >= 0)
+    gst_structure_set (s, "video-cpu", G_TYPE_DOUBLE,
+        self->track_cpu_percent[0], NULL);
+  if (self->track_cpu_percent[1] >= 0)
+    gst_structure_set (s, "audio-cpu", G_TYPE_DOUBLE,
+        self->track_cpu_percent[1], NULL);
   g_mutex_unlock (&self->lock);
   if (self->encoder != NULL) {
     g_autofree char *factory = NULL;
@@ -808,6 +841,7 @@ legba_call_start (LegbaCall * self, GError ** error)
   memset (self->sent_buffers, 0, sizeof self->sent_buffers);
   memset (self->last_sent_bytes, 0, sizeof self->last_sent_bytes);
   memset (self->sent_bitrate, 0, sizeof self->sent_bitrate);
+  self->track_cpu_percent[0] = self->track_cpu_percent[1] = -1;
   g_mutex_unlock (&self->lock);
   if (!build (self, error)) {
     teardown (self);

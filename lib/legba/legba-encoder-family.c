@@ -141,8 +141,13 @@ static const LegbaEncoderFamily families[] = {
             "speed-preset=veryfast"},
       },
   {
-        /* bitrate mode overshoots several times at 720p and above unless
-         * frame skipping is on (libwebrtc turns it on too) */
+        /* Without frame skipping, bitrate mode cannot go below about 0.15
+         * bit per pixel per frame (its coarsest quantizer on detailed
+         * moving content: 0.159 at 360p, 0.144 at 720p, 0.146 at 1080p,
+         * bench/encoders/tune.py) and overshoots under a lower cap; with
+         * it, it drops a few frames even above that. So frame skipping is
+         * on only under 0.17 bit per pixel per frame. openh264enc reads
+         * the switch when it configures itself for new caps only. */
         .name = "openh264",
         .patterns = "openh264enc",
         .hardware = FALSE,
@@ -150,15 +155,23 @@ static const LegbaEncoderFamily families[] = {
         .max_bitrate = "max-bitrate",.max_bitrate_scale = 1,
         .bitrate_mutable = TRUE,
         .keyframe = "gop-size",
-        .realtime = "rate-control=bitrate usage-type=camera "
-        "enable-frame-skip=true",
+        .realtime = "rate-control=bitrate usage-type=camera",
         .speed = {"complexity=low", "complexity=medium", "complexity=high"},
+        .frame_drop = "enable-frame-skip",.frame_drop_bpp = 0.17,
       },
   {
-        /* libvpx: the buffer model and frame dropping libwebrtc uses; the
-         * encoder applies target-bitrate changes while playing
-         * (vpx_codec_enc_config_set). One thread: libvpx's threads cost
-         * several times the CPU per frame here. */
+        /* libvpx: frame dropping and the buffer model of libwebrtc at 3/4
+         * of its sizes (750 / 375 / 450 ms for 1000 / 500 / 600):
+         * libwebrtc's sizes reach 1.11 x the cap at 720p / 0.5 Mbit/s and
+         * 2160p / 2.5 Mbit/s, these 1.08 x, for 1-3 fewer frames of 150
+         * where the cap is too low and none where it is not; half the
+         * sizes hold the cap more tightly still but drop frames where the
+         * cap carries the picture (bench/encoders/tune.py). No setting of
+         * these knobs keeps 90% of the frames where the cap is below what
+         * libvpx needs at its coarsest quantizer. The encoder applies
+         * target-bitrate changes while playing (vpx_codec_enc_config_set).
+         * One thread: libvpx's threads cost several times the CPU per
+         * frame here. */
         .name = "vpx",
         .patterns = "vp8enc vp9enc",
         .hardware = FALSE,
@@ -167,7 +180,7 @@ static const LegbaEncoderFamily families[] = {
         .keyframe = "keyframe-max-dist",
         .realtime = "deadline=1 end-usage=cbr lag-in-frames=0 "
         "error-resilient=default undershoot=100 overshoot=15 "
-        "buffer-size=1000 buffer-initial-size=500 buffer-optimal-size=600 "
+        "buffer-size=750 buffer-initial-size=375 buffer-optimal-size=450 "
         "dropframe-threshold=30",
         .speed = {"cpu-used=-8", "cpu-used=-6", "cpu-used=-4"},
       },
@@ -288,6 +301,21 @@ set_number (GObject * object, const gchar * name, guint64 number,
   }
   g_param_value_validate (pspec, &value);
   g_object_set_property (object, name, &value);
+  return TRUE;
+}
+
+static gboolean
+set_switch (GObject * object, const gchar * name, gboolean on, GError ** error)
+{
+  GParamSpec *pspec =
+      g_object_class_find_property (G_OBJECT_GET_CLASS (object), name);
+
+  if (!pspec || pspec->value_type != G_TYPE_BOOLEAN) {
+    g_set_error (error, LEGBA_ENCODER_ERROR, LEGBA_ENCODER_ERROR_FAILED,
+        "%s has no boolean property '%s'", G_OBJECT_TYPE_NAME (object), name);
+    return FALSE;
+  }
+  g_object_set (object, name, on, NULL);
   return TRUE;
 }
 
@@ -418,6 +446,10 @@ legba_encoder_apply_settings (GstElement * encoder,
   if (settings->keyframe_interval && !set_number (G_OBJECT (encoder),
           family->keyframe, settings->keyframe_interval, error))
     return FALSE;
+  /* until the caps are known, the cap is held by dropping frames */
+  if (family->frame_drop && !set_switch (G_OBJECT (encoder),
+          family->frame_drop, TRUE, error))
+    return FALSE;
   effective_bitrates (settings, &target, &cap);
   return apply_bitrate (encoder, family, target, cap, error);
 }
@@ -481,4 +513,101 @@ legba_encoder_set_bitrate (GstElement * encoder, guint bitrate,
   }
   GST_DEBUG_OBJECT (encoder, "bitrate %u bit/s, cap %u bit/s", target, cap);
   return family->bitrate_mutable;
+}
+
+/* Frame rate assumed when the caps give none (variable frame rate). */
+#define FALLBACK_FPS 30.0
+
+static guint
+min_bitrate_for_caps (const LegbaEncoderFamily * family, GstCaps * raw_caps)
+{
+  GstStructure *s;
+  gint width = 0, height = 0, fps_n = 0, fps_d = 1;
+  gdouble fps = FALLBACK_FPS;
+
+  if (!family->frame_drop || !raw_caps || gst_caps_get_size (raw_caps) == 0)
+    return 0;
+  s = gst_caps_get_structure (raw_caps, 0);
+  if (!gst_structure_get_int (s, "width", &width)
+      || !gst_structure_get_int (s, "height", &height)
+      || width <= 0 || height <= 0)
+    return 0;
+  if (gst_structure_get_fraction (s, "framerate", &fps_n, &fps_d)
+      && fps_n > 0 && fps_d > 0)
+    fps = (gdouble) fps_n / fps_d;
+  return (guint) MIN (family->frame_drop_bpp * width * height * fps,
+      (gdouble) G_MAXINT32);
+}
+
+/**
+ * legba_encoder_get_min_bitrate:
+ * @encoder: an encoder element
+ * @raw_caps: fixed raw video caps @encoder takes
+ *
+ * The lowest cap at which @encoder's family holds the cap without dropping
+ * frames, at the size and frame rate of @raw_caps (a variable frame rate
+ * counts as 30 fps). It is measured on detailed moving content, so easier
+ * content needs less.
+ *
+ * Returns: the bitrate in bit/s, or 0 when the family's frame dropping is
+ *   not switched by the cap (always on in its realtime settings, as for
+ *   libvpx and libaom, or absent)
+ */
+guint
+legba_encoder_get_min_bitrate (GstElement * encoder, GstCaps * raw_caps)
+{
+  const LegbaEncoderFamily *family;
+
+  g_return_val_if_fail (GST_IS_ELEMENT (encoder), 0);
+
+  family = family_of_element (encoder, NULL);
+  return family ? min_bitrate_for_caps (family, raw_caps) : 0;
+}
+
+/**
+ * legba_encoder_apply_frame_dropping:
+ * @encoder: an encoder element, before it configures itself for @raw_caps
+ * @settings: the contract in force
+ * @raw_caps: fixed raw video caps @encoder is about to take
+ * @min_bitrate: (out) (optional): legba_encoder_get_min_bitrate()
+ *
+ * For families whose frame dropping is a switch (openh264), turns it on
+ * only when the cap is below what the size and frame rate of @raw_caps
+ * need (legba_encoder_get_min_bitrate()), and off otherwise, so that a
+ * cap that can carry the picture keeps every frame. Such an encoder reads
+ * the switch when it configures itself for caps, so call this before the
+ * caps reach it. legba_encoder_apply_settings() leaves it on.
+ *
+ * Returns: %TRUE when the family has such a switch and the cap is below
+ *   its minimum: the encoder now drops frames to hold the cap
+ */
+gboolean
+legba_encoder_apply_frame_dropping (GstElement * encoder,
+    const LegbaEncoderSettings * settings, GstCaps * raw_caps,
+    guint * min_bitrate)
+{
+  const LegbaEncoderFamily *family;
+  guint needed, target, cap;
+  gboolean drop;
+
+  g_return_val_if_fail (GST_IS_ELEMENT (encoder), FALSE);
+  g_return_val_if_fail (settings != NULL, FALSE);
+
+  if (min_bitrate)
+    *min_bitrate = 0;
+  family = family_of_element (encoder, NULL);
+  if (!family || !family->frame_drop)
+    return FALSE;
+  needed = min_bitrate_for_caps (family, raw_caps);
+  if (min_bitrate)
+    *min_bitrate = needed;
+  if (!needed)
+    return FALSE;
+  effective_bitrates (settings, &target, &cap);
+  drop = cap < needed;
+  if (!set_switch (G_OBJECT (encoder), family->frame_drop, drop, NULL))
+    return FALSE;
+  GST_INFO_OBJECT (encoder, "cap %u bit/s, %u bit/s needed without dropping "
+      "frames: %s %s", cap, needed, family->frame_drop, drop ? "on" : "off");
+  return drop;
 }

@@ -30,6 +30,11 @@ G_BEGIN_DECLS
  *   mode; a leading `?` marks a property the element registers only when
  *   its device supports it
  * @speed: `name=value` settings for each #LegbaEncoderSpeed
+ * @frame_drop: (nullable): boolean property that turns frame dropping
+ *   on; set only when the cap is below @frame_drop_bpp (families whose
+ *   frame dropping is always on carry it in @realtime)
+ * @frame_drop_bpp: bits per pixel per frame below which the family cannot
+ *   hold the cap without dropping frames
  *
  * One row of the family table. The table's order is the selection order.
  */
@@ -47,6 +52,8 @@ typedef struct
   const gchar *keyframe;
   const gchar *realtime;
   const gchar *speed[3];
+  const gchar *frame_drop;
+  gdouble frame_drop_bpp;
 } LegbaEncoderFamily;
 
 const LegbaEncoderFamily *legba_encoder_families (guint * n_families);

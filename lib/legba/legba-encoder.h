@@ -231,6 +231,11 @@ gboolean legba_encoder_apply_settings (GstElement * encoder,
 gboolean legba_encoder_set_bitrate (GstElement * encoder, guint bitrate,
     guint max_bitrate);
 gboolean legba_encoder_can_change_bitrate (GstElement * encoder);
+guint legba_encoder_get_min_bitrate (GstElement * encoder,
+    GstCaps * raw_caps);
+gboolean legba_encoder_apply_frame_dropping (GstElement * encoder,
+    const LegbaEncoderSettings * settings, GstCaps * raw_caps,
+    guint * min_bitrate);
 
 gchar *legba_encoder_report (LegbaVideoCodec codec, GstCaps * raw_caps,
     LegbaEncoderPrefer prefer, guint timeout_ms);

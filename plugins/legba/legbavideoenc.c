@@ -34,6 +34,15 @@
  * "fallback") and `rejected` (list of strings, one per candidate rejected
  * before it).
  *
+ * Encoders whose frame dropping is a switch (openh264enc) drop frames only
+ * when the cap is below what the size and frame rate need
+ * (legba_encoder_get_min_bitrate()); the switch is set when caps arrive,
+ * and announced by an element message named `legba-encoder-frame-dropping`
+ * with the fields `factory` (string), `frame-dropping` (boolean), `cap` and
+ * `min-bitrate` (bit/s); #GstLegbaVideoEnc:stats carries the same two
+ * facts. A bitrate change while playing applies to the switch from the
+ * next caps on.
+ *
  * Operators steer selection with the `LEGBA_ENCODER` environment variable
  * (a comma-separated list of factory names tried in that order, and/or
  * `hardware`, `software` or `auto`); #GstLegbaVideoEnc:encoder-factory
@@ -104,6 +113,8 @@ struct _GstLegbaVideoEnc
   guint64 frames_out;
   guint64 bytes_out;
   guint fallbacks;
+  guint min_bitrate;            /* 0: the family has no frame-drop switch */
+  gboolean frame_dropping;      /* switched on: the cap is below min_bitrate */
 
   /* streaming thread (sink pad stream lock) */
   GstCaps *raw_caps;
@@ -199,6 +210,45 @@ post_selected (GstLegbaVideoEnc * self, LegbaEncoderProof * proof,
       gst_message_new_element (GST_OBJECT (self), s));
 }
 
+/* Switches the encoder's frame dropping for @caps (families where it is
+ * a switch: on only when the cap cannot carry the size and frame rate) and
+ * says so. */
+static void
+decide_frame_dropping (GstLegbaVideoEnc * self, GstElement * encoder,
+    GstCaps * caps)
+{
+  LegbaEncoderSettings settings;
+  GstStructure *s;
+  guint needed, cap;
+  gboolean drop;
+
+  GST_OBJECT_LOCK (self);
+  settings = self->settings;
+  GST_OBJECT_UNLOCK (self);
+  drop = legba_encoder_apply_frame_dropping (encoder, &settings, caps, &needed);
+  GST_OBJECT_LOCK (self);
+  self->min_bitrate = needed;
+  self->frame_dropping = drop;
+  GST_OBJECT_UNLOCK (self);
+  if (!needed)
+    return;
+  cap = settings.max_bitrate ? settings.max_bitrate : settings.bitrate;
+  if (drop)
+    GST_WARNING_OBJECT (self, "the cap of %u bit/s is below the %u bit/s "
+        "%" GST_PTR_FORMAT " needs: %s drops frames to hold it", cap, needed,
+        caps, GST_ELEMENT_NAME (encoder));
+  else
+    GST_INFO_OBJECT (self, "the cap of %u bit/s carries %u bit/s: no frame "
+        "dropping", cap, needed);
+  s = gst_structure_new ("legba-encoder-frame-dropping",
+      "factory", G_TYPE_STRING,
+      GST_OBJECT_NAME (gst_element_get_factory (encoder)),
+      "frame-dropping", G_TYPE_BOOLEAN, drop,
+      "cap", G_TYPE_UINT, cap, "min-bitrate", G_TYPE_UINT, needed, NULL);
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), s));
+}
+
 /* ---- installing an encoder ---- */
 
 static void
@@ -233,6 +283,7 @@ install_encoder (GstLegbaVideoEnc * self, const gchar * factory,
   encoder = legba_encoder_make (factory, &settings, error);
   if (!encoder)
     return FALSE;
+  decide_frame_dropping (self, encoder, self->raw_caps);
   g_object_set (self->filter, "caps", self->out_caps, NULL);
   gst_bin_add (GST_BIN (self), encoder);
   if (!gst_element_link_many (self->convert, encoder, self->filter, NULL)) {
@@ -321,8 +372,18 @@ handle_caps (GstLegbaVideoEnc * self, GstCaps * caps)
   if (have_encoder) {
     g_autoptr (LegbaEncoderProof) proof = legba_encoder_prove (current,
         self->codec, caps, self->out_caps, self->proof_timeout);
-    if (legba_encoder_proof_is_ok (proof))
+    if (legba_encoder_proof_is_ok (proof)) {
+      GstElement *encoder;
+
+      GST_OBJECT_LOCK (self);
+      encoder = self->encoder ? gst_object_ref (self->encoder) : NULL;
+      GST_OBJECT_UNLOCK (self);
+      if (encoder) {
+        decide_frame_dropping (self, encoder, caps);
+        gst_object_unref (encoder);
+      }
       return TRUE;
+    }
     if (choose_encoder (self, "caps-changed", &error))
       return TRUE;
   } else {
@@ -522,6 +583,8 @@ gst_legba_video_enc_change_state (GstElement * element,
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
     GST_OBJECT_LOCK (self);
     self->frames_in = self->frames_out = self->bytes_out = 0;
+    self->min_bitrate = 0;
+    self->frame_dropping = FALSE;
     GST_OBJECT_UNLOCK (self);
   }
   ret = GST_ELEMENT_CLASS (gst_legba_video_enc_parent_class)->change_state
@@ -544,12 +607,15 @@ static void
 apply_bitrate (GstLegbaVideoEnc * self)
 {
   GstElement *encoder;
-  guint bitrate, max_bitrate;
+  guint bitrate, max_bitrate, min_bitrate;
+  gboolean dropping;
 
   GST_OBJECT_LOCK (self);
   encoder = self->encoder ? gst_object_ref (self->encoder) : NULL;
   bitrate = self->settings.bitrate;
   max_bitrate = self->settings.max_bitrate;
+  min_bitrate = self->min_bitrate;
+  dropping = self->frame_dropping;
   GST_OBJECT_UNLOCK (self);
   if (!encoder)
     return;
@@ -557,6 +623,15 @@ apply_bitrate (GstLegbaVideoEnc * self)
     GST_WARNING_OBJECT (self, "%s cannot change its bitrate while playing; "
         "the new bitrate applies from the next start",
         GST_ELEMENT_NAME (encoder));
+  /* the frame-drop switch is read when the encoder configures itself for
+   * caps: it follows the new cap from the next caps on */
+  if (min_bitrate && ((max_bitrate ? max_bitrate : bitrate) < min_bitrate)
+      != dropping)
+    GST_WARNING_OBJECT (self, "%s keeps frame dropping %s until the next "
+        "caps (the new cap of %u bit/s is %s the %u bit/s its caps need)",
+        GST_ELEMENT_NAME (encoder), dropping ? "on" : "off",
+        max_bitrate ? max_bitrate : bitrate, dropping ? "above" : "below",
+        min_bitrate);
   gst_object_unref (encoder);
 }
 
@@ -571,7 +646,9 @@ get_stats (GstLegbaVideoEnc * self)
       "frames-in", G_TYPE_UINT64, self->frames_in,
       "frames-out", G_TYPE_UINT64, self->frames_out,
       "bytes-out", G_TYPE_UINT64, self->bytes_out,
-      "fallbacks", G_TYPE_UINT, self->fallbacks, NULL);
+      "fallbacks", G_TYPE_UINT, self->fallbacks,
+      "frame-dropping", G_TYPE_BOOLEAN, self->frame_dropping,
+      "min-bitrate", G_TYPE_UINT, self->min_bitrate, NULL);
   GST_OBJECT_UNLOCK (self);
   return s;
 }
@@ -770,7 +847,12 @@ install_properties (GObjectClass * gobject_class)
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "encoder (string), frames-in, frames-out, bytes-out (guint64) "
-          "since the last start, fallbacks (guint)", GST_TYPE_STRUCTURE,
+          "since the last start, fallbacks (guint), frame-dropping "
+          "(gboolean: the cap is below min-bitrate, so the encoder drops "
+          "frames to hold it), min-bitrate (guint: the lowest cap that "
+          "carries the size and frame rate without dropping frames, for "
+          "encoders whose frame dropping is switched by the cap; 0 for "
+          "others)", GST_TYPE_STRUCTURE,
           G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 }
 

@@ -72,16 +72,13 @@ function gstLaunch (server, room, identity, tail)
 
 async function filesIn (dir, prefix)
 {
-  const names = (await readdir(dir)).filter((n) => n.startsWith(prefix))
-    .sort();
+  /* multifilesink writes each file under a temporary name and renames it:
+   * only the final names count */
+  const final = new RegExp(`^${prefix}\\d+\\.json$`);
+  const names = (await readdir(dir)).filter((n) => final.test(n)).sort();
   const out = [];
-  for (const n of names) {
-    const text = await readFile(join(dir, n), 'utf8');
-    /* multifilesink creates a file before it writes it */
-    if (!text)
-      break;
-    out.push(text);
-  }
+  for (const n of names)
+    out.push(await readFile(join(dir, n), 'utf8'));
   return out;
 }
 

@@ -2,8 +2,9 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * legbavideoenc and legba_encoder_*: selection order and overrides,
- * rejection reasons, the proof cache, the bitrate contract, bitrate
- * changes while playing, force-key-unit, and mid-stream fallback. The
+ * rejection reasons, the proof cache, the bitrate contract (and
+ * openh264's frame skipping only under a cap too low for the picture),
+ * bitrate changes while playing, force-key-unit, and mid-stream fallback. The
  * failures are produced by real encoder elements registered by this test
  * (one that cannot open its device, one that fails on its first frame,
  * one that fails after a few frames, one that works) in real pipelines,
@@ -638,6 +639,100 @@ GST_START_TEST (test_bitrate_contract)
 
 GST_END_TEST;
 
+static void
+keep_openh264 (GstBin * bin, GstBin * sub_bin, GstElement * element,
+    gpointer data)
+{
+  GstElement **kept = data;
+  GstElementFactory *factory = gst_element_get_factory (element);
+
+  if (!*kept && factory
+      && g_strcmp0 (GST_OBJECT_NAME (factory), "openh264enc") == 0)
+    *kept = gst_object_ref (element);
+}
+
+/* openh264enc at 640x360: frame skipping is switched on only when the cap
+ * is below what the size and frame rate need; the choice is announced and
+ * in stats, and the cap holds either way. */
+static void
+check_frame_dropping (guint cap, gboolean expect_drop)
+{
+  const guint frames = 90;
+  GstElement *pipeline = contract_pipeline ("h264", "openh264enc", 640, 360,
+      frames, cap);
+  g_autoptr (GstElement) enc = gst_bin_get_by_name (GST_BIN (pipeline), "enc");
+  g_autoptr (GstCaps) raw = raw_caps (640, 360);
+  g_autoptr (GstStructure) stats = NULL;
+  GstElement *openh264 = NULL;
+  const GstStructure *announced = NULL;
+  gboolean dropping = !expect_drop, skip = !expect_drop;
+  guint min_bitrate = 0, announced_cap = 0, stats_min = 0;
+  guint needed;
+  Output out;
+  GList *messages;
+  gdouble rate;
+
+  g_signal_connect (pipeline, "deep-element-added",
+      G_CALLBACK (keep_openh264), &openh264);
+  output_init (&out);
+  messages = run_to_eos (pipeline, &out);
+  fail_unless (openh264 != NULL, "openh264enc was not used");
+  needed = legba_encoder_get_min_bitrate (openh264, raw);
+  fail_unless (needed > 0);
+  /* the two caps of the test are on either side of the threshold */
+  fail_unless ((cap < needed) == expect_drop, "cap %u, %u needed", cap, needed);
+  for (GList * l = messages; l; l = l->next) {
+    const GstStructure *s = gst_message_get_structure (l->data);
+    if (GST_MESSAGE_TYPE (l->data) == GST_MESSAGE_ELEMENT
+        && gst_structure_has_name (s, "legba-encoder-frame-dropping")) {
+      fail_unless (announced == NULL, "announced twice");
+      announced = s;
+    }
+  }
+  fail_unless (announced != NULL, "no legba-encoder-frame-dropping message");
+  fail_unless_equals_string (gst_structure_get_string (announced, "factory"),
+      "openh264enc");
+  fail_unless (gst_structure_get_boolean (announced, "frame-dropping",
+          &dropping));
+  fail_unless (gst_structure_get_uint (announced, "cap", &announced_cap));
+  fail_unless (gst_structure_get_uint (announced, "min-bitrate", &min_bitrate));
+  fail_unless_equals_int (dropping, expect_drop);
+  fail_unless_equals_int (announced_cap, cap);
+  fail_unless_equals_int (min_bitrate, needed);
+  g_object_get (openh264, "enable-frame-skip", &skip, NULL);
+  fail_unless_equals_int (skip, expect_drop);
+  g_object_get (enc, "stats", &stats, NULL);
+  dropping = !expect_drop;
+  fail_unless (gst_structure_get_boolean (stats, "frame-dropping", &dropping));
+  fail_unless (gst_structure_get_uint (stats, "min-bitrate", &stats_min));
+  fail_unless_equals_int (dropping, expect_drop);
+  fail_unless_equals_int (stats_min, needed);
+
+  rate = output_bitrate (&out, frames, 30);
+  GST_INFO ("openh264enc cap %u (%u needed): %.0f bit/s (%.2f x), %"
+      G_GUINT64_FORMAT "/%u frames", cap, needed, rate, rate / cap,
+      out.buffers, frames);
+  fail_unless (rate <= 1.10 * cap, "%.0f bit/s over the %u cap", rate, cap);
+  /* without frame skipping every frame comes out */
+  if (!expect_drop)
+    fail_unless_equals_int (out.buffers, frames);
+  gst_object_unref (openh264);
+  g_list_free_full (messages, (GDestroyNotify) gst_message_unref);
+  output_clear (&out);
+  gst_object_unref (pipeline);
+}
+
+GST_START_TEST (test_openh264_frame_dropping)
+{
+  setup ();
+  if (!have ("openh264enc"))
+    return;
+  check_frame_dropping (2500000, FALSE);
+  check_frame_dropping (500000, TRUE);
+}
+
+GST_END_TEST;
+
 /* 720p at 1 Mbit/s: the cap is held without dropping frames, so a cap held
  * by dropping most frames fails. */
 GST_START_TEST (test_frame_rate)
@@ -854,6 +949,7 @@ legbavideoenc_suite (void)
   tcase_add_test (tc, test_proof_cache);
   tcase_add_test (tc, test_element_selects);
   tcase_add_test (tc, test_bitrate_contract);
+  tcase_add_test (tc, test_openh264_frame_dropping);
   tcase_add_test (tc, test_frame_rate);
   tcase_add_test (tc, test_bitrate_change);
   tcase_add_test (tc, test_force_key_unit);

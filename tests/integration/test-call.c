@@ -209,6 +209,19 @@ has_encoder (Member * m)
   return found;
 }
 
+/* Both local tracks report their own threads' CPU time. */
+static gboolean
+has_track_cpu (Member * m)
+{
+  GstStructure *s = legba_call_get_local_stats (m->call);
+  gdouble video = 0, audio = 0;
+
+  gst_structure_get_double (s, "video-cpu", &video);
+  gst_structure_get_double (s, "audio-cpu", &audio);
+  gst_structure_free (s);
+  return video > 0 && audio > 0;
+}
+
 /* Three participants count what they decode from each other; alice shows
  * a grid of 320x180: two tiles of 160x180, one of 320x180 when carol has
  * left, two again when she is back. */
@@ -298,6 +311,7 @@ test_mute (Fixture * f, gconstpointer data)
   member_start (a);
   member_start (b);
   CALL_WAIT_FOR (all_decode (all, 2, FRAMES), "both to decode each other");
+  CALL_WAIT_FOR (has_track_cpu (a), "alice's video and audio CPU time");
   legba_call_set_video_muted (a->call, TRUE);
   legba_call_set_audio_muted (a->call, TRUE);
   g_assert_true (legba_call_get_video_muted (a->call));

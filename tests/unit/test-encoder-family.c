@@ -90,6 +90,12 @@ check_installed (const LegbaEncoderFamily * family, const gchar * name)
   g_assert_nonnull (pspec);
   g_assert_true (G_TYPE_IS_FUNDAMENTAL (pspec->value_type)
       && (pspec->value_type == G_TYPE_INT || pspec->value_type == G_TYPE_UINT));
+  if (family->frame_drop) {
+    pspec = g_object_class_find_property (klass, family->frame_drop);
+    g_assert_nonnull (pspec);
+    g_assert_true (pspec->value_type == G_TYPE_BOOLEAN);
+    g_assert_cmpfloat (family->frame_drop_bpp, >, 0.0);
+  }
 }
 
 /* ---- against GStreamer 1.22's recorded facts ---- */
@@ -179,6 +185,12 @@ check_recorded (const LegbaEncoderFamily * family, const gchar * element)
         family->max_bitrate_scale);
   }
   g_assert_true (json_object_has_member (properties, family->keyframe));
+  if (family->frame_drop) {
+    spec = json_object_get_object_member (properties, family->frame_drop);
+    g_assert_nonnull (spec);
+    g_assert_cmpstr (json_object_get_string_member (spec, "type"), ==,
+        "gboolean");
+  }
 }
 
 /* Every row is checked against at least one real element or record. */
@@ -299,6 +311,78 @@ test_bitrate_units (void)
   }
 }
 
+/* Frame dropping switched by the cap: on below the minimum the size and
+ * frame rate need, off at or above it; left on before caps are known;
+ * families without the switch report no minimum. */
+static void
+test_frame_dropping (void)
+{
+  g_autoptr (GstCaps) caps = gst_caps_from_string ("video/x-raw, "
+      "format=I420, width=1280, height=720, framerate=30/1");
+  g_autoptr (GstCaps) half_rate = gst_caps_from_string ("video/x-raw, "
+      "format=I420, width=1280, height=720, framerate=15/1");
+  g_autoptr (GstCaps) variable = gst_caps_from_string ("video/x-raw, "
+      "format=I420, width=1280, height=720, framerate=0/1");
+  const LegbaEncoderFamily *family =
+      legba_encoder_family_lookup ("openh264enc", NULL);
+  guint expected = (guint) (family->frame_drop_bpp * 1280 * 720 * 30);
+  static const gchar *const others[] = { "x264enc", "vp8enc", "av1enc" };
+  LegbaEncoderSettings settings;
+  g_autoptr (GstElement) element = NULL;
+  g_autoptr (GError) error = NULL;
+  gboolean skip = FALSE;
+  guint needed = 0;
+
+  g_assert_nonnull (family->frame_drop);
+  legba_encoder_settings_init (&settings);
+  settings.bitrate = expected - 1;
+  element = legba_encoder_make ("openh264enc", &settings, &error);
+  if (!element) {
+    g_test_skip ("openh264enc is not installed");
+    return;
+  }
+  gst_object_ref_sink (element);
+  g_object_get (element, family->frame_drop, &skip, NULL);
+  g_assert_true (skip);
+  g_assert_cmpuint (legba_encoder_get_min_bitrate (element, caps), ==,
+      expected);
+  g_assert_cmpuint (legba_encoder_get_min_bitrate (element, half_rate), ==,
+      expected / 2);
+  g_assert_cmpuint (legba_encoder_get_min_bitrate (element, variable), ==,
+      expected);
+
+  g_assert_true (legba_encoder_apply_frame_dropping (element, &settings,
+          caps, &needed));
+  g_assert_cmpuint (needed, ==, expected);
+  g_object_get (element, family->frame_drop, &skip, NULL);
+  g_assert_true (skip);
+
+  /* the cap counts, not the target */
+  settings.max_bitrate = expected;
+  g_assert_false (legba_encoder_apply_frame_dropping (element, &settings,
+          caps, NULL));
+  g_object_get (element, family->frame_drop, &skip, NULL);
+  g_assert_false (skip);
+  /* half the frame rate needs half the bitrate */
+  settings.max_bitrate = 0;
+  settings.bitrate = expected / 2 + 1;
+  g_assert_false (legba_encoder_apply_frame_dropping (element, &settings,
+          half_rate, NULL));
+
+  for (guint i = 0; i < G_N_ELEMENTS (others); i++) {
+    g_autoptr (GstElement) other = legba_encoder_make (others[i], &settings,
+        NULL);
+    if (!other)
+      continue;
+    gst_object_ref_sink (other);
+    g_assert_cmpuint (legba_encoder_get_min_bitrate (other, caps), ==, 0);
+    needed = 1;
+    g_assert_false (legba_encoder_apply_frame_dropping (other, &settings,
+            caps, &needed));
+    g_assert_cmpuint (needed, ==, 0);
+  }
+}
+
 static void
 test_output_caps (void)
 {
@@ -334,6 +418,7 @@ main (int argc, char **argv)
   g_test_add_func ("/encoder/family/every-family-checked",
       test_every_family_checked);
   g_test_add_func ("/encoder/family/bitrate-units", test_bitrate_units);
+  g_test_add_func ("/encoder/family/frame-dropping", test_frame_dropping);
   g_test_add_func ("/encoder/family/output-caps", test_output_caps);
 
   ret = g_test_run ();

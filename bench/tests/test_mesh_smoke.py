@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+# Legba: real-time rooms for GStreamer
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The first-frame and mesh suites (bench/suites.py) run briefly (two
+calls a peer; a 4-way mesh with a window of a few seconds), then their
+report (bench/report.py): every run succeeds and yields sane figures, so
+the suites stay runnable. Says nothing about the figures themselves
+(speed lives in the benchmark): no bound on any time or rate, only that
+each was measured and is positive.
+
+  test_mesh_smoke.py BUILD_DIR
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.dirname(HERE)
+BUILD = None
+
+
+def run_suite(tmp, suite):
+    out = os.path.join(tmp, f"{suite}-20000101T000000Z.json")
+    proc = subprocess.run(
+        [sys.executable, os.path.join(BENCH, "suites.py"), suite,
+         "--build", BUILD, "--smoke", "--output", out],
+        capture_output=True, text=True, timeout=500)
+    with open(out) as f:
+        return proc, json.load(f)
+
+
+class MeshSmoke(unittest.TestCase):
+    def errors(self, res):
+        return [f"{r['label']} {r['peer']}: {r['error']}"
+                for r in res["runs"] if "error" in r]
+
+    def test_suites_and_report(self):
+        with tempfile.TemporaryDirectory(prefix="legba-mesh-smoke-") as tmp:
+            proc, res = run_suite(tmp, "first-frame")
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            self.assertEqual(self.errors(res), [])
+            series = res["series"]
+            for metric in ("first_frame_cold_ms", "first_frame_warm_ms"):
+                self.assertEqual(sorted(series[metric]),
+                                 ["legba", "webrtcbin"], metric)
+                for values in series[metric].values():
+                    self.assertEqual(len(values), 1, metric)
+                    self.assertTrue(all(v > 0 for v in values), values)
+
+            proc, res = run_suite(tmp, "mesh")
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            self.assertEqual(self.errors(res), [])
+            self.assertEqual(len(res["runs"]), 1)
+            run = res["runs"][0]
+            self.assertEqual(len(run["result"]), 4)
+            senders = {p["identity"] for p in run["result"]}
+            for p in run["result"]:
+                self.assertGreater(p["cpu_s"], 0)
+                self.assertGreater(p["window_s"], 0)
+                # each decodes the three others, every one of them
+                self.assertEqual(sorted(s["from"] for s in p["streams"]),
+                                 sorted(senders - {p["identity"]}))
+                for s in p["streams"]:
+                    self.assertGreater(s["frames"], 0, s)
+                    self.assertGreaterEqual(s["lost"], 0, s)
+                    self.assertGreater(s["first_frame_ms"], 0, s)
+                    self.assertGreater(
+                        s["stamps_valid"] + s["stamps_failed"], 0, s)
+            series = res["series"]
+            self.assertEqual(len(series["mesh_cpu_pct_participant"]["legba"]),
+                             4)
+            self.assertEqual(len(series["mesh_fps_stream"]["legba"]), 12)
+            self.assertTrue(all(v > 0 for v in
+                                series["mesh_fps_stream"]["legba"]))
+            self.assertEqual(len(series["mesh_cpu_pct_all"]["legba"]), 1)
+            self.assertIsNotNone(res["load_start"])
+            self.assertIsNotNone(res["load_end"])
+
+            report = os.path.join(tmp, "RESULTS.md")
+            proc = subprocess.run(
+                [sys.executable, os.path.join(BENCH, "report.py"),
+                 "--results", tmp, "--output", report],
+                capture_output=True, text=True, timeout=120)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(report) as f:
+                text = f.read()
+            self.assertIn("## 5b. Video call: connect to first decoded frame",
+                          text)
+            self.assertIn("## 5c. Video mesh: CPU per participant", text)
+            self.assertIn("CPU per participant (one process each)", text)
+
+
+if __name__ == "__main__":
+    BUILD = os.path.abspath(sys.argv.pop(1))
+    unittest.main()
