@@ -111,7 +111,9 @@ for suite in "${suites[@]}"; do
         "$here/server/run.sh" --rounds 1 --sizes 1000,5000 || status=1
       fi ;;
     *)
-      timeout --signal=TERM 20m /usr/bin/python3 "$here/suites.py" "$suite" \
+      # scale sets up to 1,500 pairs per peer, each run up to 10 minutes
+      bound=20m; [ "$suite" = scale ] && bound=90m
+      timeout --signal=TERM $bound /usr/bin/python3 "$here/suites.py" "$suite" \
         --build "$build" --pion "$pion" "${qflag[@]}" \
         --command "bench/run.sh${qflag[*]:+ ${qflag[*]}} $suite" \
         --output "$outdir/$suite-$stamp.json" || status=1 ;;

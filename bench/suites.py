@@ -92,7 +92,7 @@ class Runner:
         b = self.args.build
         if peer == "legba":
             return [os.path.join(b, "bench", "legba-peer"), mode] + opts
-        if peer in ("webrtcbin", "webrtcbin-tuned"):
+        if peer in ("webrtcbin", "webrtcbin-tuned", "webrtcbin-1dc"):
             extra = ["--pacing", "1"] if peer == "webrtcbin-tuned" else []
             return [os.path.join(b, "bench", "webrtcbin-peer"), mode] + \
                 extra + opts
@@ -362,32 +362,71 @@ def suite_audio(r, q, series, notes):
 
 
 def suite_scale(r, q, series, notes):
-    count, seconds = (10, 30) if q else (200, 60)
-    peers = ["legba", "webrtcbin", "aiortc", "pion"]
+    count, seconds = (10, 30) if q else (1500, 600)
+    peers = ["legba", "webrtcbin", "webrtcbin-1dc", "aiortc", "pion"]
+    census = {}
 
     def body(peer, rnd):
-        res = r.run(peer, r.command(peer, "pairs", [
-            "--count", str(count), "--seconds", str(seconds)]),
-            f"round {rnd}", timeout=seconds + 120)
+        opts = ["--count", str(count), "--seconds", str(seconds)]
+        server = None
+        if peer == "legba":
+            # the signalling server of its own process, as in a deployment:
+            # its sockets are not the rooms' process's
+            server = LegbaServerProcess(r.args.build, r.args.workdir)
+            opts += ["--server-url", server.url]
+        elif peer == "webrtcbin":
+            opts += ["--like-legba"]
+        try:
+            res = r.run(peer, r.command(peer, "pairs", opts),
+                        f"round {rnd}", timeout=seconds + 600)
+        finally:
+            if server is not None:
+                server.stop()
         if res:
             add(series, "pairs_connected", peer, res["connected"])
             for k in ("rss_kib_per_pair", "fds_per_pair",
                       "threads_per_pair"):
                 if res.get(k) is not None:
                     add(series, k, peer, res[k])
+            if res.get("census"):
+                census[peer] = res["census"]
             if res.get("stopped") != "count":
                 notes.append(f"{peer}: stopped at {res['connected']} pairs "
                              f"({res['stopped']}).")
-    r.rounds(peers, 1 if q else 2, body)
+    # one round at full size: a run sets up pairs for up to ten minutes
+    r.rounds(peers, 1, body)
+    for peer, c in census.items():
+        per = c["per_pair_after_first"]
+        if not per.get("pairs"):
+            continue
+        fds = ", ".join(f"{k} {v:g}" for k, v in sorted(
+            per["fds"].items(), key=lambda kv: -kv[1]) if v > 0)
+        threads = ", ".join(f"{k} {v:g}" for k, v in sorted(
+            per["threads"].items(), key=lambda kv: -kv[1]) if v > 0)
+        notes.append(f"{peer}, what each pair after the first added "
+                     f"(/proc/self/fd and /proc/self/task, over "
+                     f"{per['pairs']} pairs): fds {fds}; threads {threads}.")
     notes.append(
         f"Pairs set up one after the other in one process, up to {count} "
         f"or {seconds} s (a time bound of this suite, not a limit of any "
-        "peer); per-pair RSS, file descriptors and threads over the pairs "
+        "peer), or until the next pair would not fit the process's "
+        "open-files limit or the machine's thread ids or the process's "
+        "memory mappings (the C peers check before each pair and stop "
+        "with the reason; a process that ran out would abort inside GLib); "
+        "per-pair RSS, file descriptors and threads over the pairs "
         "connected. Heap separately: not measured (RSS only; native media "
-        "memory is not heap anyway). webrtcbin gets a unique SCTP "
-        "association id per webrtcbin, as Legba's rooms do. Legba's "
-        "pairs include their two signalling clients and the server's "
-        "sockets (same process).")
+        "memory is not heap anyway). The same session for Legba and "
+        "webrtcbin: webrtcbin here is webrtcbin-peer --like-legba, a "
+        "video and an audio transceiver, receive-only, on each side and "
+        "the two data channels legba (reliable) and legba-lossy "
+        "(unordered, max-retransmits 0), what a pair of Legba's rooms "
+        "negotiates when neither publishes (ROOM-PROTOCOL.md 5 and 6); "
+        "webrtcbin-1dc is the plain pair this section reported before, "
+        "one reliable data channel and no transceiver. Each pair is one "
+        "pipeline (Legba: both rooms' bins in it). webrtcbin gets a unique "
+        "SCTP association id per webrtcbin, as Legba's rooms do. Legba's "
+        "pairs include their two signalling clients' WebSockets; the "
+        "signalling server is a legba-server process of its own.")
 
 
 def suite_footprint(r, q, series, notes):

@@ -2,8 +2,9 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * The benchmarks' Legba peer: a LegbaServer embedded in this process on
- * 127.0.0.1 and pairs of LegbaRooms (each with its own pipeline and
- * LegbaSignalClient) that meet in a room of their own. Same modes and
+ * 127.0.0.1 and pairs of LegbaRooms (each with its own LegbaSignalClient
+ * and bin; one pipeline per pair, as bench/peers/webrtcbin-peer.c puts
+ * its two webrtcbins in one) that meet in a room of their own. Same modes and
  * JSON as bench/peers/webrtcbin-peer.c, where Legba has them:
  *
  *   legba-peer setup [--iterations N]
@@ -62,13 +63,15 @@
 #include <string.h>
 #include <stdio.h>
 
+#include "census.h"
+
 #define APP_ID "bench"
 #define APP_KEY "bench-key"
 #define APP_SECRET "bench-secret"
 
 typedef struct
 {
-  GstElement *pipeline;
+  GstElement *pipeline;         /* the room's bin (call: its own pipeline) */
   LegbaRoom *room;
   gboolean connected;           /* the other participant is connected */
   gboolean failed;
@@ -77,6 +80,7 @@ typedef struct
 
 typedef struct
 {
+  GstElement *pipeline;         /* both rooms' bins (not in call mode) */
   Side s[2];
 } Pair;
 
@@ -136,14 +140,22 @@ on_room_error (LegbaRoom * room, GError * error, Side * side)
   g_printerr ("room error: %s\n", error->message);
 }
 
-/* the room, its pipeline and signalling client, not yet connected */
+/* the room, its bin and signalling client, not yet connected: the bin is
+ * a pipeline of its own when pipeline is NULL, else a bin in pipeline */
 static void
-side_create (Side * side, const char *room_name, const char *identity)
+side_create (Side * side, GstElement * pipeline, const char *room_name,
+    const char *identity)
 {
   LegbaSignalClient *client = legba_signal_client_new (server_url, APP_KEY);
 
   g_object_set (client, "app-secret", APP_SECRET, NULL);
-  side->pipeline = gst_pipeline_new (identity);
+  if (pipeline == NULL) {
+    side->pipeline = gst_pipeline_new (identity);
+  } else {
+    side->pipeline = gst_bin_new (identity);
+    gst_bin_add (GST_BIN (pipeline), side->pipeline);
+    gst_element_sync_state_with_parent (side->pipeline);
+  }
   side->room = legba_room_new (LEGBA_SIGNALLER (client),
       GST_BIN (side->pipeline));
   g_object_unref (client);
@@ -154,20 +166,28 @@ side_create (Side * side, const char *room_name, const char *identity)
 }
 
 static void
-side_start (Side * side, const char *room_name, const char *identity)
+side_start (Side * side, GstElement * pipeline, const char *room_name,
+    const char *identity)
 {
-  side_create (side, room_name, identity);
-  gst_element_set_state (side->pipeline, GST_STATE_PLAYING);
+  side_create (side, pipeline, room_name, identity);
+  if (pipeline == NULL)
+    gst_element_set_state (side->pipeline, GST_STATE_PLAYING);
   legba_room_connect_async (side->room, NULL, NULL, NULL);
 }
 
+/* own: side->pipeline is a pipeline of its own (call, first-frame and
+ * mesh modes), else a bin
+ * the pair's pipeline holds */
 static void
-side_stop (Side * side)
+side_stop (Side * side, gboolean own)
 {
   legba_room_disconnect (side->room);
-  gst_element_set_state (side->pipeline, GST_STATE_NULL);
+  if (own) {
+    gst_element_set_state (side->pipeline, GST_STATE_NULL);
+    gst_clear_object (&side->pipeline);
+  }
+  side->pipeline = NULL;
   g_clear_object (&side->room);
-  gst_clear_object (&side->pipeline);
   g_clear_pointer (&side->other, g_free);
 }
 
@@ -180,8 +200,10 @@ pair_new (guint n)
   g_snprintf (room, sizeof room, "bench-%u", n);
   g_snprintf (a, sizeof a, "a%u", n);
   g_snprintf (b, sizeof b, "b%u", n);
-  side_start (&p->s[0], room, a);
-  side_start (&p->s[1], room, b);
+  p->pipeline = gst_pipeline_new (room);
+  gst_element_set_state (p->pipeline, GST_STATE_PLAYING);
+  side_start (&p->s[0], p->pipeline, room, a);
+  side_start (&p->s[1], p->pipeline, room, b);
   return p;
 }
 
@@ -209,8 +231,12 @@ pair_wait (Pair * p, guint seconds)
 static void
 pair_free (Pair * p)
 {
-  side_stop (&p->s[0]);
-  side_stop (&p->s[1]);
+  side_stop (&p->s[0], p->pipeline == NULL);
+  side_stop (&p->s[1], p->pipeline == NULL);
+  if (p->pipeline != NULL) {
+    gst_element_set_state (p->pipeline, GST_STATE_NULL);
+    gst_clear_object (&p->pipeline);
+  }
   /* let the rooms finish leaving */
   while (g_main_context_iteration (NULL, FALSE));
   g_free (p);
@@ -305,9 +331,22 @@ mode_pairs (guint count, double seconds)
   guint threads0 = count_dir ("/proc/self/task");
   guint connected = 0;
   const char *stop = "count";
+  Census before, first = { 0 }, last;
+  GString *out;
 
+  CensusHeadroom room;
+  const char *why;
+
+  census_take (&before);
+  census_headroom_init (&room);
   for (guint i = 0; i < count; i++) {
-    Pair *p = pair_new (i);
+    Pair *p;
+
+    if ((why = census_no_room (&room)) != NULL) {
+      stop = why;
+      break;
+    }
+    p = pair_new (i);
 
     g_ptr_array_add (pairs, p);
     if (!pair_wait (p, 30)) {
@@ -315,19 +354,24 @@ mode_pairs (guint count, double seconds)
       break;
     }
     connected++;
-    if (connected == 1)
+    room.pairs = connected;
+    if (connected == 1) {
       heap1 = heap_kib ();
+      census_take (&first);
+    }
     if (now_ms () - t0 > seconds * 1000) {
       stop = "time bound";
       break;
     }
   }
-  printf ("{\"peer\": \"legba\", \"mode\": \"pairs\", \"asked\": %u, "
-      "\"connected\": %u, \"stopped\": \"%s\", \"seconds\": %.2f, "
-      "\"rss_kib_per_pair\": %.1f, \"fds_per_pair\": %.2f, "
-      "\"threads_per_pair\": %.2f, \"heap_kib_per_pair\": %.1f, "
+  out = g_string_new (NULL);
+  g_string_append_printf (out, "{\"peer\": \"legba\", \"mode\": \"pairs\", "
+      "\"asked\": %u, \"connected\": %u, \"stopped\": \"%s\", "
+      "\"seconds\": %.2f, \"rss_kib_per_pair\": %.1f, "
+      "\"fds_per_pair\": %.2f, \"threads_per_pair\": %.2f, "
+      "\"heap_kib_per_pair\": %.1f, "
       "\"heap_kib_per_pair_after_first\": %.1f, "
-      "\"includes\": \"two signalling clients%s per pair\"}\n", count,
+      "\"includes\": \"two signalling clients%s per pair\"", count,
       connected, stop, (now_ms () - t0) / 1000,
       connected ? (rss_kib () - rss0) / connected : 0.0,
       connected ? (double) (count_dir ("/proc/self/fd") - fds0) / connected :
@@ -336,6 +380,17 @@ mode_pairs (guint count, double seconds)
       connected ? (heap_kib () - heap0) / connected : 0.0,
       connected > 1 ? (heap_kib () - heap1) / (connected - 1) : 0.0,
       external_server ? "" : " and their server-side sockets");
+  if (connected > 0) {
+    census_take (&last);
+    census_append_json (out, &before, &first, &last, connected);
+    census_clear (&last);
+  }
+  g_string_append (out, "}");
+  puts (out->str);
+  fflush (stdout);
+  g_string_free (out, TRUE);
+  census_clear (&before);
+  census_clear (&first);
   for (guint i = 0; i < pairs->len; i++)
     pair_free (pairs->pdata[i]);
   g_ptr_array_unref (pairs);
@@ -800,9 +855,9 @@ mode_first_frame (guint iterations, guint width, guint height, guint kbps)
     gint64 t0, t = 0;
 
     g_snprintf (room, sizeof room, "first-frame-%u", i);
-    side_create (&p->s[0], room, "a");
+    side_create (&p->s[0], NULL, room, "a");
     side_send_video (&p->s[0], width, height, kbps);
-    side_create (&p->s[1], room, "b");
+    side_create (&p->s[1], NULL, room, "b");
     g_signal_connect (p->s[1].room, "track-added",
         G_CALLBACK (on_video_track), p->s[1].pipeline);
     gst_element_set_state (p->s[0].pipeline, GST_STATE_PLAYING);
@@ -995,7 +1050,7 @@ mode_mesh (const char *identity, guint expect, guint width, guint height,
   m.expect = expect;
   m.loop = g_main_loop_new (NULL, FALSE);
   streams = g_ptr_array_new_with_free_func ((GDestroyNotify) stream_free);
-  side_create (&m.side, "mesh", identity);
+  side_create (&m.side, NULL, "mesh", identity);
   side_send_video (&m.side, width, height, kbps);
   g_signal_connect (m.side.room, "track-added", G_CALLBACK (on_video_track),
       m.side.pipeline);
@@ -1010,7 +1065,7 @@ mode_mesh (const char *identity, guint expect, guint width, guint height,
   if (g_main_context_find_source_by_id (NULL, watch) != NULL)
     g_source_remove (watch);
   g_io_channel_unref (in);
-  side_stop (&m.side);
+  side_stop (&m.side, TRUE);
   while (g_main_context_iteration (NULL, FALSE));
   g_clear_pointer (&streams, g_ptr_array_unref);
   g_main_loop_unref (m.loop);
@@ -1052,6 +1107,7 @@ main (int argc, char **argv)
   int rc;
 
   main_ms = now_ms ();
+  census_raise_fd_limit ();
   ctx = g_option_context_new ("setup|pairs|bulk|rtt|call|first-frame|mesh");
 
   g_option_context_add_main_entries (ctx, entries, NULL);

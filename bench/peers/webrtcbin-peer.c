@@ -22,6 +22,17 @@
  * 127.0.0.1 only (libnice leaves loopback out by default, so it is added
  * to each agent), no STUN server, as for every peer of the suite.
  * --pacing sets libnice's stun-pacing-timer (default: libnice's 20 ms).
+ *
+ * --like-legba (data pairs: setup, bulk, rtt, pairs): the session a pair
+ * of Legba's rooms describes when neither publishes (ROOM-PROTOCOL.md 5
+ * and 6), made with webrtcbin alone: a video and an audio transceiver,
+ * receive-only, on each side (video: H.264 and VP8 with NACK, PLI, FIR
+ * and transport-cc feedback and its header extension, NACK on; audio:
+ * Opus), and the two data channels `legba` (ordered, reliable) and
+ * `legba-lossy` (unordered, max-retransmits 0); the offer is made once
+ * all of it is added, as a room does. A pair is open when both channels
+ * are open on both sides. Without it: one reliable channel `bench`, no
+ * transceiver.
  */
 #include <gst/gst.h>
 #include <gst/sdp/sdp.h>
@@ -32,6 +43,8 @@
 #include <dirent.h>
 #include <string.h>
 #include <stdio.h>
+
+#include "census.h"
 #include <stdlib.h>
 
 typedef struct
@@ -41,12 +54,15 @@ typedef struct
   GstWebRTCDataChannel *dca, *dcb;
   GstElement *check;
   gboolean open_a, open_b, failed;
+  guint channels_a, channels_b; /* open so far (--like-legba: two each) */
+  GstWebRTCDataChannel *lossy;  /* --like-legba: a's second channel */
   guint16 sctp_id;
 } Pair;
 
 static GMutex lock;
 static GCond cond;
 static guint pacing_ms;
+static gboolean like_legba;
 static guint16 next_sctp_id = 1;
 
 /* bulk and rtt counters, under lock */
@@ -136,6 +152,8 @@ on_offer (GstPromise * promise, gpointer data)
 static void
 on_negotiation_needed (GstElement * webrtc, Pair * p)
 {
+  if (like_legba)
+    return;                     /* the offer is made once all is added */
   g_signal_emit_by_name (p->a, "create-offer", NULL,
       gst_promise_new_with_change_func (on_offer, p, NULL));
 }
@@ -185,7 +203,8 @@ static void
 on_open_a (GstWebRTCDataChannel * dc, Pair * p)
 {
   g_mutex_lock (&lock);
-  p->open_a = TRUE;
+  p->channels_a++;
+  p->open_a = p->channels_a == (like_legba ? 2 : 1);
   g_cond_broadcast (&cond);
   g_mutex_unlock (&lock);
 }
@@ -193,10 +212,20 @@ on_open_a (GstWebRTCDataChannel * dc, Pair * p)
 static void
 on_data_channel_b (GstElement * webrtc, GstWebRTCDataChannel * dc, Pair * p)
 {
-  g_signal_connect (dc, "on-message-data", G_CALLBACK (on_message_data_b), p);
+  char *label = NULL;
+  gboolean reliable;
+
+  /* bulk and rtt: the reliable channel */
+  g_object_get (dc, "label", &label, NULL);
+  reliable = g_strcmp0 (label, like_legba ? "legba" : "bench") == 0;
+  g_free (label);
+  if (reliable)
+    g_signal_connect (dc, "on-message-data", G_CALLBACK (on_message_data_b), p);
   g_mutex_lock (&lock);
-  p->dcb = g_object_ref (dc);
-  p->open_b = TRUE;
+  if (reliable)
+    p->dcb = g_object_ref (dc);
+  p->channels_b++;
+  p->open_b = p->channels_b == (like_legba ? 2 : 1);
   g_cond_broadcast (&cond);
   g_mutex_unlock (&lock);
 }
@@ -271,6 +300,62 @@ new_webrtcbin (Pair * p, const char *name)
 
 static void on_pad_added_b (GstElement * webrtc, GstPad * pad, Pair * p);
 
+static GstStructure *
+rtp_structure (const char *media, const char *encoding, int clock_rate,
+    int payload, gboolean offerer)
+{
+  GstStructure *s = gst_structure_new ("application/x-rtp",
+      "media", G_TYPE_STRING, media,
+      "encoding-name", G_TYPE_STRING, encoding,
+      "clock-rate", G_TYPE_INT, clock_rate, NULL);
+
+  /* an answer keeps the offer's payload types, extensions and feedback */
+  if (!offerer)
+    return s;
+  gst_structure_set (s, "payload", G_TYPE_INT, payload, NULL);
+  if (strcmp (media, "video") == 0)
+    gst_structure_set (s, "rtcp-fb-nack", G_TYPE_BOOLEAN, TRUE,
+        "rtcp-fb-nack-pli", G_TYPE_BOOLEAN, TRUE,
+        "rtcp-fb-ccm-fir", G_TYPE_BOOLEAN, TRUE,
+        "rtcp-fb-transport-cc", G_TYPE_BOOLEAN, TRUE,
+        "extmap-1", G_TYPE_STRING, "http://www.ietf.org/id/"
+        "draft-holmer-rmcat-transport-wide-cc-extensions-01", NULL);
+  return s;
+}
+
+/* --like-legba: a room's receive-only video and audio transceivers */
+static void
+add_receive_transceivers (GstElement * webrtc, gboolean offerer)
+{
+  GstCaps *video = gst_caps_new_empty (), *audio = gst_caps_new_empty ();
+  GstStructure *h264 = rtp_structure ("video", "H264", 90000, 96, offerer);
+  GstStructure *opus = rtp_structure ("audio", "OPUS", 48000, 111, offerer);
+  GstWebRTCRTPTransceiver *t = NULL;
+
+  gst_structure_set (h264, "packetization-mode", G_TYPE_STRING, "1", NULL);
+  if (offerer)
+    gst_structure_set (h264, "profile-level-id", G_TYPE_STRING, "42e01f",
+        "level-asymmetry-allowed", G_TYPE_STRING, "1", NULL);
+  else
+    gst_structure_set (h264, "profile", G_TYPE_STRING, "constrained-baseline",
+        NULL);
+  gst_caps_append_structure (video, h264);
+  gst_caps_append_structure (video, rtp_structure ("video", "VP8", 90000, 97,
+          offerer));
+  gst_structure_set (opus, "encoding-params", G_TYPE_STRING, "2", NULL);
+  gst_caps_append_structure (audio, opus);
+  g_signal_emit_by_name (webrtc, "add-transceiver",
+      GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY, video, &t);
+  if (t != NULL)
+    g_object_set (t, "do-nack", TRUE, NULL);
+  g_clear_object (&t);
+  g_signal_emit_by_name (webrtc, "add-transceiver",
+      GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY, audio, &t);
+  g_clear_object (&t);
+  gst_caps_unref (video);
+  gst_caps_unref (audio);
+}
+
 /* video: NULL for a data-channel pair, else the sender's launch line */
 static Pair *
 pair_new (const char *video)
@@ -307,15 +392,33 @@ pair_new (const char *video)
     g_signal_connect (p->b, "on-data-channel",
         G_CALLBACK (on_data_channel_b), p);
   }
+  if (video == NULL && like_legba) {
+    add_receive_transceivers (p->a, TRUE);
+    add_receive_transceivers (p->b, FALSE);
+  }
   pair_started_us = g_get_monotonic_time ();
   gst_element_set_state (p->pipe, GST_STATE_PLAYING);
   if (video == NULL) {
-    g_signal_emit_by_name (p->a, "create-data-channel", "bench", NULL, &p->dca);
+    g_signal_emit_by_name (p->a, "create-data-channel",
+        like_legba ? "legba" : "bench", NULL, &p->dca);
     if (p->dca == NULL)
       g_error ("create-data-channel failed");
     g_signal_connect (p->dca, "on-open", G_CALLBACK (on_open_a), p);
     g_signal_connect (p->dca, "on-message-data",
         G_CALLBACK (on_message_data_a), p);
+  }
+  if (video == NULL && like_legba) {
+    GstStructure *lossy = gst_structure_new ("options", "ordered",
+        G_TYPE_BOOLEAN, FALSE, "max-retransmits", G_TYPE_INT, 0, NULL);
+
+    g_signal_emit_by_name (p->a, "create-data-channel", "legba-lossy", lossy,
+        &p->lossy);
+    gst_structure_free (lossy);
+    if (p->lossy == NULL)
+      g_error ("create-data-channel failed");
+    g_signal_connect (p->lossy, "on-open", G_CALLBACK (on_open_a), p);
+    g_signal_emit_by_name (p->a, "create-offer", NULL,
+        gst_promise_new_with_change_func (on_offer, p, NULL));
   }
   return p;
 }
@@ -325,6 +428,7 @@ pair_free (Pair * p)
 {
   gst_element_set_state (p->pipe, GST_STATE_NULL);
   g_clear_object (&p->dca);
+  g_clear_object (&p->lossy);
   g_clear_object (&p->dcb);
   gst_object_unref (p->pipe);
   g_free (p);
@@ -529,9 +633,22 @@ mode_pairs (guint count, double seconds)
   guint threads0 = count_dir ("/proc/self/task");
   guint connected = 0;
   const char *stop = "count";
+  Census before, first = { 0 }, last;
+  GString *out;
 
+  CensusHeadroom room;
+  const char *why;
+
+  census_take (&before);
+  census_headroom_init (&room);
   for (guint i = 0; i < count; i++) {
-    Pair *p = pair_new (NULL);
+    Pair *p;
+
+    if ((why = census_no_room (&room)) != NULL) {
+      stop = why;
+      break;
+    }
+    p = pair_new (NULL);
 
     g_ptr_array_add (pairs, p);
     if (!wait_open (p, 30)) {
@@ -539,18 +656,23 @@ mode_pairs (guint count, double seconds)
       break;
     }
     connected++;
-    if (connected == 1)
+    room.pairs = connected;
+    if (connected == 1) {
       heap1 = heap_kib ();
+      census_take (&first);
+    }
     if (now_ms () - t0 > seconds * 1000) {
       stop = "time bound";
       break;
     }
   }
-  printf ("{\"peer\": \"webrtcbin\", \"mode\": \"pairs\", \"asked\": %u, "
-      "\"connected\": %u, \"stopped\": \"%s\", \"seconds\": %.2f, "
+  out = g_string_new (NULL);
+  g_string_append_printf (out, "{\"peer\": \"webrtcbin\", "
+      "\"mode\": \"pairs\", \"asked\": %u, \"connected\": %u, "
+      "\"stopped\": \"%s\", \"seconds\": %.2f, "
       "\"rss_kib_per_pair\": %.1f, \"fds_per_pair\": %.2f, "
       "\"threads_per_pair\": %.2f, \"heap_kib_per_pair\": %.1f, "
-      "\"heap_kib_per_pair_after_first\": %.1f}\n", count,
+      "\"heap_kib_per_pair_after_first\": %.1f", count,
       connected, stop, (now_ms () - t0) / 1000,
       connected ? (rss_kib () - rss0) / connected : 0.0,
       connected ? (double) (count_dir ("/proc/self/fd") - fds0) / connected :
@@ -558,6 +680,17 @@ mode_pairs (guint count, double seconds)
           threads0) / connected : 0.0,
       connected ? (heap_kib () - heap0) / connected : 0.0,
       connected > 1 ? (heap_kib () - heap1) / (connected - 1) : 0.0);
+  if (connected > 0) {
+    census_take (&last);
+    census_append_json (out, &before, &first, &last, connected);
+    census_clear (&last);
+  }
+  g_string_append (out, "}");
+  puts (out->str);
+  fflush (stdout);
+  g_string_free (out, TRUE);
+  census_clear (&before);
+  census_clear (&first);
   for (guint i = 0; i < pairs->len; i++)
     pair_free (pairs->pdata[i]);
   g_ptr_array_unref (pairs);
@@ -735,6 +868,9 @@ main (int argc, char **argv)
   GOptionEntry entries[] = {
     {"iterations", 0, 0, G_OPTION_ARG_INT, &iterations, "setup: pairs", "N"},
     {"pacing", 0, 0, G_OPTION_ARG_INT, &pacing_ms, "stun-pacing-timer", "MS"},
+    {"like-legba", 0, 0, G_OPTION_ARG_NONE, &like_legba,
+          "data pairs: the transceivers and two channels of Legba's rooms",
+        NULL},
     {"bytes", 0, 0, G_OPTION_ARG_INT64, &bytes, "bulk: bytes", "B"},
     {"size", 0, 0, G_OPTION_ARG_INT, &size, "message size", "S"},
     {"count", 0, 0, G_OPTION_ARG_INT, &count, "rtt messages / pairs", "N"},
@@ -750,6 +886,7 @@ main (int argc, char **argv)
       "first-frame");
   GError *error = NULL;
 
+  census_raise_fd_limit ();
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_option_context_add_group (ctx, gst_init_get_option_group ());
   if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2) {

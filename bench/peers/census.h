@@ -1,0 +1,393 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Where a process's file descriptors and threads go, for the pairs mode of
+ * the C peers: open files by kind and threads by name, taken from /proc,
+ * so the difference between two counts says what each pair adds.
+ *
+ * A descriptor's kind is what /proc/self/fd/N links to: a socket is named
+ * by its protocol (udp, tcp, unix, netlink, from the tables of /proc/self/net; tcp
+ * with its state, listening or established), an
+ * anonymous inode by its type (eventfd, timerfd, eventpoll), a pipe as
+ * "pipe", a file by its path. A thread's kind is its name
+ * (/proc/self/task/T/comm) with every run of digits folded to "#" and,
+ * after a numbered element's name, the pad's name left out, so
+ * "nicesrc12:src" counts as "nicesrc#:".
+ */
+#ifndef LEGBA_BENCH_CENSUS_H
+#define LEGBA_BENCH_CENSUS_H
+
+#include <glib.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
+
+typedef struct
+{
+  GHashTable *fds;              /* kind -> count */
+  GHashTable *threads;          /* folded name -> count */
+} Census;
+
+static void
+census_add (GHashTable * table, const char *key)
+{
+  gpointer old = g_hash_table_lookup (table, key);
+
+  g_hash_table_insert (table, g_strdup (key),
+      GUINT_TO_POINTER (GPOINTER_TO_UINT (old) + 1));
+}
+
+/* socket inode -> protocol, from the tables of /proc/self/net */
+static GHashTable *
+census_socket_protocols (void)
+{
+  const char *tables[] = { "tcp", "tcp6", "udp", "udp6", "unix", "netlink",
+    "raw", "raw6"
+  };
+  GHashTable *inodes = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+      NULL);
+
+  for (guint t = 0; t < G_N_ELEMENTS (tables); t++) {
+    g_autofree char *path = g_strdup_printf ("/proc/self/net/%s", tables[t]);
+    g_autofree char *text = NULL;
+    g_auto (GStrv) lines = NULL;
+    /* the inode's column: 9 for tcp/udp/raw, 6 for unix, 8 for netlink */
+    guint column = g_str_has_prefix (tables[t], "unix") ? 6 :
+        g_str_has_prefix (tables[t], "netlink") ? 8 : 9;
+    g_autofree char *bare = g_strdup (tables[t]);
+    const char *protocol;
+
+    if (g_str_has_suffix (bare, "6"))
+      bare[strlen (bare) - 1] = '\0';
+    protocol = g_intern_string (bare);
+    if (!g_file_get_contents (path, &text, NULL, NULL))
+      continue;
+    lines = g_strsplit (text, "\n", -1);
+    for (guint i = 1; lines[i] != NULL; i++) {
+      g_auto (GStrv) cols = g_strsplit_set (g_strstrip (lines[i]), " \t", -1);
+      const char *kind = protocol;
+      guint k = 0;
+
+      for (guint j = 0; cols[j] != NULL; j++) {
+        if (cols[j][0] == '\0')
+          continue;
+        /* tcp: listening or connected, from the state column */
+        if (k == 3 && strcmp (protocol, "tcp") == 0)
+          kind = strcmp (cols[j], "0A") == 0 ? "tcp (listening)" :
+              strcmp (cols[j], "01") == 0 ? "tcp (established)" :
+              "tcp (other state)";
+        if (k++ == column) {
+          g_hash_table_insert (inodes, g_strdup (cols[j]), (gpointer) kind);
+          break;
+        }
+      }
+    }
+  }
+  return inodes;
+}
+
+static char *
+census_fold_digits (const char *name)
+{
+  GString *out = g_string_new (NULL);
+  const char *colon;
+
+  for (const char *c = name; *c != '\0'; c++) {
+    if (g_ascii_isdigit (*c)) {
+      if (out->len == 0 || out->str[out->len - 1] != '#')
+        g_string_append_c (out, '#');
+    } else if (*c != '\n') {
+      g_string_append_c (out, *c);
+    }
+  }
+  /* the kernel keeps 15 bytes of a name: "rtprtxsend1000:src" is
+   * "rtprtxsend1000:", so a numbered element's pad name is left out */
+  if ((colon = strchr (out->str, ':')) != NULL &&
+      memchr (out->str, '#', colon - out->str) != NULL)
+    g_string_truncate (out, colon - out->str + 1);
+  return g_string_free (out, FALSE);
+}
+
+static void
+census_take (Census * c)
+{
+  g_autoptr (GHashTable) inodes = census_socket_protocols ();
+  DIR *d;
+  struct dirent *e;
+
+  c->fds = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  c->threads = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  if ((d = opendir ("/proc/self/fd")) != NULL) {
+    int self = dirfd (d);
+
+    while ((e = readdir (d)) != NULL) {
+      char path[64], link[512];
+      ssize_t n;
+
+      if (e->d_name[0] == '.' || atoi (e->d_name) == self)
+        continue;
+      g_snprintf (path, sizeof path, "/proc/self/fd/%s", e->d_name);
+      n = readlink (path, link, sizeof link - 1);
+      if (n < 0)
+        continue;
+      link[n] = '\0';
+      if (g_str_has_prefix (link, "socket:[")) {
+        g_autofree char *inode = g_strndup (link + 8, strlen (link) - 9);
+        const char *protocol = g_hash_table_lookup (inodes, inode);
+
+        census_add (c->fds, protocol ? protocol : "socket (other)");
+      } else if (g_str_has_prefix (link, "anon_inode:")) {
+        const char *kind = link + 11;
+        g_autofree char *bare = g_strdup (kind[0] == '[' ? kind + 1 : kind);
+
+        if (bare[0] != '\0' && bare[strlen (bare) - 1] == ']')
+          bare[strlen (bare) - 1] = '\0';
+        census_add (c->fds, bare);
+      } else if (g_str_has_prefix (link, "pipe:")) {
+        census_add (c->fds, "pipe");
+      } else {
+        census_add (c->fds, link);
+      }
+    }
+    closedir (d);
+  }
+  if ((d = opendir ("/proc/self/task")) != NULL) {
+    while ((e = readdir (d)) != NULL) {
+      g_autofree char *path = NULL, *name = NULL, *folded = NULL;
+
+      if (e->d_name[0] == '.')
+        continue;
+      path = g_strdup_printf ("/proc/self/task/%s/comm", e->d_name);
+      if (!g_file_get_contents (path, &name, NULL, NULL))
+        continue;
+      folded = census_fold_digits (name);
+      census_add (c->threads, folded);
+    }
+    closedir (d);
+  }
+}
+
+static void
+census_clear (Census * c)
+{
+  g_clear_pointer (&c->fds, g_hash_table_unref);
+  g_clear_pointer (&c->threads, g_hash_table_unref);
+}
+
+static gint
+census_compare_keys (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(const char **) a, *(const char **) b);
+}
+
+/* {"kind": (after - before) / pairs, ...}, kinds that changed, sorted */
+static void
+census_append_diff (GString * out, GHashTable * before, GHashTable * after,
+    guint pairs)
+{
+  g_autoptr (GHashTable) keys = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (GPtrArray) sorted = g_ptr_array_new ();
+  GHashTableIter it;
+  gpointer key;
+  gboolean first = TRUE;
+
+  g_hash_table_iter_init (&it, before);
+  while (g_hash_table_iter_next (&it, &key, NULL))
+    g_hash_table_add (keys, key);
+  g_hash_table_iter_init (&it, after);
+  while (g_hash_table_iter_next (&it, &key, NULL))
+    g_hash_table_add (keys, key);
+  g_hash_table_iter_init (&it, keys);
+  while (g_hash_table_iter_next (&it, &key, NULL))
+    g_ptr_array_add (sorted, key);
+  g_ptr_array_sort (sorted, census_compare_keys);
+  g_string_append_c (out, '{');
+  for (guint i = 0; i < sorted->len; i++) {
+    const char *k = sorted->pdata[i];
+    gint d = (gint) GPOINTER_TO_UINT (g_hash_table_lookup (after, k)) -
+        (gint) GPOINTER_TO_UINT (g_hash_table_lookup (before, k));
+    g_autofree char *escaped = NULL;
+
+    if (d == 0)
+      continue;
+    escaped = g_strescape (k, NULL);
+    g_string_append_printf (out, "%s\"%s\": %.3f", first ? "" : ", ",
+        escaped, (double) d / MAX (pairs, 1));
+    first = FALSE;
+  }
+  g_string_append_c (out, '}');
+}
+
+/* ", \"census\": {...}": what the first pair added (with whatever the
+ * process makes once, on its first pair), and what each pair after it
+ * added on average */
+static void
+census_append_json (GString * out, Census * before, Census * first,
+    Census * last, guint connected)
+{
+  g_string_append (out, ", \"census\": {\"first_pair\": {\"fds\": ");
+  census_append_diff (out, before->fds, first->fds, 1);
+  g_string_append (out, ", \"threads\": ");
+  census_append_diff (out, before->threads, first->threads, 1);
+  g_string_append_printf (out, "}, \"per_pair_after_first\": {\"pairs\": %u, "
+      "\"fds\": ", connected > 1 ? connected - 1 : 0);
+  if (connected > 1)
+    census_append_diff (out, first->fds, last->fds, connected - 1);
+  else
+    g_string_append (out, "{}");
+  g_string_append (out, ", \"threads\": ");
+  if (connected > 1)
+    census_append_diff (out, first->threads, last->threads, connected - 1);
+  else
+    g_string_append (out, "{}");
+  g_string_append (out, "}}");
+}
+
+/* ---- Room for one more pair ---- */
+
+/* Raises the open-files soft limit to the hard limit. */
+static void
+census_raise_fd_limit (void)
+{
+  struct rlimit r;
+
+  if (getrlimit (RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit (RLIMIT_NOFILE, &r);
+  }
+}
+
+static guint
+census_count_entries (const char *path)
+{
+  DIR *d = opendir (path);
+  struct dirent *e;
+  guint n = 0;
+
+  if (d == NULL)
+    return 0;
+  while ((e = readdir (d)) != NULL)
+    if (e->d_name[0] != '.')
+      n++;
+  closedir (d);
+  return n;
+}
+
+static guint64
+census_read_number (const char *path)
+{
+  g_autofree char *text = NULL;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return G_MAXUINT64;
+  return g_ascii_strtoull (text, NULL, 10);
+}
+
+/* the memory mappings of this process (each thread's stack takes two) */
+static guint
+census_count_maps (void)
+{
+  FILE *f = fopen ("/proc/self/maps", "r");
+  char buf[65536];
+  size_t n;
+  guint lines = 0;
+
+  if (f == NULL)
+    return 0;
+  while ((n = fread (buf, 1, sizeof buf, f)) > 0)
+    for (size_t i = 0; i < n; i++)
+      lines += buf[i] == '\n';
+  fclose (f);
+  return lines;
+}
+
+typedef struct
+{
+  guint pairs;                  /* connected so far */
+  guint fds0, threads0, maps0;  /* before the first pair */
+  guint skip;                   /* pairs before the next count */
+} CensusHeadroom;
+
+static void
+census_headroom_init (CensusHeadroom * h)
+{
+  h->pairs = 0;
+  h->fds0 = census_count_entries ("/proc/self/fd");
+  h->threads0 = census_count_entries ("/proc/self/task");
+  h->maps0 = census_count_maps ();
+  h->skip = 0;
+}
+
+/* NULL when one more pair fits in this process and on this machine, else
+ * why not (a static string). The next pair is taken to need twice what
+ * the pairs so far took on average, and never less than 40 open files,
+ * 60 threads and 150 mappings; a reserve is left: 64 open files, and
+ * 2,000 thread ids for the rest of the machine (the kernel's pid_max and
+ * threads-max count every process). A process that ran out of any of
+ * these would abort inside GLib (a failed eventfd or thread), not report.
+ * Counting is not free with thousands of threads (the kernel walks its
+ * list of them to list /proc/self/task), so while every limit is more
+ * than 64 such pairs away it counts again only every 16 pairs. */
+static const char *
+census_no_room (CensusHeadroom * h)
+{
+  static char why[256];
+  struct rlimit r;
+  guint fds, threads, maps, need_fds, need_threads, need_maps, pairs;
+  guint64 pid_max, threads_max, map_max, tasks = 0, room_pairs;
+  g_autofree char *loadavg = NULL;
+  const char *slash;
+
+  if (h->skip > 0) {
+    h->skip--;
+    return NULL;
+  }
+  fds = census_count_entries ("/proc/self/fd");
+  threads = census_count_entries ("/proc/self/task");
+  maps = census_count_maps ();
+  pairs = MAX (h->pairs, 1);
+  need_fds = MAX (40, 2 * (fds - MIN (fds, h->fds0)) / pairs);
+  need_threads = MAX (60, 2 * (threads - MIN (threads, h->threads0)) / pairs);
+  need_maps = MAX (150, 2 * (maps - MIN (maps, h->maps0)) / pairs);
+  pid_max = census_read_number ("/proc/sys/kernel/pid_max");
+  threads_max = census_read_number ("/proc/sys/kernel/threads-max");
+  map_max = census_read_number ("/proc/sys/vm/max_map_count");
+
+  /* /proc/loadavg's fourth field: running/all tasks of the machine */
+  if (g_file_get_contents ("/proc/loadavg", &loadavg, NULL, NULL) &&
+      (slash = strchr (loadavg, '/')) != NULL)
+    tasks = g_ascii_strtoull (slash + 1, NULL, 10);
+  if (getrlimit (RLIMIT_NOFILE, &r) == 0 && r.rlim_cur != RLIM_INFINITY &&
+      fds + need_fds + 64 > r.rlim_cur) {
+    g_snprintf (why, sizeof why, "open-files limit: %u open, the next pair "
+        "needs about %u, limit %llu", fds, need_fds,
+        (unsigned long long) r.rlim_cur);
+    return why;
+  }
+  if (tasks + need_threads + 2000 > MIN (pid_max, threads_max)) {
+    g_snprintf (why, sizeof why, "thread ids: %llu threads on the machine "
+        "(%u in this process), the next pair needs about %u, pid_max %llu, "
+        "threads-max %llu", (unsigned long long) tasks, threads,
+        need_threads, (unsigned long long) pid_max,
+        (unsigned long long) threads_max);
+    return why;
+  }
+  if (maps + need_maps > map_max) {
+    g_snprintf (why, sizeof why, "memory mappings: %u, the next pair needs "
+        "about %u, vm.max_map_count %llu", maps, need_maps,
+        (unsigned long long) map_max);
+    return why;
+  }
+  /* how many more such pairs fit, the fewest over the three limits */
+  room_pairs = (r.rlim_cur - MIN (r.rlim_cur, fds + 64)) / need_fds;
+  room_pairs = MIN (room_pairs, (MIN (pid_max, threads_max) -
+          MIN (MIN (pid_max, threads_max), tasks + 2000)) / need_threads);
+  room_pairs = MIN (room_pairs, (map_max - MIN (map_max, maps)) / need_maps);
+  if (room_pairs > 64)
+    h->skip = 15;
+  return NULL;
+}
+
+#endif
