@@ -58,7 +58,6 @@
  */
 #include <legba/legba.h>
 #include <sys/resource.h>
-#include <dirent.h>
 #include <malloc.h>
 #include <string.h>
 #include <stdio.h>
@@ -266,22 +265,6 @@ heap_kib (void)
   return (m.uordblks + m.hblkhd) / 1024.0;
 }
 
-static guint
-count_dir (const char *path)
-{
-  DIR *d = opendir (path);
-  struct dirent *e;
-  guint n = 0;
-
-  if (d == NULL)
-    return 0;
-  while ((e = readdir (d)) != NULL)
-    if (e->d_name[0] != '.')
-      n++;
-  closedir (d);
-  return n;
-}
-
 /* The first pair is the first call of this process, timed from its
  * connect calls like the others. The process's one-time work
  * (legba_room_prepare(): the DTLS keys, GStreamer's first peer
@@ -327,8 +310,8 @@ mode_pairs (guint count, double seconds)
 {
   GPtrArray *pairs = g_ptr_array_new ();
   double rss0 = rss_kib (), heap0 = heap_kib (), heap1 = 0, t0 = now_ms ();
-  guint fds0 = count_dir ("/proc/self/fd");
-  guint threads0 = count_dir ("/proc/self/task");
+  guint fds0 = census_count_entries ("/proc/self/fd");
+  guint threads0 = census_count_entries ("/proc/self/task");
   guint connected = 0;
   const char *stop = "count";
   Census before, first = { 0 }, last;
@@ -374,8 +357,9 @@ mode_pairs (guint count, double seconds)
       "\"includes\": \"two signalling clients%s per pair\"", count,
       connected, stop, (now_ms () - t0) / 1000,
       connected ? (rss_kib () - rss0) / connected : 0.0,
-      connected ? (double) (count_dir ("/proc/self/fd") - fds0) / connected :
-      0.0, connected ? (double) (count_dir ("/proc/self/task") -
+      connected ? (double) (census_count_entries ("/proc/self/fd") -
+          fds0) / connected : 0.0,
+      connected ? (double) (census_count_entries ("/proc/self/task") -
           threads0) / connected : 0.0,
       connected ? (heap_kib () - heap0) / connected : 0.0,
       connected > 1 ? (heap_kib () - heap1) / (connected - 1) : 0.0,
@@ -982,7 +966,7 @@ mesh_window_close (Mesh * m)
       "\"identity\": \"%s\", \"window_s\": %.3f, \"cpu_s\": %.4f, "
       "\"cpu_pct\": %.2f, \"rss_kib\": %.0f, \"threads\": %u, "
       "\"streams\": [", m->identity, s, cpu, 100 * cpu / s, rss_kib (),
-      count_dir ("/proc/self/task"));
+      census_count_entries ("/proc/self/task"));
   g_mutex_lock (&streams_lock);
   for (guint i = 0; i < streams->len; i++) {
     Stream *st = streams->pdata[i];

@@ -40,7 +40,6 @@
 #include <nice/agent.h>
 #include <sys/resource.h>
 #include <malloc.h>
-#include <dirent.h>
 #include <string.h>
 #include <stdio.h>
 
@@ -451,22 +450,6 @@ rss_kib (void)
   return kib;
 }
 
-static guint
-count_dir (const char *path)
-{
-  DIR *d = opendir (path);
-  struct dirent *e;
-  guint n = 0;
-
-  if (d == NULL)
-    return 0;
-  while ((e = readdir (d)) != NULL)
-    if (e->d_name[0] != '.')
-      n++;
-  closedir (d);
-  return n;
-}
-
 /* ---- modes ---- */
 
 static void
@@ -629,8 +612,8 @@ mode_pairs (guint count, double seconds)
 {
   GPtrArray *pairs = g_ptr_array_new ();
   double rss0 = rss_kib (), heap0 = heap_kib (), heap1 = 0, t0 = now_ms ();
-  guint fds0 = count_dir ("/proc/self/fd");
-  guint threads0 = count_dir ("/proc/self/task");
+  guint fds0 = census_count_entries ("/proc/self/fd");
+  guint threads0 = census_count_entries ("/proc/self/task");
   guint connected = 0;
   const char *stop = "count";
   Census before, first = { 0 }, last;
@@ -675,8 +658,9 @@ mode_pairs (guint count, double seconds)
       "\"heap_kib_per_pair_after_first\": %.1f", count,
       connected, stop, (now_ms () - t0) / 1000,
       connected ? (rss_kib () - rss0) / connected : 0.0,
-      connected ? (double) (count_dir ("/proc/self/fd") - fds0) / connected :
-      0.0, connected ? (double) (count_dir ("/proc/self/task") -
+      connected ? (double) (census_count_entries ("/proc/self/fd") -
+          fds0) / connected : 0.0,
+      connected ? (double) (census_count_entries ("/proc/self/task") -
           threads0) / connected : 0.0,
       connected ? (heap_kib () - heap0) / connected : 0.0,
       connected > 1 ? (heap_kib () - heap1) / (connected - 1) : 0.0);
