@@ -586,9 +586,12 @@ export class LegbaRoomPeer extends EventTarget
       const offer = await pc.createOffer();
       if (conn.closed)
         return;
-      /* §4: the description goes before any of its candidates */
+      /* §4: the description goes before any of its candidates; the
+       * answer may then come back before setLocalDescription is done,
+       * and waits for it (_onAnswer) */
       this._signal(conn, { type: 'offer', sdp: offer.sdp });
-      await pc.setLocalDescription(offer);
+      conn.localSet = pc.setLocalDescription(offer);
+      await conn.localSet;
     } catch (e) {
       this._error(p.id, `offer: ${e.message ?? e}`);
     }
@@ -822,10 +825,9 @@ export class LegbaRoomPeer extends EventTarget
         this._answer(this.participants.get(s.from), s);
         break;
       case 'answer':
-        if (!conn || !conn.offerer || typeof s.sdp !== 'string' ||
-            conn.pc.signalingState !== 'have-local-offer')
+        if (!conn || !conn.offerer || typeof s.sdp !== 'string')
           return this._log(`answer for unknown pc ${s.pc} dropped`);
-        this._onAnswer(conn, s.sdp);
+        this._onAnswer(conn, s.pc, s.sdp);
         break;
       case 'candidates':
         if (!Array.isArray(s.candidates))
@@ -849,9 +851,17 @@ export class LegbaRoomPeer extends EventTarget
     }
   }
 
-  async _onAnswer (conn, sdp)
+  async _onAnswer (conn, pcId, sdp)
   {
     try {
+      await conn.localSet;
+    } catch {
+      return; /* _offer reported it */
+    }
+    try {
+      if (conn.closed || conn.pc.signalingState !== 'have-local-offer')
+        return this._log(`answer for pc ${pcId} in state ` +
+            `${conn.pc.signalingState} dropped`);
       await conn.pc.setRemoteDescription({ type: 'answer', sdp });
       conn.remoteSet = true;
       await this._applyEarly(conn);
