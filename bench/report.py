@@ -509,49 +509,35 @@ def _vs(series, metric, peer, factor):
     return stats.median(per["legba"]) <= factor * stats.median(per[peer])
 
 
+def _ratio(suite, metric, text, peer, factor):
+    """A target row: Legba's median within factor x the peer's."""
+    return (suite, metric, text,
+            lambda m, s: _vs(s, metric, peer, factor))
+
+
 TARGETS = [
-    ("data", "cpu_ns_send_short",
-     "send short, timed: ≤ 1.05 × json-glib",
-     lambda m, s: _vs(s, "cpu_ns_send_short", "json-glib", 1.05)),
-    ("data", "ir_send_short",
-     "send short, instructions: ≤ 1.05 × json-glib",
-     lambda m, s: _vs(s, "ir_send_short", "json-glib", 1.05)),
-    ("data", "cpu_ns_send_4k",
-     "send 4k, timed: ≤ 1.05 × json-glib",
-     lambda m, s: _vs(s, "cpu_ns_send_4k", "json-glib", 1.05)),
-    ("data", "ir_send_4k",
-     "send 4k, instructions: ≤ 1.05 × json-glib",
-     lambda m, s: _vs(s, "ir_send_4k", "json-glib", 1.05)),
-    ("data", "cpu_ns_recv_short",
-     "receive short, timed: ≤ 1.05 × json-glib",
-     lambda m, s: _vs(s, "cpu_ns_recv_short", "json-glib", 1.05)),
-    ("data", "ir_recv_short",
-     "receive short, instructions: ≤ 1.05 × json-glib",
-     lambda m, s: _vs(s, "ir_recv_short", "json-glib", 1.05)),
-    ("data", "cpu_ns_recv_4k",
-     "receive 4k, timed: ≤ 1.05 × json-glib",
-     lambda m, s: _vs(s, "cpu_ns_recv_4k", "json-glib", 1.05)),
-    ("data", "ir_recv_4k",
-     "receive 4k, instructions: ≤ 1.05 × json-glib",
-     lambda m, s: _vs(s, "ir_recv_4k", "json-glib", 1.05)),
-    ("data", "heap_kib_per_pair_after_first",
-     "heap per pair ≤ 1.02 × plain webrtcbin",
-     lambda m, s: _vs(s, "heap_kib_per_pair_after_first", "webrtcbin", 1.02)),
+    *[_ratio("data", f"{kind}_{way}_{size}",
+             f"{word} {size}, {how}: ≤ 1.05 × json-glib", "json-glib", 1.05)
+      for way, word in (("send", "send"), ("recv", "receive"))
+      for size in ("short", "4k")
+      for kind, how in (("cpu_ns", "timed"), ("ir", "instructions"))],
+    _ratio("data", "heap_kib_per_pair_after_first",
+           "heap per pair ≤ 1.02 × plain webrtcbin", "webrtcbin", 1.02),
     ("setup", "warm_ms", "warm setup ≤ 15 ms",
      lambda m, s: m <= 15),
     ("setup", "cold_ms", "first call in a fresh process ≤ 60 ms",
      lambda m, s: m <= 60),
     ("scale", "pairs_connected", "≥ 1,500 pairs in one process",
      lambda m, s: True if m >= 1500 else None),
-    ("scale", "rss_kib_per_pair", "RSS per pair ≤ 1.1 × plain webrtcbin",
-     lambda m, s: _vs(s, "rss_kib_per_pair", "webrtcbin", 1.1)),
-    ("scale", "threads_per_pair", "threads per pair ≤ 1.1 × plain webrtcbin",
-     lambda m, s: _vs(s, "threads_per_pair", "webrtcbin", 1.1)),
-    ("scale", "fds_per_pair", "fds per pair ≤ 1.1 × plain webrtcbin",
-     lambda m, s: _vs(s, "fds_per_pair", "webrtcbin", 1.1)),
-    ("video-call", "latency_p50_ms",
-     "glass-to-glass p50 ≤ 1.2 × plain webrtcbin through a room",
-     lambda m, s: _vs(s, "latency_p50_ms", "webrtcbin", 1.2)),
+    _ratio("scale", "rss_kib_per_pair", "RSS per pair ≤ 1.1 × plain webrtcbin",
+           "webrtcbin", 1.1),
+    _ratio("scale", "threads_per_pair",
+           "threads per pair ≤ 1.1 × plain webrtcbin", "webrtcbin", 1.1),
+    _ratio("scale", "fds_per_pair", "fds per pair ≤ 1.1 × plain webrtcbin",
+           "webrtcbin", 1.1),
+    _ratio("video-call", "latency_p50_ms",
+           "glass-to-glass p50 ≤ 1.2 × plain webrtcbin through a room",
+           "webrtcbin", 1.2),
 ]
 
 
