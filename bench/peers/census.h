@@ -13,6 +13,9 @@
  * (/proc/self/task/T/comm) with every run of digits folded to "#" and,
  * after a numbered element's name, the pad's name left out, so
  * "nicesrc12:src" counts as "nicesrc#:".
+ *
+ * Also the process's clock, CPU time and memory, as every mode of the C
+ * peers reads them.
  */
 #ifndef LEGBA_BENCH_CENSUS_H
 #define LEGBA_BENCH_CENSUS_H
@@ -22,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <malloc.h>
+#include <stdio.h>
 #include <sys/resource.h>
 
 typedef struct
@@ -388,6 +393,62 @@ census_no_room (CensusHeadroom * h)
   if (room_pairs > 64)
     h->skip = 15;
   return NULL;
+}
+
+/* ---- The process's clock, CPU time and memory ---- */
+
+static double
+now_ms (void)
+{
+  return g_get_monotonic_time () / 1000.0;
+}
+
+static double
+cpu_s (void)
+{
+  struct rusage r;
+
+  getrusage (RUSAGE_SELF, &r);
+  return r.ru_utime.tv_sec + r.ru_utime.tv_usec / 1e6 +
+      r.ru_stime.tv_sec + r.ru_stime.tv_usec / 1e6;
+}
+
+static double
+rss_kib (void)
+{
+  char *text = NULL, *line;
+  double kib = -1;
+
+  if (!g_file_get_contents ("/proc/self/status", &text, NULL, NULL))
+    return -1;
+  line = strstr (text, "VmRSS:");
+  if (line != NULL)
+    kib = g_ascii_strtod (line + 6, NULL);
+  g_free (text);
+  return kib;
+}
+
+/* malloc's bytes in use, every arena, mmapped blocks included */
+static double
+heap_kib (void)
+{
+  struct mallinfo2 m = mallinfo2 ();
+
+  return (m.uordblks + m.hblkhd) / 1024.0;
+}
+
+/* The bulk mode's result line, alike for every peer (bench/suites.py
+ * reads it). */
+static void
+print_bulk (const char *peer, guint64 sent, guint64 received, gsize size,
+    double ms, double cpu, gboolean complete)
+{
+  printf ("{\"peer\": \"%s\", \"mode\": \"bulk\", \"bytes\": %"
+      G_GUINT64_FORMAT ", \"received\": %" G_GUINT64_FORMAT
+      ", \"size\": %zu, \"seconds\": %.4f, \"cpu_s\": %.4f, "
+      "\"mb_per_s\": %.4f, \"cpu_s_per_mb\": %.5f, \"complete\": %s}\n",
+      peer, sent, received, size, ms / 1000, cpu, sent / 1e6 / (ms / 1000),
+      cpu / (sent / 1e6), complete ? "true" : "false");
 }
 
 #endif

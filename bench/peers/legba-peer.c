@@ -106,12 +106,6 @@ static gint frames_out;
 #define DECODE_LINE "avdec_h264 ! legbastampcheck name=check ! " \
   "fakesink sync=false async=false"
 
-static double
-now_ms (void)
-{
-  return g_get_monotonic_time () / 1000.0;
-}
-
 static void
 on_participant_state (LegbaParticipant * lp, GParamSpec * pspec, Side * side)
 {
@@ -241,30 +235,6 @@ pair_free (Pair * p)
   g_free (p);
 }
 
-static double
-rss_kib (void)
-{
-  char *text = NULL, *line;
-  double kib = -1;
-
-  if (!g_file_get_contents ("/proc/self/status", &text, NULL, NULL))
-    return -1;
-  line = strstr (text, "VmRSS:");
-  if (line != NULL)
-    kib = g_ascii_strtod (line + 6, NULL);
-  g_free (text);
-  return kib;
-}
-
-/* malloc's bytes in use, every arena, mmapped blocks included */
-static double
-heap_kib (void)
-{
-  struct mallinfo2 m = mallinfo2 ();
-
-  return (m.uordblks + m.hblkhd) / 1024.0;
-}
-
 /* The first pair is the first call of this process, timed from its
  * connect calls like the others. The process's one-time work
  * (legba_room_prepare(): the DTLS keys, GStreamer's first peer
@@ -381,16 +351,6 @@ mode_pairs (guint count, double seconds)
   return connected ? 0 : 1;
 }
 
-static double
-cpu_s (void)
-{
-  struct rusage r;
-
-  getrusage (RUSAGE_SELF, &r);
-  return r.ru_utime.tv_sec + r.ru_utime.tv_usec / 1e6 +
-      r.ru_stime.tv_sec + r.ru_stime.tv_usec / 1e6;
-}
-
 /* room b: count (bulk) or echo (rtt) */
 static void
 on_bytes_b (LegbaRoom * room, LegbaParticipant * from, GBytes * bytes,
@@ -500,12 +460,7 @@ mode_bulk (guint64 bytes, gsize size)
   done = iterate_until (&received_bytes, sent, 60);
   t = now_ms () - t0;
   c = cpu_s () - c0;
-  printf ("{\"peer\": \"legba\", \"mode\": \"bulk\", \"bytes\": %"
-      G_GUINT64_FORMAT ", \"received\": %" G_GUINT64_FORMAT
-      ", \"size\": %zu, \"seconds\": %.4f, \"cpu_s\": %.4f, "
-      "\"mb_per_s\": %.4f, \"cpu_s_per_mb\": %.5f, \"complete\": %s}\n",
-      sent, received_bytes, size, t / 1000, c, sent / 1e6 / (t / 1000),
-      c / (sent / 1e6), done ? "true" : "false");
+  print_bulk ("legba", sent, received_bytes, size, t, c, done);
   g_bytes_unref (msg);
   pair_free (p);
   return done ? 0 : 1;

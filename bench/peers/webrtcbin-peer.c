@@ -72,22 +72,6 @@ static guint64 frames_out;
 static gint64 first_frame_us;   /* under lock: the first frame out */
 static gint64 pair_started_us;  /* the last pair_new()'s PLAYING */
 
-static double
-now_ms (void)
-{
-  return g_get_monotonic_time () / 1000.0;
-}
-
-static double
-cpu_s (void)
-{
-  struct rusage r;
-
-  getrusage (RUSAGE_SELF, &r);
-  return r.ru_utime.tv_sec + r.ru_utime.tv_usec / 1e6 +
-      r.ru_stime.tv_sec + r.ru_stime.tv_usec / 1e6;
-}
-
 static gboolean
 pair_open (Pair * p)
 {
@@ -435,21 +419,6 @@ pair_free (Pair * p)
 
 /* ---- process figures ---- */
 
-static double
-rss_kib (void)
-{
-  char *text = NULL, *line;
-  double kib = -1;
-
-  if (!g_file_get_contents ("/proc/self/status", &text, NULL, NULL))
-    return -1;
-  line = strstr (text, "VmRSS:");
-  if (line != NULL)
-    kib = g_ascii_strtod (line + 6, NULL);
-  g_free (text);
-  return kib;
-}
-
 /* ---- modes ---- */
 
 static void
@@ -535,12 +504,7 @@ mode_bulk (guint64 bytes, gsize size)
   }
   t = now_ms () - t0;
   c = cpu_s () - c0;
-  printf ("{\"peer\": \"webrtcbin\", \"mode\": \"bulk\", \"bytes\": %"
-      G_GUINT64_FORMAT ", \"received\": %" G_GUINT64_FORMAT
-      ", \"size\": %zu, \"seconds\": %.4f, \"cpu_s\": %.4f, "
-      "\"mb_per_s\": %.4f, \"cpu_s_per_mb\": %.5f, \"complete\": %s}\n",
-      sent, received_bytes, size, t / 1000, c, sent / 1e6 / (t / 1000),
-      c / (sent / 1e6), done ? "true" : "false");
+  print_bulk ("webrtcbin", sent, received_bytes, size, t, c, done);
   g_bytes_unref (msg);
   pair_free (p);
   return done ? 0 : 1;
@@ -596,15 +560,6 @@ mode_rtt (guint count, double rate, gsize size)
   g_mutex_unlock (&lock);
   g_free (data);
   return all ? 0 : 1;
-}
-
-/* malloc's bytes in use, every arena, mmapped blocks included */
-static double
-heap_kib (void)
-{
-  struct mallinfo2 m = mallinfo2 ();
-
-  return (m.uordblks + m.hblkhd) / 1024.0;
 }
 
 static int
