@@ -85,63 +85,80 @@ thread_cpu_ns (gint tid, guint64 * ns)
   return TRUE;
 }
 
-static gboolean
-thread_named (const char *tid, const char *name)
+/* The name of a thread of this process; NULL when it is gone. */
+static char *
+thread_name (const char *tid)
 {
   g_autofree char *path = g_strdup_printf ("/proc/self/task/%s/comm", tid);
-  g_autofree char *comm = NULL;
+  char *comm = NULL;
 
   if (!g_file_get_contents (path, &comm, NULL, NULL))
-    return FALSE;
-  g_strchomp (comm);
-  return g_str_equal (comm, name);
+    return NULL;
+  return g_strchomp (comm);
 }
 #endif
 
-/* The CPU time the track's threads used since the last call, in ns.
- * FALSE while no thread is known yet, and on the first call after one is
- * (that call takes the baseline). */
-gboolean
-legba_track_cpu_sample (LegbaTrackCpu * cpu, guint64 * used_ns)
+/* The CPU time each track's threads used since the last call, in ns, in
+ * one walk of the process's threads (each thread's name read once):
+ * sampled[k] is FALSE while track k knows no thread yet, and on the first
+ * call after it does (that call takes the baseline); NULL entries are
+ * skipped. */
+void
+legba_track_cpu_sample (LegbaTrackCpu * const *cpus, guint n,
+    gboolean * sampled, guint64 * used_ns)
 {
 #ifdef __linux__
-  g_autoptr (GHashTable) now = g_hash_table_new_full (NULL, NULL, NULL, g_free);
-  g_autofree char *name = NULL;
+  g_autofree gint *tids = g_new0 (gint, n);
+  g_auto (GStrv) names = g_new0 (char *, n + 1);
+  g_autofree GHashTable **now = g_new0 (GHashTable *, n);
+  gboolean any = FALSE;
   GDir *dir;
   const char *entry;
-  gboolean had_baseline;
-  gint tid;
-  guint64 used = 0;
 
-  g_mutex_lock (&cpu->lock);
-  tid = cpu->tid;
-  name = g_strdup (cpu->name);
-  had_baseline = cpu->have_baseline;
-  cpu->have_baseline = tid != 0;
-  g_mutex_unlock (&cpu->lock);
-  if (tid == 0 || (dir = g_dir_open ("/proc/self/task", 0, NULL)) == NULL)
-    return FALSE;
-  while ((entry = g_dir_read_name (dir)) != NULL) {
-    gint other = atoi (entry);
+  for (guint k = 0; k < n; k++) {
+    sampled[k] = FALSE;
+    used_ns[k] = 0;
+    if (cpus[k] == NULL) {
+      names[k] = g_strdup ("");
+      continue;
+    }
+    g_mutex_lock (&cpus[k]->lock);
+    tids[k] = cpus[k]->tid;
+    names[k] = g_strdup (cpus[k]->name ? cpus[k]->name : "");
+    sampled[k] = cpus[k]->have_baseline;
+    cpus[k]->have_baseline = tids[k] != 0;
+    g_mutex_unlock (&cpus[k]->lock);
+    now[k] = g_hash_table_new_full (NULL, NULL, NULL, g_free);
+    any |= tids[k] != 0;
+  }
+  dir = any ? g_dir_open ("/proc/self/task", 0, NULL) : NULL;
+  while (dir != NULL && (entry = g_dir_read_name (dir)) != NULL) {
+    gint tid = atoi (entry);
+    g_autofree char *name = thread_name (entry);
     guint64 ns, *last;
 
-    if (other <= 0 || (other != tid && !thread_named (entry, name)) ||
-        !thread_cpu_ns (other, &ns))
+    if (tid <= 0 || name == NULL || !thread_cpu_ns (tid, &ns))
       continue;
-    last = g_hash_table_lookup (cpu->last, GINT_TO_POINTER (other));
-    /* a thread started since the last sample counts from its start */
-    used += last != NULL && ns >= *last ? ns - *last : last ? 0 : ns;
-    g_hash_table_insert (now, GINT_TO_POINTER (other),
-        g_memdup2 (&ns, sizeof ns));
+    for (guint k = 0; k < n; k++) {
+      if (tids[k] == 0 || (tid != tids[k] && !g_str_equal (name, names[k])))
+        continue;
+      last = g_hash_table_lookup (cpus[k]->last, GINT_TO_POINTER (tid));
+      /* a thread started since the last sample counts from its start */
+      used_ns[k] += last == NULL ? ns : ns >= *last ? ns - *last : 0;
+      g_hash_table_insert (now[k], GINT_TO_POINTER (tid),
+          g_memdup2 (&ns, sizeof ns));
+    }
   }
-  g_dir_close (dir);
-  g_hash_table_unref (cpu->last);
-  cpu->last = g_steal_pointer (&now);
-  if (!had_baseline)
-    return FALSE;
-  *used_ns = used;
-  return TRUE;
+  g_clear_pointer (&dir, g_dir_close);
+  for (guint k = 0; k < n; k++) {
+    if (cpus[k] == NULL)
+      continue;
+    g_hash_table_unref (cpus[k]->last);
+    cpus[k]->last = now[k];
+    sampled[k] = sampled[k] && tids[k] != 0;
+  }
 #else
-  return FALSE;
+  for (guint k = 0; k < n; k++)
+    sampled[k] = FALSE;
 #endif
 }

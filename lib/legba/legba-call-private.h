@@ -126,7 +126,8 @@ void legba_call_file_free (LegbaCallFile * file);
 LegbaTrackCpu *legba_track_cpu_new (void);
 void legba_track_cpu_free (LegbaTrackCpu * cpu);
 void legba_track_cpu_note_thread (LegbaTrackCpu * cpu);
-gboolean legba_track_cpu_sample (LegbaTrackCpu * cpu, guint64 * used_ns);
+void legba_track_cpu_sample (LegbaTrackCpu * const *cpus, guint n,
+    gboolean * sampled, guint64 * used_ns);
 void legba_call_fail (LegbaCall * self, GError * error);
 void legba_call_emit_warning (LegbaCall * self, GError * error);
 void legba_call_emit_video_sink (LegbaCall * self,

@@ -605,19 +605,19 @@ on_stats_tick (gpointer data)
   LegbaCall *self = data;
   gint64 now = g_get_monotonic_time (), cpu = cpu_time_us ();
   gdouble seconds = (now - self->last_stats_time) / 1e6;
+  gboolean sampled[2];
+  guint64 used[2];
 
   if (seconds <= 0)
     return G_SOURCE_CONTINUE;
+  legba_track_cpu_sample (self->track_cpu, 2, sampled, used);
   g_mutex_lock (&self->lock);
   for (guint k = 0; k < 2; k++) {
-    guint64 used;
-
     self->sent_bitrate[k] = (self->sent_bytes[k] -
         self->last_sent_bytes[k]) * 8 / seconds;
     self->last_sent_bytes[k] = self->sent_bytes[k];
-    if (self->track_cpu[k] != NULL &&
-        legba_track_cpu_sample (self->track_cpu[k], &used))
-      self->track_cpu_percent[k] = used / 1e7 / seconds;
+    if (sampled[k])
+      self->track_cpu_percent[k] = used[k] / 1e7 / seconds;
   }
   g_mutex_unlock (&self->lock);
   self->cpu_percent = (cpu - self->last_cpu_us) / 1e4 / seconds;
