@@ -834,6 +834,8 @@ legba_call_start (LegbaCall * self, GError ** error)
   }
   if (!check_config (self, error))
     return FALSE;
+  /* the process's one-time work, while the pipeline is built */
+  legba_room_prepare ();
   g_mutex_lock (&self->lock);
   g_hash_table_remove_all (self->remotes);
   g_ptr_array_set_size (self->order, 0);

@@ -322,8 +322,9 @@ prepare_finish_at_exit (void)
  * connection (loading and initialising the webrtc, nice, dtls, srtp, sctp
  * and rtpmanager plugins, through a throwaway connection that gathers on
  * 127.0.0.1 and sends nothing; GIO's proxy resolver, which the first
- * signalling connection would load). legba_room_new() and
- * legba_room_connect_async() call it; an application calls it earlier
+ * signalling connection would load). legba_room_connect_async() calls
+ * it, and so do #LegbaCall when it starts and the `legbaroom` element when
+ * it goes to READY; an application calls it earlier
  * (after gst_init()) to take it further off its first call's path, and
  * legba_room_prepare_wait() waits for it. Only the first call does
  * anything.

@@ -929,8 +929,6 @@ legba_room_constructed (GObject * object)
   g_return_if_fail (self->signaller != NULL && self->bin != NULL);
   connect_signaller (self);
   self->data = legba_room_data_new (self);
-  /* the process's one-time work, while the room is configured and joins */
-  legba_room_prepare ();
 }
 
 static void

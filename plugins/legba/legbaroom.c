@@ -567,6 +567,8 @@ gst_legba_room_change_state (GstElement * element, GstStateChange transition)
       if (!check_plugins (self))
         return GST_STATE_CHANGE_FAILURE;
       ensure_room (self);
+      /* the process's one-time work, while the pipeline goes on to join */
+      legba_room_prepare ();
       break;
     case GST_STATE_CHANGE_READY_TO_PAUSED:
       if (!check_settings (self))
