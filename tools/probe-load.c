@@ -11,7 +11,9 @@
  * --sync lets a harness sample the server between phases: the parent
  * prints "subscribed S N" once the sockets are set up, "warm" once the
  * warm-up events are delivered (if any), and "done" once the work is
- * delivered, and after each waits for a line on stdin.
+ * delivered, and after each waits for a line on stdin. With --self-test
+ * it first prints "self-test-server PID", so that the harness can sample
+ * that server as it samples a real one.
  */
 #define _GNU_SOURCE
 #include "probe.h"
@@ -817,6 +819,15 @@ probe_command_load (int argc, char **argv)
     o.targets = g_strdup_printf ("127.0.0.1:%u", port);
     g_free (o.common.api_url);
     o.common.api_url = g_strdup_printf ("http://127.0.0.1:%u", port);
+  }
+  if (server > 0 && o.sync) {
+    g_autofree char *line = g_strdup_printf ("self-test-server %d", server);
+
+    load.options = &o;
+    load.config.deadline_ns = probe_now_ns () + o.common.timeout_s * NS_PER_S;
+    if (!sync_point (&load, line))
+      g_set_error (&error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s",
+          load.errors->str);
   }
   if (error == NULL && !resolve_targets (o.targets, &load.config, &error)
       && error == NULL)

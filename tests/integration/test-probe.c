@@ -9,6 +9,8 @@
 #include <json-glib/json-glib.h>
 #include <legba-test.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define APP_ID "probe-app"
@@ -193,6 +195,63 @@ test_load_self_test (void)
           "fanout_frames_per_s"), >, 0);
 }
 
+/* --sync with --self-test: the probe names its server first, a live
+ * process of its own that a harness can sample, then stops at each phase
+ * until told to go on. */
+static void
+test_load_self_test_sync (void)
+{
+  const char *argv[] = { legba_test_tool_path ("LEGBA_PROBE"), "load",
+    "--self-test", "--connections", "50", "--events", "2", "--warmup", "1",
+    "--sync", "--json", "--timeout", "60", NULL
+  };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) probe = g_subprocess_newv (argv,
+      G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error);
+  g_autoptr (GDataInputStream) out = NULL;
+  g_autoptr (GString) seen = g_string_new (NULL);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  GOutputStream *in;
+  char *line;
+
+  g_assert_no_error (error);
+  out = g_data_input_stream_new (g_subprocess_get_stdout_pipe (probe));
+  in = g_subprocess_get_stdin_pipe (probe);
+  while ((line = g_data_input_stream_read_line (out, NULL, NULL, &error))) {
+    if (line[0] == '{') {
+      JsonObject *result = legba_test_parse_object (parser, line);
+
+      g_assert_cmpint (json_object_get_int_member (result, "delivered"), ==,
+          100);
+      g_free (line);
+      continue;
+    }
+    if (g_str_has_prefix (line, "self-test-server ")) {
+      g_autofree char *stat_path = g_strdup_printf ("/proc/%s/stat",
+          line + strlen ("self-test-server "));
+      g_autofree char *stat = NULL;
+      int ppid = 0;
+
+      g_assert_true (g_file_get_contents (stat_path, &stat, NULL, NULL));
+      /* "PID (COMM) STATE PPID ...": its parent is the probe */
+      g_assert_nonnull (strrchr (stat, ')'));
+      g_assert_cmpint (sscanf (strrchr (stat, ')'), ") %*c %d", &ppid), ==, 1);
+      g_assert_cmpint (ppid, ==,
+          atoi (g_subprocess_get_identifier (probe)));
+      g_string_append (seen, "server ");
+    } else {
+      g_string_append_printf (seen, "%.*s ", (int) strcspn (line, " "), line);
+    }
+    g_free (line);
+    g_assert_true (g_output_stream_write_all (in, "\n", 1, NULL, NULL,
+            &error));
+  }
+  g_assert_no_error (error);
+  g_assert_true (g_subprocess_wait_check (probe, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_cmpstr (seen->str, ==, "server subscribed warm done ");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -222,6 +281,7 @@ main (int argc, char **argv)
   g_test_add_func ("/probe/load/fanout", test_load_fanout);
   g_test_add_func ("/probe/load/relay", test_load_relay);
   g_test_add_func ("/probe/load/self-test", test_load_self_test);
+  g_test_add_func ("/probe/load/self-test-sync", test_load_self_test_sync);
   status = g_test_run ();
 
   legba_test_process_signal (&server, SIGTERM, START_TIMEOUT_S);
