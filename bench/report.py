@@ -140,7 +140,11 @@ CAVEATS = {
     "no interval. One row by hand, from a release build: valgrind "
     "--tool=callgrind --collect-atstart=no --toggle-collect=measured_batch "
     "build-release/bench/data-cpu --dir recv --size short --batches 1 "
-    "--batch 1000 --only legba (the Ir total over 1,000).",
+    "--batch 1000 --only legba (the Ir total over 1,000). The memory "
+    "rows compare like for like: webrtcbin there carries the session a "
+    "pair of Legba's rooms negotiates (both channels, the receive-only "
+    "transceivers); webrtcbin-1dc is the one-channel pair of the other "
+    "rows.",
     "scale": "webrtcbin is the like-for-like floor of the targets: the "
     "same transceivers and two data channels as a pair of Legba's rooms; "
     "webrtcbin-1dc, one data channel and no transceiver, is the plain pair "

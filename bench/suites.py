@@ -583,7 +583,22 @@ def suite_data(r, q, series, notes):
         count = 5 if smoke else (50 if q else 500)
         pairs = 2 if smoke else (4 if q else 20)
 
+        def memory(peer, rnd, extra):
+            res = r.run(peer, r.command(peer, "pairs", [
+                "--count", str(pairs), "--seconds", "300"] + extra),
+                f"round {rnd} {pairs} pairs", timeout=400)
+            if res and res.get("stopped") == "count":
+                add(series, "rss_kib_per_pair", peer, res["rss_kib_per_pair"])
+                for k in ("heap_kib_per_pair",
+                          "heap_kib_per_pair_after_first"):
+                    if res.get(k):
+                        add(series, k, peer, res[k])
+
         def body(peer, rnd):
+            if peer == "webrtcbin-1dc":
+                # memory only: the one-channel pair, for comparison
+                memory(peer, rnd, [])
+                return
             extra = url if peer == "legba" else []
             res = r.run(peer, r.command(peer, "bulk", [
                 "--bytes", str(bulk_bytes), "--size", "1024"] + extra),
@@ -600,16 +615,10 @@ def suite_data(r, q, series, notes):
                 add(series, "rtt_p99_ms", peer, pct(res["rtt_ms"], 99))
                 series.setdefault("rtt_all_ms", {}).setdefault(
                     peer, []).extend(res["rtt_ms"])
-            res = r.run(peer, r.command(peer, "pairs", [
-                "--count", str(pairs), "--seconds", "300"] + extra),
-                f"round {rnd} {pairs} pairs", timeout=400)
-            if res and res.get("stopped") == "count":
-                add(series, "rss_kib_per_pair", peer, res["rss_kib_per_pair"])
-                for k in ("heap_kib_per_pair",
-                          "heap_kib_per_pair_after_first"):
-                    if res.get(k):
-                        add(series, k, peer, res[k])
-        r.rounds(["legba", "webrtcbin"], 1 if (q or smoke) else 5, body)
+            # memory like for like: plain webrtcbin with Legba's session
+            memory(peer, rnd, extra if peer == "legba" else ["--like-legba"])
+        r.rounds(["legba", "webrtcbin", "webrtcbin-1dc"],
+                 1 if (q or smoke) else 5, body)
     finally:
         server.stop()
     notes.append(
@@ -638,7 +647,11 @@ def suite_data(r, q, series, notes):
         "127.0.0.1 (binary messages of 1 KiB, legba_room_send_bytes) "
         "against two plain webrtcbins in one process, alternating, "
         f"{bulk_bytes / 1e6:g} MB bulk and {count} messages at 100/s "
-        f"echoed; memory: {pairs} pairs set up in one process, heap in use "
+        f"echoed; memory: {pairs} pairs set up in one process (plain "
+        "webrtcbin with the session a pair of Legba's rooms negotiates: "
+        "webrtcbin-peer --like-legba, its receive-only video and audio "
+        "transceivers and both channels; webrtcbin-1dc is the one-channel "
+        "pair of the other rows, for comparison), heap in use "
         "(mallinfo2: every arena, mmapped blocks included) and RSS per "
         "pair, and the heap per pair after the first one (what one more "
         "pair adds, once the process-wide state is made). Native memory (GStreamer's buffer pools, libnice, OpenSSL "

@@ -51,13 +51,25 @@ class DataSmoke(unittest.TestCase):
                         self.assertTrue(values)
                         self.assertTrue(all(v > 0 for v in values))
             metrics = ["bulk_mb_per_s", "bulk_cpu_s_per_mb", "rtt_p50_ms",
-                       "rtt_p99_ms", "rss_kib_per_pair"]
+                       "rtt_p99_ms"]
+            # memory: also the one-channel pair beside the like-for-like one
+            memory = ["rss_kib_per_pair"]
             if not SANITIZED:
-                metrics += ["heap_kib_per_pair",
-                            "heap_kib_per_pair_after_first"]
+                memory += ["heap_kib_per_pair",
+                           "heap_kib_per_pair_after_first"]
             for metric in metrics:
                 self.assertEqual(sorted(series[metric]),
                                  ["legba", "webrtcbin"], metric)
+            for metric in memory:
+                self.assertEqual(sorted(series[metric]),
+                                 ["legba", "webrtcbin", "webrtcbin-1dc"],
+                                 metric)
+            if not SANITIZED:
+                # like for like: the session of Legba's pair takes more
+                # heap than one channel alone
+                heap = series["heap_kib_per_pair"]
+                self.assertGreater(heap["webrtcbin"][0],
+                                   heap["webrtcbin-1dc"][0])
             self.assertIsNotNone(res["load_start"])
             self.assertIsNotNone(res["load_end"])
             report = os.path.join(tmp, "RESULTS.md")
