@@ -335,6 +335,7 @@ legba_room_prepare (void)
   static gsize started;
 
   if (g_once_init_enter (&started)) {
+    legba_room_debug_init ();
     /* OpenSSL registers its cleanup with atexit() when it initialises, and
      * exit handlers run in reverse order: initialised first, it is cleaned
      * up after this handler has waited for the thread, so a process that

@@ -23,6 +23,7 @@ G_BEGIN_DECLS
 
 GST_DEBUG_CATEGORY_EXTERN (legba_room_debug);
 #define GST_CAT_DEFAULT legba_room_debug
+void legba_room_debug_init (void);
 
 /* ROOM-PROTOCOL.md §3 */
 #define LEGBA_ROOM_OFFER_WAIT_MS 3000

@@ -1062,6 +1062,19 @@ legba_room_get_property (GObject * object, guint prop_id, GValue * value,
   }
 }
 
+/* The rooms' debug category, for the code that may run before a room is
+ * made (legba_room_prepare()). */
+void
+legba_room_debug_init (void)
+{
+  static gsize done;
+
+  if (g_once_init_enter (&done)) {
+    GST_DEBUG_CATEGORY_INIT (legba_room_debug, "legbaroom", 0, "Legba rooms");
+    g_once_init_leave (&done, 1);
+  }
+}
+
 static void
 legba_room_class_init (LegbaRoomClass * klass)
 {
@@ -1069,7 +1082,7 @@ legba_room_class_init (LegbaRoomClass * klass)
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
   const GParamFlags ro = G_PARAM_READABLE | G_PARAM_STATIC_STRINGS;
 
-  GST_DEBUG_CATEGORY_INIT (legba_room_debug, "legbaroom", 0, "Legba rooms");
+  legba_room_debug_init ();
 
   gobject_class->constructed = legba_room_constructed;
   gobject_class->dispose = legba_room_dispose;
