@@ -267,6 +267,22 @@ def ceiling_table(results, sizes):
     return lines
 
 
+def relay_floor_lines(results):
+    """The self-test server's CPU per relayed client event, sampled like
+    the peers' (rtt_values); nothing for results that did not run it."""
+    floors = [rtt_values(run).get("cpu_us_per_relay")
+              for run in results.get("self_test_relay", [])]
+    floors = [v for v in floors if v is not None]
+    if not floors:
+        return []
+    return ["", "The same built-in server in the relay scenario (the same "
+            "pairs and round trips as the peers', sampled the same way): "
+            f"{fmt(statistics.median(floors))} µs of CPU per relayed client "
+            f"event (median of {len(floors)} run(s): "
+            f"{', '.join(fmt(v) for v in floors)}), the floor under the "
+            "peers' figure: reading one frame and writing it on."]
+
+
 def self_test_cpu_us(run):
     """The self-test server's CPU per socket per broadcast over the timed
     events (older results did not sample it: None)."""
@@ -423,7 +439,7 @@ def report(results, results_path, output, chart_path):
         "per socket costs on this machine, the floor under any server's "
         "figure above.",
         "",
-    ] + ceiling_table(results, sizes) + [
+    ] + ceiling_table(results, sizes) + relay_floor_lines(results) + [
         "",
         "## Not measured",
         "",

@@ -340,25 +340,42 @@ def run_rtt(peer, probe, count, pairs, rounds, tag):
     return run
 
 
-def run_self_test(probe, size, events, warmup):
-    """The generator against its built-in server, which is sampled like a
-    real one: its CPU per socket per broadcast is the floor of what
-    writing one frame per socket costs on this machine."""
+def self_test_marks():
+    """A sync callback sampling the self-test server, which legba-probe
+    names first, at each later sync point (by its first word), and the
+    samples it took."""
     marks = {}
 
     def on_sync(line):
         if line.startswith("self-test-server "):
             marks["pid"] = int(line.split()[1])
-        elif line == "warm" and "pid" in marks:
-            marks["warm"] = sample(marks["pid"])
-        elif line == "done" and "pid" in marks:
-            marks["done"] = sample(marks["pid"])
+        elif "pid" in marks:
+            marks[line.split()[0]] = sample(marks["pid"])
+    return on_sync, marks
 
+
+def run_self_test(probe, size, events, warmup):
+    """The generator against its built-in server, which is sampled like a
+    real one: its CPU per socket per broadcast is the floor of what
+    writing one frame per socket costs on this machine."""
+    on_sync, marks = self_test_marks()
     load = probe.load(["--self-test", "--connections", str(size),
                        "--events", str(events), "--warmup", str(warmup)],
                       60 + size // 100, on_sync)
     run = {"load": load, "events": events}
-    run.update((k, v) for k, v in marks.items() if k != "pid")
+    run.update((k, v) for k, v in marks.items() if k in ("warm", "done"))
+    return run
+
+
+def run_self_test_relay(probe, pairs, rounds):
+    """The relay scenario against the built-in server: its CPU per relayed
+    client event is the floor of reading one frame and writing it on."""
+    on_sync, marks = self_test_marks()
+    relay = probe.load(["--self-test", "--connections", str(2 * pairs),
+                        "--relay", str(rounds)], 120, on_sync)
+    run = {"relay": relay}
+    run.update((k, v) for k, v in marks.items()
+               if k in ("subscribed", "done"))
     return run
 
 
@@ -523,6 +540,9 @@ def run_rounds(results, peers, probe, p, started):
             print(f"bench: round {r} {name:6} rtt: ping p50 "
                   f"{rtt.get('ping_ms', {}).get('p50')} relay p50 "
                   f"{rtt.get('relay_ms', {}).get('p50')} ms", flush=True)
+        st = run_self_test_relay(probe, p["relay_pairs"], p["relay_rounds"])
+        st["round"] = r
+        results["self_test_relay"].append(st)
         print(f"bench: round {r} done after "
               f"{time.monotonic() - started:.0f} s", flush=True)
 
@@ -557,6 +577,7 @@ def main():
         "conditions": conditions(args, node),
         "runs": [],
         "self_test": [],
+        "self_test_relay": [],
         "skipped": [],
     }
     own = {os.getpid()}
