@@ -1040,35 +1040,44 @@ GST_START_TEST (test_scaling_not_x264)
 
 GST_END_TEST;
 
-/* Raises the bitrate from the streaming thread when the frame at 1 s
+typedef struct
+{
+  GstElement *enc;
+  guint bitrate;
+} NewBitrate;
+
+/* Sets the bitrate from the streaming thread when the frame at 1 s
  * enters the element. */
 static GstPadProbeReturn
-raise_bitrate (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+change_bitrate (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 {
-  GstElement *enc = data;
+  NewBitrate *change = data;
 
   if (GST_BUFFER_PTS (GST_PAD_PROBE_INFO_BUFFER (info)) >= GST_SECOND) {
-    g_object_set (enc, "bitrate", 5000000, NULL);
+    g_object_set (change->enc, "bitrate", change->bitrate, NULL);
     return GST_PAD_PROBE_REMOVE;
   }
   return GST_PAD_PROBE_OK;
 }
 
-/* Scaled down at 1 Mbit/s, the bitrate raised to 5 Mbit/s while playing:
- * the picture goes back to 1280x720 mid-stream (new caps, the encoder
- * reconfigured, a key frame first), announced. */
+/* 1280x720 under @from bit/s, then @to while playing: the size sent
+ * changes once mid-stream (new caps, the encoder reconfigured, a key frame
+ * first), announced: up to 1280x720 when @to is above @from, down from
+ * it otherwise. */
 static void
-check_scale_up (const gchar * codec, const gchar * factory)
+check_resize (const gchar * codec, const gchar * factory, guint from, guint to)
 {
   const guint frames = 60;
+  const gboolean up = to > from;
   GstElement *pipeline = contract_pipeline_full (codec, factory, 1280, 720,
-      frames, 1000000, NULL);
+      frames, from, NULL);
   g_autoptr (GstElement) enc = gst_bin_get_by_name (GST_BIN (pipeline), "enc");
   g_autoptr (GstPad) sink = gst_element_get_static_pad (enc, "sink");
   g_autoptr (GstStructure) stats = NULL;
   const GstStructure *last = NULL;
   gboolean scaled = TRUE;
   gint out_w = 0, out_h = 0;
+  NewBitrate change = { enc, to };
   Sizes sz;
   Output out;
   GList *messages;
@@ -1076,25 +1085,31 @@ check_scale_up (const gchar * codec, const gchar * factory)
   setup ();
   watch_sizes (pipeline, &sz);
   output_init (&out);
-  gst_pad_add_probe (sink, GST_PAD_PROBE_TYPE_BUFFER, raise_bitrate, enc, NULL);
+  gst_pad_add_probe (sink, GST_PAD_PROBE_TYPE_BUFFER, change_bitrate,
+      &change, NULL);
   messages = run_to_eos (pipeline, &out);
   GST_INFO ("%s: sent %dx%d, then %dx%d; %u change(s), %u key frame(s) "
       "after them; %" G_GUINT64_FORMAT "/%u frames", factory, sz.first_width,
       sz.first_height, sz.width, sz.height, sz.changes, sz.keys_after_change,
       out.buffers, frames);
-  fail_unless (sz.first_width < 1280);
   fail_unless_equals_int (sz.changes, 1);
-  fail_unless_equals_int (sz.width, 1280);
-  fail_unless_equals_int (sz.height, 720);
   fail_unless_equals_int (sz.keys_after_change, 1);
+  if (up) {
+    fail_unless (sz.first_width < 1280);
+    fail_unless_equals_int (sz.width, 1280);
+    fail_unless_equals_int (sz.height, 720);
+  } else {
+    fail_unless_equals_int (sz.first_width, 1280);
+    fail_unless (sz.width < 1280 && sz.height < 720);
+  }
   fail_unless_equals_int (count_scaling (messages, &last), 2);
   fail_unless (gst_structure_get_boolean (last, "scaled", &scaled));
-  fail_if (scaled);
+  fail_unless_equals_int (scaled, !up);
   g_object_get (enc, "stats", &stats, NULL);
   fail_unless (gst_structure_get_int (stats, "output-width", &out_w));
   fail_unless (gst_structure_get_int (stats, "output-height", &out_h));
-  fail_unless_equals_int (out_w, 1280);
-  fail_unless_equals_int (out_h, 720);
+  fail_unless_equals_int (out_w, sz.width);
+  fail_unless_equals_int (out_h, sz.height);
   g_list_free_full (messages, (GDestroyNotify) gst_message_unref);
   output_clear (&out);
   g_mutex_clear (&sz.lock);
@@ -1103,9 +1118,17 @@ check_scale_up (const gchar * codec, const gchar * factory)
 
 GST_START_TEST (test_scale_up)
 {
-  check_scale_up ("vp8", "vp8enc");
+  check_resize ("vp8", "vp8enc", 1000000, 5000000);
   if (have ("openh264enc"))
-    check_scale_up ("h264", "openh264enc");
+    check_resize ("h264", "openh264enc", 1000000, 5000000);
+}
+
+GST_END_TEST;
+
+/* lowered while playing: down at once */
+GST_START_TEST (test_scale_down_while_playing)
+{
+  check_resize ("vp8", "vp8enc", 5000000, 1000000);
 }
 
 GST_END_TEST;
@@ -1274,6 +1297,7 @@ legbavideoenc_suite (void)
   tcase_add_test (tc, test_scaling_openh264);
   tcase_add_test (tc, test_scaling_not_x264);
   tcase_add_test (tc, test_scale_up);
+  tcase_add_test (tc, test_scale_down_while_playing);
   tcase_add_test (tc, test_force_key_unit);
   tcase_add_test (tc, test_fallback_to_test_encoder);
   tcase_add_test (tc, test_fallback_to_x264);
