@@ -38,9 +38,12 @@ def series(data):
     floors = {}
     for run in data["runs"]:
         run["encoder"] = encoder_of(run)
+    # runs carried from an earlier file are netted against that file's
+    # floors, the others against this run's
     for run in data["runs"]:
         if run["encoder"] == "none" and "error" not in run:
-            floors.setdefault((run["size"], run["peer"]), []).append(
+            floors.setdefault((run["size"], run["peer"],
+                               run.get("carried_from")), []).append(
                 run["cpu_s"] / run["units"])
     floor = {k: statistics.median(v) for k, v in floors.items()}
     out = {}
@@ -49,16 +52,21 @@ def series(data):
             continue
         key = (run["size"], run["cap"], f"{run['peer']}:{run['encoder']}")
         s = out.setdefault(key, {"cpu_ms": [], "rate": [], "fps": [],
-                                 "errors": [], "dropping": []})
+                                 "errors": [], "dropping": [], "sent": [],
+                                 "carried": run.get("carried_from")})
         if "error" in run:
             s["errors"].append(run["error"])
             continue
-        base = floor.get((run["size"], run["peer"]), 0.0)
+        base = floor.get((run["size"], run["peer"],
+                          run.get("carried_from")), 0.0)
         s["cpu_ms"].append((run["cpu_s"] / run["units"] - base) * 1000)
         s["rate"].append(run["bytes"] * 8 / run["duration_s"] / run["cap"])
         s["fps"].append(run["frames_out"] / run["frames_in"])
         if run.get("frame_dropping"):
             s["dropping"].append(run["frame_dropping"])
+        if run.get("output_size"):
+            s["sent"].append(f"{run['output_size']['width']}x"
+                             f"{run['output_size']['height']}")
     return out, floor
 
 
@@ -106,12 +114,21 @@ def report(data, path):
         "builds and tests ran alongside).",
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in
                                    cond["packages"].items() if v),
+        *([f"- Carried over, not measured by this run: the rows marked "
+           f"¹, from `bench/results/{data['carried_from']}` (its own "
+           "conditions, CPU net of its own floors)."]
+          if data.get("carried_from")
+          else []),
+        "- Size sent: the size legbavideoenc sends to the encoder (its "
+        "`stats`), smaller than the source when the cap is below the "
+        "encoder's measured floor (docs/encoders.md); – where not "
+        "recorded.",
         "- aiortc clamps its targets (VP8 250 kbit/s-1.5 Mbit/s, H.264 "
         "500 kbit/s-3 Mbit/s); its H.264 is libx264 at its default preset.",
         "",
         "| size | cap Mbit/s | configuration | CPU ms/frame | "
-        "bitrate / cap | frames out / in | runs |",
-        "|---|---:|---|---:|---:|---:|---:|",
+        "bitrate / cap | frames out / in | size sent | runs |",
+        "|---|---:|---|---:|---:|---:|---|---:|",
     ]
     over = []
     for size in sizes:
@@ -127,10 +144,13 @@ def report(data, path):
                     rate = f"**{rate}**"
                     over.append(f"{config} at {size}, {cap / 1e6:g} Mbit/s: "
                                 f"{statistics.median(s['rate']):.2f} x cap")
+                sent = "/".join(sorted(set(s["sent"]))) or "–"
+                mark = "¹" if s["carried"] else ""
                 lines.append(
-                    f"| {size} | {cap / 1e6:g} | {config} | "
+                    f"| {size} | {cap / 1e6:g} | {config}{mark} | "
                     f"{fmt(s['cpu_ms'], '.2f')} | {rate} | "
-                    f"{fmt(s['fps'], '.2f')} | {len(s['cpu_ms'])}{errors} |")
+                    f"{fmt(s['fps'], '.2f')} | {sent} | "
+                    f"{len(s['cpu_ms'])}{errors} |")
     lines += ["", "### Over 1.10 x the cap (median of the runs)", ""]
     lines += [f"- {o}" for o in over] or ["- none"]
     switched = [(size, cap, config, s["dropping"][0])
@@ -146,8 +166,10 @@ def report(data, path):
                   f"{d['min_bitrate'] / 1e6:.2f} Mbit/s)"
                   for size, cap, config, d in switched]
     lines += ["", "Floors subtracted (ms per frame): " + ", ".join(
-        f"{size} {peer} {v * 1000:.2f}" for (size, peer), v in
-        sorted(floor.items())), ""]
+        f"{size} {peer}{'¹' if carried else ''} {v * 1000:.2f}"
+        for (size, peer, carried), v in
+        sorted(floor.items(), key=lambda kv: (kv[0][0], kv[0][1],
+                                             kv[0][2] or ""))), ""]
     rng = random.Random(SEED)
     lines += ["## Legba against aiortc, CPU per frame", "",
               "| size | cap Mbit/s | Legba | aiortc | ratio of medians | "

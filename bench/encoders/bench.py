@@ -111,6 +111,12 @@ def main():
                         "sweep takes fewer (default: --caps)")
     parser.add_argument("--run-timeout", type=float, default=600)
     parser.add_argument("--no-aiortc", action="store_true")
+    parser.add_argument("--carry", metavar="EARLIER.json",
+                        help="copy the runs of the configurations this run "
+                        "does not measure (other encoders, aiortc) and the "
+                        "floors they were measured against from an earlier "
+                        "results file, marked carried_from, so that the "
+                        "report stays whole")
     parser.add_argument("--encoders", default=",".join(LEGBA),
                         help="comma-separated encoders legbavideoenc is "
                         "measured with (default: %(default)s)")
@@ -169,6 +175,20 @@ def main():
                           f"{peer}:{encoder}: {status}", flush=True)
     result["load_end"] = loadavg()
     result["busy_end"] = busy_processes()
+    if args.carry:
+        measured = set(configs)
+        with open(args.carry) as f:
+            earlier = json.load(f)
+        name = os.path.basename(args.carry)
+        for run in earlier["runs"]:
+            # runs of the first recorded series carry the encoder as
+            # current-encoder, None for the floor; every floor is carried
+            # (analyze.py nets carried runs against carried floors)
+            encoder = run.get("encoder") or "none"
+            if encoder != "none" and (run["peer"], encoder) in measured:
+                continue
+            result["runs"].append(dict(run, carried_from=name))
+        result["carried_from"] = name
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
     with open(args.output, "w") as f:
         json.dump(result, f, indent=1)

@@ -20,7 +20,9 @@
 #                                   720p, 1 round of 60 frames; results go
 #                                   to bench/results/tmp/ (not committed)
 #   Other options go to bench.py, e.g. --encoders openh264enc,vp8enc
-#   (legbavideoenc with these encoders only), --no-aiortc, --caps LIST.
+#   (legbavideoenc with these encoders only), --no-aiortc, --caps LIST,
+#   --carry EARLIER.json (the configurations not run again copied from an
+#   earlier results file, marked in the report).
 #
 # Builds the plugin as a release build in build-release/ (LEGBA_BENCH_BUILD
 # overrides) and refuses any other build type. Installs python3-aiortc
@@ -37,7 +39,7 @@ for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
     --sweep) sweep=1 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) extra+=("$arg") ;;
   esac
 done

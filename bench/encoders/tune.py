@@ -59,6 +59,14 @@ BASE = {
 }
 
 
+def parse_size(size):
+    """A size of the sweep (360p ...) or WIDTHxHEIGHT."""
+    if size in bench.SIZES:
+        return bench.SIZES[size]
+    width, _, height = size.partition("x")
+    return int(width), int(height)
+
+
 def run(encoder, settings, width, height, frames, content):
     pipeline = Gst.parse_launch(
         f"{CONTENT[content]} num-buffers={frames} "
@@ -89,7 +97,9 @@ def run(encoder, settings, width, height, frames, content):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("encoder", choices=sorted(BASE))
-    parser.add_argument("--sizes", default="360p,720p,1080p")
+    parser.add_argument("--sizes", default="360p,720p,1080p",
+                        help="sizes of the sweep (360p, 720p, 1080p, 2160p) "
+                        "or WIDTHxHEIGHT, comma-separated")
     parser.add_argument("--caps", default="500000,1000000,2500000")
     parser.add_argument("--frames", type=int, default=150)
     parser.add_argument("--content", choices=sorted(CONTENT), default="smpte")
@@ -114,7 +124,7 @@ def main():
         "load_start": bench.loadavg(), "runs": [],
     }
     for size in args.sizes.split(","):
-        width, height = bench.SIZES[size]
+        width, height = parse_size(size)
         for cap in [int(c) for c in args.caps.split(",")]:
             for variant in variants:
                 settings = BASE[args.encoder].format(

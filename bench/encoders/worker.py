@@ -19,6 +19,9 @@ this fresh process, and prints one JSON object:
   frame_dropping  for encoders whose frame dropping legbavideoenc
                switches by the cap (openh264enc): {frame_dropping,
                min_bitrate} from its stats; null otherwise
+  output_size  legbavideoenc's stats at the end: {width, height} sent to
+               the encoder (smaller than the source when the cap is below
+               the encoder's floor), scaling_floor; null for other peers
 
 Peers:
   legba ENCODER   videotestsrc ! legbavideoenc encoder-factory=ENCODER ! fakesink
@@ -48,6 +51,7 @@ from gi.repository import GstApp  # noqa: E402,F401
 
 FPS = 30
 CONTENT = "videotestsrc pattern=smpte horizontal-speed=4"
+PROOF_TIMEOUT_MS = 60000
 CODEC_OF = {"x264enc": "h264", "openh264enc": "h264", "vp8enc": "vp8",
             "vp9enc": "vp9", "av1enc": "av1"}
 
@@ -88,8 +92,11 @@ def measure_legba(args):
     enc = ""
     if args.encoder != "none":
         codec = CODEC_OF.get(args.encoder, "h264")
+        # a proof of 2160p can take more than the default 5 s on a loaded
+        # machine; the proof is before the CPU window either way
         enc = (f"! legbavideoenc name=enc codec={codec} "
-               f"encoder-factory={args.encoder} bitrate={args.cap} ")
+               f"encoder-factory={args.encoder} bitrate={args.cap} "
+               f"proof-timeout={PROOF_TIMEOUT_MS} ")
     pipeline = Gst.parse_launch(
         f"{CONTENT} num-buffers={args.frames} ! {raw_caps(args)} "
         f"! identity name=in {enc}! fakesink name=sink sync=false")
@@ -114,6 +121,7 @@ def measure_legba(args):
     cpu1 = cpu_now()
     current = None
     dropping = None
+    output_size = None
     if args.encoder != "none":
         enc = pipeline.get_by_name("enc")
         current = enc.get_property("current-encoder")
@@ -123,6 +131,9 @@ def measure_legba(args):
         if stats.get_value("min-bitrate"):
             dropping = {"frame_dropping": stats.get_value("frame-dropping"),
                         "min_bitrate": stats.get_value("min-bitrate")}
+        output_size = {"width": stats.get_value("output-width"),
+                       "height": stats.get_value("output-height"),
+                       "scaling_floor": stats.get_value("scaling-floor")}
     return {
         "cpu_s": cpu1 - state["cpu0"],
         "units": state["in"] - args.warmup,
@@ -132,6 +143,7 @@ def measure_legba(args):
         "current_encoder": current,
         # encoders whose frame dropping legbavideoenc switches by the cap
         "frame_dropping": dropping,
+        "output_size": output_size,
     }
 
 

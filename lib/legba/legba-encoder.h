@@ -118,6 +118,47 @@ GType legba_encoder_speed_get_type (void);
 #define LEGBA_TYPE_ENCODER_SPEED (legba_encoder_speed_get_type ())
 
 /**
+ * LegbaDegradationPreference:
+ * @LEGBA_DEGRADATION_PREFERENCE_BALANCED: the same as maintain-framerate
+ *   here: the picture is scaled down to what the bitrate carries; below the
+ *   smallest size the encoder's frame dropping takes over
+ * @LEGBA_DEGRADATION_PREFERENCE_MAINTAIN_FRAMERATE: the picture is scaled
+ *   down when the bitrate is below what the encoder needs at its size
+ *   (legba_encoder_choose_size())
+ * @LEGBA_DEGRADATION_PREFERENCE_MAINTAIN_RESOLUTION: the size is kept and
+ *   the encoder drops frames to hold the cap
+ *
+ * What to give up when the bitrate cannot carry the picture, named after
+ * WebRTC's RTCDegradationPreference.
+ */
+typedef enum
+{
+  LEGBA_DEGRADATION_PREFERENCE_BALANCED,
+  LEGBA_DEGRADATION_PREFERENCE_MAINTAIN_FRAMERATE,
+  LEGBA_DEGRADATION_PREFERENCE_MAINTAIN_RESOLUTION,
+} LegbaDegradationPreference;
+
+GType legba_degradation_preference_get_type (void);
+#define LEGBA_TYPE_DEGRADATION_PREFERENCE \
+  (legba_degradation_preference_get_type ())
+
+/**
+ * LEGBA_ENCODER_MIN_SCALED_PIXELS:
+ *
+ * legba_encoder_choose_size() scales no picture below this many pixels
+ * (320 x 180, libwebrtc's default minimum).
+ */
+#define LEGBA_ENCODER_MIN_SCALED_PIXELS (320 * 180)
+
+/**
+ * LEGBA_ENCODER_SCALE_UP_MARGIN:
+ *
+ * A scaled picture goes back up to a larger size only when the bitrate is
+ * at least this many times that size's floor.
+ */
+#define LEGBA_ENCODER_SCALE_UP_MARGIN 1.2
+
+/**
  * LEGBA_ENCODER_ENV:
  *
  * The environment variable operators set to steer selection: a
@@ -236,6 +277,11 @@ guint legba_encoder_get_min_bitrate (GstElement * encoder,
 gboolean legba_encoder_apply_frame_dropping (GstElement * encoder,
     const LegbaEncoderSettings * settings, GstCaps * raw_caps,
     guint * min_bitrate);
+guint legba_encoder_get_scaling_floor (GstElement * encoder,
+    GstCaps * raw_caps);
+gboolean legba_encoder_choose_size (GstElement * encoder, GstCaps * raw_caps,
+    guint bitrate, gint current_width, gint current_height, gint * width,
+    gint * height);
 
 gchar *legba_encoder_report (LegbaVideoCodec codec, GstCaps * raw_caps,
     LegbaEncoderPrefer prefer, guint timeout_ms);

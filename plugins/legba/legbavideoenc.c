@@ -43,6 +43,26 @@
  * facts. A bitrate change while playing applies to the switch from the
  * next caps on.
  *
+ * When the bitrate is below what the encoder needs to keep at least 90% of
+ * the frames at the input size (its floor, measured for vp8enc and
+ * openh264enc: legba_encoder_get_scaling_floor()), the picture is sent
+ * scaled down, as browsers do (#GstLegbaVideoEnc:degradation-preference
+ * `balanced` or `maintain-framerate`): a videoscale before the encoder
+ * sends the largest of 3/4, 1/2, 3/8, 1/4 ... of each side whose floor the
+ * bitrate carries (legba_encoder_choose_size()), and back up when the
+ * bitrate rises 1.2 times above a larger size's floor. The decision is
+ * made when caps arrive and again when #GstLegbaVideoEnc:bitrate or
+ * #GstLegbaVideoEnc:max-bitrate change; a new size renegotiates the caps,
+ * reconfigures the encoder and starts with a key frame; the receiver
+ * decodes the smaller size. Each decision is announced by an element
+ * message named `legba-encoder-scaling` with the fields `factory`
+ * (string), `scaled` (boolean), `input-width`, `input-height`,
+ * `output-width`, `output-height` (int), `bitrate` (the target the
+ * decision used), `cap`, `floor` (at the input size) and `output-floor`
+ * (at the size sent; all uint, bit/s), and kept in
+ * #GstLegbaVideoEnc:stats. `maintain-resolution` keeps the size and lets
+ * the encoder drop frames.
+ *
  * Operators steer selection with the `LEGBA_ENCODER` environment variable
  * (a comma-separated list of factory names tried in that order, and/or
  * `hardware`, `software` or `auto`); #GstLegbaVideoEnc:encoder-factory
@@ -78,6 +98,7 @@ enum
   PROP_KEYFRAME_INTERVAL,
   PROP_SPEED,
   PROP_PROOF_TIMEOUT,
+  PROP_DEGRADATION_PREFERENCE,
   PROP_STATS,
 };
 
@@ -89,6 +110,7 @@ enum
 #define DEFAULT_KEYFRAME_INTERVAL 0
 #define DEFAULT_SPEED LEGBA_ENCODER_SPEED_FASTEST
 #define DEFAULT_PROOF_TIMEOUT LEGBA_ENCODER_DEFAULT_PROOF_TIMEOUT_MS
+#define DEFAULT_DEGRADATION_PREFERENCE LEGBA_DEGRADATION_PREFERENCE_BALANCED
 
 struct _GstLegbaVideoEnc
 {
@@ -97,6 +119,8 @@ struct _GstLegbaVideoEnc
   GstPad *sinkpad;              /* ghost of convert's sink */
   GstPad *srcpad;               /* ghost of filter's src */
   GstElement *convert;
+  GstElement *scale;
+  GstElement *size_filter;      /* the size sent: NULL caps for the input's */
   GstElement *filter;
 
   /* object lock */
@@ -115,8 +139,14 @@ struct _GstLegbaVideoEnc
   guint fallbacks;
   guint min_bitrate;            /* 0: the family has no frame-drop switch */
   gboolean frame_dropping;      /* switched on: the cap is below min_bitrate */
+  GMutex scale_lock;            /* one size decision at a time */
+  LegbaDegradationPreference degradation;
+  guint scaling_floor;          /* at the input size; 0: never scaled */
+  gint in_width, in_height;     /* of raw_caps */
+  gint out_width, out_height;   /* sent to the encoder */
 
-  /* streaming thread (sink pad stream lock) */
+  /* written on the streaming thread (sink pad stream lock) under the
+   * object lock, read under either */
   GstCaps *raw_caps;
   GstCaps *out_caps;            /* what the encoder must produce */
 };
@@ -249,6 +279,119 @@ decide_frame_dropping (GstLegbaVideoEnc * self, GstElement * encoder,
       gst_message_new_element (GST_OBJECT (self), s));
 }
 
+/* ---- scaling ---- */
+
+/* @raw at @width x @height: the caps the encoder takes. */
+static GstCaps *
+sized_caps (GstCaps * raw, gint width, gint height)
+{
+  GstCaps *caps = gst_caps_copy (raw);
+
+  gst_caps_set_simple (caps, "width", G_TYPE_INT, width, "height", G_TYPE_INT,
+      height, NULL);
+  return caps;
+}
+
+/* What the size filter lets through for @width x @height: that size, the
+ * input's pixel aspect ratio (the ladder keeps the aspect ratio), any
+ * format and frame rate. */
+static GstCaps *
+size_filter_caps (GstCaps * raw, gint width, gint height)
+{
+  GstStructure *in = gst_caps_get_structure (raw, 0);
+  gint par_n = 1, par_d = 1;
+
+  gst_structure_get_fraction (in, "pixel-aspect-ratio", &par_n, &par_d);
+  return gst_caps_new_simple ("video/x-raw", "width", G_TYPE_INT, width,
+      "height", G_TYPE_INT, height, "pixel-aspect-ratio", GST_TYPE_FRACTION,
+      par_n, par_d, NULL);
+}
+
+/* Decides the size @encoder is sent, for the input caps and the bitrate in
+ * force, sets the size filter, and says so when it changes. @fresh: the
+ * encoder or the input caps are new, so nothing is sent at a size yet
+ * (no hysteresis). Returns the raw caps the encoder will take, or NULL
+ * before input caps. */
+static GstCaps *
+decide_size (GstLegbaVideoEnc * self, GstElement * encoder, gboolean fresh)
+{
+  g_autoptr (GstCaps) raw = NULL;
+  g_autoptr (GstCaps) out_floor_caps = NULL;
+  LegbaDegradationPreference degradation;
+  gint in_w = 0, in_h = 0, cur_w, cur_h, w, h;
+  guint target, cap, floor;
+  gboolean scaling, changed;
+  GstStructure *in, *s;
+
+  g_mutex_lock (&self->scale_lock);
+  GST_OBJECT_LOCK (self);
+  raw = self->raw_caps ? gst_caps_ref (self->raw_caps) : NULL;
+  degradation = self->degradation;
+  cap = self->settings.max_bitrate ? self->settings.max_bitrate :
+      self->settings.bitrate;
+  target = MIN (self->settings.bitrate, cap);
+  cur_w = fresh ? 0 : self->out_width;
+  cur_h = fresh ? 0 : self->out_height;
+  GST_OBJECT_UNLOCK (self);
+  if (!raw || gst_caps_get_size (raw) == 0) {
+    g_mutex_unlock (&self->scale_lock);
+    return NULL;
+  }
+  in = gst_caps_get_structure (raw, 0);
+  gst_structure_get_int (in, "width", &in_w);
+  gst_structure_get_int (in, "height", &in_h);
+
+  floor = legba_encoder_get_scaling_floor (encoder, raw);
+  scaling = floor > 0
+      && degradation != LEGBA_DEGRADATION_PREFERENCE_MAINTAIN_RESOLUTION;
+  w = in_w;
+  h = in_h;
+  if (scaling)
+    legba_encoder_choose_size (encoder, raw, target, cur_w, cur_h, &w, &h);
+  GST_OBJECT_LOCK (self);
+  changed = w != self->out_width || h != self->out_height
+      || in_w != self->in_width || in_h != self->in_height
+      || floor != self->scaling_floor;
+  self->scaling_floor = floor;
+  self->in_width = in_w;
+  self->in_height = in_h;
+  self->out_width = w;
+  self->out_height = h;
+  GST_OBJECT_UNLOCK (self);
+
+  if (changed || fresh) {
+    g_autoptr (GstCaps) filter = scaling ? size_filter_caps (raw, w, h) : NULL;
+    g_object_set (self->size_filter, "caps", filter, NULL);
+  }
+  g_mutex_unlock (&self->scale_lock);
+  if (!floor || !changed)
+    return sized_caps (raw, w, h);
+
+  out_floor_caps = sized_caps (raw, w, h);
+  if (w != in_w || h != in_h)
+    GST_WARNING_OBJECT (self, "the bitrate of %u bit/s is below the %u bit/s "
+        "%s needs at %dx%d: sending %dx%d (%u bit/s needed)", target, floor,
+        GST_ELEMENT_NAME (encoder), in_w, in_h, w, h,
+        legba_encoder_get_scaling_floor (encoder, out_floor_caps));
+  else
+    GST_INFO_OBJECT (self, "%dx%d sent at full size (bitrate %u bit/s, "
+        "%u bit/s needed, degradation-preference %s)", in_w, in_h, target,
+        floor, scaling ? "allows scaling" : "maintain-resolution");
+  s = gst_structure_new ("legba-encoder-scaling",
+      "factory", G_TYPE_STRING,
+      GST_OBJECT_NAME (gst_element_get_factory (encoder)),
+      "scaled", G_TYPE_BOOLEAN, w != in_w || h != in_h,
+      "input-width", G_TYPE_INT, in_w, "input-height", G_TYPE_INT, in_h,
+      "output-width", G_TYPE_INT, w, "output-height", G_TYPE_INT, h,
+      "bitrate", G_TYPE_UINT, target, "cap", G_TYPE_UINT, cap,
+      "floor", G_TYPE_UINT, floor,
+      "output-floor", G_TYPE_UINT,
+      legba_encoder_get_scaling_floor (encoder, out_floor_caps), NULL);
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), s));
+  return g_steal_pointer (&out_floor_caps);
+}
+
 /* ---- installing an encoder ---- */
 
 static void
@@ -263,7 +406,7 @@ remove_encoder (GstLegbaVideoEnc * self)
     return;
   gst_element_set_locked_state (old, TRUE);
   gst_element_set_state (old, GST_STATE_NULL);
-  gst_element_unlink_many (self->convert, old, self->filter, NULL);
+  gst_element_unlink_many (self->size_filter, old, self->filter, NULL);
   gst_bin_remove (GST_BIN (self), old);
   gst_object_unref (old);
 }
@@ -274,6 +417,7 @@ install_encoder (GstLegbaVideoEnc * self, const gchar * factory,
 {
   LegbaEncoderSettings settings;
   GstElement *encoder;
+  g_autoptr (GstCaps) sized = NULL;
 
   GST_OBJECT_LOCK (self);
   settings = self->settings;
@@ -283,13 +427,14 @@ install_encoder (GstLegbaVideoEnc * self, const gchar * factory,
   encoder = legba_encoder_make (factory, &settings, error);
   if (!encoder)
     return FALSE;
-  decide_frame_dropping (self, encoder, self->raw_caps);
+  sized = decide_size (self, encoder, TRUE);
+  decide_frame_dropping (self, encoder, sized);
   g_object_set (self->filter, "caps", self->out_caps, NULL);
   gst_bin_add (GST_BIN (self), encoder);
-  if (!gst_element_link_many (self->convert, encoder, self->filter, NULL)) {
+  if (!gst_element_link_many (self->size_filter, encoder, self->filter, NULL)) {
     gst_bin_remove (GST_BIN (self), encoder);
     g_set_error (error, LEGBA_ENCODER_ERROR, LEGBA_ENCODER_ERROR_CAPS,
-        "cannot link %s between videoconvert and the output caps", factory);
+        "cannot link %s between videoscale and the output caps", factory);
     return FALSE;
   }
   GST_OBJECT_LOCK (self);
@@ -363,8 +508,8 @@ handle_caps (GstLegbaVideoEnc * self, GstCaps * caps)
 
   if (self->raw_caps && gst_caps_is_equal (self->raw_caps, caps))
     return TRUE;
-  gst_caps_replace (&self->raw_caps, caps);
   GST_OBJECT_LOCK (self);
+  gst_caps_replace (&self->raw_caps, caps);
   have_encoder = self->encoder != NULL;
   current = g_strdup (self->current);
   GST_OBJECT_UNLOCK (self);
@@ -379,7 +524,9 @@ handle_caps (GstLegbaVideoEnc * self, GstCaps * caps)
       encoder = self->encoder ? gst_object_ref (self->encoder) : NULL;
       GST_OBJECT_UNLOCK (self);
       if (encoder) {
-        decide_frame_dropping (self, encoder, caps);
+        g_autoptr (GstCaps) sized = decide_size (self, encoder, TRUE);
+
+        decide_frame_dropping (self, encoder, sized);
         gst_object_unref (encoder);
       }
       return TRUE;
@@ -585,15 +732,18 @@ gst_legba_video_enc_change_state (GstElement * element,
     self->frames_in = self->frames_out = self->bytes_out = 0;
     self->min_bitrate = 0;
     self->frame_dropping = FALSE;
+    self->scaling_floor = 0;
+    self->in_width = self->in_height = self->out_width = self->out_height = 0;
     GST_OBJECT_UNLOCK (self);
   }
   ret = GST_ELEMENT_CLASS (gst_legba_video_enc_parent_class)->change_state
       (element, transition);
   if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
     remove_encoder (self);
-    gst_clear_caps (&self->raw_caps);
     gst_clear_caps (&self->out_caps);
+    g_object_set (self->size_filter, "caps", NULL, NULL);
     GST_OBJECT_LOCK (self);
+    gst_clear_caps (&self->raw_caps);
     gst_clear_caps (&self->negotiated);
     g_clear_error (&self->failure);
     GST_OBJECT_UNLOCK (self);
@@ -609,6 +759,8 @@ apply_bitrate (GstLegbaVideoEnc * self)
   GstElement *encoder;
   guint bitrate, max_bitrate, min_bitrate;
   gboolean dropping;
+  gint old_w, old_h, new_w, new_h;
+  g_autoptr (GstCaps) sized = NULL;
 
   GST_OBJECT_LOCK (self);
   encoder = self->encoder ? gst_object_ref (self->encoder) : NULL;
@@ -623,9 +775,21 @@ apply_bitrate (GstLegbaVideoEnc * self)
     GST_WARNING_OBJECT (self, "%s cannot change its bitrate while playing; "
         "the new bitrate applies from the next start",
         GST_ELEMENT_NAME (encoder));
-  /* the frame-drop switch is read when the encoder configures itself for
-   * caps: it follows the new cap from the next caps on */
-  if (min_bitrate && ((max_bitrate ? max_bitrate : bitrate) < min_bitrate)
+  GST_OBJECT_LOCK (self);
+  old_w = self->out_width;
+  old_h = self->out_height;
+  GST_OBJECT_UNLOCK (self);
+  sized = decide_size (self, encoder, FALSE);
+  GST_OBJECT_LOCK (self);
+  new_w = self->out_width;
+  new_h = self->out_height;
+  GST_OBJECT_UNLOCK (self);
+  if (sized && (new_w != old_w || new_h != old_h)) {
+    /* new caps are on their way to the encoder: its frame-drop switch
+     * follows them */
+    decide_frame_dropping (self, encoder, sized);
+  } else if (min_bitrate
+      && ((max_bitrate ? max_bitrate : bitrate) < min_bitrate)
       != dropping)
     GST_WARNING_OBJECT (self, "%s keeps frame dropping %s until the next "
         "caps (the new cap of %u bit/s is %s the %u bit/s its caps need)",
@@ -648,7 +812,14 @@ get_stats (GstLegbaVideoEnc * self)
       "bytes-out", G_TYPE_UINT64, self->bytes_out,
       "fallbacks", G_TYPE_UINT, self->fallbacks,
       "frame-dropping", G_TYPE_BOOLEAN, self->frame_dropping,
-      "min-bitrate", G_TYPE_UINT, self->min_bitrate, NULL);
+      "min-bitrate", G_TYPE_UINT, self->min_bitrate,
+      "scaled", G_TYPE_BOOLEAN, self->out_width != self->in_width
+      || self->out_height != self->in_height,
+      "input-width", G_TYPE_INT, self->in_width,
+      "input-height", G_TYPE_INT, self->in_height,
+      "output-width", G_TYPE_INT, self->out_width,
+      "output-height", G_TYPE_INT, self->out_height,
+      "scaling-floor", G_TYPE_UINT, self->scaling_floor, NULL);
   GST_OBJECT_UNLOCK (self);
   return s;
 }
@@ -688,6 +859,10 @@ gst_legba_video_enc_set_property (GObject * object, guint prop_id,
       break;
     case PROP_PROOF_TIMEOUT:
       self->proof_timeout = g_value_get_uint (value);
+      break;
+    case PROP_DEGRADATION_PREFERENCE:
+      self->degradation = g_value_get_enum (value);
+      bitrate_changed = TRUE;
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -737,6 +912,9 @@ gst_legba_video_enc_get_property (GObject * object, guint prop_id,
     case PROP_PROOF_TIMEOUT:
       g_value_set_uint (value, self->proof_timeout);
       break;
+    case PROP_DEGRADATION_PREFERENCE:
+      g_value_set_enum (value, self->degradation);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -756,6 +934,7 @@ gst_legba_video_enc_finalize (GObject * object)
   gst_clear_caps (&self->raw_caps);
   gst_clear_caps (&self->out_caps);
   gst_clear_caps (&self->negotiated);
+  g_mutex_clear (&self->scale_lock);
   G_OBJECT_CLASS (gst_legba_video_enc_parent_class)->finalize (object);
 }
 
@@ -773,10 +952,16 @@ gst_legba_video_enc_init (GstLegbaVideoEnc * self)
   self->settings.keyframe_interval = DEFAULT_KEYFRAME_INTERVAL;
   self->settings.speed = DEFAULT_SPEED;
   self->proof_timeout = DEFAULT_PROOF_TIMEOUT;
+  self->degradation = DEFAULT_DEGRADATION_PREFERENCE;
+  g_mutex_init (&self->scale_lock);
 
   self->convert = gst_element_factory_make ("videoconvert", "convert");
+  self->scale = gst_element_factory_make ("videoscale", "scale");
+  self->size_filter = gst_element_factory_make ("capsfilter", "size");
   self->filter = gst_element_factory_make ("capsfilter", "output");
-  gst_bin_add_many (GST_BIN (self), self->convert, self->filter, NULL);
+  gst_bin_add_many (GST_BIN (self), self->convert, self->scale,
+      self->size_filter, self->filter, NULL);
+  gst_element_link_many (self->convert, self->scale, self->size_filter, NULL);
 
   convert_sink = gst_element_get_static_pad (self->convert, "sink");
   self->sinkpad = gst_ghost_pad_new_from_template ("sink", convert_sink,
@@ -844,6 +1029,22 @@ install_properties (GObjectClass * gobject_class)
           "Time bound in ms for a candidate to open and encode its first "
           "frame", 1, G_MAXINT32, DEFAULT_PROOF_TIMEOUT,
           rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_DEGRADATION_PREFERENCE,
+      g_param_spec_enum ("degradation-preference", "Degradation preference",
+          "What to give up when the bitrate is below what the encoder needs "
+          "at the input size (its measured floor; only encoders with a "
+          "measured floor, vp8enc and openh264enc, are scaled): "
+          "maintain-resolution keeps the size and lets the encoder drop "
+          "frames; maintain-framerate and balanced send the picture scaled "
+          "down (3/4, 1/2, 3/8, 1/4 ... of each side, even sizes, aspect "
+          "ratio kept, not below 320x180 pixels) to the largest size whose "
+          "floor the bitrate carries, and back up when the bitrate is 1.2 "
+          "times a larger size's floor; balanced behaves as "
+          "maintain-framerate. Decided when caps arrive and when bitrate "
+          "or max-bitrate change; each decision is posted as a "
+          "legba-encoder-scaling element message and kept in stats",
+          LEGBA_TYPE_DEGRADATION_PREFERENCE, DEFAULT_DEGRADATION_PREFERENCE,
+          rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "encoder (string), frames-in, frames-out, bytes-out (guint64) "
@@ -852,7 +1053,12 @@ install_properties (GObjectClass * gobject_class)
           "frames to hold it), min-bitrate (guint: the lowest cap that "
           "carries the size and frame rate without dropping frames, for "
           "encoders whose frame dropping is switched by the cap; 0 for "
-          "others)", GST_TYPE_STRUCTURE,
+          "others), scaled (gboolean: the picture is sent smaller than it "
+          "comes in), input-width, input-height, output-width, "
+          "output-height (gint: the size that comes in and the size sent), "
+          "scaling-floor (guint: the bitrate the encoder needs at the "
+          "input size to keep 90% of the frames within 1.10 x the cap; 0 "
+          "for encoders never scaled)", GST_TYPE_STRUCTURE,
           G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 }
 

@@ -533,20 +533,30 @@ find_selected (GList * messages, guint nth)
  * (x264 wants about 18 Mbit/s at 720p to code it at full quality). */
 #define CONTENT "videotestsrc pattern=zone-plate kx2=20 ky2=20 kt=1"
 
+/* @extra: more properties of legbavideoenc, or NULL */
 static GstElement *
-contract_pipeline (const gchar * codec, const gchar * factory, gint width,
-    gint height, guint frames, guint cap)
+contract_pipeline_full (const gchar * codec, const gchar * factory,
+    gint width, gint height, guint frames, guint cap, const gchar * extra)
 {
   g_autofree gchar *desc = g_strdup_printf (CONTENT " num-buffers=%u "
       "! video/x-raw,format=I420,width=%d,height=%d,framerate=30/1 "
-      "! legbavideoenc name=enc codec=%s %s%s bitrate=%u "
+      "! legbavideoenc name=enc codec=%s %s%s bitrate=%u %s "
       "! fakesink name=sink sync=false", frames, width, height, codec,
-      factory ? "encoder-factory=" : "", factory ? factory : "", cap);
+      factory ? "encoder-factory=" : "", factory ? factory : "", cap,
+      extra ? extra : "");
   g_autoptr (GError) error = NULL;
   GstElement *pipeline = gst_parse_launch (desc, &error);
 
   g_assert_no_error (error);
   return pipeline;
+}
+
+static GstElement *
+contract_pipeline (const gchar * codec, const gchar * factory, gint width,
+    gint height, guint frames, guint cap)
+{
+  return contract_pipeline_full (codec, factory, width, height, frames, cap,
+      NULL);
 }
 
 /* The output bitrate over the run stays within 1.10 x the cap; returns
@@ -658,8 +668,9 @@ static void
 check_frame_dropping (guint cap, gboolean expect_drop)
 {
   const guint frames = 90;
-  GstElement *pipeline = contract_pipeline ("h264", "openh264enc", 640, 360,
-      frames, cap);
+  /* the size kept: the switch is decided for 640x360 itself */
+  GstElement *pipeline = contract_pipeline_full ("h264", "openh264enc", 640,
+      360, frames, cap, "degradation-preference=maintain-resolution");
   g_autoptr (GstElement) enc = gst_bin_get_by_name (GST_BIN (pipeline), "enc");
   g_autoptr (GstCaps) raw = raw_caps (640, 360);
   g_autoptr (GstStructure) stats = NULL;
@@ -788,6 +799,336 @@ GST_START_TEST (test_bitrate_change)
   g_list_free_full (messages, (GDestroyNotify) gst_message_unref);
   output_clear (&out);
   gst_object_unref (pipeline);
+}
+
+GST_END_TEST;
+
+
+/* ---- scaling down when the bitrate cannot carry the picture ---- */
+
+/* The sizes the encoded stream goes through, and whether the first buffer
+ * after each change of size is a key frame. */
+typedef struct
+{
+  GMutex lock;
+  gint width, height;           /* of the last caps */
+  guint changes;                /* caps of another size after the first */
+  gboolean key_due;
+  guint keys_after_change;
+  gint first_width, first_height;
+} Sizes;
+
+static GstPadProbeReturn
+track_sizes (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Sizes *sz = data;
+
+  g_mutex_lock (&sz->lock);
+  if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
+    GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER (info);
+
+    if (sz->key_due) {
+      sz->keys_after_change +=
+          !GST_BUFFER_FLAG_IS_SET (buffer, GST_BUFFER_FLAG_DELTA_UNIT);
+      sz->key_due = FALSE;
+    }
+  } else if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) == GST_EVENT_CAPS) {
+    GstCaps *caps;
+    GstStructure *st;
+    gint w = 0, h = 0;
+
+    gst_event_parse_caps (GST_PAD_PROBE_INFO_EVENT (info), &caps);
+    st = gst_caps_get_structure (caps, 0);
+    gst_structure_get_int (st, "width", &w);
+    gst_structure_get_int (st, "height", &h);
+    if (sz->width == 0) {
+      sz->first_width = w;
+      sz->first_height = h;
+    } else if (w != sz->width || h != sz->height) {
+      sz->changes++;
+      sz->key_due = TRUE;
+    }
+    sz->width = w;
+    sz->height = h;
+  }
+  g_mutex_unlock (&sz->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static void
+watch_sizes (GstElement * pipeline, Sizes * sz)
+{
+  g_autoptr (GstElement) sink = gst_bin_get_by_name (GST_BIN (pipeline),
+      "sink");
+  g_autoptr (GstPad) pad = gst_element_get_static_pad (sink, "sink");
+
+  memset (sz, 0, sizeof (*sz));
+  g_mutex_init (&sz->lock);
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, track_sizes, sz, NULL);
+}
+
+static guint
+count_scaling (GList * messages, const GstStructure ** last)
+{
+  guint n = 0;
+
+  for (GList * l = messages; l; l = l->next) {
+    const GstStructure *s = gst_message_get_structure (l->data);
+    if (GST_MESSAGE_TYPE (l->data) == GST_MESSAGE_ELEMENT
+        && gst_structure_has_name (s, "legba-encoder-scaling")) {
+      n++;
+      *last = s;
+    }
+  }
+  return n;
+}
+
+static void
+keep_encoder (GstBin * bin, GstBin * sub_bin, GstElement * element,
+    gpointer data)
+{
+  GstElement **kept = data;
+  GstElementFactory *factory = gst_element_get_factory (element);
+
+  if (!*kept && factory && gst_element_factory_list_is_type (factory,
+          GST_ELEMENT_FACTORY_TYPE_ENCODER))
+    *kept = gst_object_ref (element);
+}
+
+/* 1280x720 at 30 fps under a 1 Mbit/s cap, below what @factory needs
+ * there on detailed content: by default the picture is sent smaller, at
+ * least 90% of the frames come out and the output stays within 1.10 x the
+ * cap; with maintain-resolution the size is kept (the encoder drops
+ * frames instead, as before). */
+static void
+check_scaling (const gchar * codec, const gchar * factory,
+    gboolean maintain_resolution)
+{
+  const guint frames = 90, cap = 1000000;
+  GstElement *pipeline = contract_pipeline_full (codec, factory, 1280, 720,
+      frames, cap, maintain_resolution ?
+      "degradation-preference=maintain-resolution" : NULL);
+  g_autoptr (GstElement) enc = gst_bin_get_by_name (GST_BIN (pipeline), "enc");
+  g_autoptr (GstCaps) raw = raw_caps (1280, 720);
+  g_autoptr (GstStructure) stats = NULL;
+  GstElement *encoder = NULL;
+  const GstStructure *announced = NULL;
+  gboolean scaled = !maintain_resolution;
+  gint want_w, want_h, out_w = 0, out_h = 0, in_w = 0;
+  guint floor, stats_floor = 0, msg_floor = 0, msg_cap = 0;
+  Sizes sz;
+  Output out;
+  GList *messages;
+  gdouble rate;
+
+  setup ();
+  g_signal_connect (pipeline, "deep-element-added",
+      G_CALLBACK (keep_encoder), &encoder);
+  watch_sizes (pipeline, &sz);
+  output_init (&out);
+  messages = run_to_eos (pipeline, &out);
+  fail_unless (encoder != NULL);
+  floor = legba_encoder_get_scaling_floor (encoder, raw);
+  /* the cap is below the floor at 1280x720 */
+  fail_unless (floor > cap, "%s needs only %u bit/s at 720p", factory, floor);
+  fail_unless (legba_encoder_choose_size (encoder, raw, cap, 0, 0, &want_w,
+          &want_h));
+
+  fail_unless_equals_int (count_scaling (messages, &announced), 1);
+  fail_unless_equals_string (gst_structure_get_string (announced, "factory"),
+      factory);
+  fail_unless (gst_structure_get_boolean (announced, "scaled", &scaled));
+  fail_unless_equals_int (scaled, !maintain_resolution);
+  fail_unless (gst_structure_get_int (announced, "output-width", &out_w));
+  fail_unless (gst_structure_get_int (announced, "output-height", &out_h));
+  fail_unless (gst_structure_get_int (announced, "input-width", &in_w));
+  fail_unless (gst_structure_get_uint (announced, "floor", &msg_floor));
+  fail_unless (gst_structure_get_uint (announced, "cap", &msg_cap));
+  fail_unless_equals_int (in_w, 1280);
+  fail_unless_equals_int (msg_floor, floor);
+  fail_unless_equals_int (msg_cap, cap);
+  if (maintain_resolution) {
+    fail_unless_equals_int (out_w, 1280);
+    fail_unless_equals_int (out_h, 720);
+  } else {
+    fail_unless_equals_int (out_w, want_w);
+    fail_unless_equals_int (out_h, want_h);
+    fail_unless (want_w < 1280 && want_h < 720);
+    /* even, the aspect ratio kept */
+    fail_unless (want_w % 2 == 0 && want_h % 2 == 0);
+    fail_unless (abs (want_w * 720 - want_h * 1280) <= 2 * 1280);
+  }
+
+  /* what the encoder produced, from the first frame on */
+  fail_unless_equals_int (sz.first_width, out_w);
+  fail_unless_equals_int (sz.first_height, out_h);
+  fail_unless_equals_int (sz.changes, 0);
+
+  g_object_get (enc, "stats", &stats, NULL);
+  fail_unless (gst_structure_get_boolean (stats, "scaled", &scaled));
+  fail_unless_equals_int (scaled, !maintain_resolution);
+  fail_unless (gst_structure_get_int (stats, "output-width", &out_w));
+  fail_unless (gst_structure_get_uint (stats, "scaling-floor", &stats_floor));
+  fail_unless_equals_int (out_w, sz.first_width);
+  fail_unless_equals_int (stats_floor, floor);
+
+  rate = output_bitrate (&out, frames, 30);
+  GST_INFO ("%s 1280x720 cap %u (floor %u)%s: sent %dx%d, %.0f bit/s "
+      "(%.2f x), %" G_GUINT64_FORMAT "/%u frames", factory, cap, floor,
+      maintain_resolution ? " maintain-resolution" : "", sz.first_width,
+      sz.first_height, rate, rate / cap, out.buffers, frames);
+  fail_unless (rate <= 1.10 * cap, "%.0f bit/s over the %u cap", rate, cap);
+  if (!maintain_resolution)
+    fail_unless (out.buffers * 10 >= frames * 9, "%" G_GUINT64_FORMAT
+        "/%u frames", out.buffers, frames);
+  gst_object_unref (encoder);
+  g_list_free_full (messages, (GDestroyNotify) gst_message_unref);
+  output_clear (&out);
+  g_mutex_clear (&sz.lock);
+  gst_object_unref (pipeline);
+}
+
+GST_START_TEST (test_scaling_vp8)
+{
+  check_scaling ("vp8", "vp8enc", FALSE);
+  check_scaling ("vp8", "vp8enc", TRUE);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_scaling_openh264)
+{
+  if (!have ("openh264enc"))
+    return;
+  check_scaling ("h264", "openh264enc", FALSE);
+  check_scaling ("h264", "openh264enc", TRUE);
+}
+
+GST_END_TEST;
+
+/* x264enc has no measured floor: never scaled, nothing announced. */
+GST_START_TEST (test_scaling_not_x264)
+{
+  GstElement *pipeline = contract_pipeline ("h264", "x264enc", 1280, 720, 30,
+      250000);
+  g_autoptr (GstElement) enc = gst_bin_get_by_name (GST_BIN (pipeline), "enc");
+  g_autoptr (GstStructure) stats = NULL;
+  const GstStructure *announced = NULL;
+  gboolean scaled = TRUE;
+  guint floor = 1;
+  Sizes sz;
+  Output out;
+  GList *messages;
+
+  setup ();
+  watch_sizes (pipeline, &sz);
+  output_init (&out);
+  messages = run_to_eos (pipeline, &out);
+  fail_unless_equals_int (count_scaling (messages, &announced), 0);
+  fail_unless_equals_int (sz.first_width, 1280);
+  g_object_get (enc, "stats", &stats, NULL);
+  fail_unless (gst_structure_get_boolean (stats, "scaled", &scaled));
+  fail_unless (gst_structure_get_uint (stats, "scaling-floor", &floor));
+  fail_if (scaled);
+  fail_unless_equals_int (floor, 0);
+  g_list_free_full (messages, (GDestroyNotify) gst_message_unref);
+  output_clear (&out);
+  g_mutex_clear (&sz.lock);
+  gst_object_unref (pipeline);
+}
+
+GST_END_TEST;
+
+typedef struct
+{
+  GstElement *enc;
+  guint bitrate;
+} NewBitrate;
+
+/* Sets the bitrate from the streaming thread when the frame at 1 s
+ * enters the element. */
+static GstPadProbeReturn
+change_bitrate (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  NewBitrate *change = data;
+
+  if (GST_BUFFER_PTS (GST_PAD_PROBE_INFO_BUFFER (info)) >= GST_SECOND) {
+    g_object_set (change->enc, "bitrate", change->bitrate, NULL);
+    return GST_PAD_PROBE_REMOVE;
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+/* 1280x720 under @from bit/s, then @to while playing: the size sent
+ * changes once mid-stream (new caps, the encoder reconfigured, a key frame
+ * first), announced: up to 1280x720 when @to is above @from, down from
+ * it otherwise. */
+static void
+check_resize (const gchar * codec, const gchar * factory, guint from, guint to)
+{
+  const guint frames = 60;
+  const gboolean up = to > from;
+  GstElement *pipeline = contract_pipeline_full (codec, factory, 1280, 720,
+      frames, from, NULL);
+  g_autoptr (GstElement) enc = gst_bin_get_by_name (GST_BIN (pipeline), "enc");
+  g_autoptr (GstPad) sink = gst_element_get_static_pad (enc, "sink");
+  g_autoptr (GstStructure) stats = NULL;
+  const GstStructure *last = NULL;
+  gboolean scaled = TRUE;
+  gint out_w = 0, out_h = 0;
+  NewBitrate change = { enc, to };
+  Sizes sz;
+  Output out;
+  GList *messages;
+
+  setup ();
+  watch_sizes (pipeline, &sz);
+  output_init (&out);
+  gst_pad_add_probe (sink, GST_PAD_PROBE_TYPE_BUFFER, change_bitrate,
+      &change, NULL);
+  messages = run_to_eos (pipeline, &out);
+  GST_INFO ("%s: sent %dx%d, then %dx%d; %u change(s), %u key frame(s) "
+      "after them; %" G_GUINT64_FORMAT "/%u frames", factory, sz.first_width,
+      sz.first_height, sz.width, sz.height, sz.changes, sz.keys_after_change,
+      out.buffers, frames);
+  fail_unless_equals_int (sz.changes, 1);
+  fail_unless_equals_int (sz.keys_after_change, 1);
+  if (up) {
+    fail_unless (sz.first_width < 1280);
+    fail_unless_equals_int (sz.width, 1280);
+    fail_unless_equals_int (sz.height, 720);
+  } else {
+    fail_unless_equals_int (sz.first_width, 1280);
+    fail_unless (sz.width < 1280 && sz.height < 720);
+  }
+  fail_unless_equals_int (count_scaling (messages, &last), 2);
+  fail_unless (gst_structure_get_boolean (last, "scaled", &scaled));
+  fail_unless_equals_int (scaled, !up);
+  g_object_get (enc, "stats", &stats, NULL);
+  fail_unless (gst_structure_get_int (stats, "output-width", &out_w));
+  fail_unless (gst_structure_get_int (stats, "output-height", &out_h));
+  fail_unless_equals_int (out_w, sz.width);
+  fail_unless_equals_int (out_h, sz.height);
+  g_list_free_full (messages, (GDestroyNotify) gst_message_unref);
+  output_clear (&out);
+  g_mutex_clear (&sz.lock);
+  gst_object_unref (pipeline);
+}
+
+GST_START_TEST (test_scale_up)
+{
+  check_resize ("vp8", "vp8enc", 1000000, 5000000);
+  if (have ("openh264enc"))
+    check_resize ("h264", "openh264enc", 1000000, 5000000);
+}
+
+GST_END_TEST;
+
+/* lowered while playing: down at once */
+GST_START_TEST (test_scale_down_while_playing)
+{
+  check_resize ("vp8", "vp8enc", 5000000, 1000000);
 }
 
 GST_END_TEST;
@@ -952,6 +1293,11 @@ legbavideoenc_suite (void)
   tcase_add_test (tc, test_openh264_frame_dropping);
   tcase_add_test (tc, test_frame_rate);
   tcase_add_test (tc, test_bitrate_change);
+  tcase_add_test (tc, test_scaling_vp8);
+  tcase_add_test (tc, test_scaling_openh264);
+  tcase_add_test (tc, test_scaling_not_x264);
+  tcase_add_test (tc, test_scale_up);
+  tcase_add_test (tc, test_scale_down_while_playing);
   tcase_add_test (tc, test_force_key_unit);
   tcase_add_test (tc, test_fallback_to_test_encoder);
   tcase_add_test (tc, test_fallback_to_x264);

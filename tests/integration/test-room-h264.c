@@ -11,6 +11,12 @@
  * counts only when both read and agree (a slice the decoder lost or
  * concealed from an earlier picture shows a wrong number or none), and
  * the count is over a fixed run of frame numbers.
+ *
+ * And a change of size mid-stream through a room: legbavideoenc sends the
+ * picture scaled down under a low bitrate, the bitrate is raised while
+ * playing, and the receiver's decoder must output frames of the larger
+ * size (H.264 from openh264enc, decoded by avdec_h264; VP8 from vp8enc,
+ * decoded by vp8dec).
  */
 #include "room-test.h"
 
@@ -242,11 +248,146 @@ test_multi_slice (Fixture * f, gconstpointer data)
   g_mutex_clear (&c.lock);
 }
 
+/* ---- a change of size mid-stream ---- */
+
+#define RESIZE_SENDER \
+  "videotestsrc is-live=true pattern=smpte horizontal-speed=4 ! " \
+  "video/x-raw,format=I420,width=640,height=360,framerate=30/1 ! " \
+  "legbavideoenc name=venc codec=%s encoder-factory=%s bitrate=%u " \
+  "keyframe-interval=60"
+
+/* what leaves the receiver's decoder */
+typedef struct
+{
+  GMutex lock;
+  guint64 small;                /* frames of the scaled size */
+  guint64 full_after_small;     /* frames of the full size after those */
+  gint small_width, small_height;
+} Sizes;
+
+static GstPadProbeReturn
+decoded_size (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Sizes *sz = data;
+  g_autoptr (GstCaps) caps = gst_pad_get_current_caps (pad);
+  GstStructure *s = caps ? gst_caps_get_structure (caps, 0) : NULL;
+  gint w = 0, h = 0;
+
+  if (!s || !gst_structure_get_int (s, "width", &w)
+      || !gst_structure_get_int (s, "height", &h))
+    return GST_PAD_PROBE_OK;
+  g_mutex_lock (&sz->lock);
+  if (w == sz->small_width && h == sz->small_height)
+    sz->small++;
+  else if (w == 640 && h == 360 && sz->small > 0)
+    sz->full_after_small++;
+  g_mutex_unlock (&sz->lock);
+  g_main_context_wakeup (NULL);
+  return GST_PAD_PROBE_OK;
+}
+
+static guint64
+sizes_get (Sizes * sz, gboolean full)
+{
+  guint64 n;
+
+  g_mutex_lock (&sz->lock);
+  n = full ? sz->full_after_small : sz->small;
+  g_mutex_unlock (&sz->lock);
+  return n;
+}
+
+static void
+test_resize (Fixture * f, gconstpointer data)
+{
+  const gchar *codec = data;
+  const gchar *factory = g_str_equal (codec, "h264") ? "openh264enc" : "vp8enc";
+  /* below the encoder's floor at 640x360: sent at 320x180 */
+  const guint low = 250000, high = 3000000;
+  g_autofree gchar *desc = NULL;
+  g_autoptr (GstElement) venc = NULL;
+  g_autoptr (GstElement) dec = NULL;
+  g_autoptr (GstStructure) stats = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GstElementFactory) available = gst_element_factory_find (factory);
+  Participant *alice, *bob;
+  GstElement *bin;
+  GstPad *src, *sink;
+  Sizes sz = { 0, };
+  gint out_w = 0, out_h = 0;
+
+  if (!available) {
+    g_test_skip_printf ("%s is not installed", factory);
+    return;
+  }
+  alice = participant_new_for_server (f, "alice", NULL, FALSE);
+  bob = participant_new_for_server (f, "bob", NULL, FALSE);
+  g_mutex_init (&sz.lock);
+  desc = g_strdup_printf (RESIZE_SENDER, codec, factory, low);
+  /* the ghost pad by hand: gst_parse's would be found inside
+   * legbavideoenc, an unlinked pad of the bin it is */
+  bin = gst_parse_bin_from_description (desc, FALSE, &error);
+  g_assert_no_error (error);
+  venc = gst_bin_get_by_name (GST_BIN (bin), "venc");
+  src = gst_element_get_static_pad (venc, "src");
+  gst_element_add_pad (bin, gst_ghost_pad_new ("src", src));
+  gst_object_unref (src);
+  gst_bin_add (GST_BIN (alice->pipeline), bin);
+  sink = legba_room_add_track (alice->room, LEGBA_TRACK_KIND_VIDEO, &error);
+  g_assert_no_error (error);
+  src = gst_element_get_static_pad (bin, "src");
+  g_assert_cmpint (gst_pad_link (src, sink), ==, GST_PAD_LINK_OK);
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_element_sync_state_with_parent (bin);
+  alice->sources[LEGBA_TRACK_KIND_VIDEO] = bin;
+
+  participant_connect_and_wait (alice);
+  participant_connect_and_wait (bob);
+  ROOM_WAIT_FOR (participant_frames (bob, alice, LEGBA_TRACK_KIND_VIDEO) > 0,
+      "bob to decode a frame of alice's video");
+
+  /* the size sent at the low bitrate */
+  g_object_get (venc, "stats", &stats, NULL);
+  g_assert_true (gst_structure_get_int (stats, "output-width", &out_w));
+  g_assert_true (gst_structure_get_int (stats, "output-height", &out_h));
+  g_assert_cmpint (out_w, <, 640);
+  g_assert_cmpint (out_h, <, 360);
+  sz.small_width = out_w;
+  sz.small_height = out_h;
+
+  dec = decoder_of (bob, alice);
+  g_assert_nonnull (dec);
+  src = gst_element_get_static_pad (dec, "src");
+  gst_pad_add_probe (src, GST_PAD_PROBE_TYPE_BUFFER, decoded_size, &sz, NULL);
+  gst_object_unref (src);
+  ROOM_WAIT_FOR (sizes_get (&sz, FALSE) >= 10,
+      "bob to decode 10 frames of the scaled size");
+
+  /* raised while playing: back to 640x360, through the room */
+  g_object_set (venc, "bitrate", high, NULL);
+  ROOM_WAIT_FOR (sizes_get (&sz, TRUE) >= 10,
+      "bob to decode 10 frames of the full size after the raise");
+  g_test_message ("%s: %" G_GUINT64_FORMAT " frames decoded at %dx%d, then "
+      "%" G_GUINT64_FORMAT " at 640x360", factory, sizes_get (&sz, FALSE),
+      sz.small_width, sz.small_height, sizes_get (&sz, TRUE));
+
+  assert_no_room_errors (alice);
+  assert_no_room_errors (bob);
+  participant_free (bob);
+  participant_free (alice);
+  g_mutex_clear (&sz.lock);
+}
+
 int
 main (int argc, char **argv)
 {
   room_test_init (&argc, &argv);
   g_test_add ("/room/h264/multi-slice", Fixture, NULL, fixture_setup,
       test_multi_slice, fixture_teardown);
+  g_test_add ("/room/resize/h264", Fixture, "h264", fixture_setup,
+      test_resize, fixture_teardown);
+  g_test_add ("/room/resize/vp8", Fixture, "vp8", fixture_setup,
+      test_resize, fixture_teardown);
   return g_test_run ();
 }

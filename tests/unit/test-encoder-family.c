@@ -405,6 +405,101 @@ test_output_caps (void)
       "av1");
 }
 
+static GstCaps *
+sized (gint width, gint height, gint fps)
+{
+  return gst_caps_new_simple ("video/x-raw", "format", G_TYPE_STRING, "I420",
+      "width", G_TYPE_INT, width, "height", G_TYPE_INT, height,
+      "framerate", GST_TYPE_FRACTION, fps, 1, NULL);
+}
+
+/* The size ladder (legba_encoder_choose_size()): the largest step of 1,
+ * 3/4, 1/2, 3/8, 1/4 ... whose floor the bitrate carries, even sizes, the
+ * aspect ratio kept, not below 320x180 pixels; down at once, up only with
+ * the margin; never for a factory without a measured floor. */
+static void
+test_scaling_ladder (void)
+{
+  g_autoptr (GstCaps) hd = sized (1280, 720, 30);
+  g_autoptr (GstCaps) hd15 = sized (1280, 720, 15);
+  g_autoptr (GstCaps) odd = sized (1366, 768, 30);
+  g_autoptr (GstCaps) small = sized (320, 180, 30);
+  g_autoptr (GstCaps) c540 = sized (960, 540, 30);
+  g_autoptr (GstCaps) c360 = sized (640, 360, 30);
+  g_autoptr (GstElement) vp8 = gst_element_factory_make ("vp8enc", NULL);
+  g_autoptr (GstElement) x264 = gst_element_factory_make ("x264enc", NULL);
+  guint f720, f540, f360;
+  gint w, h;
+
+  if (!vp8) {
+    g_test_skip ("vp8enc is not installed");
+    return;
+  }
+  gst_object_ref_sink (vp8);
+  f720 = legba_encoder_get_scaling_floor (vp8, hd);
+  f540 = legba_encoder_get_scaling_floor (vp8, c540);
+  f360 = legba_encoder_get_scaling_floor (vp8, c360);
+  g_assert_cmpuint (f720, >, f540);
+  g_assert_cmpuint (f540, >, f360);
+  g_assert_cmpuint (f360, >, 0);
+  /* half the frame rate needs half the bitrate */
+  g_assert_cmpuint (legba_encoder_get_scaling_floor (vp8, hd15), ==,
+      (guint) ((f720 + 1) / 2));
+
+  /* enough for the full size: kept */
+  g_assert_false (legba_encoder_choose_size (vp8, hd, f720, 0, 0, &w, &h));
+  g_assert_cmpint (w, ==, 1280);
+  g_assert_cmpint (h, ==, 720);
+  /* just below: 3/4 */
+  g_assert_true (legba_encoder_choose_size (vp8, hd, f720 - 1, 0, 0, &w, &h));
+  g_assert_cmpint (w, ==, 960);
+  g_assert_cmpint (h, ==, 540);
+  /* below 3/4's floor: 1/2 */
+  g_assert_true (legba_encoder_choose_size (vp8, hd, f540 - 1, 0, 0, &w, &h));
+  g_assert_cmpint (w, ==, 640);
+  g_assert_cmpint (h, ==, 360);
+  /* nothing carries it: the smallest step of at least 320x180 pixels */
+  g_assert_true (legba_encoder_choose_size (vp8, hd, 1000, 0, 0, &w, &h));
+  g_assert_cmpint (w, ==, 320);
+  g_assert_cmpint (h, ==, 180);
+  g_assert_false (legba_encoder_choose_size (vp8, small, 1000, 0, 0, &w, &h));
+  g_assert_cmpint (w, ==, 320);
+
+  /* even sizes, the aspect ratio kept */
+  g_assert_true (legba_encoder_choose_size (vp8, odd, 1000, 0, 0, &w, &h));
+  g_assert_cmpint (w % 2, ==, 0);
+  g_assert_cmpint (h % 2, ==, 0);
+  g_assert_cmpint (w, ==, 1366 / 4 & ~1);
+  g_assert_cmpint (h, ==, 768 / 4);
+
+  /* hysteresis: sent at 640x360, 3/4's floor is carried but not with the
+   * margin: stays; with the margin: up */
+  g_assert_true (legba_encoder_choose_size (vp8, hd, f540, 640, 360, &w, &h));
+  g_assert_cmpint (w, ==, 640);
+  g_assert_true (legba_encoder_choose_size (vp8, hd,
+          (guint) (f540 * LEGBA_ENCODER_SCALE_UP_MARGIN) + 1, 640, 360, &w,
+          &h));
+  g_assert_cmpint (w, ==, 960);
+  /* well above the full size's floor: back to it */
+  g_assert_false (legba_encoder_choose_size (vp8, hd,
+          (guint) (f720 * LEGBA_ENCODER_SCALE_UP_MARGIN) + 1, 640, 360, &w,
+          &h));
+  g_assert_cmpint (w, ==, 1280);
+  /* down at once: sent at 1280x720, just below its floor */
+  g_assert_true (legba_encoder_choose_size (vp8, hd, f720 - 1, 1280, 720, &w,
+          &h));
+  g_assert_cmpint (w, ==, 960);
+
+  /* no measured floor: never scaled */
+  if (x264) {
+    gst_object_ref_sink (x264);
+    g_assert_cmpuint (legba_encoder_get_scaling_floor (x264, hd), ==, 0);
+    g_assert_false (legba_encoder_choose_size (x264, hd, 1000, 0, 0, &w, &h));
+    g_assert_cmpint (w, ==, 1280);
+    g_assert_cmpint (h, ==, 720);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -419,6 +514,7 @@ main (int argc, char **argv)
       test_every_family_checked);
   g_test_add_func ("/encoder/family/bitrate-units", test_bitrate_units);
   g_test_add_func ("/encoder/family/frame-dropping", test_frame_dropping);
+  g_test_add_func ("/encoder/family/scaling-ladder", test_scaling_ladder);
   g_test_add_func ("/encoder/family/output-caps", test_output_caps);
 
   ret = g_test_run ();
