@@ -140,11 +140,7 @@ CAVEATS = {
     "no interval. One row by hand, from a release build: valgrind "
     "--tool=callgrind --collect-atstart=no --toggle-collect=measured_batch "
     "build-release/bench/data-cpu --dir recv --size short --batches 1 "
-    "--batch 1000 --only legba (the Ir total over 1,000). The memory "
-    "rows compare like for like: webrtcbin there carries the session a "
-    "pair of Legba's rooms negotiates (both channels, the receive-only "
-    "transceivers); webrtcbin-1dc is the one-channel pair of the other "
-    "rows.",
+    "--batch 1000 --only legba (the Ir total over 1,000).",
     "scale": "webrtcbin is the like-for-like floor of the targets: the "
     "same transceivers and two data channels as a pair of Legba's rooms; "
     "webrtcbin-1dc, one data channel and no transceiver, is the plain pair "
@@ -504,6 +500,22 @@ def encoder_summary(results_dir):
     return os.path.basename(found[-1]), over, text
 
 
+def memory_baseline(suite, series):
+    """What the data suite's memory rows compare Legba with: runs that
+    measured webrtcbin-1dc beside it had webrtcbin with Legba's session."""
+    if suite != "data" or "heap_kib_per_pair" not in series:
+        return ""
+    if "webrtcbin-1dc" in series["heap_kib_per_pair"]:
+        return (" The memory rows compare like for like: webrtcbin there "
+                "carries the session a pair of Legba's rooms negotiates "
+                "(both channels, the receive-only transceivers); "
+                "webrtcbin-1dc is the one-channel pair of the other rows.")
+    return (" The memory rows of this run compare Legba with the one-channel "
+            "webrtcbin pair of the other rows, which lacks the second "
+            "channel and the receive-only transceivers of Legba's session: "
+            "not like for like.")
+
+
 # Legba's targets (issue of the suites): (suite, metric, target text,
 # check(legba median, series) -> True / False / None when not decidable)
 def _vs(series, metric, peer, factor):
@@ -681,7 +693,8 @@ def main():
                     lines += [f"![{name}]({rel(chart)})", ""]
         lines += ["How: " + " ".join(res["notes"]), ""]
         if suite in CAVEATS:
-            lines += ["Reading it: " + CAVEATS[suite], ""]
+            lines += ["Reading it: " + CAVEATS[suite]
+                      + memory_baseline(suite, series), ""]
         failed = [r for r in res["runs"] if "error" in r]
         if failed:
             lines.append(f"Failed runs ({len(failed)} of {len(res['runs'])}"
