@@ -789,12 +789,15 @@ def wait_all(procs, found, seconds):
     processes that have not."""
     deadline = time.monotonic() + seconds
     while True:
+        for p in procs:
+            p.poll_lines()
         missing = [p for p in procs if not found(p)]
         if not missing or time.monotonic() > deadline:
             return missing
         if any(p.proc.poll() is not None for p in missing):
             return missing
-        select.select([p.proc.stdout for p in procs], [], [], 0.1)
+        select.select([p.proc.stdout for p in procs
+                       if p.proc.poll() is None], [], [], 0.1)
 
 
 def mesh_run(r, peer, n, window, settle, label):

@@ -1207,6 +1207,9 @@ mesh_signal (Mesh * m, const char *line)
       r = m->remotes->pdata[i];
   if (r == NULL || type == NULL) {
     g_printerr ("mesh: a message from no participant: %s\n", line);
+  } else if (strcmp (type, "offer") == 0 && !r->offerer &&
+      g_object_get_data (G_OBJECT (r->webrtc), "mesh-remote") != NULL) {
+    g_printerr ("mesh: a second offer from %s, ignored\n", from);
   } else if (strcmp (type, "offer") == 0 && !r->offerer) {
     MeshRemote *mr = g_new (MeshRemote, 1);
 
