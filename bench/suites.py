@@ -712,14 +712,20 @@ def proc_cpu_s(pid):
 
 
 class MeshProcess:
-    """One participant of the mesh: legba-peer mesh, driven through its
-    standard input, read line by line from its standard output."""
+    """One participant of the mesh, driven through its standard input,
+    read line by line from its standard output. legba: legba-peer mesh,
+    through the legba-server at url. webrtcbin: webrtcbin-peer mesh, whose
+    signalling lines ({"to": ID, ...}) are handed to route."""
 
-    def __init__(self, r, url, identity, expect):
+    def __init__(self, r, peer, identity, others, url=None, route=None):
         self.identity = identity
-        self.cmd = r.command("legba", "mesh", [
-            "--server-url", url, "--identity", identity,
-            "--expect", str(expect)] + VIDEO_OPTS)
+        self.route = route
+        if peer == "legba":
+            opts = ["--server-url", url, "--identity", identity,
+                    "--expect", str(len(others))]
+        else:
+            opts = ["--identity", identity, "--peers", ",".join(others)]
+        self.cmd = r.command(peer, "mesh", opts + VIDEO_OPTS)
         self.err = open(os.path.join(r.args.workdir, f"{identity}.err"),
                         "w+")
         self.proc = subprocess.Popen(
@@ -737,8 +743,13 @@ class MeshProcess:
             self.buf += chunk
         *done, self.buf = self.buf.split("\n")
         for line in done:
-            if line.startswith("{"):
-                self.lines.append(json.loads(line))
+            if not line.startswith("{"):
+                continue
+            msg = json.loads(line)
+            if "to" in msg and self.route:
+                self.route(self.identity, msg)
+            else:
+                self.lines.append(msg)
         return self.lines
 
     def event(self, name=None, mode=None):
@@ -749,8 +760,13 @@ class MeshProcess:
         return None
 
     def send(self, command):
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
+        """A line to its standard input; False if it has closed it."""
+        try:
+            self.proc.stdin.write(command + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+        return True
 
     def stderr_tail(self):
         self.err.seek(0)
@@ -781,26 +797,51 @@ class MeshProcess:
 
 
 def wait_all(procs, found, seconds):
-    """Polls until found(p) holds for every process or the deadline; the
+    """Reads every process's output (handing signalling lines on as they
+    come) until found(p) holds for every process or the deadline; the
     processes that have not."""
     deadline = time.monotonic() + seconds
     while True:
+        for p in procs:
+            p.poll_lines()
         missing = [p for p in procs if not found(p)]
         if not missing or time.monotonic() > deadline:
             return missing
         if any(p.proc.poll() is not None for p in missing):
             return missing
-        time.sleep(0.1)
+        select.select([p.proc.stdout for p in procs
+                       if p.proc.poll() is None], [], [], 0.1)
 
 
-def mesh_run(r, n, window, settle, label):
-    record = {"peer": "legba", "label": label, "started": time.time(),
+def mesh_run(r, peer, n, window, settle, label):
+    """One mesh of n fresh processes of peer: legba through a fresh
+    legba-server process, webrtcbin with this driver as its signalling
+    (each line handed on as it is read)."""
+    record = {"peer": peer, "label": label, "started": time.time(),
               "participants": n, "window_s": window, "settle_s": settle}
-    server = LegbaServerProcess(r.args.build, r.args.workdir)
+    server = None
     procs = []
+    ids = [f"p{i}" for i in range(n)]
+    by_id = {}
+    relayed = {"offer": 0, "answer": 0, "candidate": 0}
+
+    def route(sender, msg):
+        to = by_id.get(msg.pop("to"))
+        relayed[msg.get("type")] = relayed.get(msg.get("type"), 0) + 1
+        if to is not None:
+            msg["from"] = sender
+            to.send(json.dumps(msg))
+
     try:
-        procs = [MeshProcess(r, server.url, f"p{i}", n - 1)
-                 for i in range(n)]
+        if peer == "legba":
+            server = LegbaServerProcess(r.args.build, r.args.workdir)
+            procs = [MeshProcess(r, peer, i, [o for o in ids if o != i],
+                                 url=server.url) for i in ids]
+        else:
+            procs = [MeshProcess(r, peer, i, [o for o in ids if o != i],
+                                 route=route) for i in ids]
+            record["relayed"] = relayed
+        by_id.update((p.identity, p) for p in procs)
         record["command"] = [p.cmd for p in procs]
         t0 = time.monotonic()
         missing = wait_all(procs, lambda p: p.event(name="decoding"), 240)
@@ -812,18 +853,20 @@ def mesh_run(r, n, window, settle, label):
         record["all_decoding_s"] = time.monotonic() - t0
         record["decoding_ms"] = {p.identity: p.event(name="decoding")["ms"]
                                  for p in procs}
-        time.sleep(settle)
+        wait_all(procs, lambda p: False, settle)
         record["load_window_start"] = loadavg()
-        server_cpu = proc_cpu_s(server.proc.pid)
+        if server:
+            server_cpu = proc_cpu_s(server.proc.pid)
         for p in procs:
             p.send("start")
         w0 = time.monotonic()
-        time.sleep(window)
+        wait_all(procs, lambda p: False, window)
         for p in procs:
             p.send("stop")
-        record["server_cpu_pct"] = 100 * (
-            proc_cpu_s(server.proc.pid) - server_cpu) / (
-            time.monotonic() - w0)
+        if server:
+            record["server_cpu_pct"] = 100 * (
+                proc_cpu_s(server.proc.pid) - server_cpu) / (
+                time.monotonic() - w0)
         record["load_window_end"] = loadavg()
         # a process closes its window once each of its streams has given
         # a frame in it: a starved stream holds it open
@@ -841,10 +884,11 @@ def mesh_run(r, n, window, settle, label):
         problems = [x for x in (p.close() for p in procs) if x]
         if problems and "error" not in record:
             record["error"] = "; ".join(problems)
-        server.stop()
+        if server:
+            server.stop()
         record["wall_s"] = time.time() - record["started"]
         r.runs.append(record)
-        print(f"  {label} mesh: {record.get('error') or 'ok'} "
+        print(f"  {label} {peer} mesh: {record.get('error') or 'ok'} "
               f"({record['wall_s']:.1f} s)", flush=True)
     return record
 
@@ -855,32 +899,36 @@ def suite_mesh(r, q, series, notes):
     window = 4 if smoke else (10 if q else 20)
     settle = 2 if smoke else 5
     rounds = 1 if (q or smoke) else 3
-    for rnd in range(rounds):
-        record = mesh_run(r, n, window, settle, f"round {rnd}")
+
+    def body(peer, rnd):
+        record = mesh_run(r, peer, n, window, settle, f"round {rnd}")
         results = record.get("result")
         if not results or "error" in record:
-            continue
+            return
         streams = [s for res in results for s in res["streams"]
                    if s["frames"] > 0]
         if len(streams) != n * (n - 1):
             record["error"] = (f"{len(streams)} streams decoded in the "
                                f"window, not {n * (n - 1)}")
-            continue
+            return
         for res in results:
-            add(series, "mesh_cpu_pct_participant", "legba", res["cpu_pct"])
-            add(series, "mesh_rss_mib_participant", "legba",
+            add(series, "mesh_cpu_pct_participant", peer, res["cpu_pct"])
+            add(series, "mesh_rss_mib_participant", peer,
                 res["rss_kib"] / 1024)
-        add(series, "mesh_cpu_pct_all", "legba",
+        add(series, "mesh_cpu_pct_all", peer,
             sum(res["cpu_pct"] for res in results))
         for s in streams:
-            add(series, "mesh_fps_stream", "legba", s["fps"])
-        add(series, "mesh_fps_slowest", "legba",
+            add(series, "mesh_fps_stream", peer, s["fps"])
+        add(series, "mesh_fps_slowest", peer,
             min(s["fps"] for s in streams))
         lost = sum(s.get("lost", 0) for s in streams)
-        add(series, "mesh_frames_lost_pct", "legba",
+        add(series, "mesh_frames_lost_pct", peer,
             100.0 * lost / max(lost + sum(s["frames"] for s in streams), 1))
-        add(series, "mesh_server_cpu_pct", "legba", record["server_cpu_pct"])
-        add(series, "mesh_all_decoding_s", "legba", record["all_decoding_s"])
+        if "server_cpu_pct" in record:
+            add(series, "mesh_server_cpu_pct", peer,
+                record["server_cpu_pct"])
+        add(series, "mesh_all_decoding_s", peer, record["all_decoding_s"])
+    r.rounds(["legba", "webrtcbin"], rounds, body)
     notes.append(
         f"{n} participants, each its own process (legba-peer mesh) with one "
         "LegbaRoom, all in one room through a legba-server process on "
@@ -901,6 +949,19 @@ def suite_mesh(r, q, series, notes):
         "the sender stamped that were never decoded). One fresh server and "
         "four fresh processes per run; the server's CPU over the window "
         "beside them (signalling only: media goes peer to peer). "
+        f"webrtcbin: the same mesh of {n} processes of plain webrtcbin "
+        "(webrtcbin-peer mesh), one webrtcbin per other participant, with "
+        "the same sender line (encoded once, then per peer a queue and "
+        "rtph264pay), the same session as Legba's rooms negotiate (an H.264 "
+        "video transceiver sending and receiving, a receive-only Opus one, "
+        "the channels legba and legba-lossy), the same jitter-buffer "
+        "latency (100 ms), the same receive chain (rtph264depay, h264parse, "
+        "avdec_h264, legbastampcheck, fakesink) and the same window and "
+        "counting; no signalling server: this driver hands each process's "
+        "descriptions and candidates (JSON lines on its standard output) "
+        "to the other's standard input as it reads them, the lower id "
+        "offering. In every round both peers run, in the opposite order "
+        "each other round. "
         "mesh_cpu_pct_all: the 4 processes together, one value per run.")
 
 

@@ -12,11 +12,32 @@
  *   webrtcbin-peer call  [--frames N] [--width W --height H] [--bitrate KBPS]
  *   webrtcbin-peer first-frame [--iterations N] [--width W --height H]
  *                        [--bitrate KBPS]
+ *   webrtcbin-peer mesh  --identity ID --peers ID,ID,... [--width W
+ *                        --height H] [--bitrate KBPS]
  *
  * first-frame: the sender's stamped H.264 track of a moving zone plate
  * (as legba-peer's), timed from the pipeline going to PLAYING (which
  * starts the negotiation) to the first frame out of b's decoder; the
  * first iteration is the process's first peer connection.
+ *
+ * mesh: one participant of a mesh of plain webrtcbins, one process each,
+ * as an application without Legba would make it: one webrtcbin per other
+ * participant, legba-peer mesh's sender line encoded once and sent to
+ * each (tee, then per webrtcbin a leaky queue, rtph264pay and the
+ * negotiated format), and each received video decoded through the
+ * elements a room's receive chain has (rtph264depay asking for key
+ * frames, h264parse, avdec_h264, legbastampcheck). The session is the
+ * one a pair of Legba's rooms negotiates when both publish video (as
+ * --like-legba, but the video transceiver sends and receives H.264 only,
+ * its SSRC announced); the lower id makes the offer. Signalling is
+ * the caller's: descriptions and candidates are JSON lines on standard
+ * output ({"to": ID, "type": "offer" | "answer" | "candidate", ...}),
+ * and the caller hands them on to ID's standard input, "to" replaced by
+ * "from". Besides those, standard input takes legba-peer mesh's
+ * commands ("start", "stop") and standard output has its lines
+ * ({"event": "decoding"} once every other participant's video has given
+ * a decoded frame, and the window's result); end of input leaves.
+ * bench/suites.py mesh drives four of them.
  *
  * Prints one JSON object on standard output. ICE: host candidates on
  * 127.0.0.1 only (libnice leaves loopback out by default, so it is added
@@ -37,6 +58,7 @@
 #include <gst/gst.h>
 #include <gst/sdp/sdp.h>
 #include <gst/webrtc/webrtc.h>
+#include <json-glib/json-glib.h>
 #include <nice/agent.h>
 #include <sys/resource.h>
 #include <malloc.h>
@@ -796,6 +818,682 @@ mode_first_frame (guint iterations, guint width, guint height, guint kbps)
   return ok == iterations ? 0 : 1;
 }
 
+/* ---- mesh ---- */
+
+/* legba-peer's sender line, up to the encoded track */
+#define MESH_VIDEO_LINE "videotestsrc is-live=true pattern=zone-plate " \
+  "kx2=20 ky2=20 kt=1 ! video/x-raw,format=I420,width=%u,height=%u," \
+  "framerate=30/1 ! legbastamp ! x264enc tune=zerolatency " \
+  "speed-preset=ultrafast bitrate=%u key-int-max=60 ! capsfilter " \
+  "caps=\"video/x-h264,stream-format=byte-stream,alignment=au," \
+  "profile=constrained-baseline\""
+/* one remote's copy of the track: a queue that drops rather than stall
+ * the encoder for the others, the payloader, the negotiated format */
+#define MESH_SEND_LINE "queue max-size-buffers=0 max-size-bytes=0 " \
+  "max-size-time=2000000000 leaky=upstream ! rtph264pay config-interval=-1 " \
+  "aggregate-mode=zero-latency ! capsfilter caps=\"application/x-rtp," \
+  "media=video,encoding-name=H264,payload=96,clock-rate=90000,ssrc=(uint)%u\""
+/* a received video: the elements a room's receive chain has */
+#define MESH_DECODE_LINE "rtph264depay request-keyframe=true " \
+  "wait-for-keyframe=true ! video/x-h264,stream-format=avc,alignment=au ! " \
+  "h264parse config-interval=-1 ! avdec_h264 ! legbastampcheck name=check " \
+  "! fakesink sync=false async=false"
+
+/* a remote participant: its webrtcbin and, once it comes, its video */
+typedef struct
+{
+  char *id;
+  gboolean offerer;             /* this process offers (the lower id) */
+  GstElement *webrtc;
+  GstWebRTCRTPTransceiver *video;
+  guint32 ssrc;                 /* the SSRC our track goes under */
+  GstWebRTCDataChannel *reliable, *lossy;       /* the offerer's */
+  guint16 sctp_id;
+  gboolean sending;             /* our track is linked to it */
+  /* its decoded video; under mesh_lock */
+  GstElement *check;
+  gint frames;                  /* atomic: frames out of the decoder */
+  gint64 first_us;
+  gint window_frames;
+  guint64 window_lost;
+} Remote;
+
+typedef struct
+{
+  GMainLoop *loop;
+  const char *identity;
+  GstElement *pipe;
+  GstElement *tee;              /* the encoded track, one branch a remote */
+  GPtrArray *remotes;           /* Remote */
+  guint width, height, kbps;
+  gint64 started_us;
+  gboolean decoding;            /* "decoding" printed */
+  gboolean in_window;
+  gboolean stopping;            /* "stop" came: close once every stream
+                                 * has given a frame in the window */
+  gint64 window_us;
+  double window_cpu;
+} Mesh;
+
+static GMutex mesh_lock;        /* the remotes' video */
+static GMutex out_lock;         /* standard output */
+
+static void
+print_line (const char *text)
+{
+  g_mutex_lock (&out_lock);
+  puts (text);
+  fflush (stdout);
+  g_mutex_unlock (&out_lock);
+}
+
+/* a signalling message for the driver to hand to r: one JSON line */
+static void
+send_signal (Remote * r, JsonObject * o)
+{
+  JsonNode *node = json_node_new (JSON_NODE_OBJECT);
+  char *text;
+
+  json_object_set_string_member (o, "to", r->id);
+  json_node_take_object (node, o);
+  text = json_to_string (node, FALSE);
+  print_line (text);
+  g_free (text);
+  json_node_unref (node);
+}
+
+static void
+send_description (Remote * r, GstWebRTCSessionDescription * desc)
+{
+  JsonObject *o = json_object_new ();
+  char *sdp = gst_sdp_message_as_text (desc->sdp);
+
+  json_object_set_string_member (o, "type",
+      gst_webrtc_sdp_type_to_string (desc->type));
+  json_object_set_string_member (o, "sdp", sdp);
+  g_free (sdp);
+  send_signal (r, o);
+}
+
+static void
+on_mesh_candidate (GstElement * webrtc, guint mline, char *candidate,
+    Remote * r)
+{
+  JsonObject *o;
+
+  if (candidate == NULL || candidate[0] == '\0')
+    return;
+  o = json_object_new ();
+  json_object_set_string_member (o, "type", "candidate");
+  json_object_set_int_member (o, "mline", mline);
+  json_object_set_string_member (o, "candidate", candidate);
+  send_signal (r, o);
+}
+
+static GstPadProbeReturn
+mesh_frame (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Remote *r = data;
+
+  if (g_atomic_int_add (&r->frames, 1) == 0) {
+    g_mutex_lock (&mesh_lock);
+    r->first_us = g_get_monotonic_time ();
+    g_mutex_unlock (&mesh_lock);
+    g_main_context_wakeup (NULL);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+/* a received stream (on webrtcbin's thread): video is decoded, anything
+ * else discarded */
+static void
+on_mesh_pad_added (GstElement * webrtc, GstPad * pad, Remote * r)
+{
+  GstElement *pipe = GST_ELEMENT (GST_OBJECT_PARENT (webrtc));
+  GstCaps *caps;
+  gboolean video = FALSE;
+  GError *error = NULL;
+  GstElement *bin, *check;
+  GstPad *sinkpad, *in;
+
+  if (GST_PAD_DIRECTION (pad) != GST_PAD_SRC)
+    return;
+  caps = gst_pad_get_current_caps (pad);
+  if (caps != NULL)
+    video = g_strcmp0 (gst_structure_get_string (gst_caps_get_structure (caps,
+                0), "media"), "video") == 0;
+  gst_clear_caps (&caps);
+  g_mutex_lock (&mesh_lock);
+  if (r->check != NULL)
+    video = FALSE;              /* one video a participant */
+  g_mutex_unlock (&mesh_lock);
+  bin = gst_parse_bin_from_description (video ? MESH_DECODE_LINE :
+      "fakesink sync=false async=false", TRUE, &error);
+  if (bin == NULL)
+    g_error ("receiver line: %s", error->message);
+  if (video) {
+    check = gst_bin_get_by_name (GST_BIN (bin), "check");
+    in = gst_element_get_static_pad (check, "sink");
+    gst_pad_add_probe (in, GST_PAD_PROBE_TYPE_BUFFER, mesh_frame, r, NULL);
+    gst_object_unref (in);
+    g_mutex_lock (&mesh_lock);
+    r->check = check;
+    g_mutex_unlock (&mesh_lock);
+  }
+  gst_bin_add (GST_BIN (pipe), bin);
+  gst_element_sync_state_with_parent (bin);
+  sinkpad = gst_element_get_static_pad (bin, "sink");
+  if (gst_pad_link (pad, sinkpad) != GST_PAD_LINK_OK)
+    g_error ("could not link the stream from %s", r->id);
+  gst_object_unref (sinkpad);
+}
+
+static void
+on_mesh_state (GstElement * webrtc, GParamSpec * pspec, Remote * r)
+{
+  GstWebRTCPeerConnectionState state;
+
+  g_object_get (webrtc, "connection-state", &state, NULL);
+  if (state == GST_WEBRTC_PEER_CONNECTION_STATE_FAILED)
+    g_printerr ("mesh: the connection with %s failed\n", r->id);
+}
+
+/* webrtcbin's sink pad for the video transceiver: the one it made when
+ * the session was negotiated, else a new one for its m-line */
+static GstPad *
+video_sink_pad (Remote * r)
+{
+  GstPad *found = NULL;
+  guint mline = 0;
+  char name[32];
+
+  GST_OBJECT_LOCK (r->webrtc);
+  for (GList * l = GST_ELEMENT (r->webrtc)->sinkpads; l; l = l->next) {
+    GstWebRTCRTPTransceiver *t = NULL;
+
+    if (g_object_class_find_property (G_OBJECT_GET_CLASS (l->data),
+            "transceiver") == NULL)
+      continue;
+    g_object_get (l->data, "transceiver", &t, NULL);
+    if (t == r->video && found == NULL)
+      found = gst_object_ref (l->data);
+    g_clear_object (&t);
+  }
+  GST_OBJECT_UNLOCK (r->webrtc);
+  if (found != NULL)
+    return found;
+  g_object_get (r->video, "mlineindex", &mline, NULL);
+  g_snprintf (name, sizeof name, "sink_%u", mline);
+  return gst_element_request_pad_simple (r->webrtc, name);
+}
+
+typedef struct
+{
+  Mesh *m;
+  Remote *r;
+} MeshRemote;
+
+/* once the session is negotiated (on the main context): our track, one
+ * more branch of the tee */
+static gboolean
+mesh_link_track (gpointer data)
+{
+  MeshRemote *mr = data;
+  Remote *r = mr->r;
+  char *line = g_strdup_printf (MESH_SEND_LINE, r->ssrc);
+  GError *error = NULL;
+  GstElement *bin = gst_parse_bin_from_description (line, TRUE, &error);
+  GstPad *src, *sink, *teepad;
+
+  if (bin == NULL)
+    g_error ("send line: %s", error->message);
+  g_free (line);
+  if (r->sending) {
+    gst_object_unref (bin);
+    return G_SOURCE_REMOVE;
+  }
+  r->sending = TRUE;
+  gst_bin_add (GST_BIN (mr->m->pipe), bin);
+  src = gst_element_get_static_pad (bin, "src");
+  sink = video_sink_pad (r);
+  if (sink == NULL || gst_pad_link (src, sink) != GST_PAD_LINK_OK)
+    g_error ("webrtcbin refused the track for %s", r->id);
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_element_sync_state_with_parent (bin);
+  teepad = gst_element_request_pad_simple (mr->m->tee, "src_%u");
+  sink = gst_element_get_static_pad (bin, "sink");
+  if (gst_pad_link (teepad, sink) != GST_PAD_LINK_OK)
+    g_error ("could not link the track for %s", r->id);
+  gst_object_unref (sink);
+  gst_object_unref (teepad);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+on_negotiated (GstPromise * promise, gpointer data)
+{
+  GstPromiseResult result = gst_promise_wait (promise);
+
+  gst_promise_unref (promise);
+  if (result != GST_PROMISE_RESULT_REPLIED)
+    return;                     /* shutting down */
+  g_main_context_invoke_full (NULL, G_PRIORITY_DEFAULT, mesh_link_track,
+      g_memdup2 (data, sizeof (MeshRemote)), g_free);
+}
+
+static GstPromise *
+negotiated_promise (MeshRemote * mr)
+{
+  return gst_promise_new_with_change_func (on_negotiated, mr, NULL);
+}
+
+/* a description made (offer or answer): sent on, then set */
+static void
+on_mesh_description (GstPromise * promise, gpointer data)
+{
+  MeshRemote *mr = data;
+  Remote *r = mr->r;
+  const GstStructure *reply = gst_promise_get_reply (promise);
+  const char *field = r->offerer ? "offer" : "answer";
+  GstWebRTCSessionDescription *desc = NULL;
+
+  if (gst_promise_wait (promise) != GST_PROMISE_RESULT_REPLIED) {
+    gst_promise_unref (promise);
+    return;                     /* shutting down */
+  }
+  if (reply != NULL)
+    gst_structure_get (reply, field, GST_TYPE_WEBRTC_SESSION_DESCRIPTION,
+        &desc, NULL);
+  gst_promise_unref (promise);
+  if (desc == NULL)
+    g_error ("mesh: no %s for %s", field, r->id);
+  /* the description leaves before any of its candidates */
+  send_description (r, desc);
+  g_signal_emit_by_name (r->webrtc, "set-local-description", desc,
+      r->offerer ? NULL : negotiated_promise (mr));
+  gst_webrtc_session_description_free (desc);
+}
+
+/* the video transceiver that sends our track and receives theirs (H.264
+ * only, as a room offers the codec it publishes; its SSRC announced) and
+ * the receive-only audio one of a room that publishes no audio */
+static void
+add_mesh_transceivers (Remote * r)
+{
+  GstCaps *video = gst_caps_new_empty (), *audio = gst_caps_new_empty ();
+  GstStructure *h264 = rtp_structure ("video", "H264", 90000, 96, r->offerer);
+  GstStructure *opus = rtp_structure ("audio", "OPUS", 48000, 111,
+      r->offerer);
+  GstWebRTCRTPTransceiver *t = NULL;
+
+  gst_structure_set (h264, "packetization-mode", G_TYPE_STRING, "1",
+      "ssrc", G_TYPE_UINT, r->ssrc, NULL);
+  if (r->offerer)
+    gst_structure_set (h264, "profile-level-id", G_TYPE_STRING, "42e01f",
+        "level-asymmetry-allowed", G_TYPE_STRING, "1", NULL);
+  else
+    gst_structure_set (h264, "profile", G_TYPE_STRING, "constrained-baseline",
+        NULL);
+  gst_caps_append_structure (video, h264);
+  gst_structure_set (opus, "encoding-params", G_TYPE_STRING, "2", NULL);
+  gst_caps_append_structure (audio, opus);
+  g_signal_emit_by_name (r->webrtc, "add-transceiver",
+      GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDRECV, video, &r->video);
+  if (r->video == NULL)
+    g_error ("add-transceiver failed");
+  g_object_set (r->video, "do-nack", TRUE, NULL);
+  g_signal_emit_by_name (r->webrtc, "add-transceiver",
+      GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY, audio, &t);
+  g_clear_object (&t);
+  gst_caps_unref (video);
+  gst_caps_unref (audio);
+}
+
+/* the offerer's session: transceivers and both channels, then the offer */
+static void
+mesh_offer (Mesh * m, Remote * r)
+{
+  GstStructure *lossy = gst_structure_new ("options", "ordered",
+      G_TYPE_BOOLEAN, FALSE, "max-retransmits", G_TYPE_INT, 0, NULL);
+  MeshRemote *mr = g_new (MeshRemote, 1);
+
+  mr->m = m;
+  mr->r = r;
+  g_object_set_data_full (G_OBJECT (r->webrtc), "mesh-remote", mr, g_free);
+  add_mesh_transceivers (r);
+  g_signal_emit_by_name (r->webrtc, "create-data-channel", "legba", NULL,
+      &r->reliable);
+  g_signal_emit_by_name (r->webrtc, "create-data-channel", "legba-lossy",
+      lossy, &r->lossy);
+  gst_structure_free (lossy);
+  if (r->reliable == NULL || r->lossy == NULL)
+    g_error ("create-data-channel failed");
+  g_signal_emit_by_name (r->webrtc, "create-offer", NULL,
+      gst_promise_new_with_change_func (on_mesh_description, mr, NULL));
+}
+
+static GstWebRTCSessionDescription *
+parse_sdp (GstWebRTCSDPType type, const char *text)
+{
+  GstSDPMessage *sdp = NULL;
+
+  if (text == NULL || gst_sdp_message_new_from_text (text, &sdp) != GST_SDP_OK) {
+    g_printerr ("mesh: an unreadable description\n");
+    gst_sdp_message_free (sdp);
+    return NULL;
+  }
+  return gst_webrtc_session_description_new (type, sdp);
+}
+
+/* a message the driver hands on from another participant */
+static void
+mesh_signal (Mesh * m, const char *line)
+{
+  JsonParser *parser = json_parser_new ();
+  JsonObject *o = NULL;
+  const char *from = NULL, *type = NULL;
+  Remote *r = NULL;
+  GstWebRTCSessionDescription *desc;
+
+  if (json_parser_load_from_data (parser, line, -1, NULL) &&
+      JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser))) {
+    o = json_node_get_object (json_parser_get_root (parser));
+    from = json_object_get_string_member_with_default (o, "from", NULL);
+    type = json_object_get_string_member_with_default (o, "type", NULL);
+  }
+  for (guint i = 0; from != NULL && i < m->remotes->len; i++)
+    if (strcmp (((Remote *) m->remotes->pdata[i])->id, from) == 0)
+      r = m->remotes->pdata[i];
+  if (r == NULL || type == NULL) {
+    g_printerr ("mesh: a message from no participant: %s\n", line);
+  } else if (strcmp (type, "offer") == 0 && !r->offerer &&
+      g_object_get_data (G_OBJECT (r->webrtc), "mesh-remote") != NULL) {
+    g_printerr ("mesh: a second offer from %s, ignored\n", from);
+  } else if (strcmp (type, "offer") == 0 && !r->offerer) {
+    MeshRemote *mr = g_new (MeshRemote, 1);
+
+    mr->m = m;
+    mr->r = r;
+    g_object_set_data_full (G_OBJECT (r->webrtc), "mesh-remote", mr, g_free);
+    desc = parse_sdp (GST_WEBRTC_SDP_TYPE_OFFER,
+        json_object_get_string_member_with_default (o, "sdp", NULL));
+    if (desc != NULL) {
+      add_mesh_transceivers (r);
+      g_signal_emit_by_name (r->webrtc, "set-remote-description", desc, NULL);
+      g_signal_emit_by_name (r->webrtc, "create-answer", NULL,
+          gst_promise_new_with_change_func (on_mesh_description, mr, NULL));
+      gst_webrtc_session_description_free (desc);
+    }
+  } else if (strcmp (type, "answer") == 0 && r->offerer) {
+    desc = parse_sdp (GST_WEBRTC_SDP_TYPE_ANSWER,
+        json_object_get_string_member_with_default (o, "sdp", NULL));
+    if (desc != NULL) {
+      g_signal_emit_by_name (r->webrtc, "set-remote-description", desc,
+          negotiated_promise (g_object_get_data (G_OBJECT (r->webrtc),
+                  "mesh-remote")));
+      gst_webrtc_session_description_free (desc);
+    }
+  } else if (strcmp (type, "candidate") == 0) {
+    const char *candidate =
+        json_object_get_string_member_with_default (o, "candidate", NULL);
+
+    if (candidate != NULL)
+      g_signal_emit_by_name (r->webrtc, "add-ice-candidate",
+          (guint) json_object_get_int_member_with_default (o, "mline", 0),
+          candidate);
+  } else {
+    g_printerr ("mesh: unexpected %s from %s\n", type, from);
+  }
+  g_object_unref (parser);
+}
+
+/* one association id per webrtcbin, unique in the process */
+static void
+on_mesh_element_added (GstBin * bin, GstBin * sub, GstElement * element,
+    Mesh * m)
+{
+  GstElementFactory *f = gst_element_get_factory (element);
+  const char *name = f ? GST_OBJECT_NAME (f) : "";
+
+  if (strcmp (name, "sctpenc") != 0 && strcmp (name, "sctpdec") != 0)
+    return;
+  for (guint i = 0; i < m->remotes->len; i++) {
+    Remote *r = m->remotes->pdata[i];
+    GstObject *up = GST_OBJECT (element);
+
+    while (up != NULL && up != GST_OBJECT (r->webrtc))
+      up = GST_OBJECT_PARENT (up);
+    if (up != NULL)
+      g_object_set (element, "sctp-association-id", r->sctp_id, NULL);
+  }
+}
+
+static guint
+mesh_streams_decoding (Mesh * m)
+{
+  guint n = 0;
+
+  g_mutex_lock (&mesh_lock);
+  for (guint i = 0; i < m->remotes->len; i++)
+    if (((Remote *) m->remotes->pdata[i])->first_us != 0)
+      n++;
+  g_mutex_unlock (&mesh_lock);
+  return n;
+}
+
+/* every stream has given a frame since the window opened */
+static gboolean
+mesh_window_full (Mesh * m)
+{
+  gboolean all = TRUE;
+
+  for (guint i = 0; i < m->remotes->len; i++) {
+    Remote *r = m->remotes->pdata[i];
+
+    if (g_atomic_int_get (&r->frames) <= r->window_frames)
+      all = FALSE;
+  }
+  return all;
+}
+
+static void
+mesh_window_open (Mesh * m)
+{
+  m->in_window = TRUE;
+  m->window_cpu = cpu_s ();
+  m->window_us = g_get_monotonic_time ();
+  g_mutex_lock (&mesh_lock);
+  for (guint i = 0; i < m->remotes->len; i++) {
+    Remote *r = m->remotes->pdata[i];
+
+    r->window_frames = g_atomic_int_get (&r->frames);
+    r->window_lost = 0;
+    if (r->check != NULL)
+      g_object_get (r->check, "frames-lost", &r->window_lost, NULL);
+  }
+  g_mutex_unlock (&mesh_lock);
+}
+
+static void
+mesh_window_close (Mesh * m)
+{
+  double cpu = cpu_s () - m->window_cpu;
+  double s = (g_get_monotonic_time () - m->window_us) / 1e6;
+  GString *out = g_string_new (NULL);
+
+  g_string_append_printf (out, "{\"peer\": \"webrtcbin\", \"mode\": \"mesh\", "
+      "\"identity\": \"%s\", \"window_s\": %.3f, \"cpu_s\": %.4f, "
+      "\"cpu_pct\": %.2f, \"rss_kib\": %.0f, \"threads\": %u, "
+      "\"streams\": [", m->identity, s, cpu, 100 * cpu / s, rss_kib (),
+      census_count_entries ("/proc/self/task"));
+  g_mutex_lock (&mesh_lock);
+  for (guint i = 0, n = 0; i < m->remotes->len; i++) {
+    Remote *r = m->remotes->pdata[i];
+    gint frames = g_atomic_int_get (&r->frames) - r->window_frames;
+    guint64 valid = 0, failed = 0, lost = 0;
+
+    if (r->check == NULL)
+      continue;
+    g_object_get (r->check, "frames-valid", &valid, "frames-failed",
+        &failed, "frames-lost", &lost, NULL);
+    /* lost: stamped frames of the window never decoded (counter gaps) */
+    g_string_append_printf (out, "%s{\"from\": \"%s\", \"frames\": %d, "
+        "\"fps\": %.3f, \"lost\": %" G_GUINT64_FORMAT
+        ", \"first_frame_ms\": %.1f, \"stamps_valid\": %" G_GUINT64_FORMAT
+        ", \"stamps_failed\": %" G_GUINT64_FORMAT "}", n++ ? ", " : "",
+        r->id, frames, frames / s, lost - r->window_lost,
+        r->first_us ? (r->first_us - m->started_us) / 1e3 : -1.0, valid,
+        failed);
+  }
+  g_mutex_unlock (&mesh_lock);
+  g_string_append (out, "]}");
+  print_line (out->str);
+  g_string_free (out, TRUE);
+  m->in_window = FALSE;
+  m->stopping = FALSE;
+}
+
+static gboolean
+mesh_poll (gpointer data)
+{
+  Mesh *m = data;
+  guint n = mesh_streams_decoding (m);
+
+  if (m->in_window && m->stopping && mesh_window_full (m))
+    mesh_window_close (m);
+  if (!m->decoding && n >= m->remotes->len) {
+    char *line = g_strdup_printf ("{\"event\": \"decoding\", "
+        "\"identity\": \"%s\", \"streams\": %u, \"ms\": %.1f}", m->identity,
+        n, (g_get_monotonic_time () - m->started_us) / 1e3);
+
+    m->decoding = TRUE;
+    print_line (line);
+    g_free (line);
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+/* the driver's lines: start, stop, or a message from another participant;
+ * end of input leaves */
+static gboolean
+on_mesh_input (GIOChannel * in, GIOCondition condition, gpointer data)
+{
+  Mesh *m = data;
+  char *line = NULL;
+  GIOStatus status = g_io_channel_read_line (in, &line, NULL, NULL, NULL);
+
+  if (status == G_IO_STATUS_AGAIN)
+    return G_SOURCE_CONTINUE;
+  if (status != G_IO_STATUS_NORMAL) {
+    g_main_loop_quit (m->loop);
+    return G_SOURCE_REMOVE;
+  }
+  g_strstrip (line);
+  if (strcmp (line, "start") == 0) {
+    mesh_window_open (m);
+  } else if (strcmp (line, "stop") == 0) {
+    /* a starved stream keeps the window open until its next frame */
+    m->stopping = m->in_window;
+    if (m->in_window && mesh_window_full (m))
+      mesh_window_close (m);
+  } else if (line[0] == '{') {
+    mesh_signal (m, line);
+  } else {
+    g_printerr ("mesh: unknown command '%s'\n", line);
+  }
+  g_free (line);
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+remote_free (Remote * r)
+{
+  g_free (r->id);
+  g_clear_object (&r->video);
+  g_clear_object (&r->reliable);
+  g_clear_object (&r->lossy);
+  gst_clear_object (&r->check);
+  g_free (r);
+}
+
+static int
+mode_mesh (const char *identity, const char *peers, guint width,
+    guint height, guint kbps)
+{
+  Mesh m = { 0 };
+  char **ids = g_strsplit (peers, ",", -1);
+  char *line = g_strdup_printf (MESH_VIDEO_LINE, width, height, kbps);
+  GError *error = NULL;
+  GstElement *src;
+  GIOChannel *in;
+  guint poll, watch;
+
+  m.identity = identity;
+  m.loop = g_main_loop_new (NULL, FALSE);
+  m.remotes = g_ptr_array_new_with_free_func ((GDestroyNotify) remote_free);
+  m.pipe = gst_pipeline_new ("mesh");
+  g_signal_connect (m.pipe, "deep-element-added",
+      G_CALLBACK (on_mesh_element_added), &m);
+  src = gst_parse_bin_from_description (line, TRUE, &error);
+  if (src == NULL)
+    g_error ("sender line: %s", error->message);
+  g_free (line);
+  m.tee = gst_element_factory_make ("tee", "track");
+  /* before the first remote is linked, the encoder runs on */
+  g_object_set (m.tee, "allow-not-linked", TRUE, NULL);
+  gst_bin_add_many (GST_BIN (m.pipe), src, m.tee, NULL);
+  if (!gst_element_link (src, m.tee))
+    g_error ("could not link the sender line");
+  for (guint i = 0; ids[i] != NULL; i++) {
+    Remote *r;
+    char name[64];
+
+    if (ids[i][0] == '\0' || strcmp (ids[i], identity) == 0)
+      continue;
+    r = g_new0 (Remote, 1);
+    r->id = g_strdup (ids[i]);
+    r->offerer = strcmp (identity, ids[i]) < 0;
+    r->ssrc = (guint32) g_random_int_range (1, G_MAXINT32);
+    r->sctp_id = (guint16) (m.remotes->len + 1);
+    g_snprintf (name, sizeof name, "to-%s", ids[i]);
+    r->webrtc = gst_element_factory_make ("webrtcbin", name);
+    g_object_set (r->webrtc, "bundle-policy",
+        GST_WEBRTC_BUNDLE_POLICY_MAX_BUNDLE, "latency", 100, NULL);
+    configure_ice (r->webrtc);
+    g_signal_connect (r->webrtc, "on-ice-candidate",
+        G_CALLBACK (on_mesh_candidate), r);
+    g_signal_connect (r->webrtc, "pad-added", G_CALLBACK (on_mesh_pad_added),
+        r);
+    g_signal_connect (r->webrtc, "notify::connection-state",
+        G_CALLBACK (on_mesh_state), r);
+    g_ptr_array_add (m.remotes, r);
+    gst_bin_add (GST_BIN (m.pipe), r->webrtc);
+  }
+  g_strfreev (ids);
+  if (m.remotes->len == 0)
+    g_error ("mesh: --peers names no other participant");
+  gst_element_set_state (m.pipe, GST_STATE_PLAYING);
+  m.started_us = g_get_monotonic_time ();
+  for (guint i = 0; i < m.remotes->len; i++)
+    if (((Remote *) m.remotes->pdata[i])->offerer)
+      mesh_offer (&m, m.remotes->pdata[i]);
+  poll = g_timeout_add (100, mesh_poll, &m);
+  in = g_io_channel_unix_new (0);
+  watch = g_io_add_watch (in, G_IO_IN | G_IO_HUP | G_IO_ERR, on_mesh_input, &m);
+  g_main_loop_run (m.loop);
+  g_source_remove (poll);
+  if (g_main_context_find_source_by_id (NULL, watch) != NULL)
+    g_source_remove (watch);
+  g_io_channel_unref (in);
+  gst_element_set_state (m.pipe, GST_STATE_NULL);
+  while (g_main_context_iteration (NULL, FALSE));
+  gst_object_unref (m.pipe);
+  g_ptr_array_unref (m.remotes);
+  g_main_loop_unref (m.loop);
+  return m.decoding ? 0 : 1;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -804,6 +1502,8 @@ main (int argc, char **argv)
   gint64 bytes = 32 * 1024 * 1024;
   gint size = 1024;
   double rate = 100, seconds = 120;
+  char *identity = NULL, *peers = NULL;
+  int rc;
   GOptionEntry entries[] = {
     {"iterations", 0, 0, G_OPTION_ARG_INT, &iterations, "setup: pairs", "N"},
     {"pacing", 0, 0, G_OPTION_ARG_INT, &pacing_ms, "stun-pacing-timer", "MS"},
@@ -819,10 +1519,14 @@ main (int argc, char **argv)
     {"width", 0, 0, G_OPTION_ARG_INT, &width, "call: width", "W"},
     {"height", 0, 0, G_OPTION_ARG_INT, &height, "call: height", "H"},
     {"bitrate", 0, 0, G_OPTION_ARG_INT, &kbps, "call: kbit/s", "K"},
+    {"identity", 0, 0, G_OPTION_ARG_STRING, &identity,
+        "mesh: this participant's id", "ID"},
+    {"peers", 0, 0, G_OPTION_ARG_STRING, &peers,
+        "mesh: the other participants' ids, comma-separated", "IDS"},
     {NULL}
   };
   GOptionContext *ctx = g_option_context_new ("setup|bulk|rtt|pairs|call|"
-      "first-frame");
+      "first-frame|mesh");
   GError *error = NULL;
 
   census_raise_fd_limit ();
@@ -845,6 +1549,14 @@ main (int argc, char **argv)
     return mode_call (frames, width, height, kbps);
   if (strcmp (argv[1], "first-frame") == 0)
     return mode_first_frame (iterations, width, height, kbps);
-  g_printerr ("unknown mode %s\n", argv[1]);
+  if (strcmp (argv[1], "mesh") == 0 && identity != NULL && peers != NULL) {
+    rc = mode_mesh (identity, peers, width, height, kbps);
+    g_free (identity);
+    g_free (peers);
+    return rc;
+  }
+  g_printerr ("unknown mode %s (mesh: --identity and --peers)\n", argv[1]);
+  g_free (identity);
+  g_free (peers);
   return 2;
 }
