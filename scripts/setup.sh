@@ -36,7 +36,7 @@ packages=(
   coturn
   gobject-introspection libgirepository1.0-dev python3-gi
   gir1.2-glib-2.0 gir1.2-gstreamer-1.0 gir1.2-json-1.0
-  xvfb gstreamer1.0-x
+  xvfb gstreamer1.0-x libxcb1-dev
 )
 
 missing=()

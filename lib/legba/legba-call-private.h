@@ -88,6 +88,7 @@ struct _LegbaCall
   GstElement *valves[2];        /* by LegbaTrackKind */
   GstElement *encoder;          /* legbavideoenc */
   GstElement *compositor;
+  gpointer x_display;           /* xcb_connection_t, while windows show */
   LegbaCallFile *file;          /* with video "file" */
   GSource *stats_source;
   gboolean muted[2];
@@ -116,6 +117,8 @@ LegbaCallRemote *legba_call_remote_for (LegbaCall * self,
 void legba_call_connect_room (LegbaCall * self);
 void legba_call_retile (LegbaCall * self);
 gboolean legba_call_build_grid (LegbaCall * self, GError ** error);
+gboolean legba_call_hold_display (LegbaCall * self, GError ** error);
+void legba_call_release_display (LegbaCall * self);
 void legba_call_update_remote_stats (LegbaCall * self, gdouble seconds);
 void legba_call_remove_tracks (LegbaCall * self);
 LegbaCallFile *legba_call_file_new (LegbaCall * call, const char *path,

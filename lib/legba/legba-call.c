@@ -256,6 +256,7 @@ teardown (LegbaCall * self)
   g_clear_object (&self->compositor);
   g_clear_object (&self->pipeline);
   g_clear_object (&self->client);
+  legba_call_release_display (self);
 }
 
 /* Ends the call on an error: the pipeline is stopped and the room left
@@ -789,6 +790,8 @@ build (LegbaCall * self, GError ** error)
   if (self->video != LEGBA_CALL_VIDEO_NONE && !build_video (self, error))
     return FALSE;
   if (self->audio != LEGBA_CALL_AUDIO_NONE && !build_audio (self, error))
+    return FALSE;
+  if (!legba_call_hold_display (self, error))
     return FALSE;
   if (self->display == LEGBA_CALL_DISPLAY_GRID &&
       !legba_call_build_grid (self, error))
