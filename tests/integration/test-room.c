@@ -933,15 +933,17 @@ test_prepare_first (void)
 {
   if (g_test_subprocess ()) {
     g_assert_null (g_type_class_peek (LEGBA_TYPE_ROOM));
-    /* GST_DEBUG=5, its output dropped */
-    gst_debug_remove_log_function (gst_debug_log_default);
+    /* GST_DEBUG=5, its output to GST_DEBUG_FILE (below) */
     gst_debug_set_default_threshold (GST_LEVEL_DEBUG);
     legba_room_prepare ();
     legba_room_prepare_wait ();
     return;
   }
+  /* read by the subprocess's gst_init() */
+  g_setenv ("GST_DEBUG_FILE", "/dev/null", TRUE);
   g_test_trap_subprocess (NULL, 120 * G_USEC_PER_SEC,
       G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_unsetenv ("GST_DEBUG_FILE");
   g_test_trap_assert_passed ();
 }
 
