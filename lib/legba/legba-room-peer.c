@@ -336,13 +336,15 @@ legba_room_prepare (void)
 
   if (g_once_init_enter (&started)) {
     legba_room_debug_init ();
-    /* OpenSSL registers its cleanup with atexit() when it initialises, and
-     * exit handlers run in reverse order: initialised first, it is cleaned
-     * up after this handler has waited for the thread, so a process that
-     * exits while the key is made never does so under OpenSSL's feet.
-     * (With no option at all, OPENSSL_init_crypto() returns at once.) */
+    /* Initialised here first, OpenSSL is told not to clean up at exit:
+     * GStreamer's pooled streaming threads that used it (DTLS, SRTP) can
+     * still be ending when the process does, and its exit-time cleanup
+     * would free their per-thread state under them (a double free). What
+     * it would free is the process's until it ends anyway. The process
+     * still waits at exit for the thread below. (With no option at all,
+     * OPENSSL_init_crypto() returns at once.) */
     OPENSSL_init_crypto (OPENSSL_INIT_ADD_ALL_CIPHERS |
-        OPENSSL_INIT_ADD_ALL_DIGESTS, NULL);
+        OPENSSL_INIT_ADD_ALL_DIGESTS | OPENSSL_INIT_NO_ATEXIT, NULL);
     atexit (prepare_finish_at_exit);
     prepared.thread = g_thread_new ("legba-prepare", prepare_thread, NULL);
     g_once_init_leave (&started, 1);
