@@ -110,7 +110,7 @@ def report(data, path):
         "included) / cap. Frames: output frames / source frames.",
         f"- Machine: {cond['cpu_model']} x {cond['cpu_count']}, kernel "
         f"{cond['kernel']}; load {data['load_start']} at start, "
-        f"{data['load_end']} at end; a shared machine (other sessions' "
+        f"{data['load_end']} at end; a shared machine (other users' "
         "builds and tests ran alongside).",
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in
                                    cond["packages"].items() if v),
