@@ -250,6 +250,27 @@ census_append_json (GString * out, Census * before, Census * first,
   g_string_append (out, "}}");
 }
 
+/* Ends a pairs result: the census (when a pair connected) and the closing
+ * brace, printed as one line; frees @out and the two censuses. */
+static void
+census_print_result (GString * out, Census * before, Census * first,
+    guint connected)
+{
+  if (connected > 0) {
+    Census last;
+
+    census_take (&last);
+    census_append_json (out, before, first, &last, connected);
+    census_clear (&last);
+  }
+  g_string_append (out, "}");
+  puts (out->str);
+  fflush (stdout);
+  g_string_free (out, TRUE);
+  census_clear (before);
+  census_clear (first);
+}
+
 /* ---- Room for one more pair ---- */
 
 /* Raises the open-files soft limit to the hard limit. */

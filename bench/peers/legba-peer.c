@@ -284,7 +284,7 @@ mode_pairs (guint count, double seconds)
   guint threads0 = census_count_entries ("/proc/self/task");
   guint connected = 0;
   const char *stop = "count";
-  Census before, first = { 0 }, last;
+  Census before, first = { 0 };
   GString *out;
 
   CensusHeadroom room;
@@ -334,17 +334,7 @@ mode_pairs (guint count, double seconds)
       connected ? (heap_kib () - heap0) / connected : 0.0,
       connected > 1 ? (heap_kib () - heap1) / (connected - 1) : 0.0,
       external_server ? "" : " and their server-side sockets");
-  if (connected > 0) {
-    census_take (&last);
-    census_append_json (out, &before, &first, &last, connected);
-    census_clear (&last);
-  }
-  g_string_append (out, "}");
-  puts (out->str);
-  fflush (stdout);
-  g_string_free (out, TRUE);
-  census_clear (&before);
-  census_clear (&first);
+  census_print_result (out, &before, &first, connected);
   for (guint i = 0; i < pairs->len; i++)
     pair_free (pairs->pdata[i]);
   g_ptr_array_unref (pairs);
