@@ -105,7 +105,9 @@ typedef struct
 struct _LegbaPeerData
 {
   GQueue inbox;                 /* Incoming */
-  gboolean scheduled;           /* an idle callback will empty the inbox */
+  gboolean scheduled;           /* inbox_source is ready to empty the inbox */
+  GSource *inbox_source;        /* on the room's context, until the peer
+                                 * closes */
   GPtrArray *channels;          /* GstWebRTCDataChannel whose signals we hold */
 };
 
@@ -769,9 +771,12 @@ incoming_free (gpointer data)
   g_free (in);
 }
 
-static void
-empty_inbox (LegbaPeer * peer, gpointer unused)
+/* On the room's context. */
+static gboolean
+empty_inbox (gpointer data)
 {
+  /* a handler may close the peer and drop the room's reference */
+  LegbaPeer *peer = legba_peer_ref (data);
   GQueue batch;
   Incoming *in;
 
@@ -786,6 +791,33 @@ empty_inbox (LegbaPeer * peer, gpointer unused)
       handle_incoming (peer->room->data, peer, in);
     incoming_free (in);
   }
+  legba_peer_unref (peer);
+  return G_SOURCE_CONTINUE;
+}
+
+/* A source of the room's context that stays attached while the peer is
+ * open: the streaming thread makes it ready when the inbox gets its first
+ * message, so a message costs no source of its own. */
+static gboolean
+inbox_dispatch (GSource * source, GSourceFunc callback, gpointer data)
+{
+  g_source_set_ready_time (source, -1);
+  return callback (data);
+}
+
+static GSourceFuncs inbox_funcs = {
+  .dispatch = inbox_dispatch,
+};
+
+static GSource *
+inbox_source_new (LegbaPeer * peer)
+{
+  GSource *source = g_source_new (&inbox_funcs, sizeof (GSource));
+
+  g_source_set_callback (source, empty_inbox, peer, NULL);
+  g_source_set_static_name (source, "legba-room-inbox");
+  g_source_attach (source, peer->room->context);
+  return source;
 }
 
 /* On webrtcbin's SCTP streaming thread. */
@@ -802,9 +834,11 @@ receive (LegbaPeer * peer, GBytes * bytes, gboolean text, LegbaReliability rel)
   g_queue_push_tail (&peer->data->inbox, in);
   schedule = !peer->data->scheduled;
   peer->data->scheduled = TRUE;
+  /* under the lock: legba_peer_data_close() takes the source away under
+   * it before destroying it */
+  if (schedule && peer->data->inbox_source != NULL)
+    g_source_set_ready_time (peer->data->inbox_source, 0);
   g_mutex_unlock (&peer->lock);
-  if (schedule)
-    legba_peer_invoke (peer, empty_inbox, NULL, NULL);
 }
 
 static GBytes *
@@ -903,6 +937,7 @@ legba_peer_data_watch_channel (LegbaPeer * peer, GstWebRTCDataChannel * channel)
   if (peer->data == NULL) {
     peer->data = g_new0 (LegbaPeerData, 1);
     g_queue_init (&peer->data->inbox);
+    peer->data->inbox_source = inbox_source_new (peer);
     peer->data->channels = g_ptr_array_new_with_free_func (g_object_unref);
   }
   g_ptr_array_add (peer->data->channels, g_object_ref (channel));
@@ -921,13 +956,17 @@ void
 legba_peer_data_close (LegbaPeer * peer)
 {
   g_autoptr (GPtrArray) channels = NULL;
+  GSource *inbox_source = NULL;
 
   g_mutex_lock (&peer->lock);
-  if (peer->data != NULL)
+  if (peer->data != NULL) {
     channels = g_steal_pointer (&peer->data->channels);
+    inbox_source = g_steal_pointer (&peer->data->inbox_source);
+  }
   g_mutex_unlock (&peer->lock);
   for (guint i = 0; channels != NULL && i < channels->len; i++)
     g_signal_handlers_disconnect_by_data (channels->pdata[i], peer);
+  legba_clear_source (&inbox_source);
 }
 
 void
@@ -936,6 +975,7 @@ legba_peer_data_free (LegbaPeerData * data)
   if (data == NULL)
     return;
   g_queue_clear_full (&data->inbox, incoming_free);
+  legba_clear_source (&data->inbox_source);
   g_clear_pointer (&data->channels, g_ptr_array_unref);
   g_free (data);
 }

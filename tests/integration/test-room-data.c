@@ -218,6 +218,44 @@ test_order (Fixture * f, gconstpointer unused)
   free_all (all, 3);
 }
 
+/* A data-received handler that leaves the room: the peer closes inside
+ * the dispatch that reports its messages; the rest of that batch and
+ * everything after are not reported, and nothing is used after it is
+ * freed (the sanitized build checks that). */
+static void
+leave_on_first (LegbaRoom * room, LegbaParticipant * from, const char *topic,
+    JsonNode * data, Data * d)
+{
+  if (d->got->len == 1)
+    legba_room_disconnect (room);
+}
+
+#define LEAVE_BURST 50
+
+static void
+test_leave_in_handler (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
+  Data *all[] = { a, b };
+
+  connect_all (all, 2);
+  g_signal_connect_after (b->p->room, "data-received",
+      G_CALLBACK (leave_on_first), b);
+  for (guint i = 0; i < LEAVE_BURST; i++) {
+    g_autofree char *json = g_strdup_printf ("{\"n\":%u}", i);
+
+    send_json (a, json, NULL, LEGBA_RELIABILITY_RELIABLE, NULL);
+  }
+  ROOM_WAIT_FOR (legba_room_get_state (b->p->room) ==
+      LEGBA_ROOM_STATE_DISCONNECTED, "bob left from his handler");
+  /* alice sees him go: his peer connection is closed on both sides */
+  ROOM_WAIT_FOR (g_list_model_get_n_items (legba_room_get_participants
+          (a->p->room)) == 0, "alice saw bob leave");
+  g_assert_cmpuint (b->got->len, ==, 1);
+  g_assert_cmpstr (got (b, 0)->json, ==, "{\"n\":0}");
+  free_all (all, 2);
+}
+
 /* Binary messages, both ways, and the recipients check. */
 static void
 test_bytes (Fixture * f, gconstpointer unused)
@@ -1006,6 +1044,7 @@ main (int argc, char **argv)
   g_test_add ("/room/data/" path, Fixture, NULL, fixture_setup, func, \
       fixture_teardown)
   ADD_DATA ("order-topics-recipients", test_order);
+  ADD_DATA ("leave-in-handler", test_leave_in_handler);
   ADD_DATA ("bytes", test_bytes);
   ADD_DATA ("lossy", test_lossy);
   ADD_DATA ("stalled-recipient", test_stalled);
