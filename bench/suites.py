@@ -654,7 +654,9 @@ def suite_data(r, q, series, notes):
         "pair of the other rows, for comparison), heap in use "
         "(mallinfo2: every arena, mmapped blocks included) and RSS per "
         "pair, and the heap per pair after the first one (what one more "
-        "pair adds, once the process-wide state is made). Native memory (GStreamer's buffer pools, libnice, OpenSSL "
+        "pair adds, once the process-wide state is made); every pair's "
+        "pipeline drops its bus messages, as an application that reads its "
+        "bus keeps none of them. Native memory (GStreamer's buffer pools, libnice, OpenSSL "
         "and GLib slices are all malloc here) is in both figures; "
         "memory mapped outside malloc (thread stacks) is in RSS only.")
 

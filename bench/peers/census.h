@@ -21,6 +21,7 @@
 #define LEGBA_BENCH_CENSUS_H
 
 #include <glib.h>
+#include <gst/gst.h>
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -456,6 +457,27 @@ heap_kib (void)
   struct mallinfo2 m = mallinfo2 ();
 
   return (m.uordblks + m.hblkhd) / 1024.0;
+}
+
+static GstBusSyncReply
+census_drop_message (GstBus * bus, GstMessage * message, gpointer unused)
+{
+  return GST_BUS_DROP;
+}
+
+/* The pairs mode's pipelines drop their bus messages (those queued so far
+ * and those to come): an application reads its bus, so the messages a
+ * pipeline posts while it sets up are not memory the pair keeps. */
+static void
+census_drop_bus_messages (GstElement * pipeline)
+{
+  GstBus *bus = gst_element_get_bus (pipeline);
+  GstMessage *message;
+
+  gst_bus_set_sync_handler (bus, census_drop_message, NULL, NULL);
+  while ((message = gst_bus_pop (bus)) != NULL)
+    gst_message_unref (message);
+  gst_object_unref (bus);
 }
 
 /* The bulk mode's result line, alike for every peer (bench/suites.py

@@ -300,7 +300,7 @@ mode_pairs (guint count, double seconds)
       break;
     }
     p = pair_new (i);
-
+    census_drop_bus_messages (p->pipeline);
     g_ptr_array_add (pairs, p);
     if (!pair_wait (p, 30)) {
       stop = "a pair did not connect within 30 s";

@@ -609,7 +609,7 @@ mode_pairs (guint count, double seconds)
       break;
     }
     p = pair_new (NULL);
-
+    census_drop_bus_messages (p->pipe);
     g_ptr_array_add (pairs, p);
     if (!wait_open (p, 30)) {
       stop = "a pair did not connect within 30 s";
