@@ -952,17 +952,20 @@ mesh_window_close (Mesh * m)
     Stream *st = streams->pdata[i];
     gint frames = g_atomic_int_get (&st->frames) - st->window_frames;
     guint64 valid = 0, failed = 0, lost = 0;
+    gdouble p50 = -1, p95 = -1;
 
     g_object_get (st->check, "frames-valid", &valid, "frames-failed",
-        &failed, "frames-lost", &lost, NULL);
+        &failed, "frames-lost", &lost, "latency-p50", &p50, "latency-p95",
+        &p95, NULL);
     /* lost: stamped frames of the window never decoded (counter gaps) */
     g_string_append_printf (out, "%s{\"from\": \"%s\", \"frames\": %d, "
         "\"fps\": %.3f, \"lost\": %" G_GUINT64_FORMAT
         ", \"first_frame_ms\": %.1f, \"stamps_valid\": %" G_GUINT64_FORMAT
-        ", \"stamps_failed\": %" G_GUINT64_FORMAT "}", i ? ", " : "",
+        ", \"stamps_failed\": %" G_GUINT64_FORMAT
+        ", \"latency_p50_ms\": %.1f, \"latency_p95_ms\": %.1f}", i ? ", " : "",
         st->from, frames, frames / s, lost - st->window_lost,
         st->first_us ? (st->first_us - m->connect_us) / 1e3 : -1.0, valid,
-        failed);
+        failed, p50, p95);
   }
   g_mutex_unlock (&streams_lock);
   g_string_append (out, "]}");
@@ -971,6 +974,29 @@ mesh_window_close (Mesh * m)
   g_string_free (out, TRUE);
   m->in_window = FALSE;
   m->stopping = FALSE;
+}
+
+/* the streams that gave no frame in the window, on standard error, and
+ * the pipeline's graph then (with GST_DEBUG_DUMP_DOT_DIR set) */
+static void
+report_starved (Mesh * m)
+{
+  char *name = g_strdup_printf ("%s-starved", m->identity);
+
+  g_mutex_lock (&streams_lock);
+  for (guint i = 0; i < streams->len; i++) {
+    Stream *st = streams->pdata[i];
+    gint frames = g_atomic_int_get (&st->frames);
+
+    if (frames <= st->window_frames)
+      g_printerr ("mesh: %s: no frame from %s in the window (%d before it, "
+          "the first %.1f ms after connecting)\n", m->identity, st->from,
+          frames, (st->first_us - m->connect_us) / 1e3);
+  }
+  g_mutex_unlock (&streams_lock);
+  GST_DEBUG_BIN_TO_DOT_FILE (GST_BIN (m->side.pipeline),
+      GST_DEBUG_GRAPH_SHOW_ALL, name);
+  g_free (name);
 }
 
 /* the driver's commands: start, stop; end of input leaves */
@@ -996,6 +1022,8 @@ on_command (GIOChannel * in, GIOCondition cond, gpointer data)
     m->stopping = m->in_window;
     if (m->in_window && window_has_every_stream ())
       mesh_window_close (m);
+    else if (m->in_window)
+      report_starved (m);
   } else
     g_printerr ("mesh: unknown command '%s'\n", line);
   g_free (line);

@@ -1355,19 +1355,23 @@ mesh_window_close (Mesh * m)
     Remote *r = m->remotes->pdata[i];
     gint frames = g_atomic_int_get (&r->frames) - r->window_frames;
     guint64 valid = 0, failed = 0, lost = 0;
+    gdouble p50 = -1, p95 = -1;
 
     if (r->check == NULL)
       continue;
     g_object_get (r->check, "frames-valid", &valid, "frames-failed",
-        &failed, "frames-lost", &lost, NULL);
+        &failed, "frames-lost", &lost, "latency-p50", &p50, "latency-p95",
+        &p95, NULL);
     /* lost: stamped frames of the window never decoded (counter gaps) */
     g_string_append_printf (out, "%s{\"from\": \"%s\", \"frames\": %d, "
         "\"fps\": %.3f, \"lost\": %" G_GUINT64_FORMAT
         ", \"first_frame_ms\": %.1f, \"stamps_valid\": %" G_GUINT64_FORMAT
-        ", \"stamps_failed\": %" G_GUINT64_FORMAT "}", n++ ? ", " : "",
+        ", \"stamps_failed\": %" G_GUINT64_FORMAT
+        ", \"latency_p50_ms\": %.1f, \"latency_p95_ms\": %.1f}",
+        n++ ? ", " : "",
         r->id, frames, frames / s, lost - r->window_lost,
         r->first_us ? (r->first_us - m->started_us) / 1e3 : -1.0, valid,
-        failed);
+        failed, p50, p95);
   }
   g_mutex_unlock (&mesh_lock);
   g_string_append (out, "]}");
