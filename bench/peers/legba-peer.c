@@ -100,7 +100,7 @@ static gint frames_out;
 /* first-frame and mesh: the sender's line */
 #define VIDEO_LINE "videotestsrc is-live=true pattern=zone-plate kx2=20 " \
   "ky2=20 kt=1 ! video/x-raw,format=I420,width=%u,height=%u,framerate=30/1 " \
-  "! legbastamp ! x264enc tune=zerolatency speed-preset=ultrafast " \
+  "! legbastamp ! x264enc name=enc tune=zerolatency speed-preset=ultrafast " \
   "bitrate=%u key-int-max=60 ! capsfilter " \
   "caps=video/x-h264,profile=constrained-baseline"
 #define DECODE_LINE "avdec_h264 ! legbastampcheck name=check ! " \
@@ -664,6 +664,9 @@ mode_call (guint frames, guint width, guint height, guint kbps)
 typedef struct
 {
   char *from;                   /* its identity */
+  GstPad *pad;                  /* the room's track pad */
+  gboolean ended;               /* under streams_lock: the track was
+                                 * removed (its peer connection replaced) */
   GstElement *check;
   gint frames;                  /* atomic: frames out of the decoder */
   gint64 first_us;              /* under streams_lock: its first frame */
@@ -692,6 +695,7 @@ static void
 stream_free (Stream * st)
 {
   g_free (st->from);
+  gst_clear_object (&st->pad);
   gst_clear_object (&st->check);
   g_free (st);
 }
@@ -713,6 +717,7 @@ on_video_track (LegbaRoom * room, LegbaParticipant * lp, LegbaTrackKind kind,
     g_error ("receiver line: %s", error->message);
   st = g_new0 (Stream, 1);
   st->from = g_strdup (legba_participant_get_identity (lp));
+  st->pad = gst_object_ref (pad);
   st->check = gst_bin_get_by_name (GST_BIN (bin), "check");
   g_mutex_lock (&streams_lock);
   g_ptr_array_add (streams, st);
@@ -728,6 +733,50 @@ on_video_track (LegbaRoom * room, LegbaParticipant * lp, LegbaTrackKind kind,
   gst_object_unref (sinkpad);
 }
 
+/* the encoder's output: frames and key frames (atomic) */
+static gint encoded, key_frames;
+
+static GstPadProbeReturn
+count_encoded (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  g_atomic_int_inc (&encoded);
+  if (!GST_BUFFER_FLAG_IS_SET (GST_PAD_PROBE_INFO_BUFFER (info),
+          GST_BUFFER_FLAG_DELTA_UNIT))
+    g_atomic_int_inc (&key_frames);
+  return GST_PAD_PROBE_OK;
+}
+
+/* counts what the encoder named "enc" in line puts out */
+static void
+count_encoder (GstElement * line)
+{
+  GstElement *enc = gst_bin_get_by_name (GST_BIN (line), "enc");
+  GstPad *pad = gst_element_get_static_pad (enc, "src");
+
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, count_encoded, NULL, NULL);
+  gst_object_unref (pad);
+  gst_object_unref (enc);
+}
+
+/* a removed track's stream leaves the counts (a room replaces a peer
+ * connection that failed; its new track is a stream of its own) */
+static void
+on_track_removed (LegbaRoom * room, LegbaParticipant * lp,
+    LegbaTrackKind kind, GstPad * pad, gpointer data)
+{
+  g_mutex_lock (&streams_lock);
+  for (guint i = 0; i < streams->len; i++) {
+    Stream *st = streams->pdata[i];
+
+    if (st->pad == pad && !st->ended) {
+      st->ended = TRUE;
+      g_printerr ("mesh: the track from %s ended (%d frames decoded)\n",
+          st->from, g_atomic_int_get (&st->frames));
+    }
+  }
+  g_mutex_unlock (&streams_lock);
+}
+
 /* the stamped 640x360 (or other) H.264 track of VIDEO_LINE */
 static void
 side_send_video (Side * side, guint width, guint height, guint kbps)
@@ -739,6 +788,7 @@ side_send_video (Side * side, guint width, guint height, guint kbps)
 
   if (src == NULL)
     g_error ("sender line: %s", error->message);
+  count_encoder (src);
   gst_bin_add (GST_BIN (side->pipeline), src);
   sinkpad = legba_room_add_track (side->room, LEGBA_TRACK_KIND_VIDEO, &error);
   if (sinkpad == NULL)
@@ -831,6 +881,7 @@ typedef struct
                                  * has given a frame in the window */
   gint64 window_us;
   double window_cpu;
+  gint window_encoded, window_keys;
 } Mesh;
 
 static guint
@@ -840,7 +891,8 @@ streams_decoding (void)
 
   g_mutex_lock (&streams_lock);
   for (guint i = 0; i < streams->len; i++)
-    if (((Stream *) streams->pdata[i])->first_us != 0)
+    if (((Stream *) streams->pdata[i])->first_us != 0 &&
+        !((Stream *) streams->pdata[i])->ended)
       n++;
   g_mutex_unlock (&streams_lock);
   return n;
@@ -858,7 +910,7 @@ window_has_every_stream (void)
   for (guint i = 0; i < streams->len; i++) {
     Stream *st = streams->pdata[i];
 
-    if (g_atomic_int_get (&st->frames) <= st->window_frames)
+    if (!st->ended && g_atomic_int_get (&st->frames) <= st->window_frames)
       all = FALSE;
   }
   g_mutex_unlock (&streams_lock);
@@ -890,6 +942,11 @@ mesh_window_open (Mesh * m)
   m->in_window = TRUE;
   m->window_cpu = cpu_s ();
   m->window_us = g_get_monotonic_time ();
+  m->window_encoded = g_atomic_int_get (&encoded);
+  m->window_keys = g_atomic_int_get (&key_frames);
+  /* the pipeline's graph, with GST_DEBUG_DUMP_DOT_DIR set */
+  GST_DEBUG_BIN_TO_DOT_FILE (GST_BIN (m->side.pipeline),
+      GST_DEBUG_GRAPH_SHOW_ALL, m->identity);
   g_mutex_lock (&streams_lock);
   for (guint i = 0; i < streams->len; i++) {
     Stream *st = streams->pdata[i];
@@ -906,36 +963,72 @@ mesh_window_close (Mesh * m)
   double cpu = cpu_s () - m->window_cpu;
   double s = (g_get_monotonic_time () - m->window_us) / 1e6;
   GString *out = g_string_new (NULL);
+  guint ended = 0;
 
   g_string_append_printf (out, "{\"peer\": \"legba\", \"mode\": \"mesh\", "
       "\"identity\": \"%s\", \"window_s\": %.3f, \"cpu_s\": %.4f, "
       "\"cpu_pct\": %.2f, \"rss_kib\": %.0f, \"threads\": %u, "
-      "\"streams\": [", m->identity, s, cpu, 100 * cpu / s, rss_kib (),
-      census_count_entries ("/proc/self/task"));
+      "\"frames_encoded\": %d, \"key_frames\": %d, \"streams\": [",
+      m->identity, s, cpu, 100 * cpu / s, rss_kib (),
+      census_count_entries ("/proc/self/task"),
+      g_atomic_int_get (&encoded) - m->window_encoded,
+      g_atomic_int_get (&key_frames) - m->window_keys);
   g_mutex_lock (&streams_lock);
-  for (guint i = 0; i < streams->len; i++) {
+  for (guint i = 0, n = 0; i < streams->len; i++) {
     Stream *st = streams->pdata[i];
     gint frames = g_atomic_int_get (&st->frames) - st->window_frames;
     guint64 valid = 0, failed = 0, lost = 0;
+    gdouble p50 = -1, p95 = -1;
 
+    if (st->ended) {
+      ended++;
+      continue;
+    }
     g_object_get (st->check, "frames-valid", &valid, "frames-failed",
-        &failed, "frames-lost", &lost, NULL);
+        &failed, "frames-lost", &lost, "latency-p50", &p50, "latency-p95",
+        &p95, NULL);
     /* lost: stamped frames of the window never decoded (counter gaps) */
     g_string_append_printf (out, "%s{\"from\": \"%s\", \"frames\": %d, "
         "\"fps\": %.3f, \"lost\": %" G_GUINT64_FORMAT
         ", \"first_frame_ms\": %.1f, \"stamps_valid\": %" G_GUINT64_FORMAT
-        ", \"stamps_failed\": %" G_GUINT64_FORMAT "}", i ? ", " : "",
+        ", \"stamps_failed\": %" G_GUINT64_FORMAT
+        ", \"latency_p50_ms\": %.1f, \"latency_p95_ms\": %.1f}",
+        n++ ? ", " : "",
         st->from, frames, frames / s, lost - st->window_lost,
         st->first_us ? (st->first_us - m->connect_us) / 1e3 : -1.0, valid,
-        failed);
+        failed, p50, p95);
   }
   g_mutex_unlock (&streams_lock);
-  g_string_append (out, "]}");
+  /* the streams of replaced peer connections, left out above */
+  g_string_append_printf (out, "], \"streams_ended\": %u}", ended);
   puts (out->str);
   fflush (stdout);
   g_string_free (out, TRUE);
   m->in_window = FALSE;
   m->stopping = FALSE;
+}
+
+/* the streams that gave no frame in the window, on standard error, and
+ * the pipeline's graph then (with GST_DEBUG_DUMP_DOT_DIR set) */
+static void
+report_starved (Mesh * m)
+{
+  char *name = g_strdup_printf ("%s-starved", m->identity);
+
+  g_mutex_lock (&streams_lock);
+  for (guint i = 0; i < streams->len; i++) {
+    Stream *st = streams->pdata[i];
+    gint frames = g_atomic_int_get (&st->frames);
+
+    if (!st->ended && frames <= st->window_frames)
+      g_printerr ("mesh: %s: no frame from %s in the window (%d before it, "
+          "the first %.1f ms after connecting)\n", m->identity, st->from,
+          frames, (st->first_us - m->connect_us) / 1e3);
+  }
+  g_mutex_unlock (&streams_lock);
+  GST_DEBUG_BIN_TO_DOT_FILE (GST_BIN (m->side.pipeline),
+      GST_DEBUG_GRAPH_SHOW_ALL, name);
+  g_free (name);
 }
 
 /* the driver's commands: start, stop; end of input leaves */
@@ -961,6 +1054,8 @@ on_command (GIOChannel * in, GIOCondition cond, gpointer data)
     m->stopping = m->in_window;
     if (m->in_window && window_has_every_stream ())
       mesh_window_close (m);
+    else if (m->in_window)
+      report_starved (m);
   } else
     g_printerr ("mesh: unknown command '%s'\n", line);
   g_free (line);
@@ -983,6 +1078,8 @@ mode_mesh (const char *identity, guint expect, guint width, guint height,
   side_send_video (&m.side, width, height, kbps);
   g_signal_connect (m.side.room, "track-added", G_CALLBACK (on_video_track),
       m.side.pipeline);
+  g_signal_connect (m.side.room, "track-removed",
+      G_CALLBACK (on_track_removed), NULL);
   gst_element_set_state (m.side.pipeline, GST_STATE_PLAYING);
   m.connect_us = g_get_monotonic_time ();
   legba_room_connect_async (m.side.room, NULL, NULL, NULL);

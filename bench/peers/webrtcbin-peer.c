@@ -813,7 +813,7 @@ mode_first_frame (guint iterations, guint width, guint height, guint kbps)
 /* legba-peer's sender line, up to the encoded track */
 #define MESH_VIDEO_LINE "videotestsrc is-live=true pattern=zone-plate " \
   "kx2=20 ky2=20 kt=1 ! video/x-raw,format=I420,width=%u,height=%u," \
-  "framerate=30/1 ! legbastamp ! x264enc tune=zerolatency " \
+  "framerate=30/1 ! legbastamp ! x264enc name=enc tune=zerolatency " \
   "speed-preset=ultrafast bitrate=%u key-int-max=60 ! capsfilter " \
   "caps=\"video/x-h264,stream-format=byte-stream,alignment=au," \
   "profile=constrained-baseline\""
@@ -863,9 +863,34 @@ typedef struct
                                  * has given a frame in the window */
   gint64 window_us;
   double window_cpu;
+  gint window_encoded, window_keys;
 } Mesh;
 
 static GMutex mesh_lock;        /* the remotes' video */
+static gint encoded, key_frames;        /* atomic: the encoder's output */
+
+static GstPadProbeReturn
+count_encoded (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  g_atomic_int_inc (&encoded);
+  if (!GST_BUFFER_FLAG_IS_SET (GST_PAD_PROBE_INFO_BUFFER (info),
+          GST_BUFFER_FLAG_DELTA_UNIT))
+    g_atomic_int_inc (&key_frames);
+  return GST_PAD_PROBE_OK;
+}
+
+/* counts what the encoder named "enc" in line puts out */
+static void
+count_encoder (GstElement * line)
+{
+  GstElement *enc = gst_bin_get_by_name (GST_BIN (line), "enc");
+  GstPad *pad = gst_element_get_static_pad (enc, "src");
+
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, count_encoded, NULL, NULL);
+  gst_object_unref (pad);
+  gst_object_unref (enc);
+}
+
 static GMutex out_lock;         /* standard output */
 
 static void
@@ -1293,6 +1318,11 @@ mesh_window_open (Mesh * m)
   m->in_window = TRUE;
   m->window_cpu = cpu_s ();
   m->window_us = g_get_monotonic_time ();
+  m->window_encoded = g_atomic_int_get (&encoded);
+  m->window_keys = g_atomic_int_get (&key_frames);
+  /* the pipeline's graph, with GST_DEBUG_DUMP_DOT_DIR set */
+  GST_DEBUG_BIN_TO_DOT_FILE (GST_BIN (m->pipe), GST_DEBUG_GRAPH_SHOW_ALL,
+      m->identity);
   g_mutex_lock (&mesh_lock);
   for (guint i = 0; i < m->remotes->len; i++) {
     Remote *r = m->remotes->pdata[i];
@@ -1315,26 +1345,33 @@ mesh_window_close (Mesh * m)
   g_string_append_printf (out, "{\"peer\": \"webrtcbin\", \"mode\": \"mesh\", "
       "\"identity\": \"%s\", \"window_s\": %.3f, \"cpu_s\": %.4f, "
       "\"cpu_pct\": %.2f, \"rss_kib\": %.0f, \"threads\": %u, "
-      "\"streams\": [", m->identity, s, cpu, 100 * cpu / s, rss_kib (),
-      census_count_entries ("/proc/self/task"));
+      "\"frames_encoded\": %d, \"key_frames\": %d, \"streams\": [",
+      m->identity, s, cpu, 100 * cpu / s, rss_kib (),
+      census_count_entries ("/proc/self/task"),
+      g_atomic_int_get (&encoded) - m->window_encoded,
+      g_atomic_int_get (&key_frames) - m->window_keys);
   g_mutex_lock (&mesh_lock);
   for (guint i = 0, n = 0; i < m->remotes->len; i++) {
     Remote *r = m->remotes->pdata[i];
     gint frames = g_atomic_int_get (&r->frames) - r->window_frames;
     guint64 valid = 0, failed = 0, lost = 0;
+    gdouble p50 = -1, p95 = -1;
 
     if (r->check == NULL)
       continue;
     g_object_get (r->check, "frames-valid", &valid, "frames-failed",
-        &failed, "frames-lost", &lost, NULL);
+        &failed, "frames-lost", &lost, "latency-p50", &p50, "latency-p95",
+        &p95, NULL);
     /* lost: stamped frames of the window never decoded (counter gaps) */
     g_string_append_printf (out, "%s{\"from\": \"%s\", \"frames\": %d, "
         "\"fps\": %.3f, \"lost\": %" G_GUINT64_FORMAT
         ", \"first_frame_ms\": %.1f, \"stamps_valid\": %" G_GUINT64_FORMAT
-        ", \"stamps_failed\": %" G_GUINT64_FORMAT "}", n++ ? ", " : "",
+        ", \"stamps_failed\": %" G_GUINT64_FORMAT
+        ", \"latency_p50_ms\": %.1f, \"latency_p95_ms\": %.1f}",
+        n++ ? ", " : "",
         r->id, frames, frames / s, lost - r->window_lost,
         r->first_us ? (r->first_us - m->started_us) / 1e3 : -1.0, valid,
-        failed);
+        failed, p50, p95);
   }
   g_mutex_unlock (&mesh_lock);
   g_string_append (out, "]}");
@@ -1429,6 +1466,7 @@ mode_mesh (const char *identity, const char *peers, guint width,
   if (src == NULL)
     g_error ("sender line: %s", error->message);
   g_free (line);
+  count_encoder (src);
   m.tee = gst_element_factory_make ("tee", "track");
   /* before the first remote is linked, the encoder runs on */
   g_object_set (m.tee, "allow-not-linked", TRUE, NULL);
