@@ -796,23 +796,46 @@ empty_inbox (gpointer data)
 }
 
 /* A source of the room's context that stays attached while the peer is
- * open: the streaming thread makes it ready when the inbox gets its first
- * message, so a message costs no source of its own. */
+ * open: the streaming thread marks it ready when the inbox gets the first
+ * message of a batch and wakes the context, so a message costs no source
+ * of its own, and emptying the inbox writes nothing to the context's
+ * wakeup (as g_source_set_ready_time() would). */
+typedef struct
+{
+  GSource source;
+  gint ready;                   /* atomic */
+} InboxSource;
+
+static gboolean
+inbox_prepare (GSource * source, gint * timeout)
+{
+  *timeout = -1;
+  return g_atomic_int_get (&((InboxSource *) source)->ready);
+}
+
+static gboolean
+inbox_check (GSource * source)
+{
+  return g_atomic_int_get (&((InboxSource *) source)->ready);
+}
+
 static gboolean
 inbox_dispatch (GSource * source, GSourceFunc callback, gpointer data)
 {
-  g_source_set_ready_time (source, -1);
+  g_atomic_int_set (&((InboxSource *) source)->ready, FALSE);
   return callback (data);
 }
 
 static GSourceFuncs inbox_funcs = {
+  .prepare = inbox_prepare,
+  .check = inbox_check,
   .dispatch = inbox_dispatch,
 };
 
 static GSource *
 inbox_source_new (LegbaPeer * peer)
 {
-  GSource *source = g_source_new (&inbox_funcs, sizeof (GSource));
+  GSource *source = g_source_new (&inbox_funcs, sizeof (InboxSource));
 
   g_source_set_callback (source, empty_inbox, peer, NULL);
   g_source_set_static_name (source, "legba-room-inbox");
@@ -836,8 +859,15 @@ receive (LegbaPeer * peer, GBytes * bytes, gboolean text, LegbaReliability rel)
   peer->data->scheduled = TRUE;
   /* under the lock: legba_peer_data_close() takes the source away under
    * it before destroying it */
-  if (schedule && peer->data->inbox_source != NULL)
-    g_source_set_ready_time (peer->data->inbox_source, 0);
+  if (schedule && peer->data->inbox_source != NULL) {
+    GMainContext *context = g_source_get_context (peer->data->inbox_source);
+
+    g_atomic_int_set (&((InboxSource *) peer->data->inbox_source)->ready, TRUE);
+    /* a thread that holds the context checks its sources before it
+     * polls again */
+    if (!g_main_context_is_owner (context))
+      g_main_context_wakeup (context);
+  }
   g_mutex_unlock (&peer->lock);
 }
 
