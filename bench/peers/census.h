@@ -15,7 +15,8 @@
  * "nicesrc12:src" counts as "nicesrc#:".
  *
  * Also the process's clock, CPU time and memory, as every mode of the C
- * peers reads them.
+ * peers reads them, the pairs mode's bus messages dropped, and the mesh
+ * mode's count of what its encoder puts out.
  */
 #ifndef LEGBA_BENCH_CENSUS_H
 #define LEGBA_BENCH_CENSUS_H
@@ -478,6 +479,33 @@ census_drop_bus_messages (GstElement * pipeline)
   while ((message = gst_bus_pop (bus)) != NULL)
     gst_message_unref (message);
   gst_object_unref (bus);
+}
+
+/* The mesh mode's sender: what its encoder put out, frames and key
+ * frames (atomic) */
+static gint census_encoded, census_key_frames;
+
+static GstPadProbeReturn
+census_count_encoded (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  g_atomic_int_inc (&census_encoded);
+  if (!GST_BUFFER_FLAG_IS_SET (GST_PAD_PROBE_INFO_BUFFER (info),
+          GST_BUFFER_FLAG_DELTA_UNIT))
+    g_atomic_int_inc (&census_key_frames);
+  return GST_PAD_PROBE_OK;
+}
+
+/* counts what the encoder named "enc" in line puts out */
+static void
+census_count_encoder (GstElement * line)
+{
+  GstElement *enc = gst_bin_get_by_name (GST_BIN (line), "enc");
+  GstPad *pad = gst_element_get_static_pad (enc, "src");
+
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, census_count_encoded,
+      NULL, NULL);
+  gst_object_unref (pad);
+  gst_object_unref (enc);
 }
 
 /* The bulk mode's result line, alike for every peer (bench/suites.py

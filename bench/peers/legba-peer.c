@@ -733,30 +733,6 @@ on_video_track (LegbaRoom * room, LegbaParticipant * lp, LegbaTrackKind kind,
   gst_object_unref (sinkpad);
 }
 
-/* the encoder's output: frames and key frames (atomic) */
-static gint encoded, key_frames;
-
-static GstPadProbeReturn
-count_encoded (GstPad * pad, GstPadProbeInfo * info, gpointer data)
-{
-  g_atomic_int_inc (&encoded);
-  if (!GST_BUFFER_FLAG_IS_SET (GST_PAD_PROBE_INFO_BUFFER (info),
-          GST_BUFFER_FLAG_DELTA_UNIT))
-    g_atomic_int_inc (&key_frames);
-  return GST_PAD_PROBE_OK;
-}
-
-/* counts what the encoder named "enc" in line puts out */
-static void
-count_encoder (GstElement * line)
-{
-  GstElement *enc = gst_bin_get_by_name (GST_BIN (line), "enc");
-  GstPad *pad = gst_element_get_static_pad (enc, "src");
-
-  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, count_encoded, NULL, NULL);
-  gst_object_unref (pad);
-  gst_object_unref (enc);
-}
 
 /* a removed track's stream leaves the counts (a room replaces a peer
  * connection that failed; its new track is a stream of its own) */
@@ -788,7 +764,7 @@ side_send_video (Side * side, guint width, guint height, guint kbps)
 
   if (src == NULL)
     g_error ("sender line: %s", error->message);
-  count_encoder (src);
+  census_count_encoder (src);
   gst_bin_add (GST_BIN (side->pipeline), src);
   sinkpad = legba_room_add_track (side->room, LEGBA_TRACK_KIND_VIDEO, &error);
   if (sinkpad == NULL)
@@ -942,8 +918,8 @@ mesh_window_open (Mesh * m)
   m->in_window = TRUE;
   m->window_cpu = cpu_s ();
   m->window_us = g_get_monotonic_time ();
-  m->window_encoded = g_atomic_int_get (&encoded);
-  m->window_keys = g_atomic_int_get (&key_frames);
+  m->window_encoded = g_atomic_int_get (&census_encoded);
+  m->window_keys = g_atomic_int_get (&census_key_frames);
   /* the pipeline's graph, with GST_DEBUG_DUMP_DOT_DIR set */
   GST_DEBUG_BIN_TO_DOT_FILE (GST_BIN (m->side.pipeline),
       GST_DEBUG_GRAPH_SHOW_ALL, m->identity);
@@ -971,8 +947,8 @@ mesh_window_close (Mesh * m)
       "\"frames_encoded\": %d, \"key_frames\": %d, \"streams\": [",
       m->identity, s, cpu, 100 * cpu / s, rss_kib (),
       census_count_entries ("/proc/self/task"),
-      g_atomic_int_get (&encoded) - m->window_encoded,
-      g_atomic_int_get (&key_frames) - m->window_keys);
+      g_atomic_int_get (&census_encoded) - m->window_encoded,
+      g_atomic_int_get (&census_key_frames) - m->window_keys);
   g_mutex_lock (&streams_lock);
   for (guint i = 0, n = 0; i < streams->len; i++) {
     Stream *st = streams->pdata[i];

@@ -867,29 +867,6 @@ typedef struct
 } Mesh;
 
 static GMutex mesh_lock;        /* the remotes' video */
-static gint encoded, key_frames;        /* atomic: the encoder's output */
-
-static GstPadProbeReturn
-count_encoded (GstPad * pad, GstPadProbeInfo * info, gpointer data)
-{
-  g_atomic_int_inc (&encoded);
-  if (!GST_BUFFER_FLAG_IS_SET (GST_PAD_PROBE_INFO_BUFFER (info),
-          GST_BUFFER_FLAG_DELTA_UNIT))
-    g_atomic_int_inc (&key_frames);
-  return GST_PAD_PROBE_OK;
-}
-
-/* counts what the encoder named "enc" in line puts out */
-static void
-count_encoder (GstElement * line)
-{
-  GstElement *enc = gst_bin_get_by_name (GST_BIN (line), "enc");
-  GstPad *pad = gst_element_get_static_pad (enc, "src");
-
-  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, count_encoded, NULL, NULL);
-  gst_object_unref (pad);
-  gst_object_unref (enc);
-}
 
 static GMutex out_lock;         /* standard output */
 
@@ -1318,8 +1295,8 @@ mesh_window_open (Mesh * m)
   m->in_window = TRUE;
   m->window_cpu = cpu_s ();
   m->window_us = g_get_monotonic_time ();
-  m->window_encoded = g_atomic_int_get (&encoded);
-  m->window_keys = g_atomic_int_get (&key_frames);
+  m->window_encoded = g_atomic_int_get (&census_encoded);
+  m->window_keys = g_atomic_int_get (&census_key_frames);
   /* the pipeline's graph, with GST_DEBUG_DUMP_DOT_DIR set */
   GST_DEBUG_BIN_TO_DOT_FILE (GST_BIN (m->pipe), GST_DEBUG_GRAPH_SHOW_ALL,
       m->identity);
@@ -1348,8 +1325,8 @@ mesh_window_close (Mesh * m)
       "\"frames_encoded\": %d, \"key_frames\": %d, \"streams\": [",
       m->identity, s, cpu, 100 * cpu / s, rss_kib (),
       census_count_entries ("/proc/self/task"),
-      g_atomic_int_get (&encoded) - m->window_encoded,
-      g_atomic_int_get (&key_frames) - m->window_keys);
+      g_atomic_int_get (&census_encoded) - m->window_encoded,
+      g_atomic_int_get (&census_key_frames) - m->window_keys);
   g_mutex_lock (&mesh_lock);
   for (guint i = 0, n = 0; i < m->remotes->len; i++) {
     Remote *r = m->remotes->pdata[i];
@@ -1466,7 +1443,7 @@ mode_mesh (const char *identity, const char *peers, guint width,
   if (src == NULL)
     g_error ("sender line: %s", error->message);
   g_free (line);
-  count_encoder (src);
+  census_count_encoder (src);
   m.tee = gst_element_factory_make ("tee", "track");
   /* before the first remote is linked, the encoder runs on */
   g_object_set (m.tee, "allow-not-linked", TRUE, NULL);
