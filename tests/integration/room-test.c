@@ -480,14 +480,12 @@ on_bus_message (GstBus * bus, GstMessage * message, gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-static void
-add_source (Participant * p, LegbaTrackKind kind, const char *desc)
+void
+participant_publish (Participant * p, LegbaTrackKind kind, GstElement * bin)
 {
   g_autoptr (GError) error = NULL;
-  GstElement *bin = gst_parse_bin_from_description (desc, TRUE, &error);
   GstPad *src, *sink;
 
-  g_assert_no_error (error);
   gst_bin_add (GST_BIN (p->pipeline), bin);
   sink = legba_room_add_track (p->room, kind, &error);
   g_assert_no_error (error);
@@ -495,7 +493,18 @@ add_source (Participant * p, LegbaTrackKind kind, const char *desc)
   g_assert_cmpint (gst_pad_link (src, sink), ==, GST_PAD_LINK_OK);
   gst_object_unref (src);
   gst_object_unref (sink);
+  gst_element_sync_state_with_parent (bin);
   p->sources[kind] = bin;
+}
+
+static void
+add_source (Participant * p, LegbaTrackKind kind, const char *desc)
+{
+  g_autoptr (GError) error = NULL;
+  GstElement *bin = gst_parse_bin_from_description (desc, TRUE, &error);
+
+  g_assert_no_error (error);
+  participant_publish (p, kind, bin);
 }
 
 Participant *

@@ -108,6 +108,10 @@ Participant *participant_new (LegbaSignaller * signaller, const char *identity,
 Participant *participant_new_for_server (Fixture * f, const char *identity,
     const char *video, gboolean audio);
 void participant_free (Participant * p);
+/* bin: a source with a "src" pad, linked to a new track of kind, added to
+ * the pipeline in its state; the participant owns it from then */
+void participant_publish (Participant * p, LegbaTrackKind kind,
+    GstElement * bin);
 void participant_connect (Participant * p);
 void participant_connect_and_wait (Participant * p);
 guint64 participant_frames (Participant * p, Participant * from,

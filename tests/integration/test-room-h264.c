@@ -164,18 +164,9 @@ add_stamped_h264 (Participant * p)
 {
   g_autoptr (GError) error = NULL;
   GstElement *bin = gst_parse_bin_from_description (SENDER, TRUE, &error);
-  GstPad *src, *sink;
 
   g_assert_no_error (error);
-  gst_bin_add (GST_BIN (p->pipeline), bin);
-  sink = legba_room_add_track (p->room, LEGBA_TRACK_KIND_VIDEO, &error);
-  g_assert_no_error (error);
-  src = gst_element_get_static_pad (bin, "src");
-  g_assert_cmpint (gst_pad_link (src, sink), ==, GST_PAD_LINK_OK);
-  gst_object_unref (src);
-  gst_object_unref (sink);
-  gst_element_sync_state_with_parent (bin);
-  p->sources[LEGBA_TRACK_KIND_VIDEO] = bin;
+  participant_publish (p, LEGBA_TRACK_KIND_VIDEO, bin);
 }
 
 /* The decoder room-test.c links to the track pad: avdec_h264, nothing
@@ -312,7 +303,7 @@ test_resize (Fixture * f, gconstpointer data)
   g_autoptr (GstElementFactory) available = gst_element_factory_find (factory);
   Participant *alice, *bob;
   GstElement *bin;
-  GstPad *src, *sink;
+  GstPad *src;
   Sizes sz = { 0, };
   gint out_w = 0, out_h = 0;
 
@@ -332,15 +323,7 @@ test_resize (Fixture * f, gconstpointer data)
   src = gst_element_get_static_pad (venc, "src");
   gst_element_add_pad (bin, gst_ghost_pad_new ("src", src));
   gst_object_unref (src);
-  gst_bin_add (GST_BIN (alice->pipeline), bin);
-  sink = legba_room_add_track (alice->room, LEGBA_TRACK_KIND_VIDEO, &error);
-  g_assert_no_error (error);
-  src = gst_element_get_static_pad (bin, "src");
-  g_assert_cmpint (gst_pad_link (src, sink), ==, GST_PAD_LINK_OK);
-  gst_object_unref (src);
-  gst_object_unref (sink);
-  gst_element_sync_state_with_parent (bin);
-  alice->sources[LEGBA_TRACK_KIND_VIDEO] = bin;
+  participant_publish (alice, LEGBA_TRACK_KIND_VIDEO, bin);
 
   participant_connect_and_wait (alice);
   participant_connect_and_wait (bob);
