@@ -559,7 +559,8 @@ legba_server_conn_new (LegbaServer * self, LegbaUpgrade * upgrade,
 
   conn->server = self;
   conn->remote = g_strdup (upgrade->remote);
-  conn->stream = legba_ws_stream_new (base, upgrade->socket);
+  conn->stream = legba_ws_stream_new (base, upgrade->socket,
+      self->certificate == NULL);
   legba_ws_stream_set_max_message (conn->stream, self->limits.max_frame_bytes);
   /* The connection's reading, writing and timeouts go to a poll bucket
    * (libsoup keeps the thread-default context it is made in), so that no

@@ -281,6 +281,9 @@ struct _LegbaWsInput
   GInputStream parent;
 
   GInputStream *base;
+  GSocket *socket;              /* base's bytes come from it unchanged */
+  gboolean drained;             /* base had nothing buffered at last read */
+  gboolean short_read;          /* the last read gave less than asked */
 
   guint8 header[14];
   guint header_len;
@@ -410,6 +413,77 @@ legba_ws_input_is_readable (GPollableInputStream * stream)
       (self->base));
 }
 
+/* The socket's reading source, in one GSource.
+ *
+ * libsoup makes a new reading source for every batch of frames it reads,
+ * and GLib signals the context's wakeup for every descriptor of every
+ * source in a source's tree each time it is attached, blocked around its
+ * dispatch or destroyed. Through the base stream's layers (libsoup's
+ * buffering, GIO's socket stream) the tree is four sources deep; once the
+ * base has nothing buffered, the input waits on the socket itself with a
+ * source of its own. */
+typedef struct
+{
+  GSource source;
+  GObject *stream;
+  gpointer tag;
+} LegbaWsSocketSource;
+
+static gboolean
+legba_ws_socket_source_check (GSource * source)
+{
+  LegbaWsSocketSource *s = (LegbaWsSocketSource *) source;
+
+  return g_source_query_unix_fd (source, s->tag) != 0;
+}
+
+static gboolean
+legba_ws_socket_source_dispatch (GSource * source, GSourceFunc callback,
+    gpointer user_data)
+{
+  LegbaWsSocketSource *s = (LegbaWsSocketSource *) source;
+
+  if (callback == NULL)
+    return G_SOURCE_REMOVE;
+  return ((GPollableSourceFunc) (void (*)(void)) callback) (s->stream,
+      user_data);
+}
+
+static void
+legba_ws_socket_source_finalize (GSource * source)
+{
+  g_clear_object (&((LegbaWsSocketSource *) source)->stream);
+}
+
+static GSourceFuncs legba_ws_socket_source_funcs = {
+  NULL,
+  legba_ws_socket_source_check,
+  legba_ws_socket_source_dispatch,
+  legba_ws_socket_source_finalize,
+  NULL,
+  NULL,
+};
+
+static GSource *
+legba_ws_socket_source_new (GObject * stream, GSocket * socket,
+    GCancellable * cancellable)
+{
+  GSource *source = g_source_new (&legba_ws_socket_source_funcs,
+      sizeof (LegbaWsSocketSource));
+  LegbaWsSocketSource *s = (LegbaWsSocketSource *) source;
+
+  g_source_set_static_name (source, "LegbaWsSocketSource");
+  s->stream = g_object_ref (stream);
+  s->tag = g_source_add_unix_fd (source, g_socket_get_fd (socket), G_IO_IN);
+  if (cancellable != NULL) {
+    g_autoptr (GSource) cancelled = g_cancellable_source_new (cancellable);
+
+    g_source_set_dummy_callback (cancelled);
+    g_source_add_child_source (source, cancelled);
+  }
+  return source;
+}
+
 static GSource *
 legba_ws_input_create_source (GPollableInputStream * stream,
     GCancellable * cancellable)
@@ -417,6 +491,9 @@ legba_ws_input_create_source (GPollableInputStream * stream,
   LegbaWsInput *self = LEGBA_WS_INPUT (stream);
   g_autoptr (GSource) base_source = NULL;
 
+  if (self->socket != NULL && self->drained)
+    return legba_ws_socket_source_new (G_OBJECT (self), self->socket,
+        cancellable);
   base_source = g_pollable_input_stream_create_source
       (G_POLLABLE_INPUT_STREAM (self->base), cancellable);
   return g_pollable_source_new_full (self, base_source, cancellable);
@@ -427,12 +504,32 @@ legba_ws_input_read_nonblocking (GPollableInputStream * stream, void *buffer,
     gsize count, GError ** error)
 {
   LegbaWsInput *self = LEGBA_WS_INPUT (stream);
+  GError *base_error = NULL;
+  gssize n;
 
   if (self->too_large)
     return legba_ws_input_too_large (error);
-  return legba_ws_input_filter (self, buffer,
-      g_pollable_input_stream_read_nonblocking (G_POLLABLE_INPUT_STREAM
-          (self->base), buffer, count, NULL, error), error);
+  /* libsoup reads until a read would block. A plain socket that gave
+   * less than was asked had nothing more at that moment; what comes
+   * later makes the socket readable again, so the read that would only
+   * say so is spared. */
+  if (self->socket != NULL && self->short_read) {
+    self->short_read = FALSE;
+    self->drained = TRUE;
+    g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK,
+        "no more input for now");
+    return -1;
+  }
+  n = g_pollable_input_stream_read_nonblocking (G_POLLABLE_INPUT_STREAM
+      (self->base), buffer, count, NULL, &base_error);
+  /* Read until it would block, or short: whatever base had buffered is
+   * gone (it gives what it holds before reading the socket). */
+  self->short_read = n > 0 && (gsize) n < count;
+  self->drained = n < 0 &&
+      g_error_matches (base_error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK);
+  if (base_error != NULL)
+    g_propagate_error (error, base_error);
+  return legba_ws_input_filter (self, buffer, n, error);
 }
 
 static void
@@ -450,6 +547,7 @@ legba_ws_input_finalize (GObject * object)
   LegbaWsInput *self = LEGBA_WS_INPUT (object);
 
   g_clear_object (&self->base);
+  g_clear_object (&self->socket);
   G_OBJECT_CLASS (legba_ws_input_parent_class)->finalize (object);
 }
 
@@ -664,7 +762,7 @@ legba_ws_stream_init (LegbaWsStream * self)
 }
 
 LegbaWsStream *
-legba_ws_stream_new (GIOStream * base, GSocket * socket)
+legba_ws_stream_new (GIOStream * base, GSocket * socket, gboolean plain)
 {
   LegbaWsStream *self;
 
@@ -676,6 +774,8 @@ legba_ws_stream_new (GIOStream * base, GSocket * socket)
   self->socket = socket ? g_object_ref (socket) : NULL;
   self->input = g_object_new (LEGBA_TYPE_WS_INPUT, NULL);
   self->input->base = g_object_ref (g_io_stream_get_input_stream (base));
+  if (socket != NULL && plain)
+    self->input->socket = g_object_ref (socket);
   self->output = g_object_new (LEGBA_TYPE_WS_OUTPUT, NULL);
   self->output->base = g_object_ref (g_io_stream_get_output_stream (base));
   return self;

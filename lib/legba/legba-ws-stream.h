@@ -21,8 +21,11 @@ G_DECLARE_FINAL_TYPE (LegbaWsStream, legba_ws_stream, LEGBA, WS_STREAM,
     GIOStream)
 
 /* base: the stream stolen from the HTTP connection; socket: its TCP
- * socket (NULL when there is none, e.g. in tests over pipes). */
-LegbaWsStream *legba_ws_stream_new (GIOStream * base, GSocket * socket);
+ * socket (NULL when there is none, e.g. in tests over pipes). plain: base
+ * reads the socket's bytes as they come (no TLS), so that once base has
+ * nothing buffered, waiting for input is waiting on the socket. */
+LegbaWsStream *legba_ws_stream_new (GIOStream * base, GSocket * socket,
+    gboolean plain);
 
 /* The size of an unmasked frame carrying payload_len bytes, header
  * included (RFC 6455 §5.2). */

@@ -447,7 +447,8 @@ raw_find (RawClient * raw, const char *needle)
 /* Upgrades to WebSocket at path (RFC 6455 §4.1); returns the response
  * status line. */
 static char *
-raw_handshake (RawClient * raw, const char *path, const char *origin)
+raw_handshake_then (RawClient * raw, const char *path, const char *origin,
+    GByteArray * after)
 {
   g_autofree char *request = g_strdup_printf ("GET %s HTTP/1.1\r\n"
       "Host: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -457,7 +458,13 @@ raw_handshake (RawClient * raw, const char *path, const char *origin)
   const char *end;
   char *status;
 
-  g_assert_true (raw_write (raw, request, strlen (request)));
+  g_autoptr (GByteArray) wire = g_byte_array_new ();
+
+  /* Whatever follows the request goes in the same write. */
+  g_byte_array_append (wire, (const guint8 *) request, strlen (request));
+  if (after != NULL)
+    g_byte_array_append (wire, after->data, after->len);
+  g_assert_true (raw_write (raw, wire->data, wire->len));
   raw_start_reading (raw);
   WAIT_UNTIL (raw_find (raw, "\r\n\r\n") != NULL || raw->eof, WAIT_S,
       "the handshake response");
@@ -470,12 +477,18 @@ raw_handshake (RawClient * raw, const char *path, const char *origin)
   return status;
 }
 
-/* A client frame (RFC 6455 §5.2): masked, as clients must. */
-static gboolean
-raw_send_frame (RawClient * raw, guint8 first, const void *payload, gsize len)
+static char *
+raw_handshake (RawClient * raw, const char *path, const char *origin)
+{
+  return raw_handshake_then (raw, path, origin, NULL);
+}
+
+/* Appends a client frame (RFC 6455 §5.2): masked, as clients must. */
+static void
+raw_frame_append (GByteArray * frame, guint8 first, const void *payload,
+    gsize len)
 {
   static const guint8 mask[4] = { 0x37, 0xfa, 0x21, 0x3d };
-  g_autoptr (GByteArray) frame = g_byte_array_sized_new (len + 14);
   guint8 header[10];
   gsize header_len, i;
 
@@ -501,6 +514,14 @@ raw_send_frame (RawClient * raw, guint8 first, const void *payload, gsize len)
 
     g_byte_array_append (frame, &b, 1);
   }
+}
+
+static gboolean
+raw_send_frame (RawClient * raw, guint8 first, const void *payload, gsize len)
+{
+  g_autoptr (GByteArray) frame = g_byte_array_sized_new (len + 14);
+
+  raw_frame_append (frame, first, payload, len);
   return raw_write (raw, frame->data, frame->len);
 }
 
@@ -854,6 +875,67 @@ test_bad_frames (void)
 
   g_clear_pointer (&bad, ws_client_free);
   g_clear_pointer (&neighbour, ws_client_free);
+  server_free (server);
+}
+
+static void
+raw_expect_pongs (RawClient * raw, guint n)
+{
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    g_autoptr (JsonObject) frame = raw_next_json (raw);
+
+    g_assert_cmpstr (frame_event (frame), ==, "pusher:pong");
+  }
+}
+
+/* Input as the wire brings it: a frame in the same segment as the
+ * handshake (read ahead by the HTTP layer), many frames in one write,
+ * and frames cut across writes. Every frame is answered, in order. */
+static void
+test_input_batches (void)
+{
+  LegbaServer *server = server_new (NULL);
+  g_autoptr (WsClient) other = ws_client_new (server);
+  g_autoptr (RawClient) raw = raw_connect (server, 0);
+  g_autoptr (GByteArray) first = g_byte_array_new ();
+  g_autoptr (GByteArray) batch = g_byte_array_new ();
+  g_autoptr (JsonObject) established = NULL;
+  g_autofree char *pad = g_strnfill (300, 'p');
+  g_autofree char *ping =
+      g_strdup_printf ("{\"event\":\"pusher:ping\",\"data\":{\"pad\":\"%s\"}}",
+      pad);
+  g_autofree char *status = NULL;
+  gsize half;
+  guint i;
+
+  raw_frame_append (first, 0x81, ping, strlen (ping));
+  status = raw_handshake_then (raw, WS_PATH, NULL, first);
+  g_assert_cmpstr (status, ==, "HTTP/1.1 101 Switching Protocols");
+  established = raw_next_json (raw);
+  g_assert_cmpstr (frame_event (established), ==,
+      "pusher:connection_established");
+  raw_expect_pongs (raw, 1);
+
+  /* 20 frames of about 350 bytes: several reads, the last one short. */
+  for (i = 0; i < 20; i++)
+    raw_frame_append (batch, 0x81, ping, strlen (ping));
+  g_assert_true (raw_write (raw, batch->data, batch->len));
+  raw_expect_pongs (raw, 20);
+
+  /* The same bytes again, cut inside a frame: the server reads the first
+   * part (its answers to the whole frames before the cut come back)
+   * before the rest is written. */
+  half = batch->len / 2;
+  g_assert_true (raw_write (raw, batch->data, half));
+  raw_expect_pongs (raw, half / (batch->len / 20));
+  ws_client_assert_alive (other);
+  g_assert_true (raw_write (raw, batch->data + half, batch->len - half));
+  raw_expect_pongs (raw, 20 - half / (batch->len / 20));
+
+  g_clear_pointer (&raw, raw_client_free);
+  g_clear_pointer (&other, ws_client_free);
   server_free (server);
 }
 
@@ -1582,6 +1664,7 @@ main (int argc, char **argv)
   g_test_add_func ("/server/ws/missing-protocol", test_missing_protocol);
   g_test_add_func ("/server/ws/not-websocket", test_not_websocket);
   g_test_add_func ("/server/ws/compression", test_compression);
+  g_test_add_func ("/server/ws/input-batches", test_input_batches);
   g_test_add_func ("/server/bad-input/frames", test_bad_frames);
   g_test_add_func ("/server/bad-input/oversize-frames", test_oversize_frames);
   g_test_add_func ("/server/bad-input/frame-at-limit", test_frame_at_limit);
