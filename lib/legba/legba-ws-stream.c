@@ -284,6 +284,9 @@ struct _LegbaWsInput
   GSocket *socket;              /* base's bytes come from it unchanged */
   gboolean drained;             /* base had nothing buffered at last read */
   gboolean short_read;          /* the last read gave less than asked */
+  gboolean closed;              /* no more waiting on the socket */
+  GSource *watch;               /* the socket, while socket is set */
+  GSource *reader;              /* the newest source made; not owned */
 
   guint8 header[14];
   guint header_len;
@@ -413,74 +416,177 @@ legba_ws_input_is_readable (GPollableInputStream * stream)
       (self->base));
 }
 
-/* The socket's reading source, in one GSource.
+/* Waiting on the socket.
  *
- * libsoup makes a new reading source for every batch of frames it reads,
- * and GLib signals the context's wakeup for every descriptor of every
- * source in a source's tree each time it is attached, blocked around its
- * dispatch or destroyed. Through the base stream's layers (libsoup's
- * buffering, GIO's socket stream) the tree is four sources deep; once the
- * base has nothing buffered, the input waits on the socket itself with a
- * source of its own. */
+ * libsoup makes a new reading source for every batch of frames it reads
+ * and destroys it in its callback, and GLib signals the context's wakeup
+ * (a write to an eventfd) for every descriptor of every source in a
+ * source's tree each time it is attached, blocked around its dispatch or
+ * destroyed: through the base stream's layers (libsoup's buffering, GIO's
+ * socket stream) eight writes per batch read. Once base has nothing
+ * buffered, the input instead keeps one *watch* on the socket in the
+ * context for as long as it reads, and the sources libsoup makes hold no
+ * descriptor: each is ready when the watch's descriptor is. Making and
+ * destroying them then changes nothing GLib polls. */
 typedef struct
 {
   GSource source;
-  GObject *stream;
-  gpointer tag;
-} LegbaWsSocketSource;
+  LegbaWsInput *input;
+  /* A plain poll record, not a unix fd: GLib makes a source whose unix
+   * fd polls ready ready itself, whatever its check says. Its events are
+   * ours to change; the context reads them at every query. */
+  GPollFD pollfd;
+} LegbaWsWatch;
+
+typedef struct
+{
+  GSource source;
+  LegbaWsInput *input;          /* owned */
+} LegbaWsReader;
 
 static gboolean
-legba_ws_socket_source_check (GSource * source)
+legba_ws_watch_readable (LegbaWsWatch * watch)
 {
-  LegbaWsSocketSource *s = (LegbaWsSocketSource *) source;
-
-  return g_source_query_unix_fd (source, s->tag) != 0;
+  return watch->pollfd.events != 0 && watch->pollfd.revents != 0;
 }
 
 static gboolean
-legba_ws_socket_source_dispatch (GSource * source, GSourceFunc callback,
+legba_ws_reader_live (GSource * reader)
+{
+  return reader != NULL && !g_source_is_destroyed (reader);
+}
+
+/* Readable with no reader (libsoup stopped reading, or closes): the
+ * watch stops polling until a reader comes, so that a level-triggered
+ * poll does not spin on input nobody takes. */
+static gboolean
+legba_ws_watch_check (GSource * source)
+{
+  LegbaWsWatch *watch = (LegbaWsWatch *) source;
+
+  return legba_ws_watch_readable (watch) &&
+      !legba_ws_reader_live (watch->input->reader);
+}
+
+static gboolean
+legba_ws_watch_dispatch (GSource * source, GSourceFunc callback,
     gpointer user_data)
 {
-  LegbaWsSocketSource *s = (LegbaWsSocketSource *) source;
+  LegbaWsWatch *watch = (LegbaWsWatch *) source;
 
-  if (callback == NULL)
-    return G_SOURCE_REMOVE;
-  return ((GPollableSourceFunc) (void (*)(void)) callback) (s->stream,
-      user_data);
+  watch->pollfd.events = 0;
+  return G_SOURCE_CONTINUE;
 }
 
-static void
-legba_ws_socket_source_finalize (GSource * source)
-{
-  g_clear_object (&((LegbaWsSocketSource *) source)->stream);
-}
-
-static GSourceFuncs legba_ws_socket_source_funcs = {
+static GSourceFuncs legba_ws_watch_funcs = {
   NULL,
-  legba_ws_socket_source_check,
-  legba_ws_socket_source_dispatch,
-  legba_ws_socket_source_finalize,
+  legba_ws_watch_check,
+  legba_ws_watch_dispatch,
+  NULL,
   NULL,
   NULL,
 };
 
-static GSource *
-legba_ws_socket_source_new (GObject * stream, GSocket * socket,
-    GCancellable * cancellable)
+/* The reader is checked after GLib has polled every descriptor of the
+ * context, the watch's too, in the same iteration. */
+static gboolean
+legba_ws_reader_check (GSource * source)
 {
-  GSource *source = g_source_new (&legba_ws_socket_source_funcs,
-      sizeof (LegbaWsSocketSource));
-  LegbaWsSocketSource *s = (LegbaWsSocketSource *) source;
+  LegbaWsWatch *watch = (LegbaWsWatch *) ((LegbaWsReader *) source)->
+      input->watch;
 
-  g_source_set_static_name (source, "LegbaWsSocketSource");
-  s->stream = g_object_ref (stream);
-  s->tag = g_source_add_unix_fd (source, g_socket_get_fd (socket), G_IO_IN);
+  return watch != NULL && legba_ws_watch_readable (watch);
+}
+
+static gboolean
+legba_ws_reader_dispatch (GSource * source, GSourceFunc callback,
+    gpointer user_data)
+{
+  LegbaWsReader *reader = (LegbaWsReader *) source;
+
+  if (callback == NULL)
+    return G_SOURCE_REMOVE;
+  return ((GPollableSourceFunc) (void (*)(void)) callback) (G_OBJECT
+      (reader->input), user_data);
+}
+
+static void
+legba_ws_reader_finalize (GSource * source)
+{
+  LegbaWsReader *reader = (LegbaWsReader *) source;
+
+  if (reader->input->reader == source)
+    reader->input->reader = NULL;
+  g_clear_object (&reader->input);
+}
+
+static GSourceFuncs legba_ws_reader_funcs = {
+  NULL,
+  legba_ws_reader_check,
+  legba_ws_reader_dispatch,
+  legba_ws_reader_finalize,
+  NULL,
+  NULL,
+};
+
+static void
+legba_ws_input_stop_watch (LegbaWsInput * self)
+{
+  if (self->watch == NULL)
+    return;
+  g_source_destroy (self->watch);
+  g_clear_pointer (&self->watch, g_source_unref);
+}
+
+/* The watch lives in the context the reader will be attached to: the
+ * thread-default one, as libsoup attaches its sources. */
+static void
+legba_ws_input_start_watch (LegbaWsInput * self)
+{
+  GMainContext *context = g_main_context_get_thread_default ();
+  LegbaWsWatch *watch;
+
+  if (context == NULL)
+    context = g_main_context_default ();
+  if (self->watch != NULL && g_source_get_context (self->watch) != context)
+    legba_ws_input_stop_watch (self);
+  if (self->watch == NULL) {
+    self->watch = g_source_new (&legba_ws_watch_funcs, sizeof (LegbaWsWatch));
+    g_source_set_static_name (self->watch, "LegbaWsWatch");
+    watch = (LegbaWsWatch *) self->watch;
+    watch->input = self;
+    watch->pollfd.fd = g_socket_get_fd (self->socket);
+    watch->pollfd.events = G_IO_IN;
+    g_source_add_poll (self->watch, &watch->pollfd);
+    g_source_attach (self->watch, context);
+  }
+  ((LegbaWsWatch *) self->watch)->pollfd.events = G_IO_IN;
+}
+
+/* Closing: the socket is no longer waited on for libsoup. */
+static void
+legba_ws_input_close_watch (LegbaWsInput * self)
+{
+  self->closed = TRUE;
+  legba_ws_input_stop_watch (self);
+}
+
+static GSource *
+legba_ws_reader_new (LegbaWsInput * self, GCancellable * cancellable)
+{
+  GSource *source = g_source_new (&legba_ws_reader_funcs,
+      sizeof (LegbaWsReader));
+
+  g_source_set_static_name (source, "LegbaWsReader");
+  ((LegbaWsReader *) source)->input = g_object_ref (self);
   if (cancellable != NULL) {
     g_autoptr (GSource) cancelled = g_cancellable_source_new (cancellable);
 
     g_source_set_dummy_callback (cancelled);
     g_source_add_child_source (source, cancelled);
   }
+  legba_ws_input_start_watch (self);
+  self->reader = source;
   return source;
 }
 
@@ -491,9 +597,8 @@ legba_ws_input_create_source (GPollableInputStream * stream,
   LegbaWsInput *self = LEGBA_WS_INPUT (stream);
   g_autoptr (GSource) base_source = NULL;
 
-  if (self->socket != NULL && self->drained)
-    return legba_ws_socket_source_new (G_OBJECT (self), self->socket,
-        cancellable);
+  if (self->socket != NULL && self->drained && !self->closed)
+    return legba_ws_reader_new (self, cancellable);
   base_source = g_pollable_input_stream_create_source
       (G_POLLABLE_INPUT_STREAM (self->base), cancellable);
   return g_pollable_source_new_full (self, base_source, cancellable);
@@ -546,6 +651,7 @@ legba_ws_input_finalize (GObject * object)
 {
   LegbaWsInput *self = LEGBA_WS_INPUT (object);
 
+  legba_ws_input_stop_watch (self);
   g_clear_object (&self->base);
   g_clear_object (&self->socket);
   G_OBJECT_CLASS (legba_ws_input_parent_class)->finalize (object);
@@ -624,6 +730,7 @@ legba_ws_stream_close (GIOStream * stream, GCancellable * cancellable,
 {
   LegbaWsStream *self = LEGBA_WS_STREAM (stream);
 
+  legba_ws_input_close_watch (self->input);
   legba_ws_stream_abort_if_stalled (self);
   return g_io_stream_close (self->base, cancellable, error);
 }
@@ -699,6 +806,7 @@ legba_ws_stream_close_async (GIOStream * stream, int io_priority,
   LegbaWsStream *self = LEGBA_WS_STREAM (stream);
   GTask *task;
 
+  legba_ws_input_close_watch (self->input);
   task = g_task_new (stream, cancellable, callback, user_data);
   g_task_set_source_tag (task, legba_ws_stream_close_async);
   g_task_set_priority (task, io_priority);
