@@ -460,9 +460,11 @@ heap_kib (void)
   return (m.uordblks + m.hblkhd) / 1024.0;
 }
 
+/* a sync handler that drops a message unrefs it (GstBusSyncHandler) */
 static GstBusSyncReply
 census_drop_message (GstBus * bus, GstMessage * message, gpointer unused)
 {
+  gst_message_unref (message);
   return GST_BUS_DROP;
 }
 

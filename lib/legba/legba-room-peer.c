@@ -943,6 +943,9 @@ description_applied (LegbaPeer * peer, gpointer data)
   GST_DEBUG ("pc %s: negotiated", peer->pc);
   if (!legba_peer_media_link_send (peer, &link_error))
     legba_room_report (peer->room, link_error->code, "%s", link_error->message);
+  /* the copies served the negotiation; webrtcbin keeps its descriptions */
+  g_clear_pointer (&peer->answer, gst_sdp_message_free);
+  g_clear_pointer (&peer->offer, gst_sdp_message_free);
 }
 
 static void

@@ -198,7 +198,8 @@ struct _LegbaPeer
   guint16 sctp_id;              /* unique in the process */
   GstElement *sctpenc;          /* webrtcbin's, once it made one (lock) */
   GstWebRTCRTPTransceiver *transceivers[2];     /* ours, by kind */
-  GstSDPMessage *answer;        /* the negotiated media, once applied */
+  GstSDPMessage *answer;        /* the negotiated media, from the answer
+                                 * until the media is linked (negotiated) */
   char *mids[3];                /* of our description's first m-lines */
 
   gboolean remote_set;          /* the remote description is applied */
@@ -207,7 +208,8 @@ struct _LegbaPeer
   gboolean negotiated;          /* offer and answer both applied */
   gboolean waiting_media;       /* negotiation waits for local caps */
   char *pending_offer;          /* answerer: the offer, while it waits */
-  GstSDPMessage *offer;         /* answerer: the offer, once applied */
+  GstSDPMessage *offer;         /* answerer: the offer, from its
+                                 * application until negotiated */
   GPtrArray *remote_candidates; /* JsonObject, until remote_set */
   GPtrArray *local_candidates;  /* JsonObject, batched (§4: 50 ms) */
   gboolean local_candidates_end;
