@@ -699,8 +699,7 @@ handle_text (LegbaRoomData * d, LegbaParticipant * p, GBytes * bytes)
 {
   gsize size;
   const char *text = g_bytes_get_data (bytes, &size);
-  g_autoptr (JsonNode) root = NULL;
-  JsonNode *data, *topic_node;
+  JsonNode *root, *data, *topic_node;
   JsonObject *object;
   const char *topic = NULL;
 
@@ -709,8 +708,7 @@ handle_text (LegbaRoomData * d, LegbaParticipant * p, GBytes * bytes)
     report_malformed (d, p, "a text message that is not JSON");
     return;
   }
-  /* the tree goes when the message is handled, not at the next one */
-  root = json_parser_steal_root (d->parser);
+  root = json_parser_get_root (d->parser);
   object = root && JSON_NODE_HOLDS_OBJECT (root) ?
       json_node_get_object (root) : NULL;
   data = object ? json_object_get_member (object, "data") : NULL;
