@@ -13,6 +13,7 @@
 #include "legba-room-private.h"
 #include "legba-room-data-private.h"
 #include "legba-json.h"
+#include "legba-signal-client-private.h"
 
 #include <nice/agent.h>
 #include <stdlib.h>
@@ -1252,16 +1253,6 @@ on_deep_element_added (GstBin * bin, GstBin * sub_bin, GstElement * element,
   }
 }
 
-static gboolean
-is_loopback_url (const char *url)
-{
-  g_autoptr (GUri) uri = url ? g_uri_parse (url, G_URI_FLAGS_NONE, NULL) : NULL;
-  const char *host = uri ? g_uri_get_host (uri) : NULL;
-
-  return host != NULL && (g_str_has_prefix (host, "127.") ||
-      strcmp (host, "localhost") == 0 || strcmp (host, "::1") == 0);
-}
-
 static char **
 effective_local_addresses (LegbaRoom * room)
 {
@@ -1272,7 +1263,7 @@ effective_local_addresses (LegbaRoom * room)
   if (g_object_class_find_property (G_OBJECT_GET_CLASS (room->signaller),
           "server-url") != NULL)
     g_object_get (room->signaller, "server-url", &url, NULL);
-  if (is_loopback_url (url)) {
+  if (legba_url_is_loopback (url)) {
     char *loopback[] = { (char *) "127.0.0.1", NULL };
 
     return g_strdupv (loopback);

@@ -115,6 +115,9 @@ void legba_signal_client_pump (LegbaSignalClient * self);
 
 /* legba-signal-connection.c */
 char *legba_signal_client_websocket_url (LegbaSignalClient * self);
+
+/* Is url's host a loopback address (127.0.0.0/8, ::1 or localhost)? */
+gboolean legba_url_is_loopback (const char *url);
 void legba_signal_client_start_connection (LegbaSignalClient * self);
 void legba_signal_client_drop_connection (LegbaSignalClient * self,
     gushort code);

@@ -29,6 +29,10 @@
  * with the same participant id. It splits signals larger than the server's
  * event size into `part` messages and paces them to the server's client
  * event rate (ROOM-PROTOCOL.md §4), using the limits a server advertises.
+ *
+ * It connects through the system's proxy settings (GIO's default
+ * #GProxyResolver), except to a server and auth endpoint on a loopback
+ * address (127.0.0.0/8, `::1`, `localhost`), which it reaches directly.
  */
 #include "legba-signal-client-private.h"
 
@@ -300,6 +304,32 @@ legba_signal_client_send (LegbaSignaller * signaller, const char *to,
 
 /* ---- Joining and leaving ---- */
 
+gboolean
+legba_url_is_loopback (const char *url)
+{
+  g_autoptr (GUri) uri = url ? g_uri_parse (url, G_URI_FLAGS_NONE, NULL) : NULL;
+  const char *host = uri ? g_uri_get_host (uri) : NULL;
+  g_autoptr (GInetAddress) address = NULL;
+
+  if (host == NULL)
+    return FALSE;
+  if (g_ascii_strcasecmp (host, "localhost") == 0)
+    return TRUE;
+  address = g_inet_address_new_from_string (host);
+  return address != NULL && g_inet_address_get_is_loopback (address);
+}
+
+/* A server on this machine is reached directly: no proxy is meant for
+ * it. The system's resolver (libproxy on Debian) would send it to an
+ * http_proxy all the same, and asking it costs a worker thread about
+ * 2 ms of CPU per connection. */
+static gboolean
+needs_proxy_resolver (LegbaSignalClient * self)
+{
+  return !legba_url_is_loopback (self->server_url) ||
+      (self->auth_url != NULL && !legba_url_is_loopback (self->auth_url));
+}
+
 static gboolean
 prepare_session (LegbaSignalClient * self, GError ** error)
 {
@@ -318,6 +348,8 @@ prepare_session (LegbaSignalClient * self, GError ** error)
       (self->connect_timeout + 999) / 1000, NULL);
   if (database)
     soup_session_set_tls_database (self->session, database);
+  if (!needs_proxy_resolver (self))
+    soup_session_set_proxy_resolver (self->session, NULL);
   return TRUE;
 }
 

@@ -3,7 +3,8 @@
  *
  * LegbaSignalClient against an in-process LegbaServer on 127.0.0.1 port 0:
  * membership, signals both ways, spoofed senders, the size and rate rules
- * of ROOM-PROTOCOL.md §4, the three ways to authenticate, server events.
+ * of ROOM-PROTOCOL.md §4, the three ways to authenticate, server events,
+ * proxies.
  */
 #include "signal-test.h"
 
@@ -745,6 +746,134 @@ test_server_event (Fixture * f, gconstpointer data)
   peer_free (a);
 }
 
+/* ---- Proxies: the system's for remote servers, none for loopback ---- */
+
+/* A proxy that records the first line of each request and closes. */
+typedef struct
+{
+  GSocketService *service;
+  char *url;
+  GPtrArray *requests;          /* char *: request lines */
+} FakeProxy;
+
+static void
+on_proxy_line (GObject * source, GAsyncResult * result, gpointer data)
+{
+  g_autoptr (GObject) connection = data;
+  FakeProxy *proxy = g_object_get_data (connection, "proxy");
+  g_autofree char *line = g_data_input_stream_read_line_finish
+      (G_DATA_INPUT_STREAM (source), result, NULL, NULL);
+
+  g_ptr_array_add (proxy->requests, g_strdup (line ? line : ""));
+  g_io_stream_close (G_IO_STREAM (connection), NULL, NULL);
+  g_object_unref (source);
+}
+
+static gboolean
+on_proxy_incoming (GSocketService * service, GSocketConnection * connection,
+    GObject * source, FakeProxy * proxy)
+{
+  GDataInputStream *in = g_data_input_stream_new
+      (g_io_stream_get_input_stream (G_IO_STREAM (connection)));
+
+  g_object_set_data (G_OBJECT (connection), "proxy", proxy);
+  g_data_input_stream_read_line_async (in, G_PRIORITY_DEFAULT, NULL,
+      on_proxy_line, g_object_ref (connection));
+  return TRUE;
+}
+
+static FakeProxy *
+fake_proxy_new (void)
+{
+  FakeProxy *proxy = g_new0 (FakeProxy, 1);
+  g_autoptr (GInetAddress) loopback =
+      g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr (GSocketAddress) address = g_inet_socket_address_new (loopback, 0);
+  g_autoptr (GSocketAddress) bound = NULL;
+  g_autoptr (GError) error = NULL;
+
+  proxy->service = g_socket_service_new ();
+  proxy->requests = g_ptr_array_new_with_free_func (g_free);
+  g_socket_listener_add_address (G_SOCKET_LISTENER (proxy->service),
+      address, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL, &bound,
+      &error);
+  g_assert_no_error (error);
+  proxy->url = g_strdup_printf ("http://127.0.0.1:%u",
+      g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound)));
+  g_signal_connect (proxy->service, "incoming",
+      G_CALLBACK (on_proxy_incoming), proxy);
+  return proxy;
+}
+
+static void
+fake_proxy_free (FakeProxy * proxy)
+{
+  g_socket_service_stop (proxy->service);
+  g_socket_listener_close (G_SOCKET_LISTENER (proxy->service));
+  g_object_unref (proxy->service);
+  g_ptr_array_unref (proxy->requests);
+  g_free (proxy->url);
+  g_free (proxy);
+}
+
+/* Does the system's proxy resolver send url through proxy_url? */
+static gboolean
+resolver_proxies (const char *url, const char *proxy_url)
+{
+  g_auto (GStrv) proxies = g_proxy_resolver_lookup
+      (g_proxy_resolver_get_default (), url, NULL, NULL);
+
+  return proxies != NULL && g_strv_contains ((const char *const *) proxies,
+      proxy_url);
+}
+
+static void
+test_proxy (Fixture * f, gconstpointer data)
+{
+  FakeProxy *proxy = fake_proxy_new ();
+  Peer *a, *remote;
+
+  g_setenv ("http_proxy", proxy->url, TRUE);
+  g_setenv ("https_proxy", proxy->url, TRUE);
+  if (!resolver_proxies ("ws://legba.invalid/", proxy->url) ||
+      !resolver_proxies (f->url, proxy->url)) {
+    g_test_skip ("the system's proxy resolver ignores http_proxy, or "
+        "already bypasses loopback addresses");
+    g_unsetenv ("http_proxy");
+    g_unsetenv ("https_proxy");
+    fake_proxy_free (proxy);
+    return;
+  }
+
+  /* a server on a loopback address is reached directly */
+  a = peer_new (f, "alice");
+  peer_join_and_wait (a);
+  g_assert_cmpuint (proxy->requests->len, ==, 0);
+  assert_no_errors (a);
+  peer_free (a);
+
+  /* any other server through the system's proxy */
+  {
+    Fixture other = *f;
+
+    other.url = (char *) "ws://legba.invalid";
+    remote = peer_new (&other, "bob");
+  }
+  g_object_set (remote->client, "reconnect-delay-min", 60000,
+      "reconnect-delay-max", 60000, NULL);
+  peer_join (remote);
+  WAIT_FOR (proxy->requests->len >= 1, "the client to ask the proxy");
+  /* (an HTTP proxy is asked for ws:// by absolute URI) */
+  g_assert_true (g_str_has_prefix (proxy->requests->pdata[0],
+          "GET ws://legba.invalid/app/" APP_KEY "?protocol=7"));
+  legba_signaller_leave (remote->signaller);
+  peer_free (remote);
+
+  g_unsetenv ("http_proxy");
+  g_unsetenv ("https_proxy");
+  fake_proxy_free (proxy);
+}
+
 /* ---- main ---- */
 
 int
@@ -761,6 +890,7 @@ main (int argc, char **argv)
   ADD ("advertised-limits", test_advertised_limits, 3000);
   ADD ("pacing", test_pacing, 0);
   ADD ("server-event", test_server_event, 0);
+  ADD ("proxy", test_proxy, 0);
   ADD ("refused-key", test_refused_key, 0);
   ADD ("auth/endpoint", test_auth_endpoint, 0);
   ADD ("auth/refused", test_auth_refused, 0);
