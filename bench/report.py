@@ -26,6 +26,10 @@ METRICS = {
     "warm_ms": ("Setup, warm (same process, first discarded)", "ms", True),
     "process_to_open_ms": ("Setup, process start (main) to the first open",
                            "ms", True),
+    "warm_joined_ms": ("Setup, warm: both rooms joined", "ms", True),
+    "warm_described_ms": ("Setup, warm: descriptions applied", "ms", True),
+    "warm_connected_ms": ("Setup, warm: connected (ICE and DTLS)", "ms",
+                          True),
     "bulk_mb_per_s": ("Bulk throughput, 1 KiB messages", "MB/s", False),
     "bulk_cpu_s_per_mb": ("Bulk CPU per MB (both sides)", "CPU-s/MB", True),
     "rtt_p50_ms": ("Round trip 1 KiB at 100/s, p50", "ms", True),
@@ -109,8 +113,9 @@ SUITES = [
     ("footprint", "9. Footprint", None),
 ]
 
-PEER_ORDER = ["legba", "legba-burst", "json-glib", "json-glib-hop",
-              "floor", "webrtcbin", "webrtcbin-tuned", "webrtcbin-1dc",
+PEER_ORDER = ["legba", "legba-inproc", "legba-burst", "json-glib",
+              "json-glib-hop", "floor", "webrtcbin", "webrtcbin-tuned",
+              "webrtcbin-like", "webrtcbin-1dc",
               "gstreamer",
               "rtp-floor", "aiortc", "pion"]
 

@@ -90,10 +90,15 @@ class Runner:
 
     def command(self, peer, mode, opts):
         b = self.args.build
-        if peer == "legba":
-            return [os.path.join(b, "bench", "legba-peer"), mode] + opts
-        if peer in ("webrtcbin", "webrtcbin-tuned", "webrtcbin-1dc"):
-            extra = ["--pacing", "1"] if peer == "webrtcbin-tuned" else []
+        if peer in ("legba", "legba-inproc"):
+            extra = ["--in-process"] if peer == "legba-inproc" else []
+            return [os.path.join(b, "bench", "legba-peer"), mode] + \
+                extra + opts
+        if peer in ("webrtcbin", "webrtcbin-tuned", "webrtcbin-1dc",
+                    "webrtcbin-like"):
+            extra = {"webrtcbin-tuned": ["--pacing", "1"],
+                     "webrtcbin-like": ["--pacing", "1", "--like-legba"]
+                     }.get(peer, [])
             return [os.path.join(b, "bench", "webrtcbin-peer"), mode] + \
                 extra + opts
         if peer == "aiortc":
@@ -152,7 +157,8 @@ def pct(values, q):
 # ---- suites ----
 
 def suite_setup(r, q, series, notes):
-    peers = ["legba", "webrtcbin", "webrtcbin-tuned", "aiortc", "pion"]
+    peers = ["legba", "legba-inproc", "webrtcbin", "webrtcbin-tuned",
+             "webrtcbin-like", "aiortc", "pion"]
     iterations = 3 if q else 10
 
     def body(peer, rnd):
@@ -164,6 +170,12 @@ def suite_setup(r, q, series, notes):
             add(series, "cold_ms", peer, times[0])
             for t in times[1:]:
                 add(series, "warm_ms", peer, t)
+            # where the warm time goes (the C peers): -1 is a phase a
+            # pair's webrtcbins did not both report
+            for phase in ("joined", "described", "connected"):
+                for t in res.get(f"{phase}_ms", [])[1:]:
+                    if t >= 0:
+                        add(series, f"warm_{phase}_ms", peer, t)
         if res and res.get("process_to_open_ms", -1) >= 0:
             add(series, "process_to_open_ms", peer,
                 res["process_to_open_ms"])
@@ -180,9 +192,21 @@ def suite_setup(r, q, series, notes):
                  "included. The other peers' first pair includes their "
                  "one-time work. webrtcbin-tuned: plain webrtcbin with "
                  "libnice's stun-pacing-timer at 1 ms, as Legba's rooms set "
-                 "it. Legba's figure includes its signalling through the "
-                 "embedded server over a WebSocket; the others hand the "
-                 "descriptions across in process.")
+                 "it; webrtcbin-like: the same with the session a pair of "
+                 "Legba's rooms describes (receive-only video and audio "
+                 "transceivers, two data channels: webrtcbin-peer "
+                 "--like-legba), Legba's like-for-like floor. Legba's "
+                 "figure includes its signalling through the embedded "
+                 "server over a WebSocket; legba-inproc is the same rooms "
+                 "meeting through an in-process signaller (legba-peer "
+                 "--in-process), no server; the others hand the "
+                 "descriptions across in process. The phases (warm pairs, "
+                 "ms from the start of the pair; bench/peers/phases.h): "
+                 "both rooms joined (Legba), both webrtcbins' descriptions "
+                 "applied (signaling-state stable again), both connected "
+                 "(connection-state connected: ICE and DTLS done); what "
+                 "follows until the data channels are open is SCTP and the "
+                 "channels' own handshake.")
 
 
 def suite_datachannel(r, q, series, notes):

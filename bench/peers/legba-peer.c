@@ -7,7 +7,7 @@
  * its two webrtcbins in one) that meet in a room of their own. Same modes and
  * JSON as bench/peers/webrtcbin-peer.c, where Legba has them:
  *
- *   legba-peer setup [--iterations N]
+ *   legba-peer setup [--iterations N] [--in-process]
  *   legba-peer pairs [--count N] [--seconds S]
  *   legba-peer bulk  [--bytes B] [--size S]
  *   legba-peer rtt   [--count N] [--rate R] [--size S]
@@ -19,6 +19,14 @@
  *
  * --server-url ws://HOST:PORT: a legba-server of its own process (app
  * key bench-key, secret bench-secret) instead of the embedded one.
+ *
+ * setup --in-process: the rooms meet through an in-process signaller
+ * (tests/integration/test-hub.c: joins and signals are idle callbacks
+ * of this process's main loop) instead of a signalling server, with
+ * host candidates on 127.0.0.1 as a loopback server gives them. Beside
+ * each pair's time, setup prints when the rooms had joined and when
+ * the pair's descriptions were applied and its webrtcbins connected
+ * (bench/peers/phases.h), in ms from the connect calls.
  *
  * bulk and rtt: binary messages (legba_room_send_bytes) from room a to
  * room b on the reliable channel, as webrtcbin-peer sends raw bytes. bulk
@@ -63,6 +71,8 @@
 #include <stdio.h>
 
 #include "census.h"
+#include "phases.h"
+#include "test-hub.h"
 
 #define APP_ID "bench"
 #define APP_KEY "bench-key"
@@ -75,6 +85,7 @@ typedef struct
   gboolean connected;           /* the other participant is connected */
   gboolean failed;
   char *other;                  /* the other participant's id */
+  gint64 joined_at;             /* monotonic µs: the room connected */
 } Side;
 
 typedef struct
@@ -84,6 +95,8 @@ typedef struct
 } Pair;
 
 static char *server_url;
+static TestHub *hub;            /* setup --in-process */
+static Phases phases;           /* setup */
 static double main_ms;          /* when main() started */
 static gboolean external_server;
 
@@ -128,6 +141,14 @@ on_participant_joined (LegbaRoom * room, LegbaParticipant * lp, Side * side)
 }
 
 static void
+on_room_state (LegbaRoom * room, GParamSpec * pspec, Side * side)
+{
+  if (legba_room_get_state (room) == LEGBA_ROOM_STATE_CONNECTED &&
+      side->joined_at == 0)
+    side->joined_at = g_get_monotonic_time ();
+}
+
+static void
 on_room_error (LegbaRoom * room, GError * error, Side * side)
 {
   g_printerr ("room error: %s\n", error->message);
@@ -139,9 +160,15 @@ static void
 side_create (Side * side, GstElement * pipeline, const char *room_name,
     const char *identity)
 {
-  LegbaSignalClient *client = legba_signal_client_new (server_url, APP_KEY);
+  LegbaSignaller *signaller;
 
-  g_object_set (client, "app-secret", APP_SECRET, NULL);
+  if (hub != NULL) {
+    signaller = LEGBA_SIGNALLER (test_signaller_new (hub));
+  } else {
+    signaller = LEGBA_SIGNALLER (legba_signal_client_new (server_url,
+            APP_KEY));
+    g_object_set (signaller, "app-secret", APP_SECRET, NULL);
+  }
   if (pipeline == NULL) {
     side->pipeline = gst_pipeline_new (identity);
   } else {
@@ -149,10 +176,16 @@ side_create (Side * side, GstElement * pipeline, const char *room_name,
     gst_bin_add (GST_BIN (pipeline), side->pipeline);
     gst_element_sync_state_with_parent (side->pipeline);
   }
-  side->room = legba_room_new (LEGBA_SIGNALLER (client),
-      GST_BIN (side->pipeline));
-  g_object_unref (client);
+  side->room = legba_room_new (signaller, GST_BIN (side->pipeline));
+  g_object_unref (signaller);
   g_object_set (side->room, "room", room_name, "identity", identity, NULL);
+  if (hub != NULL) {
+    const char *const loopback[] = { "127.0.0.1", NULL };
+
+    g_object_set (side->room, "local-addresses", loopback, NULL);
+  }
+  g_signal_connect (side->room, "notify::state", G_CALLBACK (on_room_state),
+      side);
   g_signal_connect (side->room, "participant-joined",
       G_CALLBACK (on_participant_joined), side);
   g_signal_connect (side->room, "error", G_CALLBACK (on_room_error), side);
@@ -184,6 +217,16 @@ side_stop (Side * side, gboolean own)
   g_clear_pointer (&side->other, g_free);
 }
 
+static void
+on_pair_element (GstBin * bin, GstBin * sub, GstElement * element,
+    gpointer data)
+{
+  GstElementFactory *f = gst_element_get_factory (element);
+
+  if (f != NULL && strcmp (GST_OBJECT_NAME (f), "webrtcbin") == 0)
+    phases_watch (&phases, element);
+}
+
 static Pair *
 pair_new (guint n)
 {
@@ -194,6 +237,8 @@ pair_new (guint n)
   g_snprintf (a, sizeof a, "a%u", n);
   g_snprintf (b, sizeof b, "b%u", n);
   p->pipeline = gst_pipeline_new (room);
+  g_signal_connect (p->pipeline, "deep-element-added",
+      G_CALLBACK (on_pair_element), NULL);
   gst_element_set_state (p->pipeline, GST_STATE_PLAYING);
   side_start (&p->s[0], p->pipeline, room, a);
   side_start (&p->s[1], p->pipeline, room, b);
@@ -241,35 +286,61 @@ pair_free (Pair * p)
  * connection) is made before, off that path, as an application does it
  * at start; process_to_open_ms is from main() to the first pair's open,
  * that work included. */
+static void
+append_series (GString * out, const char *name, GArray * values)
+{
+  g_string_append_printf (out, ", \"%s\": [", name);
+  for (guint i = 0; i < values->len; i++)
+    g_string_append_printf (out, "%s%.4f", i ? ", " : "",
+        g_array_index (values, double, i));
+  g_string_append (out, "]");
+}
+
 static int
 mode_setup (guint iterations)
 {
-  GString *out = g_string_new ("{\"peer\": \"legba\", \"mode\": \"setup\", "
-      "\"setup_ms\": [");
+  GString *out = g_string_new ("{\"peer\": \"legba\", \"mode\": \"setup\"");
+  GArray *series[4];
+  const char *names[] = { "setup_ms", "joined_ms", "described_ms",
+    "connected_ms"
+  };
   guint failed = 0, ok = 0;
   double prepare_ms, process_to_open_ms = -1;
 
+  for (guint s = 0; s < G_N_ELEMENTS (series); s++)
+    series[s] = g_array_new (FALSE, FALSE, sizeof (double));
   legba_room_prepare ();
   legba_room_prepare_wait ();
   prepare_ms = now_ms () - main_ms;
   for (guint i = 0; i < iterations; i++) {
-    double t0 = now_ms ();
-    Pair *p = pair_new (i);
+    double t[4];
+    Pair *p;
 
+    phases_start (&phases);
+    p = pair_new (i);
     if (pair_wait (p, 30)) {
-      double t = now_ms ();
-
-      g_string_append_printf (out, "%s%.4f", ok ? ", " : "", t - t0);
+      t[0] = (g_get_monotonic_time () - phases.t0) / 1000.0;
+      t[1] = (MAX (p->s[0].joined_at, p->s[1].joined_at) - phases.t0) /
+          1000.0;
+      t[2] = phases_described_ms (&phases);
+      t[3] = phases_connected_ms (&phases);
+      for (guint s = 0; s < G_N_ELEMENTS (series); s++)
+        g_array_append_val (series[s], t[s]);
       if (i == 0)
-        process_to_open_ms = t - main_ms;
+        process_to_open_ms = now_ms () - main_ms;
       ok++;
     } else {
       failed++;
     }
     pair_free (p);
   }
-  g_string_append_printf (out, "], \"failed\": %u, \"prepare_ms\": %.4f, "
-      "\"process_to_open_ms\": %.4f}", failed, prepare_ms, process_to_open_ms);
+  for (guint s = 0; s < G_N_ELEMENTS (series); s++) {
+    append_series (out, names[s], series[s]);
+    g_array_unref (series[s]);
+  }
+  g_string_append_printf (out, ", \"failed\": %u, \"prepare_ms\": %.4f, "
+      "\"process_to_open_ms\": %.4f, \"signaller\": \"%s\"}", failed,
+      prepare_ms, process_to_open_ms, hub ? "in-process" : "server");
   puts (out->str);
   g_string_free (out, TRUE);
   return ok ? 0 : 1;
@@ -1084,6 +1155,7 @@ main (int argc, char **argv)
   guint size = 1024;
   char *url = NULL, *identity = NULL;
   guint expect = 3;
+  gboolean in_process = FALSE;
   LegbaServer *server = NULL;
   GOptionEntry entries[] = {
     {"iterations", 0, 0, G_OPTION_ARG_INT, &iterations, "setup: pairs", "N"},
@@ -1098,6 +1170,8 @@ main (int argc, char **argv)
     {"rate", 0, 0, G_OPTION_ARG_DOUBLE, &rate, "rtt: messages/s", "R"},
     {"server-url", 0, 0, G_OPTION_ARG_STRING, &url, "a legba-server's URL",
         "URL"},
+    {"in-process", 0, 0, G_OPTION_ARG_NONE, &in_process,
+        "setup: an in-process signaller, no server", NULL},
     {"identity", 0, 0, G_OPTION_ARG_STRING, &identity,
         "mesh: this participant's identity", "ID"},
     {"expect", 0, 0, G_OPTION_ARG_INT, &expect,
@@ -1119,7 +1193,14 @@ main (int argc, char **argv)
     return 2;
   }
   g_option_context_free (ctx);
-  if (url != NULL) {
+  if (in_process && strcmp (argv[1], "setup") != 0) {
+    g_printerr ("--in-process is for setup\n");
+    return 2;
+  }
+  if (in_process) {
+    hub = test_hub_new ();
+    test_hub_set_ordered (hub, TRUE);
+  } else if (url != NULL) {
     server_url = url;
     external_server = TRUE;
   } else {
@@ -1154,6 +1235,7 @@ main (int argc, char **argv)
     legba_server_shutdown (server);
     g_object_unref (server);
   }
+  g_clear_pointer (&hub, test_hub_free);
   g_free (server_url);
   g_free (identity);
   return rc;

@@ -5,7 +5,7 @@
  * the offer, answer and candidates handed across directly, no signalling
  * server and no Legba. It is the floor Legba's rooms add to.
  *
- *   webrtcbin-peer setup [--iterations N] [--pacing MS]
+ *   webrtcbin-peer setup [--iterations N] [--pacing MS] [--like-legba]
  *   webrtcbin-peer bulk  [--bytes B] [--size S]
  *   webrtcbin-peer rtt   [--count N] [--rate R] [--size S]
  *   webrtcbin-peer pairs [--count N] [--seconds S]
@@ -54,6 +54,9 @@
  * all of it is added, as a room does. A pair is open when both channels
  * are open on both sides. Without it: one reliable channel `bench`, no
  * transceiver.
+ *
+ * setup also prints when each pair's descriptions were applied and its
+ * webrtcbins connected (bench/peers/phases.h), in ms from its start.
  */
 #include <gst/gst.h>
 #include <gst/sdp/sdp.h>
@@ -66,6 +69,7 @@
 #include <stdio.h>
 
 #include "census.h"
+#include "phases.h"
 #include <stdlib.h>
 
 typedef struct
@@ -93,6 +97,7 @@ static GArray *rtts;            /* gdouble ms */
 static guint64 frames_out;
 static gint64 first_frame_us;   /* under lock: the first frame out */
 static gint64 pair_started_us;  /* the last pair_new()'s PLAYING */
+static Phases phases;           /* setup */
 
 static gboolean
 pair_open (Pair * p)
@@ -374,6 +379,8 @@ pair_new (const char *video)
       G_CALLBACK (on_deep_element_added), p);
   p->a = new_webrtcbin (p, "a");
   p->b = new_webrtcbin (p, "b");
+  phases_watch (&phases, p->a);
+  phases_watch (&phases, p->b);
   g_signal_connect (p->a, "on-ice-candidate", G_CALLBACK (on_ice_candidate),
       p->b);
   g_signal_connect (p->b, "on-ice-candidate", G_CALLBACK (on_ice_candidate),
@@ -456,28 +463,45 @@ print_series (GString * out, const char *name, GArray * values)
 static int
 mode_setup (guint iterations)
 {
-  GArray *times = g_array_new (FALSE, FALSE, sizeof (double));
+  GArray *series[3];
+  const char *names[] = { "setup_ms", "described_ms", "connected_ms" };
   GString *out =
       g_string_new ("{\"peer\": \"webrtcbin\", \"mode\": \"setup\", ");
   guint failed = 0;
+  int rc;
 
+  for (guint s = 0; s < G_N_ELEMENTS (series); s++)
+    series[s] = g_array_new (FALSE, FALSE, sizeof (double));
   for (guint i = 0; i < iterations; i++) {
-    double t0 = now_ms (), t;
-    Pair *p = pair_new (NULL);
+    double t[3];
+    Pair *p;
 
+    phases_start (&phases);
+    p = pair_new (NULL);
     if (wait_open (p, 30)) {
-      t = now_ms () - t0;
-      g_array_append_val (times, t);
+      t[0] = (g_get_monotonic_time () - phases.t0) / 1000.0;
+      t[1] = phases_described_ms (&phases);
+      t[2] = phases_connected_ms (&phases);
+      for (guint s = 0; s < G_N_ELEMENTS (series); s++)
+        g_array_append_val (series[s], t[s]);
     } else {
       failed++;
     }
     pair_free (p);
   }
-  print_series (out, "setup_ms", times);
-  g_string_append_printf (out, ", \"failed\": %u, \"pacing_ms\": %u}", failed,
-      pacing_ms);
+  for (guint s = 0; s < G_N_ELEMENTS (series); s++) {
+    print_series (out, names[s], series[s]);
+    g_string_append (out, ", ");
+  }
+  g_string_append_printf (out, "\"failed\": %u, \"pacing_ms\": %u, "
+      "\"like_legba\": %s}", failed, pacing_ms,
+      like_legba ? "true" : "false");
   puts (out->str);
-  return times->len ? 0 : 1;
+  g_string_free (out, TRUE);
+  rc = series[0]->len ? 0 : 1;
+  for (guint s = 0; s < G_N_ELEMENTS (series); s++)
+    g_array_unref (series[s]);
+  return rc;
 }
 
 static GBytes *

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "signal-test.h"
+#include "test-hub.h"
 
 /* Built with AddressSanitizer (-Dsanitize=true): every allocation costs
  * far more, so the heaviest tests do less (docs say which). */
@@ -43,34 +44,6 @@
 /* gst_init, g_test_init, and the one GStreamer 1.22 critical the tests
  * let through (room-test.c says which and why) */
 void room_test_init (int *argc, char ***argv);
-
-/* ---- An in-process LegbaSignaller ---- */
-
-#define TEST_TYPE_SIGNALLER (test_signaller_get_type ())
-G_DECLARE_FINAL_TYPE (TestSignaller, test_signaller, TEST, SIGNALLER,
-    GObject)
-
-typedef struct _TestHub TestHub;
-
-/* Returns TRUE to deliver the signal now; FALSE when the filter kept it
- * (it may deliver it later with test_hub_deliver). */
-typedef gboolean (*TestHubFilter) (TestHub * hub, const char *from,
-    const char *to, JsonObject * signal, gpointer user_data);
-
-TestHub *test_hub_new (void);
-void test_hub_free (TestHub * hub);
-void test_hub_set_filter (TestHub * hub, TestHubFilter filter,
-    gpointer user_data);
-/* Delivers signal to `to` as if `from` (the vouched sender) sent it. */
-void test_hub_deliver (TestHub * hub, const char *from, const char *to,
-    JsonObject * signal);
-/* When FALSE, joiners are neither listed to nor announced to others. */
-void test_hub_set_announce (TestHub * hub, gboolean announce);
-guint test_hub_count (TestHub * hub, const char *type);
-/* the pc of the last offer between participants a and b */
-const char *test_hub_pc (TestHub * hub, const char *a, const char *b);
-
-TestSignaller *test_signaller_new (TestHub * hub);
 
 /* ---- Participants ---- */
 
