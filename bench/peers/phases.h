@@ -18,6 +18,7 @@
 #include <gst/gst.h>
 #include <gst/webrtc/webrtc.h>
 
+/* static storage: its lock needs no initialisation */
 typedef struct
 {
   GMutex lock;
@@ -33,18 +34,6 @@ typedef struct
   Phases *phases;
   guint slot;
 } PhasesWatch;
-
-static inline void
-phases_init (Phases * ph)
-{
-  g_mutex_init (&ph->lock);
-}
-
-static inline void
-phases_clear (Phases * ph)
-{
-  g_mutex_clear (&ph->lock);
-}
 
 /* a new pair: forget the last one's instants, time from now */
 static inline void
@@ -111,11 +100,12 @@ phases_watch (Phases * ph, GstElement * webrtc)
   w->phases = ph;
   w->slot = ph->watched++;
   g_mutex_unlock (&ph->lock);
+  /* one copy per handler, each freed with its handler */
+  g_signal_connect_data (webrtc, "notify::connection-state",
+      G_CALLBACK (phases_on_connection), g_memdup2 (w, sizeof *w),
+      phases_watch_free, 0);
   g_signal_connect_data (webrtc, "notify::signaling-state",
       G_CALLBACK (phases_on_signaling), w, phases_watch_free, 0);
-  w = g_memdup2 (w, sizeof *w);
-  g_signal_connect_data (webrtc, "notify::connection-state",
-      G_CALLBACK (phases_on_connection), w, phases_watch_free, 0);
 }
 
 /* the later of the two webrtcbins' instant in ms from phases_start(), or
