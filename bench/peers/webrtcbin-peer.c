@@ -51,8 +51,9 @@
  * and transport-cc feedback and its header extension, NACK on; audio:
  * Opus), and the two data channels `legba` (ordered, reliable) and
  * `legba-lossy` (unordered, max-retransmits 0); the offer is made once
- * all of it is added, as a room does. A pair is open when both channels
- * are open on both sides. Without it: one reliable channel `bench`, no
+ * all of it is added, as a room does; and ICE without TCP host
+ * candidates, as a room's (LegbaRoom:ice-tcp). A pair is open when both
+ * channels are open on both sides. Without it: one reliable channel `bench`, no
  * transceiver.
  *
  * setup also prints when each pair's descriptions were applied and its
@@ -283,6 +284,9 @@ configure_ice (GstElement * webrtc)
   g_object_get (webrtc, "ice-agent", &ice, NULL);
   if (ice == NULL)
     return;
+  /* the rooms' default: no ICE-TCP host candidates */
+  if (like_legba)
+    g_object_set (ice, "ice-tcp", FALSE, NULL);
   g_object_get (ice, "agent", &agent, NULL);
   if (agent != NULL) {
     nice_address_init (&address);

@@ -1280,6 +1280,9 @@ configure_ice (LegbaPeer * peer)
   g_auto (GStrv) addresses = effective_local_addresses (room);
 
   g_object_get (peer->webrtcbin, "ice-agent", &ice, NULL);
+  if (ice != NULL &&
+      g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "ice-tcp"))
+    g_object_set (ice, "ice-tcp", room->ice_tcp, NULL);
   if (ice == NULL ||
       g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent") == NULL)
     return;

@@ -129,6 +129,7 @@ struct _LegbaRoom
   char **local_addresses;
   guint stun_pacing_timer;
   guint ice_idle_timeout;
+  gboolean ice_tcp;
   guint stats_interval;
 
   LegbaRoomState state;

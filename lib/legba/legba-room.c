@@ -66,6 +66,11 @@ G_DEFINE_ENUM_TYPE (LegbaTrackKind, legba_track_kind,
  * connection failed: 100 ms failed calls on a loaded machine (the test
  * suite under AddressSanitizer); 1 s keeps a margin and bounds the timer */
 #define DEFAULT_ICE_IDLE_TIMEOUT 1000
+/* ICE-TCP host candidates: each peer connection would keep a listening
+ * TCP socket and its checks leave TCP connections open (about four file
+ * descriptors a connection); TURN over TCP or TLS, which crosses networks
+ * that block UDP, does not need them */
+#define DEFAULT_ICE_TCP FALSE
 #define DEFAULT_STATS_INTERVAL 1000
 #define DEFAULT_ICE_TRANSPORT_POLICY GST_WEBRTC_ICE_TRANSPORT_POLICY_ALL
 
@@ -88,6 +93,7 @@ enum
   PROP_LOCAL_ADDRESSES,
   PROP_STUN_PACING_TIMER,
   PROP_ICE_IDLE_TIMEOUT,
+  PROP_ICE_TCP,
   PROP_STATS_INTERVAL,
   N_PROPERTIES
 };
@@ -990,6 +996,9 @@ legba_room_set_property (GObject * object, guint prop_id,
     case PROP_ICE_IDLE_TIMEOUT:
       self->ice_idle_timeout = g_value_get_uint (value);
       break;
+    case PROP_ICE_TCP:
+      self->ice_tcp = g_value_get_boolean (value);
+      break;
     case PROP_STATS_INTERVAL:
       self->stats_interval = g_value_get_uint (value);
       restart_stats (self);
@@ -1053,6 +1062,9 @@ legba_room_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_ICE_IDLE_TIMEOUT:
       g_value_set_uint (value, self->ice_idle_timeout);
+      break;
+    case PROP_ICE_TCP:
+      g_value_set_boolean (value, self->ice_tcp);
       break;
     case PROP_STATS_INTERVAL:
       g_value_set_uint (value, self->stats_interval);
@@ -1211,6 +1223,19 @@ legba_room_class_init (LegbaRoomClass * klass)
       "before stopping its timer (and failing if nothing was nominated), in "
       "milliseconds (libnice's default is 5000)", 50, 60000,
       DEFAULT_ICE_IDLE_TIMEOUT, rw);
+  /**
+   * LegbaRoom:ice-tcp:
+   *
+   * Whether ICE gathers TCP host candidates (ICE-TCP, RFC 6544) and
+   * accepts a peer's. Off by default: each peer connection would keep a
+   * listening TCP socket and its checks leave TCP connections open, and
+   * TURN over TCP or TLS (#LegbaRoom:turn-server, or the servers the
+   * signalling server hands out), which crosses networks that block UDP,
+   * works without them. Read when a peer connection is made.
+   */
+  properties[PROP_ICE_TCP] = g_param_spec_boolean ("ice-tcp", "ICE-TCP",
+      "Gather TCP host candidates and accept a peer's (RFC 6544); TURN over "
+      "TCP or TLS works without them", DEFAULT_ICE_TCP, rw);
   properties[PROP_STATS_INTERVAL] = g_param_spec_uint ("stats-interval",
       "Stats interval", "How often each participant's stats are refreshed, "
       "in milliseconds (0: never)", 0, G_MAXINT, DEFAULT_STATS_INTERVAL, rw);
@@ -1295,6 +1320,7 @@ legba_room_init (LegbaRoom * self)
   self->ice_transport_policy = DEFAULT_ICE_TRANSPORT_POLICY;
   self->stun_pacing_timer = DEFAULT_STUN_PACING_TIMER;
   self->ice_idle_timeout = DEFAULT_ICE_IDLE_TIMEOUT;
+  self->ice_tcp = DEFAULT_ICE_TCP;
   self->stats_interval = DEFAULT_STATS_INTERVAL;
   self->participants = g_list_store_new (LEGBA_TYPE_PARTICIPANT);
   self->by_id = g_hash_table_new (g_str_hash, g_str_equal);

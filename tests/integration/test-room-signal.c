@@ -433,6 +433,92 @@ test_key_unit_rate_limit (HubFixture * f, gconstpointer data)
   g_array_unref (seen);
 }
 
+/* ---- ICE-TCP: off unless asked for ---- */
+
+typedef struct
+{
+  guint udp;
+  guint tcp;
+  guint ends;                   /* candidate lists that said "end" */
+} Transports;
+
+/* "candidate:FOUNDATION COMPONENT TRANSPORT PRIORITY ADDRESS PORT typ ..." */
+static void
+count_candidate (Transports * t, const char *candidate)
+{
+  g_auto (GStrv) fields = g_strsplit (candidate, " ", 4);
+
+  if (g_strv_length (fields) < 3)
+    return;
+  if (g_ascii_strcasecmp (fields[2], "tcp") == 0)
+    t->tcp++;
+  else if (g_ascii_strcasecmp (fields[2], "udp") == 0)
+    t->udp++;
+}
+
+static gboolean
+count_transports (TestHub * hub, const char *from, const char *to,
+    JsonObject * signal, gpointer data)
+{
+  Transports *t = data;
+  const char *type = json_object_get_string_member (signal, "type");
+
+  if (strcmp (type, "candidates") == 0) {
+    JsonArray *list = json_object_get_array_member (signal, "candidates");
+
+    for (guint i = 0; i < json_array_get_length (list); i++)
+      count_candidate (t, json_object_get_string_member_with_default
+          (json_array_get_object_element (list, i), "candidate", ""));
+    if (json_object_get_boolean_member_with_default (signal, "end", FALSE))
+      t->ends++;
+  } else if (strcmp (type, "offer") == 0 || strcmp (type, "answer") == 0) {
+    g_auto (GStrv) lines = g_strsplit (json_object_get_string_member
+        (signal, "sdp"), "\r\n", -1);
+
+    for (guint i = 0; lines[i] != NULL; i++)
+      if (g_str_has_prefix (lines[i], "a=candidate:"))
+        count_candidate (t, lines[i] + 2);
+  }
+  return TRUE;
+}
+
+static void
+test_ice_tcp (HubFixture * f, gconstpointer data)
+{
+  for (guint tcp = 0; tcp < 2; tcp++) {
+    Participant *all[] = {
+      participant_new (LEGBA_SIGNALLER (test_signaller_new (f->hub)),
+          "alice", NULL, FALSE),
+      participant_new (LEGBA_SIGNALLER (test_signaller_new (f->hub)),
+          "bob", NULL, FALSE),
+    };
+    Transports t = { 0, };
+    gboolean ice_tcp = TRUE;
+
+    g_object_get (all[0]->room, "ice-tcp", &ice_tcp, NULL);
+    g_assert_false (ice_tcp);
+    for (guint i = 0; i < 2 && tcp; i++)
+      g_object_set (all[i]->room, "ice-tcp", TRUE, NULL);
+    test_hub_set_filter (f->hub, count_transports, &t);
+    for (guint i = 0; i < 2; i++)
+      participant_connect_and_wait (all[i]);
+    ROOM_WAIT_FOR (participant_connected_to (all[0], all[1]) &&
+        participant_connected_to (all[1], all[0]) && t.ends == 2,
+        "the call, and both sides' last candidates");
+    test_hub_set_filter (f->hub, NULL, NULL);
+
+    g_assert_cmpuint (t.udp, >, 0);
+    if (tcp)
+      g_assert_cmpuint (t.tcp, >, 0);
+    else
+      g_assert_cmpuint (t.tcp, ==, 0);
+    for (guint i = 0; i < 2; i++) {
+      assert_no_room_errors (all[i]);
+      participant_free (all[i]);
+    }
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -449,6 +535,7 @@ main (int argc, char **argv)
   ADD_HUB ("bye", test_bye);
   ADD_HUB ("grace-period", test_grace);
   ADD_HUB ("gone-at-once", test_gone_at_once);
+  ADD_HUB ("ice-tcp", test_ice_tcp);
   g_test_add ("/room/media/key-unit-rate-limit", HubFixture, NULL, hub_setup,
       test_key_unit_rate_limit, hub_teardown);
   return g_test_run ();
