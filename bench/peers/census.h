@@ -451,6 +451,17 @@ rss_kib (void)
   return kib;
 }
 
+/* "name": [values] (doubles) in JSON */
+static void
+print_series (GString * out, const char *name, GArray * values)
+{
+  g_string_append_printf (out, "\"%s\": [", name);
+  for (guint i = 0; i < values->len; i++)
+    g_string_append_printf (out, "%s%.4f", i ? ", " : "",
+        g_array_index (values, double, i));
+  g_string_append (out, "]");
+}
+
 /* malloc's bytes in use, every arena, mmapped blocks included */
 static double
 heap_kib (void)

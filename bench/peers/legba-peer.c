@@ -282,16 +282,6 @@ pair_free (Pair * p)
   g_free (p);
 }
 
-static void
-append_series (GString * out, const char *name, GArray * values)
-{
-  g_string_append_printf (out, ", \"%s\": [", name);
-  for (guint i = 0; i < values->len; i++)
-    g_string_append_printf (out, "%s%.4f", i ? ", " : "",
-        g_array_index (values, double, i));
-  g_string_append (out, "]");
-}
-
 /* The first pair is the first call of this process, timed from its
  * connect calls like the others. The process's one-time work
  * (legba_room_prepare(): the DTLS keys, GStreamer's first peer
@@ -338,7 +328,8 @@ mode_setup (guint iterations)
     pair_free (p);
   }
   for (guint s = 0; s < G_N_ELEMENTS (series); s++) {
-    append_series (out, names[s], series[s]);
+    g_string_append (out, ", ");
+    print_series (out, names[s], series[s]);
     g_array_unref (series[s]);
   }
   g_string_append_printf (out, ", \"failed\": %u, \"prepare_ms\": %.4f, "

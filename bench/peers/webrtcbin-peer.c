@@ -454,16 +454,6 @@ pair_free (Pair * p)
 
 /* ---- modes ---- */
 
-static void
-print_series (GString * out, const char *name, GArray * values)
-{
-  g_string_append_printf (out, "\"%s\": [", name);
-  for (guint i = 0; i < values->len; i++)
-    g_string_append_printf (out, "%s%.4f", i ? ", " : "",
-        g_array_index (values, double, i));
-  g_string_append (out, "]");
-}
-
 static int
 mode_setup (guint iterations)
 {
