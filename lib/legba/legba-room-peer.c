@@ -1429,11 +1429,18 @@ unlink_sctp_pad (const GValue * item, gpointer data)
 {
   GstPad *pad = g_value_get_object (item);
   GstPad *peer_pad = gst_pad_get_peer (pad);
+  GstElement *source;
 
-  if (peer_pad != NULL) {
-    gst_pad_unlink (peer_pad, pad);
-    gst_object_unref (peer_pad);
+  if (peer_pad == NULL)
+    return;
+  source = gst_pad_get_parent_element (peer_pad);
+  if (source != NULL) {
+    gst_element_set_locked_state (source, TRUE);
+    gst_element_set_state (source, GST_STATE_NULL);
+    gst_object_unref (source);
   }
+  gst_pad_unlink (peer_pad, pad);
+  gst_object_unref (peer_pad);
 }
 
 /* webrtcbin 1.22: a data channel that closes (the remote reset its
@@ -1443,7 +1450,11 @@ unlink_sctp_pad (const GValue * item, gpointer data)
  * sctpenc's. So before the peer's bin stops, the channels are unlinked
  * from sctpenc (a closing channel then finds nothing to release), and a
  * task already past that point is waited for: webrtcbin runs its tasks in
- * order, so the reply to a request queued now comes after it. */
+ * order, so the reply to a request queued now comes after it.
+ * Each channel's source is stopped before its pad is unlinked: a source
+ * still running would push into the unlinked pad and post an error,
+ * which the channel's bin in 1.22 takes without ever freeing it (the
+ * message, and with it the source, would outlive the pipeline). */
 static void
 detach_data_channels (LegbaPeer * peer)
 {
