@@ -183,8 +183,16 @@ CAVEATS = {
     "signalling client (a WebSocket to the legba-server, the room "
     "protocol) and what its rooms add per peer (a probe gating each send "
     "queue, and on each received stream a key-frame gate, capsfilters, "
-    "a tee and a frame counter), and the plain one does not. The server's own CPU is Legba's alone (plain webrtcbin has "
-    "none).",
+    "a tee and a frame counter), and the plain one does not. The "
+    "server's own CPU is Legba's alone (plain webrtcbin and aiortc have "
+    "none). aiortc is not the same work: it encodes once per connection "
+    "(three H264Encoders a participant, at x264's default preset, not "
+    "ultrafast), decodes in Python's process with its own jitter buffer, "
+    "and converts each decoded frame for legbastampcheck; its row is "
+    "what an application built on aiortc pays for the same mesh, and "
+    "where its streams fall under 30 fps the machine could not carry it "
+    "(its lost frames include those its relay skipped for an encoder "
+    "that was behind).",
     "datachannel": "Three runs a side: throughput varies from run to run "
     "more than the other rows do, so its intervals are wide. Legba's own "
     "rows, beside plain webrtcbin in the same run, are in section 2b.",
@@ -237,8 +245,7 @@ NOT_MEASURED = {
         "Browsers as the other participant: not in this suite.",
     ],
     "mesh": [
-        "aiortc and Pion meshes: not built (aiortc's call is its own "
-        "encoder and jitter buffer; Pion has no decoder).",
+        "Pion mesh: Pion has no encoder or decoder of its own.",
         "Encoders other than x264enc ultrafast: the send figures per "
         "encoder are in section 3.",
         "Meshes larger than 4: not run.",

@@ -15,7 +15,8 @@
 # first-frame mesh audio scale signalling footprint. first-frame: a
 # call's connect to its first decoded frame, Legba against plain
 # webrtcbin; mesh: CPU per participant of a 4-way 640x360 mesh, one
-# process each, Legba beside plain webrtcbin (about 5 and 10 minutes).
+# process each, Legba beside plain webrtcbin and aiortc (about 5 and 10
+# minutes).
 # data is Legba's own data path: the library's CPU per message (timed,
 # and counted with callgrind) against
 # plain webrtcbin with json-glib, then bulk, round trip and heap per pair

@@ -101,6 +101,8 @@ class Runner:
                      }.get(peer, [])
             return [os.path.join(b, "bench", "webrtcbin-peer"), mode] + \
                 extra + opts
+        if peer == "aiortc" and mode == "mesh":
+            return [PY, os.path.join(HERE, "peers", "aiortc-mesh.py")] + opts
         if peer == "aiortc":
             return [PY, os.path.join(HERE, "peers", "aiortc-peer.py"),
                     mode] + opts
@@ -957,7 +959,9 @@ def suite_mesh(r, q, series, notes):
             add(series, "mesh_server_cpu_pct", peer,
                 record["server_cpu_pct"])
         add(series, "mesh_all_decoding_s", peer, record["all_decoding_s"])
-    r.rounds(["legba", "webrtcbin"], rounds, body)
+    # aiortc: not in the smoke run (bench/setup.sh installs it)
+    r.rounds(["legba", "webrtcbin"] + ([] if smoke else ["aiortc"]),
+             rounds, body)
     notes.append(
         f"{n} participants, each its own process (legba-peer mesh) with one "
         "LegbaRoom, all in one room through a legba-server process on "
@@ -989,8 +993,22 @@ def suite_mesh(r, q, series, notes):
         "counting; no signalling server: this driver hands each process's "
         "descriptions and candidates (JSON lines on its standard output) "
         "to the other's standard input as it reads them, the lower id "
-        "offering. In every round both peers run, in the opposite order "
-        "each other round. "
+        f"offering. aiortc: the same mesh of {n} processes "
+        "(bench/peers/aiortc-mesh.py), one RTCPeerConnection per other "
+        "participant, signalled as plain webrtcbin is (aiortc does not "
+        "trickle: a description leaves with its candidates), the same "
+        "source line up to legbastamp feeding aiortc's MediaRelay "
+        "(unbuffered: a connection whose encoder is behind gets the newest "
+        "frame), and aiortc's own media path: an H264Encoder per connection "
+        "(libx264 through PyAV at aiortc's settings: baseline, "
+        "zerolatency, x264's default preset, 1 Mbit/s moved by REMB between "
+        "0.5 and 3; so three encodes per participant, not one), its "
+        "jitter buffer and H264Decoder, each decoded frame pushed into a "
+        "legbastampcheck; the session has the video transceiver and the two "
+        "channels but no audio m-line (aiortc 1.4 gives audio-level and "
+        "abs-send-time one header-extension id, which breaks audio and "
+        "video in one BUNDLE). In every round every peer runs, in the "
+        "opposite order each other round. "
         "mesh_cpu_pct_all: the 4 processes together, one value per run.")
 
 
