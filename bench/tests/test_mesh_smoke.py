@@ -44,6 +44,24 @@ RTPSESSION_RACE = ("g_hash_table_foreach: assertion "
                    "'version == hash_table->version' failed")
 
 
+def check_mesh_run(tc, run):
+    """The four result lines of one mesh run (bench/suites.py mesh_run),
+    checked by the test case tc: each decodes the three others."""
+    tc.assertEqual(len(run["result"]), 4, run["peer"])
+    senders = {p["identity"] for p in run["result"]}
+    for p in run["result"]:
+        tc.assertEqual(p["peer"], run["peer"])
+        tc.assertGreater(p["cpu_s"], 0)
+        tc.assertGreater(p["window_s"], 0)
+        tc.assertEqual(sorted(s["from"] for s in p["streams"]),
+                       sorted(senders - {p["identity"]}))
+        for s in p["streams"]:
+            tc.assertGreater(s["frames"], 0, s)
+            tc.assertGreaterEqual(s["lost"], 0, s)
+            tc.assertGreater(s["first_frame_ms"], 0, s)
+            tc.assertGreater(s["stamps_valid"] + s["stamps_failed"], 0, s)
+
+
 class MeshSmoke(unittest.TestCase):
     def errors(self, res):
         return [f"{r['label']} {r['peer']}: {r['error']}"
@@ -53,23 +71,6 @@ class MeshSmoke(unittest.TestCase):
         other = [line for r in res["runs"] for line in r.get("criticals", [])
                  if RTPSESSION_RACE not in line]
         self.assertEqual(other, [])
-
-    def check_mesh_run(self, run):
-        self.assertEqual(len(run["result"]), 4, run["peer"])
-        senders = {p["identity"] for p in run["result"]}
-        for p in run["result"]:
-            self.assertEqual(p["peer"], run["peer"])
-            self.assertGreater(p["cpu_s"], 0)
-            self.assertGreater(p["window_s"], 0)
-            # each decodes the three others, every one of them
-            self.assertEqual(sorted(s["from"] for s in p["streams"]),
-                             sorted(senders - {p["identity"]}))
-            for s in p["streams"]:
-                self.assertGreater(s["frames"], 0, s)
-                self.assertGreaterEqual(s["lost"], 0, s)
-                self.assertGreater(s["first_frame_ms"], 0, s)
-                self.assertGreater(
-                    s["stamps_valid"] + s["stamps_failed"], 0, s)
 
     def test_suites_and_report(self):
         with tempfile.TemporaryDirectory(prefix="legba-mesh-smoke-") as tmp:
@@ -95,7 +96,7 @@ class MeshSmoke(unittest.TestCase):
             self.assertEqual(sorted(run["peer"] for run in res["runs"]),
                              ["legba", "webrtcbin"])
             for run in res["runs"]:
-                self.check_mesh_run(run)
+                check_mesh_run(self, run)
             relayed = next(run for run in res["runs"]
                            if run["peer"] == "webrtcbin")["relayed"]
             # six pairs, the lower id offering: one offer and one answer
