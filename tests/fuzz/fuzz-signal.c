@@ -18,8 +18,9 @@
  * - every whole signal the reassembler gives passes legba_signal_check()
  *   and is not a part;
  * - a split gives texts within the limit, each a signal that passes the
- *   check (parts when there are several), and its parts, in any order,
- *   reassemble to a signal that is written exactly as the original.
+ *   check (parts when there are several), and its parts, fed in turn
+ *   from any one of them (wrapping round), reassemble to a signal that is
+ *   written exactly as the original.
  */
 #include "legba-json.h"
 #include "legba-signal-codec.h"
