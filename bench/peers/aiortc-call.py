@@ -41,7 +41,7 @@ from aiortc import RTCConfiguration, RTCPeerConnection
 from aiortc.mediastreams import MediaStreamError
 
 from aiortc_media import (Checker, Gst, StampedTrack, cpu_s, h264_only,
-                          latency_series)
+                          init_gstreamer, latency_series)
 
 
 async def call(args):
@@ -137,10 +137,7 @@ def main():
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=720)
     args = parser.parse_args()
-    Gst.init(None)
-    if Gst.ElementFactory.find("legbastamp") is None:
-        sys.exit("aiortc-call: legbastamp not found: set GST_PLUGIN_PATH to "
-                 "the build's plugins/legba")
+    init_gstreamer("aiortc-call")
     result = asyncio.run(call(args))
     print(json.dumps(result))
     sys.exit(0 if result["complete"] and "error" not in result else 1)

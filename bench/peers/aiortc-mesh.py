@@ -54,7 +54,8 @@ from aiortc import (RTCConfiguration, RTCPeerConnection,
 from aiortc.contrib.media import MediaRelay
 from aiortc.mediastreams import MediaStreamError
 
-from aiortc_media import Checker, Gst, StampedTrack, cpu_s, h264_only
+from aiortc_media import (Checker, Gst, StampedTrack, cpu_s, h264_only,
+                          init_gstreamer)
 
 SOURCE_LINE = (
     "videotestsrc is-live=true pattern=zone-plate kx2=20 ky2=20 kt=1 ! "
@@ -296,10 +297,7 @@ def main():
     parser.add_argument("--height", type=int, default=360)
     parser.add_argument("--bitrate", type=int, default=1000)
     args = parser.parse_args()
-    Gst.init(None)
-    if Gst.ElementFactory.find("legbastamp") is None:
-        sys.exit("aiortc-mesh: legbastamp not found: set GST_PLUGIN_PATH to "
-                 "the build's plugins/legba")
+    init_gstreamer("aiortc-mesh")
     sys.exit(asyncio.run(main_async(args)))
 
 

@@ -9,6 +9,7 @@ candidates on 127.0.0.1 only, which aioice leaves out by default)."""
 import asyncio
 import fractions
 import resource
+import sys
 
 import gi
 
@@ -26,6 +27,14 @@ from aiortc.mediastreams import MediaStreamError  # noqa: E402
 aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"]
 
 TIME_BASE = fractions.Fraction(1, 90000)
+
+
+def init_gstreamer(program):
+    """Gst.init, and the build's legbastamp must be found (exits if not)."""
+    Gst.init(None)
+    if Gst.ElementFactory.find("legbastamp") is None:
+        sys.exit(f"{program}: legbastamp not found: set GST_PLUGIN_PATH to "
+                 "the build's plugins/legba")
 
 
 def cpu_s():
