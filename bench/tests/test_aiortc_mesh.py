@@ -34,9 +34,7 @@ BUILD = None
 class AiortcMesh(unittest.TestCase):
     def test_mesh(self):
         with tempfile.TemporaryDirectory(prefix="legba-aiortc-mesh-") as tmp:
-            args = argparse.Namespace(build=BUILD, workdir=tmp, smoke=True,
-                                      quick=False, pion="pion-peer")
-            r = suites.Runner(args)
+            r = suites.Runner(argparse.Namespace(build=BUILD, workdir=tmp))
             run = suites.mesh_run(r, "aiortc", 4, 3, 1, "smoke")
         self.assertNotIn("error", run, run.get("error"))
         # six pairs, the lower id offering: one offer and one answer each,
