@@ -82,6 +82,12 @@ METRICS = {
                             "% of a core", True),
     "mesh_all_decoding_s": ("4-way mesh: processes started to all 12 "
                             "streams decoding", "s", True),
+    "mesh_rtp_dropped_pct": ("4-way mesh: RTP packets dropped in the "
+                             "window, per participant (the loss applied)",
+                             "%", None),
+    "mesh_key_frames_participant": ("4-way mesh: key frames each "
+                                    "participant's encoder made in the "
+                                    "window", "frames", None),
 }
 for d, dname in (("send", "send"), ("recv", "receive")):
     for size, sname in (("short", "short (46 B)"), ("4k", "4 KiB")):
@@ -108,6 +114,8 @@ SUITES = [
      "webrtcbin"),
     ("mesh", "5c. Video mesh: CPU per participant, 4 participants",
      "webrtcbin"),
+    ("mesh-loss", "5d. Video mesh under packet loss: 4 participants, each "
+     "dropping 5% of the RTP packets it sends", "webrtcbin"),
     ("audio", "6. Audio", "aiortc"),
     ("scale", "7. Scale", "aiortc"),
     ("footprint", "9. Footprint", None),
@@ -193,6 +201,16 @@ CAVEATS = {
     "where its streams fall under 30 fps the machine could not carry it "
     "(its lost frames include those its relay skipped for an encoder "
     "that was behind).",
+    "mesh-loss": "The loss is random and independent per packet, the "
+    "same rate for both peers, applied in each sender's process: the "
+    "same number of frames is not lost in both peers' runs. Both "
+    "recover a lost packet the same way (NACK and RTX, webrtcbin's own); "
+    "they differ in what reaches the encoder when a frame cannot be "
+    "completed in time: plain webrtcbin turns every PLI into a key-frame "
+    "request, a Legba room at most one per 500 ms per track (docs/rooms.md). "
+    "Read frames lost and the slowest stream with the key frames made "
+    "beside them: more key frames cost bits and encoder time, fewer leave "
+    "a receiver waiting longer for one.",
     "datachannel": "Three runs a side: throughput varies from run to run "
     "more than the other rows do, so its intervals are wide. Legba's own "
     "rows, beside plain webrtcbin in the same run, are in section 2b.",
@@ -250,11 +268,22 @@ NOT_MEASURED = {
         "encoder are in section 3.",
         "Meshes larger than 4: not run.",
     ],
+    "mesh-loss": [
+        "aiortc: its media path is Python's; a netsim cannot be put in "
+        "it, and a loss applied elsewhere would not be the same loss.",
+        "Loss in the network itself (RTCP and data channels too, bursts, "
+        "delay): this machine's kernel has no netem qdisc.",
+        "Other loss rates: one rate per run of the suite (MESH_LOSS in "
+        "bench/suites.py).",
+    ],
 }
 
 
 def newest(results_dir, suite):
-    found = sorted(glob.glob(os.path.join(results_dir, f"{suite}-*.json")))
+    # SUITE-STAMP.json: the stamp starts with a digit, so that mesh does
+    # not take mesh-loss's files
+    found = sorted(glob.glob(os.path.join(results_dir,
+                                          f"{suite}-[0-9]*.json")))
     found = [f for f in found if "quick" not in os.path.basename(f)]
     return found[-1] if found else None
 
@@ -619,7 +648,7 @@ def targets_lines(results_dir):
 # each encoding and decoding; scale: a thousand connected pairs, whose
 # timers keep thousands of threads waking): their load during the run is
 # their own, so they are judged by the load when they started.
-SELF_LOADING = ("mesh", "scale")
+SELF_LOADING = ("mesh", "mesh-loss", "scale")
 
 
 def provisional_load(res):
@@ -746,7 +775,8 @@ def main():
             lines += [f"![{title}: relative to {baseline}]({rel(chart)})", ""]
         lines += table(series, baseline,
                        second=suite in ("setup", "scale", "datachannel",
-                                        "video-call", "data", "mesh"))
+                                        "video-call", "data", "mesh",
+                                        "mesh-loss"))
         lines.append("")
         for metric in ("rtt_all_ms", "latency_all_ms",
                        "first_frame_warm_ms"):

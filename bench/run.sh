@@ -12,11 +12,12 @@
 #   bench/run.sh --list          the suites
 #
 # Suites: setup datachannel data video-send video-receive video-call
-# first-frame mesh audio scale signalling footprint. first-frame: a
-# call's connect to its first decoded frame, Legba against plain
-# webrtcbin; mesh: CPU per participant of a 4-way 640x360 mesh, one
+# first-frame mesh mesh-loss audio scale signalling footprint.
+# first-frame: a call's connect to its first decoded frame, Legba against
+# plain webrtcbin; mesh: CPU per participant of a 4-way 640x360 mesh, one
 # process each, Legba beside plain webrtcbin and aiortc (about 5 and 10
-# minutes).
+# minutes); mesh-loss: the same mesh, Legba and plain webrtcbin, each
+# participant dropping 5% of the RTP packets it sends (about 5 minutes).
 # data is Legba's own data path: the library's CPU per message (timed,
 # and counted with callgrind) against
 # plain webrtcbin with json-glib, then bulk, round trip and heap per pair
@@ -36,14 +37,14 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 build=${LEGBA_BENCH_BUILD:-$root/build-release}
 all=(setup datachannel data video-send video-receive video-call first-frame
-  mesh audio scale signalling footprint)
+  mesh mesh-loss audio scale signalling footprint)
 quick=0
 suites=()
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
     --list) printf '%s\n' "${all[@]}"; exit 0 ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     -*) echo "bench: unknown option $arg" >&2; exit 2 ;;
     *)
       if [[ " ${all[*]} " != *" $arg "* ]]; then

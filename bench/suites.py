@@ -748,7 +748,8 @@ class MeshProcess:
     through the legba-server at url. webrtcbin: webrtcbin-peer mesh, whose
     signalling lines ({"to": ID, ...}) are handed to route."""
 
-    def __init__(self, r, peer, identity, others, url=None, route=None):
+    def __init__(self, r, peer, identity, others, url=None, route=None,
+                 loss=0.0):
         self.identity = identity
         self.route = route
         if peer == "legba":
@@ -756,6 +757,8 @@ class MeshProcess:
                     "--expect", str(len(others))]
         else:
             opts = ["--identity", identity, "--peers", ",".join(others)]
+        if loss > 0:
+            opts += ["--loss", str(loss)]
         self.cmd = r.command(peer, "mesh", opts + VIDEO_OPTS)
         self.err = open(os.path.join(r.args.workdir, f"{identity}.err"),
                         "w+")
@@ -844,12 +847,14 @@ def wait_all(procs, found, seconds):
                        if p.proc.poll() is None], [], [], 0.1)
 
 
-def mesh_run(r, peer, n, window, settle, label):
+def mesh_run(r, peer, n, window, settle, label, loss=0.0):
     """One mesh of n fresh processes of peer: legba through a fresh
     legba-server process, webrtcbin with this driver as its signalling
-    (each line handed on as it is read)."""
+    (each line handed on as it is read); loss: each process drops the
+    RTP packets it sends with that probability."""
     record = {"peer": peer, "label": label, "started": time.time(),
-              "participants": n, "window_s": window, "settle_s": settle}
+              "participants": n, "window_s": window, "settle_s": settle,
+              "loss": loss}
     server = None
     procs = []
     ids = [f"p{i}" for i in range(n)]
@@ -867,10 +872,10 @@ def mesh_run(r, peer, n, window, settle, label):
         if peer == "legba":
             server = LegbaServerProcess(r.args.build, r.args.workdir)
             procs = [MeshProcess(r, peer, i, [o for o in ids if o != i],
-                                 url=server.url) for i in ids]
+                                 url=server.url, loss=loss) for i in ids]
         else:
             procs = [MeshProcess(r, peer, i, [o for o in ids if o != i],
-                                 route=route) for i in ids]
+                                 route=route, loss=loss) for i in ids]
             record["relayed"] = relayed
         by_id.update((p.identity, p) for p in procs)
         record["command"] = [p.cmd for p in procs]
@@ -924,15 +929,11 @@ def mesh_run(r, peer, n, window, settle, label):
     return record
 
 
-def suite_mesh(r, q, series, notes):
-    smoke = r.args.smoke
-    n = 4
-    window = 4 if smoke else (10 if q else 20)
-    settle = 2 if smoke else 5
-    rounds = 1 if (q or smoke) else 3
-
+def mesh_body(r, series, n, window, settle, loss=0.0):
+    """A round's body for r.rounds: one mesh of the peer, its figures
+    added to series."""
     def body(peer, rnd):
-        record = mesh_run(r, peer, n, window, settle, f"round {rnd}")
+        record = mesh_run(r, peer, n, window, settle, f"round {rnd}", loss)
         results = record.get("result")
         if not results or "error" in record:
             return
@@ -946,6 +947,12 @@ def suite_mesh(r, q, series, notes):
             add(series, "mesh_cpu_pct_participant", peer, res["cpu_pct"])
             add(series, "mesh_rss_mib_participant", peer,
                 res["rss_kib"] / 1024)
+            if "key_frames" in res:
+                add(series, "mesh_key_frames_participant", peer,
+                    res["key_frames"])
+            if loss > 0:
+                add(series, "mesh_rtp_dropped_pct", peer,
+                    100.0 * res["rtp_dropped"] / max(res["rtp_packets"], 1))
         add(series, "mesh_cpu_pct_all", peer,
             sum(res["cpu_pct"] for res in results))
         for s in streams:
@@ -959,6 +966,16 @@ def suite_mesh(r, q, series, notes):
             add(series, "mesh_server_cpu_pct", peer,
                 record["server_cpu_pct"])
         add(series, "mesh_all_decoding_s", peer, record["all_decoding_s"])
+    return body
+
+
+def suite_mesh(r, q, series, notes):
+    smoke = r.args.smoke
+    n = 4
+    window = 4 if smoke else (10 if q else 20)
+    settle = 2 if smoke else 5
+    rounds = 1 if (q or smoke) else 3
+    body = mesh_body(r, series, n, window, settle)
     # aiortc: not in the smoke run (bench/setup.sh installs it)
     r.rounds(["legba", "webrtcbin"] + ([] if smoke else ["aiortc"]),
              rounds, body)
@@ -1009,7 +1026,43 @@ def suite_mesh(r, q, series, notes):
         "abs-send-time one header-extension id, which breaks audio and "
         "video in one BUNDLE). In every round every peer runs, in the "
         "opposite order each other round. "
-        "mesh_cpu_pct_all: the 4 processes together, one value per run.")
+        "mesh_cpu_pct_all: the 4 processes together, one value per run. "
+        "mesh_key_frames_participant: the key frames each participant's "
+        "x264enc made in the window (aiortc's encoders are not counted).")
+
+
+MESH_LOSS = 0.05
+
+
+def suite_mesh_loss(r, q, series, notes):
+    smoke = r.args.smoke
+    n = 4
+    window = 4 if smoke else (10 if q else 20)
+    settle = 2 if smoke else 5
+    rounds = 1 if (q or smoke) else 3
+    body = mesh_body(r, series, n, window, settle, MESH_LOSS)
+    r.rounds(["legba", "webrtcbin"], rounds, body)
+    notes.append(
+        f"The mesh suite's {n}-way mesh (the same processes, lines, "
+        "session, window and counting; Legba through a legba-server "
+        "process, plain webrtcbin signalled by this driver) with a "
+        f"controlled loss: every participant drops each RTP packet it "
+        f"sends with probability {MESH_LOSS:g} (--loss: a netsim as each "
+        "webrtcbin's auxiliary sender, after the RTX sender and before "
+        "SRTP, so media packets and their retransmissions are dropped "
+        "alike; RTCP, and with it the receivers' NACKs and PLIs, is not). "
+        "A receiver asks for a retransmission of each missing packet "
+        "(NACK) while its jitter buffer (100 ms) waits, and for a key "
+        "frame (PLI) when a frame stays incomplete. A Legba room passes "
+        "at most one key-frame request per 500 ms to its encoder, "
+        "whoever asks (a later one waits for the end of the 500 ms); "
+        "plain webrtcbin passes each on at once. "
+        "mesh_key_frames_participant: the key frames each participant's "
+        "encoder made in the window; mesh_frames_lost_pct: the stamped "
+        "frames of the window that a receiver never decoded; "
+        "mesh_rtp_dropped_pct: the RTP packets each participant's netsims "
+        "dropped in the window, over those that came into them (the loss "
+        "as applied).")
 
 
 SUITES = {
@@ -1018,6 +1071,7 @@ SUITES = {
     "audio": suite_audio, "scale": suite_scale,
     "footprint": suite_footprint, "data": suite_data,
     "first-frame": suite_first_frame, "mesh": suite_mesh,
+    "mesh-loss": suite_mesh_loss,
 }
 
 

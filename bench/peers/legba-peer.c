@@ -55,7 +55,9 @@
  * decoded per stream), "stop" closes it and prints the result (once
  * every stream has given a frame in the window: a starved one holds it
  * open until its next); end of input leaves the room. bench/suites.py
- * mesh drives four of them.
+ * mesh drives four of them. --loss P drops each RTP packet this
+ * participant sends with probability P (bench/peers/loss.h), in each of
+ * the webrtcbins its room makes.
  *
  * A pair is set up when each room lists the other participant as
  * connected: its peer connection is up and both of its data channels are
@@ -71,6 +73,7 @@
 #include <stdio.h>
 
 #include "census.h"
+#include "loss.h"
 #include "phases.h"
 #include "test-hub.h"
 
@@ -923,6 +926,8 @@ typedef struct
   gint64 window_us;
   double window_cpu;
   gint window_encoded, window_keys;
+  gint window_rtp_in, window_rtp_out;   /* --loss: packets into and
+                                         * out of the netsims */
 } Mesh;
 
 static guint
@@ -985,6 +990,8 @@ mesh_window_open (Mesh * m)
   m->window_us = g_get_monotonic_time ();
   m->window_encoded = g_atomic_int_get (&census_encoded);
   m->window_keys = g_atomic_int_get (&census_key_frames);
+  m->window_rtp_in = g_atomic_int_get (&loss_packets_in);
+  m->window_rtp_out = g_atomic_int_get (&loss_packets_out);
   /* the pipeline's graph, with GST_DEBUG_DUMP_DOT_DIR set */
   GST_DEBUG_BIN_TO_DOT_FILE (GST_BIN (m->side.pipeline),
       GST_DEBUG_GRAPH_SHOW_ALL, m->identity);
@@ -1009,11 +1016,16 @@ mesh_window_close (Mesh * m)
   g_string_append_printf (out, "{\"peer\": \"legba\", \"mode\": \"mesh\", "
       "\"identity\": \"%s\", \"window_s\": %.3f, \"cpu_s\": %.4f, "
       "\"cpu_pct\": %.2f, \"rss_kib\": %.0f, \"threads\": %u, "
-      "\"frames_encoded\": %d, \"key_frames\": %d, \"streams\": [",
+      "\"frames_encoded\": %d, \"key_frames\": %d, \"loss\": %g, "
+      "\"rtp_packets\": %d, \"rtp_dropped\": %d, \"streams\": [",
       m->identity, s, cpu, 100 * cpu / s, rss_kib (),
       census_count_entries ("/proc/self/task"),
       g_atomic_int_get (&census_encoded) - m->window_encoded,
-      g_atomic_int_get (&census_key_frames) - m->window_keys);
+      g_atomic_int_get (&census_key_frames) - m->window_keys,
+      loss_probability,
+      g_atomic_int_get (&loss_packets_in) - m->window_rtp_in,
+      (g_atomic_int_get (&loss_packets_in) - m->window_rtp_in) -
+      (g_atomic_int_get (&loss_packets_out) - m->window_rtp_out));
   g_mutex_lock (&streams_lock);
   for (guint i = 0, n = 0; i < streams->len; i++) {
     Stream *st = streams->pdata[i];
@@ -1103,6 +1115,13 @@ on_command (GIOChannel * in, GIOCondition cond, gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+static void
+on_mesh_element (GstBin * bin, GstBin * sub, GstElement * element,
+    gpointer data)
+{
+  loss_watch (element);
+}
+
 static int
 mode_mesh (const char *identity, guint expect, guint width, guint height,
     guint kbps)
@@ -1116,6 +1135,8 @@ mode_mesh (const char *identity, guint expect, guint width, guint height,
   m.loop = g_main_loop_new (NULL, FALSE);
   streams = g_ptr_array_new_with_free_func ((GDestroyNotify) stream_free);
   side_create (&m.side, NULL, "mesh", identity);
+  g_signal_connect (m.side.pipeline, "deep-element-added",
+      G_CALLBACK (on_mesh_element), NULL);
   side_send_video (&m.side, width, height, kbps);
   g_signal_connect (m.side.room, "track-added", G_CALLBACK (on_video_track),
       m.side.pipeline);
@@ -1170,6 +1191,8 @@ main (int argc, char **argv)
         "mesh: this participant's identity", "ID"},
     {"expect", 0, 0, G_OPTION_ARG_INT, &expect,
         "mesh: the other participants to decode", "N"},
+    {"loss", 0, 0, G_OPTION_ARG_DOUBLE, &loss_probability,
+        "mesh: drop each RTP packet sent with this probability", "P"},
     {NULL}
   };
   GOptionContext *ctx;
@@ -1187,6 +1210,11 @@ main (int argc, char **argv)
     return 2;
   }
   g_option_context_free (ctx);
+  if (loss_probability < 0 || loss_probability >= 1 ||
+      (loss_probability > 0 && strcmp (argv[1], "mesh") != 0)) {
+    g_printerr ("--loss: a probability under 1, in mesh mode\n");
+    return 2;
+  }
   if (in_process && strcmp (argv[1], "setup") != 0) {
     g_printerr ("--in-process is for setup\n");
     return 2;

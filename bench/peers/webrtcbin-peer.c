@@ -37,7 +37,8 @@
  * commands ("start", "stop") and standard output has its lines
  * ({"event": "decoding"} once every other participant's video has given
  * a decoded frame, and the window's result); end of input leaves.
- * bench/suites.py mesh drives four of them.
+ * bench/suites.py mesh drives four of them. --loss P drops each RTP
+ * packet this participant sends with probability P (bench/peers/loss.h).
  *
  * Prints one JSON object on standard output. ICE: host candidates on
  * 127.0.0.1 only (libnice leaves loopback out by default, so it is added
@@ -70,6 +71,7 @@
 #include <stdio.h>
 
 #include "census.h"
+#include "loss.h"
 #include "phases.h"
 #include <stdlib.h>
 
@@ -882,6 +884,8 @@ typedef struct
   gint64 window_us;
   double window_cpu;
   gint window_encoded, window_keys;
+  gint window_rtp_in, window_rtp_out;   /* --loss: packets into and
+                                         * out of the netsims */
 } Mesh;
 
 static GMutex mesh_lock;        /* the remotes' video */
@@ -1315,6 +1319,8 @@ mesh_window_open (Mesh * m)
   m->window_us = g_get_monotonic_time ();
   m->window_encoded = g_atomic_int_get (&census_encoded);
   m->window_keys = g_atomic_int_get (&census_key_frames);
+  m->window_rtp_in = g_atomic_int_get (&loss_packets_in);
+  m->window_rtp_out = g_atomic_int_get (&loss_packets_out);
   /* the pipeline's graph, with GST_DEBUG_DUMP_DOT_DIR set */
   GST_DEBUG_BIN_TO_DOT_FILE (GST_BIN (m->pipe), GST_DEBUG_GRAPH_SHOW_ALL,
       m->identity);
@@ -1340,11 +1346,16 @@ mesh_window_close (Mesh * m)
   g_string_append_printf (out, "{\"peer\": \"webrtcbin\", \"mode\": \"mesh\", "
       "\"identity\": \"%s\", \"window_s\": %.3f, \"cpu_s\": %.4f, "
       "\"cpu_pct\": %.2f, \"rss_kib\": %.0f, \"threads\": %u, "
-      "\"frames_encoded\": %d, \"key_frames\": %d, \"streams\": [",
+      "\"frames_encoded\": %d, \"key_frames\": %d, \"loss\": %g, "
+      "\"rtp_packets\": %d, \"rtp_dropped\": %d, \"streams\": [",
       m->identity, s, cpu, 100 * cpu / s, rss_kib (),
       census_count_entries ("/proc/self/task"),
       g_atomic_int_get (&census_encoded) - m->window_encoded,
-      g_atomic_int_get (&census_key_frames) - m->window_keys);
+      g_atomic_int_get (&census_key_frames) - m->window_keys,
+      loss_probability,
+      g_atomic_int_get (&loss_packets_in) - m->window_rtp_in,
+      (g_atomic_int_get (&loss_packets_in) - m->window_rtp_in) -
+      (g_atomic_int_get (&loss_packets_out) - m->window_rtp_out));
   g_mutex_lock (&mesh_lock);
   for (guint i = 0, n = 0; i < m->remotes->len; i++) {
     Remote *r = m->remotes->pdata[i];
@@ -1484,6 +1495,7 @@ mode_mesh (const char *identity, const char *peers, guint width,
     g_object_set (r->webrtc, "bundle-policy",
         GST_WEBRTC_BUNDLE_POLICY_MAX_BUNDLE, "latency", 100, NULL);
     configure_ice (r->webrtc);
+    loss_watch (r->webrtc);
     g_signal_connect (r->webrtc, "on-ice-candidate",
         G_CALLBACK (on_mesh_candidate), r);
     g_signal_connect (r->webrtc, "pad-added", G_CALLBACK (on_mesh_pad_added),
@@ -1546,6 +1558,8 @@ main (int argc, char **argv)
         "mesh: this participant's id", "ID"},
     {"peers", 0, 0, G_OPTION_ARG_STRING, &peers,
         "mesh: the other participants' ids, comma-separated", "IDS"},
+    {"loss", 0, 0, G_OPTION_ARG_DOUBLE, &loss_probability,
+        "mesh: drop each RTP packet sent with this probability", "P"},
     {NULL}
   };
   GOptionContext *ctx = g_option_context_new ("setup|bulk|rtt|pairs|call|"
@@ -1560,6 +1574,11 @@ main (int argc, char **argv)
     return 2;
   }
   g_option_context_free (ctx);
+  if (loss_probability < 0 || loss_probability >= 1 ||
+      (loss_probability > 0 && strcmp (argv[1], "mesh") != 0)) {
+    g_printerr ("--loss: a probability under 1, in mesh mode\n");
+    return 2;
+  }
   if (strcmp (argv[1], "setup") == 0)
     return mode_setup (iterations);
   if (strcmp (argv[1], "bulk") == 0)

@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 # Legba: real-time rooms for GStreamer
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The first-frame and mesh suites (bench/suites.py) run briefly (two
-calls a peer; a 4-way mesh of Legba's and one of plain webrtcbin, each
-with a window of a few seconds), then their
+"""The first-frame, mesh and mesh-loss suites (bench/suites.py) run
+briefly (two calls a peer; a 4-way mesh of Legba's and one of plain
+webrtcbin, each with a window of a few seconds; the same meshes with
+their senders dropping packets), then their
 report (bench/report.py): every run succeeds and yields sane figures, so
-the suites stay runnable. Says nothing about the figures themselves
+the suites stay runnable, and the loss is applied where asked and only
+there. Says nothing about the figures themselves
 (speed lives in the benchmark): no bound on any time or rate, only that
 each was measured and is positive.
 
@@ -114,6 +116,13 @@ class MeshSmoke(unittest.TestCase):
                 self.assertEqual(len(series["mesh_cpu_pct_all"][peer]), 1)
             self.assertEqual(sorted(series["mesh_server_cpu_pct"]),
                              ["legba"])
+            # no loss asked, no netsim: nothing counted, nothing dropped
+            for run in res["runs"]:
+                for p in run["result"]:
+                    self.assertEqual(
+                        (p["loss"], p["rtp_packets"], p["rtp_dropped"]),
+                        (0, 0, 0), p["identity"])
+            self.assertNotIn("mesh_rtp_dropped_pct", series)
             self.assertIsNotNone(res["load_start"])
             self.assertIsNotNone(res["load_end"])
 
@@ -131,6 +140,47 @@ class MeshSmoke(unittest.TestCase):
             self.assertIn("CPU per participant (one process each)", text)
             self.assertIn("| 4-way mesh 640x360: CPU per participant (one "
                           "process each) (% of a core) | webrtcbin |", text)
+
+    def test_mesh_loss(self):
+        sys.path.insert(0, BENCH)
+        import suites
+        with tempfile.TemporaryDirectory(prefix="legba-loss-smoke-") as tmp:
+            proc, res = run_suite(tmp, "mesh-loss", 1500)
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            self.assertEqual(self.errors(res), [])
+            self.assert_no_criticals(res)
+            self.assertEqual(sorted(run["peer"] for run in res["runs"]),
+                             ["legba", "webrtcbin"])
+            for run in res["runs"]:
+                check_mesh_run(self, run)
+                self.assertEqual(run["loss"], suites.MESH_LOSS)
+                for p in run["result"]:
+                    # every participant sent through its netsims, which
+                    # dropped some of it and passed the rest
+                    self.assertEqual(p["loss"], suites.MESH_LOSS)
+                    self.assertGreater(p["rtp_packets"], 0, p["identity"])
+                    self.assertGreater(p["rtp_dropped"], 0, p["identity"])
+                    self.assertLess(p["rtp_dropped"], p["rtp_packets"],
+                                    p["identity"])
+            series = res["series"]
+            for peer in ("legba", "webrtcbin"):
+                self.assertEqual(
+                    len(series["mesh_rtp_dropped_pct"][peer]), 4)
+                self.assertEqual(
+                    len(series["mesh_key_frames_participant"][peer]), 4)
+            report = os.path.join(tmp, "RESULTS.md")
+            proc = subprocess.run(
+                [sys.executable, os.path.join(BENCH, "report.py"),
+                 "--results", tmp, "--output", report],
+                capture_output=True, text=True, timeout=120)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(report) as f:
+                text = f.read()
+            self.assertIn("## 5d. Video mesh under packet loss", text)
+            self.assertIn("RTP packets dropped in the window", text)
+            # the mesh section does not take mesh-loss's results
+            mesh = text.split("## 5c. Video mesh")[1].split("## 5d.")[0]
+            self.assertIn("Not measured: no results file yet", mesh)
 
 
 if __name__ == "__main__":

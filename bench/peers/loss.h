@@ -1,0 +1,71 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A controlled packet loss for the mesh peers (--loss P), the same in
+ * legba-peer and webrtcbin-peer: every webrtcbin added to the pipeline
+ * gets a netsim as its auxiliary sender (webrtcbin's request-aux-sender),
+ * which drops each outgoing RTP packet with probability P. webrtcbin
+ * links it after its RTX sender and before SRTP: media packets and
+ * their retransmissions are dropped alike; RTCP (the receivers' NACKs and
+ * PLIs, the reports) and the data channels are not. The packets in and
+ * out of the netsims are counted, so a run says what it dropped. A loss in the network
+ * itself (netem) would take RTCP too; this machine's kernel has no netem
+ * qdisc.
+ */
+#ifndef LEGBA_BENCH_LOSS_H
+#define LEGBA_BENCH_LOSS_H
+
+#include <gst/gst.h>
+#include <string.h>
+
+static gdouble loss_probability;
+/* atomic: RTP packets into every netsim of the process, and out */
+static gint loss_packets_in, loss_packets_out;
+
+static GstPadProbeReturn
+loss_count (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  gint n = 1;
+
+  if (GST_PAD_PROBE_INFO_TYPE (info) & GST_PAD_PROBE_TYPE_BUFFER_LIST)
+    n = gst_buffer_list_length (GST_PAD_PROBE_INFO_BUFFER_LIST (info));
+  g_atomic_int_add ((gint *) data, n);
+  return GST_PAD_PROBE_OK;
+}
+
+static void
+loss_count_pad (GstElement * sim, const char *name, gint * counter)
+{
+  GstPad *pad = gst_element_get_static_pad (sim, name);
+
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_BUFFER_LIST, loss_count, counter, NULL);
+  gst_object_unref (pad);
+}
+
+static GstElement *
+loss_aux_sender (GstElement * webrtc, GObject * transport, gpointer data)
+{
+  GstElement *sim = gst_element_factory_make ("netsim", NULL);
+
+  if (sim == NULL)
+    g_error ("--loss: no netsim element (gst-plugins-bad)");
+  g_object_set (sim, "drop-probability", (gfloat) loss_probability, NULL);
+  loss_count_pad (sim, "sink", &loss_packets_in);
+  loss_count_pad (sim, "src", &loss_packets_out);
+  return sim;
+}
+
+/* call for every element added to the pipeline (deep-element-added) */
+static void
+loss_watch (GstElement * element)
+{
+  GstElementFactory *f = gst_element_get_factory (element);
+
+  if (loss_probability > 0 && f != NULL &&
+      strcmp (GST_OBJECT_NAME (f), "webrtcbin") == 0)
+    g_signal_connect (element, "request-aux-sender",
+        G_CALLBACK (loss_aux_sender), NULL);
+}
+
+#endif
