@@ -395,6 +395,10 @@ def suite_scale(r, q, series, notes):
 
     def body(peer, rnd):
         opts = ["--count", str(count), "--seconds", str(seconds)]
+        if peer in ("legba", "webrtcbin", "webrtcbin-1dc"):
+            # stopping the pairs one by one is not measured, and takes
+            # minutes at a thousand pairs
+            opts += ["--no-teardown"]
         server = None
         if peer == "legba":
             # the signalling server of its own process, as in a deployment:
@@ -455,7 +459,9 @@ def suite_scale(r, q, series, notes):
         "pipeline (Legba: both rooms' bins in it). webrtcbin gets a unique "
         "SCTP association id per webrtcbin, as Legba's rooms do. Legba's "
         "pairs include their two signalling clients' WebSockets; the "
-        "signalling server is a legba-server process of its own.")
+        "signalling server is a legba-server process of its own. The C "
+        "peers exit once their figures are printed, their pairs still up "
+        "(--no-teardown): stopping them one by one is not measured here.")
 
 
 def suite_footprint(r, q, series, notes):

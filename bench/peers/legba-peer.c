@@ -8,14 +8,14 @@
  * JSON as bench/peers/webrtcbin-peer.c, where Legba has them:
  *
  *   legba-peer setup [--iterations N] [--in-process]
- *   legba-peer pairs [--count N] [--seconds S]
+ *   legba-peer pairs [--count N] [--seconds S] [--no-teardown]
  *   legba-peer bulk  [--bytes B] [--size S]
  *   legba-peer rtt   [--count N] [--rate R] [--size S]
  *   legba-peer call  [--frames N] [--width W --height H] [--bitrate KBPS]
  *   legba-peer first-frame [--iterations N] [--width W --height H]
  *                    [--bitrate KBPS]
  *   legba-peer mesh  --server-url URL --identity ID [--expect N]
- *                    [--width W --height H] [--bitrate KBPS]
+ *                    [--width W --height H] [--bitrate KBPS] [--loss P]
  *
  * --server-url ws://HOST:PORT: a legba-server of its own process (app
  * key bench-key, secret bench-secret) instead of the embedded one.
@@ -103,6 +103,7 @@ static Phases phases;           /* setup */
 static gboolean timing_phases;  /* setup */
 static double main_ms;          /* when main() started */
 static gboolean external_server;
+static gboolean no_teardown;   /* pairs */
 
 /* bulk and rtt */
 static guint64 received_bytes;
@@ -403,6 +404,11 @@ mode_pairs (guint count, double seconds)
       connected > 1 ? (heap_kib () - heap1) / (connected - 1) : 0.0,
       external_server ? "" : " and their server-side sockets");
   census_print_result (out, &before, &first, connected);
+  /* --no-teardown: the process ends with its pairs up (the kernel
+   * closes their sockets), as stopping a thousand pairs one by one
+   * takes minutes that nothing here measures */
+  if (no_teardown)
+    _exit (connected ? 0 : 1);
   for (guint i = 0; i < pairs->len; i++)
     pair_free (pairs->pdata[i]);
   g_ptr_array_unref (pairs);
@@ -1175,6 +1181,8 @@ main (int argc, char **argv)
   GOptionEntry entries[] = {
     {"iterations", 0, 0, G_OPTION_ARG_INT, &iterations, "setup: pairs", "N"},
     {"count", 0, 0, G_OPTION_ARG_INT, &count, "pairs: pairs", "N"},
+    {"no-teardown", 0, 0, G_OPTION_ARG_NONE, &no_teardown,
+        "pairs: exit with the pairs up once the figures are printed", NULL},
     {"seconds", 0, 0, G_OPTION_ARG_DOUBLE, &seconds, "pairs: bound", "S"},
     {"frames", 0, 0, G_OPTION_ARG_INT, &frames, "call: frames", "N"},
     {"width", 0, 0, G_OPTION_ARG_INT, &width, "call: width", "W"},

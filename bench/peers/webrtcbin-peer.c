@@ -8,12 +8,12 @@
  *   webrtcbin-peer setup [--iterations N] [--pacing MS] [--like-legba]
  *   webrtcbin-peer bulk  [--bytes B] [--size S]
  *   webrtcbin-peer rtt   [--count N] [--rate R] [--size S]
- *   webrtcbin-peer pairs [--count N] [--seconds S]
+ *   webrtcbin-peer pairs [--count N] [--seconds S] [--no-teardown]
  *   webrtcbin-peer call  [--frames N] [--width W --height H] [--bitrate KBPS]
  *   webrtcbin-peer first-frame [--iterations N] [--width W --height H]
  *                        [--bitrate KBPS]
  *   webrtcbin-peer mesh  --identity ID --peers ID,ID,... [--width W
- *                        --height H] [--bitrate KBPS]
+ *                        --height H] [--bitrate KBPS] [--loss P]
  *
  * first-frame: the sender's stamped H.264 track of a moving zone plate
  * (as legba-peer's), timed from the pipeline going to PLAYING (which
@@ -91,6 +91,7 @@ static GMutex lock;
 static GCond cond;
 static guint pacing_ms;
 static gboolean like_legba;
+static gboolean no_teardown;    /* pairs */
 static guint16 next_sctp_id = 1;
 
 /* bulk and rtt counters, under lock */
@@ -662,6 +663,11 @@ mode_pairs (guint count, double seconds)
       connected ? (heap_kib () - heap0) / connected : 0.0,
       connected > 1 ? (heap_kib () - heap1) / (connected - 1) : 0.0);
   census_print_result (out, &before, &first, connected);
+  /* --no-teardown: the process ends with its pairs up (the kernel
+   * closes their sockets), as stopping a thousand pairs one by one
+   * takes minutes that nothing here measures */
+  if (no_teardown)
+    _exit (connected ? 0 : 1);
   for (guint i = 0; i < pairs->len; i++)
     pair_free (pairs->pdata[i]);
   g_ptr_array_unref (pairs);
@@ -1548,6 +1554,8 @@ main (int argc, char **argv)
     {"bytes", 0, 0, G_OPTION_ARG_INT64, &bytes, "bulk: bytes", "B"},
     {"size", 0, 0, G_OPTION_ARG_INT, &size, "message size", "S"},
     {"count", 0, 0, G_OPTION_ARG_INT, &count, "rtt messages / pairs", "N"},
+    {"no-teardown", 0, 0, G_OPTION_ARG_NONE, &no_teardown,
+        "pairs: exit with the pairs up once the figures are printed", NULL},
     {"rate", 0, 0, G_OPTION_ARG_DOUBLE, &rate, "rtt: messages/s", "R"},
     {"seconds", 0, 0, G_OPTION_ARG_DOUBLE, &seconds, "pairs: bound", "S"},
     {"frames", 0, 0, G_OPTION_ARG_INT, &frames, "call: frames", "N"},
