@@ -98,8 +98,9 @@ fi
 mkdir -p "$outdir"
 
 # The mesh, mesh-loss and scale suites load the machine themselves and
-# leave the load average high for minutes after they end; the suite after
-# one waits (up to 6 minutes) for it to fall to 1 again, so that it too
+# leave the load average high for minutes after they end, as the build
+# above may; the first suite, and the suite after one of those, waits (up
+# to 6 minutes) for the one-minute load average to fall to 1, so that it
 # starts on a quiet machine (bench/report.py marks a suite that did not
 # provisional).
 settle() {
@@ -116,7 +117,7 @@ status=0
 previous=
 for suite in "${suites[@]}"; do
   case "$previous" in
-    mesh|mesh-loss|scale) [ $quick -eq 1 ] || settle ;;
+    ""|mesh|mesh-loss|scale) [ $quick -eq 1 ] || settle ;;
   esac
   previous=$suite
   echo "bench: $suite ($(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg))"
