@@ -645,10 +645,11 @@ def targets_lines(results_dir):
 
 
 # Suites that load the machine themselves (the mesh: four participants,
-# each encoding and decoding; scale: a thousand connected pairs, whose
-# timers keep thousands of threads waking): their load during the run is
-# their own, so they are judged by the load when they started.
-SELF_LOADING = ("mesh", "mesh-loss", "scale")
+# each encoding and decoding; audio: up to 50 Opus encoders at once;
+# scale: a thousand connected pairs, whose timers keep thousands of
+# threads waking): their load during the run is their own, so they are
+# judged by the load when they started.
+SELF_LOADING = ("mesh", "mesh-loss", "audio", "scale")
 
 
 def provisional_load(res):
@@ -694,8 +695,8 @@ def provisional_banner(results_dir):
     if not busy:
         return ("Every section below was taken on a quiet machine: load "
                 "average at most 2 on the 2 cores, given with every suite "
-                "(for the mesh and scale suites, which load the machine "
-                "themselves, at their start).")
+                "(for the mesh, audio and scale suites, which load the "
+                "machine themselves, at their start).")
     return ("**Provisional:** " + "; ".join(busy) + ". These were taken "
             "while other work ran beside them (their load averages are "
             "given with them). Alternating order spreads that load over "

@@ -3,8 +3,9 @@
 # (plain webrtcbin, aiortc, Pion, soketi), then regenerates
 # bench/RESULTS.md and its charts from bench/results/.
 #
-#   bench/run.sh                 every suite, full (about an hour on 2 busy
-#                                cores: 57 minutes with load average 10-30)
+#   bench/run.sh                 every suite, full (about 50 minutes on 2
+#                                quiet cores, the waits for a quiet machine
+#                                included)
 #   bench/run.sh SUITE...        only those suites
 #   bench/run.sh --quick [SUITE...]
 #                                smoke run (a few minutes); results go to
@@ -44,7 +45,7 @@ for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
     --list) printf '%s\n' "${all[@]}"; exit 0 ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     -*) echo "bench: unknown option $arg" >&2; exit 2 ;;
     *)
       if [[ " ${all[*]} " != *" $arg "* ]]; then
@@ -97,29 +98,24 @@ else
 fi
 mkdir -p "$outdir"
 
-# The mesh, mesh-loss and scale suites load the machine themselves and
-# leave the load average high for minutes after they end, as the build
-# above may; the first suite, and the suite after one of those, waits (up
-# to 6 minutes) for the one-minute load average to fall to 1, so that it
-# starts on a quiet machine (bench/report.py marks a suite that did not
-# provisional).
+# A suite that loads the machine (mesh, mesh-loss and scale by design,
+# audio's 50 encoders, the build above) leaves the load average high for
+# a minute or more after it ends; every suite waits (up to 6 minutes) for
+# the one-minute load average to fall to 1, so that it starts on a quiet
+# machine (bench/report.py marks a suite that did not provisional).
 settle() {
   local waited=0
   while awk '{ exit !($1 > 1.0) }' /proc/loadavg && [ $waited -lt 360 ]; do
     sleep 10
     waited=$((waited + 10))
   done
-  echo "bench: waited $waited s for the load average to fall" \
-    "($(cut -d' ' -f1-3 /proc/loadavg))"
+  [ $waited -eq 0 ] ||
+    echo "bench: waited $waited s for the load average to fall"
 }
 
 status=0
-previous=
 for suite in "${suites[@]}"; do
-  case "$previous" in
-    ""|mesh|mesh-loss|scale) [ $quick -eq 1 ] || settle ;;
-  esac
-  previous=$suite
+  [ $quick -eq 1 ] || settle
   echo "bench: $suite ($(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg))"
   case "$suite" in
     video-send)

@@ -8,9 +8,9 @@
  * links it after its RTX sender and before SRTP: media packets and
  * their retransmissions are dropped alike; RTCP (the receivers' NACKs and
  * PLIs, the reports) and the data channels are not. The packets in and
- * out of the netsims are counted, so a run says what it dropped. A loss in the network
- * itself (netem) would take RTCP too; this machine's kernel has no netem
- * qdisc.
+ * out of the netsims are counted, so a run says what it dropped. A loss
+ * in the network itself (netem) would take RTCP too; this machine's
+ * kernel has no netem qdisc.
  */
 #ifndef LEGBA_BENCH_LOSS_H
 #define LEGBA_BENCH_LOSS_H
