@@ -975,15 +975,22 @@ def mesh_body(r, series, n, window, settle, loss=0.0):
     return body
 
 
-def suite_mesh(r, q, series, notes):
+def mesh_timing(r, q):
+    """A mesh suite's window and settling time (s) and its rounds: the
+    full run's, --quick's or --smoke's."""
     smoke = r.args.smoke
-    n = 4
     window = 4 if smoke else (10 if q else 20)
     settle = 2 if smoke else 5
     rounds = 1 if (q or smoke) else 3
+    return window, settle, rounds
+
+
+def suite_mesh(r, q, series, notes):
+    n = 4
+    window, settle, rounds = mesh_timing(r, q)
     body = mesh_body(r, series, n, window, settle)
     # aiortc: not in the smoke run (bench/setup.sh installs it)
-    r.rounds(["legba", "webrtcbin"] + ([] if smoke else ["aiortc"]),
+    r.rounds(["legba", "webrtcbin"] + ([] if r.args.smoke else ["aiortc"]),
              rounds, body)
     notes.append(
         f"{n} participants, each its own process (legba-peer mesh) with one "
@@ -1041,11 +1048,8 @@ MESH_LOSS = 0.05
 
 
 def suite_mesh_loss(r, q, series, notes):
-    smoke = r.args.smoke
     n = 4
-    window = 4 if smoke else (10 if q else 20)
-    settle = 2 if smoke else 5
-    rounds = 1 if (q or smoke) else 3
+    window, settle, rounds = mesh_timing(r, q)
     body = mesh_body(r, series, n, window, settle, MESH_LOSS)
     r.rounds(["legba", "webrtcbin"], rounds, body)
     notes.append(

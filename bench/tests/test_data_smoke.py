@@ -20,6 +20,8 @@ import sys
 import tempfile
 import unittest
 
+from smoke import report_text
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
 BUILD = None
@@ -72,14 +74,7 @@ class DataSmoke(unittest.TestCase):
                                    heap["webrtcbin-1dc"][0])
             self.assertIsNotNone(res["load_start"])
             self.assertIsNotNone(res["load_end"])
-            report = os.path.join(tmp, "RESULTS.md")
-            proc = subprocess.run(
-                [sys.executable, os.path.join(BENCH, "report.py"),
-                 "--results", tmp, "--output", report],
-                capture_output=True, text=True, timeout=120)
-            self.assertEqual(proc.returncode, 0, proc.stderr)
-            with open(report) as f:
-                text = f.read()
+            text = report_text(self, tmp)
             self.assertIn("## 2b. Data channels: the Legba data path", text)
             self.assertIn("CPU per message, receive, 4 KiB", text)
 

@@ -21,6 +21,8 @@ import sys
 import tempfile
 import unittest
 
+from smoke import report_text
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
 BUILD = None
@@ -74,6 +76,20 @@ class MeshSmoke(unittest.TestCase):
                  if RTPSESSION_RACE not in line]
         self.assertEqual(other, [])
 
+    def run_meshes(self, tmp, suite):
+        """The suite's smoke run: one round, Legba's mesh and the
+        plain-webrtcbin one, each of four processes (a sanitized build on
+        a busy machine decodes a few frames a second); its result."""
+        proc, res = run_suite(tmp, suite, 1500)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(self.errors(res), [])
+        self.assert_no_criticals(res)
+        self.assertEqual(sorted(run["peer"] for run in res["runs"]),
+                         ["legba", "webrtcbin"])
+        for run in res["runs"]:
+            check_mesh_run(self, run)
+        return res
+
     def test_suites_and_report(self):
         with tempfile.TemporaryDirectory(prefix="legba-mesh-smoke-") as tmp:
             proc, res = run_suite(tmp, "first-frame", 500)
@@ -88,17 +104,7 @@ class MeshSmoke(unittest.TestCase):
                     self.assertEqual(len(values), 1, metric)
                     self.assertTrue(all(v > 0 for v in values), values)
 
-            # two meshes of four processes; a sanitized build on a busy
-            # machine decodes a few frames a second
-            proc, res = run_suite(tmp, "mesh", 1500)
-            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
-            self.assertEqual(self.errors(res), [])
-            self.assert_no_criticals(res)
-            # one round: Legba's mesh and the plain-webrtcbin one
-            self.assertEqual(sorted(run["peer"] for run in res["runs"]),
-                             ["legba", "webrtcbin"])
-            for run in res["runs"]:
-                check_mesh_run(self, run)
+            res = self.run_meshes(tmp, "mesh")
             relayed = next(run for run in res["runs"]
                            if run["peer"] == "webrtcbin")["relayed"]
             # six pairs, the lower id offering: one offer and one answer
@@ -126,14 +132,7 @@ class MeshSmoke(unittest.TestCase):
             self.assertIsNotNone(res["load_start"])
             self.assertIsNotNone(res["load_end"])
 
-            report = os.path.join(tmp, "RESULTS.md")
-            proc = subprocess.run(
-                [sys.executable, os.path.join(BENCH, "report.py"),
-                 "--results", tmp, "--output", report],
-                capture_output=True, text=True, timeout=120)
-            self.assertEqual(proc.returncode, 0, proc.stderr)
-            with open(report) as f:
-                text = f.read()
+            text = report_text(self, tmp)
             self.assertIn("## 5b. Video call: connect to first decoded frame",
                           text)
             self.assertIn("## 5c. Video mesh: CPU per participant", text)
@@ -145,14 +144,8 @@ class MeshSmoke(unittest.TestCase):
         sys.path.insert(0, BENCH)
         import suites
         with tempfile.TemporaryDirectory(prefix="legba-loss-smoke-") as tmp:
-            proc, res = run_suite(tmp, "mesh-loss", 1500)
-            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
-            self.assertEqual(self.errors(res), [])
-            self.assert_no_criticals(res)
-            self.assertEqual(sorted(run["peer"] for run in res["runs"]),
-                             ["legba", "webrtcbin"])
+            res = self.run_meshes(tmp, "mesh-loss")
             for run in res["runs"]:
-                check_mesh_run(self, run)
                 self.assertEqual(run["loss"], suites.MESH_LOSS)
                 for p in run["result"]:
                     # every participant sent through its netsims, which
@@ -168,14 +161,7 @@ class MeshSmoke(unittest.TestCase):
                     len(series["mesh_rtp_dropped_pct"][peer]), 4)
                 self.assertEqual(
                     len(series["mesh_key_frames_participant"][peer]), 4)
-            report = os.path.join(tmp, "RESULTS.md")
-            proc = subprocess.run(
-                [sys.executable, os.path.join(BENCH, "report.py"),
-                 "--results", tmp, "--output", report],
-                capture_output=True, text=True, timeout=120)
-            self.assertEqual(proc.returncode, 0, proc.stderr)
-            with open(report) as f:
-                text = f.read()
+            text = report_text(self, tmp)
             self.assertIn("## 5d. Video mesh under packet loss", text)
             self.assertIn("RTP packets dropped in the window", text)
             # the mesh section does not take mesh-loss's results
