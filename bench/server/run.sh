@@ -8,6 +8,12 @@
 #   bench/server/run.sh --quick   smoke run (1–2 minutes): small sizes,
 #                                 one round; results and report go to
 #                                 bench/results/tmp/ (not committed)
+#   bench/server/run.sh --rounds N --sizes A,B
+#                                 fewer rounds or sizes (bench/run.sh's
+#                                 signalling suite): the results are kept,
+#                                 the report goes to bench/results/tmp/, so
+#                                 that bench/server/RESULTS.md stays the
+#                                 last full run's
 #
 # Builds legba-server and legba-probe as a release build in build-release/
 # (LEGBA_BENCH_BUILD overrides) and refuses any other build type.
@@ -17,11 +23,13 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${LEGBA_BENCH_BUILD:-$root/build-release}
 quick=0
+partial=0
 extra=()
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1; extra+=(--quick) ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --rounds|--sizes) partial=1; extra+=("$arg") ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) extra+=("$arg") ;;
   esac
 done
@@ -48,6 +56,9 @@ stamp=$(date -u +%Y%m%dT%H%M%SZ)
 if [ $quick -eq 1 ]; then
   out="$root/bench/results/tmp/server-quick-$stamp.json"
   report="$root/bench/results/tmp/RESULTS-quick.md"
+elif [ $partial -eq 1 ]; then
+  out="$root/bench/results/server-$stamp.json"
+  report="$root/bench/results/tmp/RESULTS-server-$stamp.md"
 else
   out="$root/bench/results/server-$stamp.json"
   report="$root/bench/server/RESULTS.md"
