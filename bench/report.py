@@ -115,7 +115,8 @@ SUITES = [
     ("mesh", "5c. Video mesh: CPU per participant, 4 participants",
      "webrtcbin"),
     ("mesh-loss", "5d. Video mesh under packet loss: 4 participants, each "
-     "dropping 5% of the RTP packets it sends", "webrtcbin"),
+     "dropping some of the RTP packets it sends (the rate: How, below)",
+     "webrtcbin"),
     ("audio", "6. Audio", "aiortc"),
     ("scale", "7. Scale", "aiortc"),
     ("footprint", "9. Footprint", None),

@@ -56,6 +56,41 @@ loss_aux_sender (GstElement * webrtc, GObject * transport, gpointer data)
   return sim;
 }
 
+/* --loss P is a probability under 1, and only for mesh mode */
+static gboolean
+loss_option_ok (const char *mode)
+{
+  if (loss_probability >= 0 && loss_probability < 1 &&
+      (loss_probability == 0 || strcmp (mode, "mesh") == 0))
+    return TRUE;
+  g_printerr ("--loss: a probability under 1, in mesh mode\n");
+  return FALSE;
+}
+
+/* the packets into and out of the netsims when a window opened */
+typedef struct
+{
+  gint in, out;
+} LossWindow;
+
+static void
+loss_window_open (LossWindow * w)
+{
+  w->in = g_atomic_int_get (&loss_packets_in);
+  w->out = g_atomic_int_get (&loss_packets_out);
+}
+
+/* the window's loss, as JSON members followed by ", " */
+static void
+loss_window_print (const LossWindow * w, GString * out)
+{
+  gint in = g_atomic_int_get (&loss_packets_in) - w->in;
+  gint passed = g_atomic_int_get (&loss_packets_out) - w->out;
+
+  g_string_append_printf (out, "\"loss\": %g, \"rtp_packets\": %d, "
+      "\"rtp_dropped\": %d, ", loss_probability, in, in - passed);
+}
+
 /* call for every element added to the pipeline (deep-element-added) */
 static void
 loss_watch (GstElement * element)

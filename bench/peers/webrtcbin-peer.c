@@ -890,8 +890,7 @@ typedef struct
   gint64 window_us;
   double window_cpu;
   gint window_encoded, window_keys;
-  gint window_rtp_in, window_rtp_out;   /* --loss: packets into and
-                                         * out of the netsims */
+  LossWindow window_loss;
 } Mesh;
 
 static GMutex mesh_lock;        /* the remotes' video */
@@ -1325,8 +1324,7 @@ mesh_window_open (Mesh * m)
   m->window_us = g_get_monotonic_time ();
   m->window_encoded = g_atomic_int_get (&census_encoded);
   m->window_keys = g_atomic_int_get (&census_key_frames);
-  m->window_rtp_in = g_atomic_int_get (&loss_packets_in);
-  m->window_rtp_out = g_atomic_int_get (&loss_packets_out);
+  loss_window_open (&m->window_loss);
   /* the pipeline's graph, with GST_DEBUG_DUMP_DOT_DIR set */
   GST_DEBUG_BIN_TO_DOT_FILE (GST_BIN (m->pipe), GST_DEBUG_GRAPH_SHOW_ALL,
       m->identity);
@@ -1352,16 +1350,13 @@ mesh_window_close (Mesh * m)
   g_string_append_printf (out, "{\"peer\": \"webrtcbin\", \"mode\": \"mesh\", "
       "\"identity\": \"%s\", \"window_s\": %.3f, \"cpu_s\": %.4f, "
       "\"cpu_pct\": %.2f, \"rss_kib\": %.0f, \"threads\": %u, "
-      "\"frames_encoded\": %d, \"key_frames\": %d, \"loss\": %g, "
-      "\"rtp_packets\": %d, \"rtp_dropped\": %d, \"streams\": [",
+      "\"frames_encoded\": %d, \"key_frames\": %d, ",
       m->identity, s, cpu, 100 * cpu / s, rss_kib (),
       census_count_entries ("/proc/self/task"),
       g_atomic_int_get (&census_encoded) - m->window_encoded,
-      g_atomic_int_get (&census_key_frames) - m->window_keys,
-      loss_probability,
-      g_atomic_int_get (&loss_packets_in) - m->window_rtp_in,
-      (g_atomic_int_get (&loss_packets_in) - m->window_rtp_in) -
-      (g_atomic_int_get (&loss_packets_out) - m->window_rtp_out));
+      g_atomic_int_get (&census_key_frames) - m->window_keys);
+  loss_window_print (&m->window_loss, out);
+  g_string_append (out, "\"streams\": [");
   g_mutex_lock (&mesh_lock);
   for (guint i = 0, n = 0; i < m->remotes->len; i++) {
     Remote *r = m->remotes->pdata[i];
@@ -1582,11 +1577,8 @@ main (int argc, char **argv)
     return 2;
   }
   g_option_context_free (ctx);
-  if (loss_probability < 0 || loss_probability >= 1 ||
-      (loss_probability > 0 && strcmp (argv[1], "mesh") != 0)) {
-    g_printerr ("--loss: a probability under 1, in mesh mode\n");
+  if (!loss_option_ok (argv[1]))
     return 2;
-  }
   if (strcmp (argv[1], "setup") == 0)
     return mode_setup (iterations);
   if (strcmp (argv[1], "bulk") == 0)
