@@ -263,6 +263,12 @@ legba_participant_get_state (LegbaParticipant * self)
  * | `round-trip-time` | gdouble | seconds, from RTCP; 0 until known |
  * | `jitter` | gdouble | seconds, the largest of the incoming streams |
  * | `video-frames-received`, `audio-frames-received` | guint64 | encoded frames depayloaded |
+ * | `data-messages-sent`, `data-messages-received` | guint64 | data channel messages, the room's own included |
+ * | `data-lossy-dropped`, `data-not-delivered` | guint64 | lossy messages dropped on a congested channel; messages larger than the participant accepts |
+ * | `data-queued-bytes` | guint64 | waiting to be sent to the participant now |
+ *
+ * The RTP figures are 0 until a stream flows either way: webrtcbin is
+ * not asked before then.
  *
  * Returns: (transfer full) (nullable): a copy of the summary, or %NULL
  *   before the first one

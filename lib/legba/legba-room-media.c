@@ -1165,6 +1165,19 @@ add_stat (GQuark field, const GValue * value, gpointer data)
   return TRUE;
 }
 
+/* Whether an RTP stream is sent to the participant or received from it. */
+gboolean
+legba_peer_media_has_streams (LegbaPeer * peer)
+{
+  gboolean any = FALSE;
+
+  g_mutex_lock (&peer->lock);
+  for (guint k = 0; k < G_N_ELEMENTS (peer->media); k++)
+    any |= peer->media[k].webrtc_sink != NULL || peer->media[k].receiving;
+  g_mutex_unlock (&peer->lock);
+  return any;
+}
+
 GstStructure *
 legba_peer_media_summarize (LegbaPeer * peer, const GstStructure * stats)
 {

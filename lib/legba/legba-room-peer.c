@@ -1613,6 +1613,19 @@ legba_peer_update_stats (LegbaPeer * peer)
    * while it negotiates */
   if (!peer->connected)
     return;
+  /* until an RTP stream flows either way webrtcbin has nothing of the
+   * participant's to count, and its get-stats is not cheap: in a
+   * process of a thousand data-only rooms the refreshes alone would
+   * take much of the CPU */
+  if (!peer->rtp_seen)
+    peer->rtp_seen = legba_peer_media_has_streams (peer);
+  if (!peer->rtp_seen) {
+    GstStructure *none = gst_structure_new_empty ("webrtc-stats");
+
+    stats_ready (peer, none);
+    gst_structure_free (none);
+    return;
+  }
   promise = gst_promise_new_with_change_func (on_stats, legba_peer_ref (peer),
       promise_peer_unref);
   emit_with_promise (peer, "get-stats", NULL, promise);

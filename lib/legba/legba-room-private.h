@@ -225,6 +225,7 @@ struct _LegbaPeer
 
   LegbaPeerMedia media[2];      /* by LegbaTrackKind */
   GstStructure *last_stats;     /* previous summary, for bitrates */
+  gboolean rtp_seen;            /* a stream flowed: stats from webrtcbin */
   gint64 last_stats_time;
 
   GMutex lock;
@@ -272,6 +273,7 @@ void legba_peer_media_unlink (LegbaPeer * peer);
 void legba_peer_media_on_pad_added (GstElement * webrtcbin, GstPad * pad,
     LegbaPeer * peer);
 void legba_peer_media_watch_input (LegbaPeer * peer, GstElement * nicesrc);
+gboolean legba_peer_media_has_streams (LegbaPeer * peer);
 GstStructure *legba_peer_media_summarize (LegbaPeer * peer,
     const GstStructure * webrtc_stats);
 

@@ -848,13 +848,23 @@ stats_tick (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* An interval of whole seconds takes GLib's second timers, which wake
+ * together: the rooms of a context then refresh in one main-loop
+ * iteration instead of one each, and each iteration costs what the
+ * context's sources number. */
 static void
 restart_stats (LegbaRoom * self)
 {
+  guint ms = self->stats_interval;
+
   legba_clear_source (&self->stats_source);
-  if (self->stats_interval > 0 && self->state != LEGBA_ROOM_STATE_DISCONNECTED)
-    self->stats_source = legba_room_timeout (self, self->stats_interval,
-        stats_tick, self, NULL);
+  if (ms == 0 || self->state == LEGBA_ROOM_STATE_DISCONNECTED)
+    return;
+  self->stats_source = ms % 1000 == 0 ?
+      g_timeout_source_new_seconds (ms / 1000) : g_timeout_source_new (ms);
+  g_source_set_callback (self->stats_source, stats_tick, self, NULL);
+  g_source_set_static_name (self->stats_source, "legba-room-stats");
+  g_source_attach (self->stats_source, self->context);
 }
 
 /* ---- GObject ---- */
@@ -1236,6 +1246,16 @@ legba_room_class_init (LegbaRoomClass * klass)
   properties[PROP_ICE_TCP] = g_param_spec_boolean ("ice-tcp", "ICE-TCP",
       "Gather TCP host candidates and accept a peer's (RFC 6544); TURN over "
       "TCP or TLS works without them", DEFAULT_ICE_TCP, rw);
+  /**
+   * LegbaRoom:stats-interval:
+   *
+   * How often each participant's #LegbaParticipant:stats is refreshed, in
+   * milliseconds; 0 never. A refresh asks webrtcbin for its statistics
+   * (`get-stats`, not cheap) once an RTP stream flows either way with the
+   * participant; before that, and in rooms that only exchange data, the
+   * summary comes from the room's own counters. Whole seconds are refreshed on GLib's second
+   * timers, so the rooms of one main context refresh in one wake-up.
+   */
   properties[PROP_STATS_INTERVAL] = g_param_spec_uint ("stats-interval",
       "Stats interval", "How often each participant's stats are refreshed, "
       "in milliseconds (0: never)", 0, G_MAXINT, DEFAULT_STATS_INTERVAL, rw);

@@ -313,6 +313,91 @@ test_bytes (Fixture * f, gconstpointer unused)
   free_all (all, 2);
 }
 
+/* ---- Stats without media ---- */
+
+static gboolean
+count_emission (GSignalInvocationHint * hint, guint n_values,
+    const GValue * values, gpointer data)
+{
+  g_atomic_int_inc ((gint *) data);
+  return TRUE;
+}
+
+static guint64
+stats_field (Participant * p, Participant * other, const char *field)
+{
+  g_autoptr (GstStructure) stats =
+      legba_participant_get_stats (participant_find (p, other));
+  guint64 value = G_MAXUINT64;
+
+  if (stats == NULL || !gst_structure_get_uint64 (stats, field, &value))
+    return G_MAXUINT64;
+  return value;
+}
+
+static guint64
+room_data_field (Participant * p, const char *field)
+{
+  g_autoptr (GstStructure) stats = legba_room_get_data_stats (p->room);
+  guint64 value = G_MAXUINT64;
+
+  gst_structure_get_uint64 (stats, field, &value);
+  return value;
+}
+
+/* A room that only exchanges data refreshes its participants' stats
+ * (every whole second, by default) from its own counters, without asking
+ * webrtcbin for statistics it has none of: no RTP stream flows. */
+static void
+test_stats_without_media (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
+  Data *all[] = { a, b };
+  g_autoptr (GstElementFactory) factory = gst_element_factory_find
+      ("webrtcbin");
+  g_autoptr (GstPluginFeature) loaded =
+      gst_plugin_feature_load (GST_PLUGIN_FEATURE (factory));
+  GType type = gst_element_factory_get_element_type (GST_ELEMENT_FACTORY
+      (loaded));
+  g_autoptr (GTypeClass) klass = g_type_class_ref (type);
+  guint signal_id = g_signal_lookup ("get-stats", type);
+  gint get_stats = 0;
+  gulong hook;
+  guint64 sent, received;
+  g_autoptr (GError) error = NULL;
+
+  g_assert_cmpuint (signal_id, !=, 0);
+  hook = g_signal_add_emission_hook (signal_id, 0, count_emission,
+      &get_stats, NULL);
+  connect_all (all, 2);
+  for (guint i = 0; i < 3; i++) {
+    g_autoptr (JsonNode) node = json_from_string ("{\"n\":1}", NULL);
+
+    g_assert_true (legba_room_send_json (a->p->room, node, "t",
+            LEGBA_RELIABILITY_RELIABLE, NULL, &error));
+    g_assert_no_error (error);
+  }
+  ROOM_WAIT_FOR (b->got->len == 3, "the messages");
+  /* the room's own messages (its mute state) count too: the participant's
+   * figures catch up with the room's totals, one peer's worth */
+  sent = room_data_field (a->p, "messages-sent");
+  received = room_data_field (b->p, "messages-received");
+  g_assert_cmpuint (sent, >=, 3);
+  g_assert_cmpuint (received, ==, sent);
+  ROOM_WAIT_FOR (stats_field (b->p, a->p, "data-messages-received") ==
+      received && stats_field (a->p, b->p, "data-messages-sent") == sent,
+      "the stats' refresh");
+  g_assert_cmpuint (stats_field (b->p, a->p, "bytes-received"), ==, 0);
+  g_assert_cmpuint (stats_field (b->p, a->p, "packets-received"), ==, 0);
+  g_assert_cmpuint (stats_field (b->p, a->p, "bitrate-in"), ==, 0);
+  g_assert_cmpuint (stats_field (a->p, b->p, "bytes-sent"), ==, 0);
+  g_assert_cmpint (g_atomic_int_get (&get_stats), ==, 0);
+  g_signal_remove_emission_hook (signal_id, hook);
+  assert_no_room_errors (a->p);
+  assert_no_room_errors (b->p);
+  free_all (all, 2);
+}
+
 /* ---- The lossy channel ---- */
 
 static void
@@ -1046,6 +1131,7 @@ main (int argc, char **argv)
   ADD_DATA ("order-topics-recipients", test_order);
   ADD_DATA ("leave-in-handler", test_leave_in_handler);
   ADD_DATA ("bytes", test_bytes);
+  ADD_DATA ("stats-without-media", test_stats_without_media);
   ADD_DATA ("lossy", test_lossy);
   ADD_DATA ("stalled-recipient", test_stalled);
   ADD_DATA ("queued-before-open", test_queued);
