@@ -53,6 +53,9 @@ METRICS = {
     "frames_lost_pct": ("Frames lost (counter gaps) over frames out", "%",
                         True),
     "pairs_connected": ("Pairs connected in one process", "pairs", False),
+    "pairs_setup_ms_per_pair": ("Setup time per pair, the pairs one after "
+                                "the other (the time of all over their "
+                                "number)", "ms", True),
     "rss_kib_per_pair": ("RSS per pair", "KiB", True),
     "fds_per_pair": ("File descriptors per pair", "fds", True),
     "threads_per_pair": ("Threads per pair", "threads", True),
