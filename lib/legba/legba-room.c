@@ -1253,8 +1253,9 @@ legba_room_class_init (LegbaRoomClass * klass)
    * milliseconds; 0 never. A refresh asks webrtcbin for its statistics
    * (`get-stats`, not cheap) once an RTP stream flows either way with the
    * participant; before that, and in rooms that only exchange data, the
-   * summary comes from the room's own counters. Whole seconds are refreshed on GLib's second
-   * timers, so the rooms of one main context refresh in one wake-up.
+   * summary comes from the room's own counters. Whole seconds are
+   * refreshed on GLib's second timers, so the rooms of one main context
+   * refresh in one wake-up.
    */
   properties[PROP_STATS_INTERVAL] = g_param_spec_uint ("stats-interval",
       "Stats interval", "How often each participant's stats are refreshed, "
