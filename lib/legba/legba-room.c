@@ -152,16 +152,21 @@ legba_room_invoke (LegbaRoom * self, GSourceFunc func, gpointer data,
   g_source_unref (source);
 }
 
-GSource *
-legba_room_timeout (LegbaRoom * self, guint ms, GSourceFunc func,
+static GSource *
+attach_timeout (LegbaRoom * self, GSource * source, GSourceFunc func,
     gpointer data, GDestroyNotify notify)
 {
-  GSource *source = g_timeout_source_new (ms);
-
   g_source_set_callback (source, func, data, notify);
   g_source_set_static_name (source, "legba-room-timeout");
   g_source_attach (source, self->context);
   return source;
+}
+
+GSource *
+legba_room_timeout (LegbaRoom * self, guint ms, GSourceFunc func,
+    gpointer data, GDestroyNotify notify)
+{
+  return attach_timeout (self, g_timeout_source_new (ms), func, data, notify);
 }
 
 void
@@ -850,8 +855,8 @@ stats_tick (gpointer data)
 
 /* An interval of whole seconds takes GLib's second timers, which wake
  * together: the rooms of a context then refresh in one main-loop
- * iteration instead of one each, and each iteration costs what the
- * context's sources number. */
+ * iteration instead of one each, and every iteration visits all of the
+ * context's sources. */
 static void
 restart_stats (LegbaRoom * self)
 {
@@ -860,11 +865,9 @@ restart_stats (LegbaRoom * self)
   legba_clear_source (&self->stats_source);
   if (ms == 0 || self->state == LEGBA_ROOM_STATE_DISCONNECTED)
     return;
-  self->stats_source = ms % 1000 == 0 ?
-      g_timeout_source_new_seconds (ms / 1000) : g_timeout_source_new (ms);
-  g_source_set_callback (self->stats_source, stats_tick, self, NULL);
-  g_source_set_static_name (self->stats_source, "legba-room-stats");
-  g_source_attach (self->stats_source, self->context);
+  self->stats_source = attach_timeout (self, ms % 1000 == 0 ?
+      g_timeout_source_new_seconds (ms / 1000) : g_timeout_source_new (ms),
+      stats_tick, self, NULL);
 }
 
 /* ---- GObject ---- */
