@@ -1305,6 +1305,30 @@ configure_ice (LegbaPeer * peer)
   }
 }
 
+/* webrtcbin 1.22 answers rtpbin's request-fec-decoder-full with a ULPFEC
+ * decoder for every stream it receives, and rtpbin 1.22 records that
+ * decoder in two lists of its own from the stream's thread, with no lock
+ * (gstrtpbin.c, expose_recv_src_pad): a participant's audio and video,
+ * starting together on their two jitter buffer threads, can lose an
+ * entry, and the decoder is then never freed. A room negotiates no FEC
+ * (ROOM-PROTOCOL.md §5: the codecs it offers and accepts are H.264, VP8
+ * and Opus), so that decoder would only pass packets on: webrtcbin's
+ * handler is taken off, and rtpbin gets no decoder to record. */
+static void
+refuse_fec_decoders (GstElement * webrtcbin)
+{
+  g_autoptr (GstElement) rtpbin = gst_bin_get_by_name (GST_BIN (webrtcbin),
+      "rtpbin");
+  guint id;
+
+  if (rtpbin == NULL)
+    return;
+  id = g_signal_lookup ("request-fec-decoder-full", G_OBJECT_TYPE (rtpbin));
+  if (id != 0)
+    g_signal_handlers_disconnect_matched (rtpbin, G_SIGNAL_MATCH_ID |
+        G_SIGNAL_MATCH_DATA, id, 0, NULL, NULL, webrtcbin);
+}
+
 static void
 configure_webrtcbin (LegbaPeer * peer)
 {
@@ -1329,6 +1353,7 @@ configure_webrtcbin (LegbaPeer * peer)
     }
   }
   configure_ice (peer);
+  refuse_fec_decoders (peer->webrtcbin);
 }
 
 static gboolean

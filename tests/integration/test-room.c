@@ -146,6 +146,22 @@ assert_knobs (Participant * p, guint latency)
   g_assert_false (upnp);
 }
 
+/* Each webrtcbin receives its streams without a ULPFEC decoder: a room
+ * negotiates no FEC, and rtpbin 1.22 records such decoders without a lock
+ * (legba-room-peer.c, refuse_fec_decoders). Called once media has been
+ * decoded, so the streams went through rtpbin's receive path. */
+static void
+assert_no_fec_decoders (Participant * p)
+{
+  g_autoptr (GstElement) jitterbuffer = find_by_factory (p->pipeline,
+      "rtpjitterbuffer");
+  g_autoptr (GstElement) decoder = find_by_factory (p->pipeline,
+      "rtpulpfecdec");
+
+  g_assert_nonnull (jitterbuffer);
+  g_assert_null (decoder);
+}
+
 static void
 test_two (Fixture * f, gconstpointer data)
 {
@@ -162,6 +178,8 @@ test_two (Fixture * f, gconstpointer data)
   wait_until_all_decode (all, 2, FRAMES);
   assert_knobs (alice, 150);
   assert_knobs (bob, 100);
+  assert_no_fec_decoders (alice);
+  assert_no_fec_decoders (bob);
   /* bob, the newcomer, offered; alice answered */
   assert_description (bob, alice, "local-description");
   assert_description (alice, bob, "local-description");
