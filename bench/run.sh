@@ -11,6 +11,10 @@
 #                                smoke run (a few minutes); results go to
 #                                bench/results/tmp/ (not committed)
 #   bench/run.sh --list          the suites
+#   bench/run.sh --scale-rounds N scale
+#                                the scale suite N rounds (alternating
+#                                order) instead of one: about 16 minutes
+#                                a round
 #
 # Suites: setup datachannel data video-send video-receive video-call
 # first-frame mesh mesh-loss audio scale signalling footprint.
@@ -40,12 +44,19 @@ build=${LEGBA_BENCH_BUILD:-$root/build-release}
 all=(setup datachannel data video-send video-receive video-call first-frame
   mesh mesh-loss audio scale signalling footprint)
 quick=0
+scale_rounds=1
 suites=()
-for arg in "$@"; do
+while [ $# -gt 0 ]; do
+  arg=$1; shift
   case "$arg" in
     --quick) quick=1 ;;
+    --scale-rounds)
+      scale_rounds=${1:-}
+      [[ "$scale_rounds" =~ ^[1-9][0-9]*$ ]] || {
+        echo "bench: --scale-rounds takes a number of rounds" >&2; exit 2; }
+      shift ;;
     --list) printf '%s\n' "${all[@]}"; exit 0 ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     -*) echo "bench: unknown option $arg" >&2; exit 2 ;;
     *)
       if [[ " ${all[*]} " != *" $arg "* ]]; then
@@ -132,10 +143,15 @@ for suite in "${suites[@]}"; do
       fi ;;
     *)
       # scale sets up to 1,500 pairs per peer, each run up to 10 minutes
-      bound=20m; [ "$suite" = scale ] && bound=90m
+      bound=20m; extra=()
+      if [ "$suite" = scale ]; then
+        bound=$((90 * scale_rounds))m
+        [ "$scale_rounds" -eq 1 ] ||
+          extra=(--scale-rounds "$scale_rounds")
+      fi
       timeout --signal=TERM $bound /usr/bin/python3 "$here/suites.py" "$suite" \
-        --build "$build" --pion "$pion" "${qflag[@]}" \
-        --command "bench/run.sh${qflag[*]:+ ${qflag[*]}} $suite" \
+        --build "$build" --pion "$pion" "${qflag[@]}" "${extra[@]}" \
+        --command "bench/run.sh${qflag[*]:+ ${qflag[*]}}${extra[*]:+ ${extra[*]}} $suite" \
         --output "$outdir/$suite-$stamp.json" || status=1 ;;
   esac
 done

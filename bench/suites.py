@@ -427,8 +427,9 @@ def suite_scale(r, q, series, notes):
             if res.get("stopped") != "count":
                 notes.append(f"{peer}: stopped at {res['connected']} pairs "
                              f"({res['stopped']}).")
-    # one round at full size: a run sets up pairs for up to ten minutes
-    r.rounds(peers, 1, body)
+    # one round at full size by default: a run sets up pairs for up to ten
+    # minutes (bench/run.sh --scale-rounds N for more)
+    r.rounds(peers, 1 if q else r.args.scale_rounds, body)
     for peer, c in census.items():
         per = c["per_pair_after_first"]
         if not per.get("pairs"):
@@ -1103,6 +1104,9 @@ def main():
     parser.add_argument("--output", required=True)
     parser.add_argument("--command", default="")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--scale-rounds", type=int, default=1,
+                        help="scale: rounds of the five peers (alternating "
+                        "order), one by default")
     parser.add_argument("--smoke", action="store_true",
                         help="data, first-frame, mesh: a few messages, calls "
                         "or seconds, to test the suite")
