@@ -1313,9 +1313,18 @@ configure_ice (LegbaPeer * peer)
  * entry, and the decoder is then never freed. A room negotiates no FEC
  * (ROOM-PROTOCOL.md §5: the codecs it offers and accepts are H.264, VP8
  * and Opus), so that decoder would only pass packets on: webrtcbin's
- * handler is taken off, and rtpbin gets no decoder to record. */
+ * handler is taken off, and rtpbin gets no decoder to record. The packets
+ * webrtcbin has each session's rtpstorage keep for such a decoder (the
+ * jitter buffer's latency plus 50 ms of them) are not kept either. */
 static void
-refuse_fec_decoders (GstElement * webrtcbin)
+on_new_storage (GstElement * rtpbin, GstElement * storage, guint session,
+    gpointer data)
+{
+  g_object_set (storage, "size-time", (guint64) 0, NULL);
+}
+
+static void
+refuse_fec (GstElement * webrtcbin)
 {
   g_autoptr (GstElement) rtpbin = gst_bin_get_by_name (GST_BIN (webrtcbin),
       "rtpbin");
@@ -1327,6 +1336,8 @@ refuse_fec_decoders (GstElement * webrtcbin)
   if (id != 0)
     g_signal_handlers_disconnect_matched (rtpbin, G_SIGNAL_MATCH_ID |
         G_SIGNAL_MATCH_DATA, id, 0, NULL, NULL, webrtcbin);
+  /* after webrtcbin's own handler, which sets the size */
+  g_signal_connect (rtpbin, "new-storage", G_CALLBACK (on_new_storage), NULL);
 }
 
 static void
@@ -1353,7 +1364,7 @@ configure_webrtcbin (LegbaPeer * peer)
     }
   }
   configure_ice (peer);
-  refuse_fec_decoders (peer->webrtcbin);
+  refuse_fec (peer->webrtcbin);
 }
 
 static gboolean
