@@ -336,10 +336,22 @@ def unreliable_peers(series):
     return out
 
 
-def table(series, baseline, second=None):
+def count(values, runs):
+    """The n column: samples, and the runs they came in when several
+    samples share a run."""
+    if runs is None or len(set(runs)) == len(values):
+        return f"{len(values)}"
+    k = len(set(runs))
+    return f"{len(values)} in {k} run{'' if k == 1 else 's'}"
+
+
+def table(series, baseline, second=None, run_ids=None):
     """Rows per metric and peer: median, n, ratio and CI against the
-    baseline (and Legba against every other peer)."""
+    baseline (and Legba against every other peer). run_ids: the run of
+    each sample, for metrics with several samples a run (the intervals
+    then resample runs: stats.runs_of)."""
     unreliable = unreliable_peers(series)
+    run_ids = run_ids or {}
     lines = ["| Figure | Peer | Median | n | vs " + (baseline or "–") +
              ": ratio | 95% CI of the difference | Verdict | State |",
              "|---|---|---:|---:|---:|---|---|---|"]
@@ -349,9 +361,12 @@ def table(series, baseline, second=None):
             continue
         label, unit, _ = METRICS.get(metric, (metric, "", True))
         base = per.get(baseline, []) if baseline else []
+        runs = run_ids.get(metric, {})
         for peer in peers_of({metric: per}):
             values = per[peer]
-            row = stats.compare(values, base) if peer != baseline and base \
+            row = stats.compare(values, base, runs=runs.get(peer),
+                                baseline_runs=runs.get(baseline)) \
+                if peer != baseline and base \
                 else {"ratio": None, "ci": None, "verdict": None}
             ci = (f"[{fmt(row['ci'][0])}, {fmt(row['ci'][1])}]"
                   if row["ci"] else "–")
@@ -364,12 +379,15 @@ def table(series, baseline, second=None):
                 state = f"measured; not comparable: {unreliable[peer]}"
             lines.append(
                 f"| {label} ({unit}) | {peer} | {fmt(stats.median(values))}"
-                f" | {len(values)} | {ratio} | {ci} | {verdict} | {state} |")
+                f" | {count(values, runs.get(peer))} | {ratio} | {ci} | "
+                f"{verdict} | {state} |")
         if second and "legba" in per:
             for other in peers_of({metric: per}):
                 if other == "legba":
                     continue
-                row = stats.compare(per["legba"], per[other])
+                row = stats.compare(per["legba"], per[other],
+                                    runs=runs.get("legba"),
+                                    baseline_runs=runs.get(other))
                 ci = (f"[{fmt(row['ci'][0])}, {fmt(row['ci'][1])}]"
                       if row["ci"] else "–")
                 verdict = verdict_text(row, "legba", other)
@@ -781,7 +799,8 @@ def main():
         lines += table(series, baseline,
                        second=suite in ("setup", "scale", "datachannel",
                                         "video-call", "data", "mesh",
-                                        "mesh-loss"))
+                                        "mesh-loss"),
+                       run_ids=res.get("run_ids"))
         lines.append("")
         for metric in ("rtt_all_ms", "latency_all_ms",
                        "first_frame_warm_ms"):

@@ -10,6 +10,10 @@
 - the verdict: *established* only when that interval excludes zero,
   otherwise *inconclusive*, whatever the point estimate says (and always
   inconclusive with fewer than MIN_RUNS runs a side);
+- samples that come in runs (the four participants of one mesh, taken
+  together): the bootstrap resamples whole runs, the unit that is
+  independent, so samples of one run sharing its conditions do not pass
+  for independent evidence;
 - each figure's state: measured / estimated / not measured.
 
 Standard library only (/usr/bin/python3).
@@ -39,20 +43,44 @@ def percentile(values, q):
     return ordered[int(rank) - 1]
 
 
-def bootstrap_ci(a, b, seed=SEED, resamples=RESAMPLES):
-    """95% interval of median(a) - median(b), resampling each series with
-    replacement; a fixed seed replays it exactly."""
+def runs_of(values, runs=None):
+    """The samples as runs: lists of the values that share a run id in
+    runs (aligned with values), in the order of first appearance; each
+    value a run of its own when runs is None."""
+    if runs is None:
+        return [[v] for v in values]
+    if len(runs) != len(values):
+        raise ValueError(f"{len(runs)} run ids for {len(values)} values")
+    grouped = {}
+    for run, v in zip(runs, values):
+        grouped.setdefault(run, []).append(v)
+    return list(grouped.values())
+
+
+def _resampled_median(rng, runs):
+    picked = rng.choices(runs, k=len(runs))
+    return statistics.median([v for run in picked for v in run])
+
+
+def bootstrap_ci(a, b, seed=SEED, resamples=RESAMPLES, a_runs=None,
+                 b_runs=None):
+    """95% interval of median(a) - median(b), resampling each series' runs
+    with replacement (each sample is a run unless a_runs/b_runs give the
+    run of each); a fixed seed replays it exactly."""
     rng = random.Random(seed)
-    diffs = sorted(statistics.median(rng.choices(a, k=len(a)))
-                   - statistics.median(rng.choices(b, k=len(b)))
+    ra, rb = runs_of(a, a_runs), runs_of(b, b_runs)
+    diffs = sorted(_resampled_median(rng, ra) - _resampled_median(rng, rb)
                    for _ in range(resamples))
     return diffs[int(0.025 * resamples)], diffs[int(0.975 * resamples) - 1]
 
 
-def compare(series, baseline, seed=SEED, resamples=RESAMPLES):
+def compare(series, baseline, seed=SEED, resamples=RESAMPLES, runs=None,
+            baseline_runs=None):
     """One row: medians, ratio series/baseline, the interval of the
     difference and the verdict. Either series may be empty: then the row
-    says so and carries no verdict."""
+    says so and carries no verdict. runs and baseline_runs, when given,
+    name each sample's run (see runs_of): the interval then resamples
+    runs, and MIN_RUNS counts runs."""
     row = {"median": median(series), "baseline_median": median(baseline),
            "n": len(series), "baseline_n": len(baseline),
            "ratio": None, "ci": None, "verdict": None}
@@ -60,11 +88,13 @@ def compare(series, baseline, seed=SEED, resamples=RESAMPLES):
         return row
     if row["baseline_median"]:
         row["ratio"] = row["median"] / row["baseline_median"]
-    if len(series) < MIN_RUNS or len(baseline) < MIN_RUNS:
+    if len(runs_of(series, runs)) < MIN_RUNS or \
+            len(runs_of(baseline, baseline_runs)) < MIN_RUNS:
         row["verdict"] = "inconclusive"
         row["few_runs"] = True
         return row
-    lo, hi = bootstrap_ci(series, baseline, seed, resamples)
+    lo, hi = bootstrap_ci(series, baseline, seed, resamples, runs,
+                          baseline_runs)
     row["ci"] = (lo, hi)
     if lo > 0:
         row["verdict"] = "higher (established)"

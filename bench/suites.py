@@ -79,6 +79,7 @@ class Runner:
     def __init__(self, args):
         self.args = args
         self.runs = []
+        self.run_ids = {}
         self.env = dict(os.environ, GST_PLUGIN_PATH=os.path.join(
             args.build, "plugins", "legba"), GST_DEBUG="*:1")
         # A peer that meets a CRITICAL says so in its record ("criticals")
@@ -148,6 +149,16 @@ def add(series, metric, peer, value):
     if value is None:
         return
     series.setdefault(metric, {}).setdefault(peer, []).append(value)
+
+
+def add_in_run(r, series, metric, peer, value, run):
+    """add(), for a metric with several samples a run (the participants
+    of one mesh): the run of each sample goes to the results' "run_ids",
+    and the report's bootstrap resamples whole runs (stats.runs_of)."""
+    if value is None:
+        return
+    add(series, metric, peer, value)
+    r.run_ids.setdefault(metric, {}).setdefault(peer, []).append(run)
 
 
 def pct(values, q):
@@ -961,19 +972,21 @@ def mesh_body(r, series, n, window, settle, loss=0.0):
                                f"window, not {n * (n - 1)}")
             return
         for res in results:
-            add(series, "mesh_cpu_pct_participant", peer, res["cpu_pct"])
-            add(series, "mesh_rss_mib_participant", peer,
-                res["rss_kib"] / 1024)
+            add_in_run(r, series, "mesh_cpu_pct_participant", peer,
+                       res["cpu_pct"], rnd)
+            add_in_run(r, series, "mesh_rss_mib_participant", peer,
+                       res["rss_kib"] / 1024, rnd)
             if "key_frames" in res:
-                add(series, "mesh_key_frames_participant", peer,
-                    res["key_frames"])
+                add_in_run(r, series, "mesh_key_frames_participant", peer,
+                           res["key_frames"], rnd)
             if loss > 0:
-                add(series, "mesh_rtp_dropped_pct", peer,
-                    100.0 * res["rtp_dropped"] / max(res["rtp_packets"], 1))
+                add_in_run(r, series, "mesh_rtp_dropped_pct", peer,
+                           100.0 * res["rtp_dropped"] /
+                           max(res["rtp_packets"], 1), rnd)
         add(series, "mesh_cpu_pct_all", peer,
             sum(res["cpu_pct"] for res in results))
         for s in streams:
-            add(series, "mesh_fps_stream", peer, s["fps"])
+            add_in_run(r, series, "mesh_fps_stream", peer, s["fps"], rnd)
         add(series, "mesh_fps_slowest", peer,
             min(s["fps"] for s in streams))
         lost = sum(s.get("lost", 0) for s in streams)
@@ -1126,7 +1139,8 @@ def main():
     result.update({
         "seconds": time.time() - t0,
         "load_end": loadavg(), "busy_end": busy_processes(),
-        "series": series, "notes": notes, "runs": r.runs,
+        "series": series, "run_ids": r.run_ids, "notes": notes,
+        "runs": r.runs,
     })
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
     with open(args.output, "w") as f:

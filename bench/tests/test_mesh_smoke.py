@@ -120,6 +120,13 @@ class MeshSmoke(unittest.TestCase):
                 self.assertTrue(all(v > 0 for v in
                                     series["mesh_fps_stream"][peer]))
                 self.assertEqual(len(series["mesh_cpu_pct_all"][peer]), 1)
+                # one run: every participant's and stream's sample is
+                # marked as of run 0, so the report resamples runs
+                run_ids = res["run_ids"]
+                self.assertEqual(
+                    run_ids["mesh_cpu_pct_participant"][peer], [0] * 4)
+                self.assertEqual(run_ids["mesh_fps_stream"][peer], [0] * 12)
+            self.assertNotIn("mesh_cpu_pct_all", res["run_ids"])
             self.assertEqual(sorted(series["mesh_server_cpu_pct"]),
                              ["legba"])
             # no loss asked, no netsim: nothing counted, nothing dropped
@@ -161,6 +168,8 @@ class MeshSmoke(unittest.TestCase):
                     len(series["mesh_rtp_dropped_pct"][peer]), 4)
                 self.assertEqual(
                     len(series["mesh_key_frames_participant"][peer]), 4)
+                self.assertEqual(
+                    res["run_ids"]["mesh_rtp_dropped_pct"][peer], [0] * 4)
             text = report_text(self, tmp)
             self.assertIn("## 5d. Video mesh under packet loss", text)
             self.assertIn("RTP packets dropped in the window", text)

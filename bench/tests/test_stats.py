@@ -89,6 +89,43 @@ class Stats(unittest.TestCase):
         self.assertEqual(stats.state([1.0]), "measured")
         self.assertEqual(stats.state([1.0], estimated=True), "estimated")
 
+    def test_runs_resampled_whole(self):
+        # CPU per participant of three 4-way meshes a peer (two builds of
+        # one program, bench/run.sh mesh of 2026-12-01): within a run the
+        # four participants share its conditions and move together. Taken
+        # as 12 independent samples the difference looks established;
+        # resampling the three runs it is not.
+        a = [24.39, 23.89, 24.15, 24.3, 24.15, 22.43, 23.4, 23.64, 22.52,
+             21.57, 21.54, 22.82]
+        b = [24.62, 23.3, 22.38, 22.86, 21.91, 21.39, 20.68, 20.18, 22.39,
+             22.35, 21.8, 21.54]
+        runs = [0] * 4 + [1] * 4 + [2] * 4
+        self.assertEqual(stats.compare(a, b)["verdict"],
+                         "higher (established)")
+        row = stats.compare(a, b, runs=runs, baseline_runs=runs)
+        self.assertEqual(row["verdict"], "inconclusive")
+        self.assertEqual(row["n"], 12)
+        self.assertAlmostEqual(row["median"], 23.52)
+        lo, hi = row["ci"]
+        self.assertLess(lo, 0)
+        self.assertGreater(hi, 0)
+        # fewer than three runs a side: no verdict, however many samples
+        row = stats.compare(a[:8], b[:8], runs=runs[:8],
+                            baseline_runs=runs[:8])
+        self.assertTrue(row.get("few_runs"))
+
+    def test_one_sample_runs_replay_ungrouped(self):
+        # a run id per sample resamples exactly as no run ids at all, so
+        # results recorded without run ids keep their intervals
+        a = [10.0, 11.0, 12.0, 10.5, 11.5, 13.0]
+        b = [9.0, 9.5, 10.0, 9.2, 9.8, 9.9]
+        self.assertEqual(
+            stats.compare(a, b, runs=list(range(6)),
+                          baseline_runs=list(range(6)))["ci"],
+            stats.compare(a, b)["ci"])
+        with self.assertRaises(ValueError):
+            stats.compare(a, b, runs=[0, 1])
+
     def test_percentile_nearest_rank(self):
         values = list(range(1, 101))
         self.assertEqual(stats.percentile(values, 50), 50)
