@@ -153,8 +153,9 @@ def add(series, metric, peer, value):
 
 def add_in_run(r, series, metric, peer, value, run):
     """add(), for a metric with several samples a run (the participants
-    of one mesh): the run of each sample goes to the results' "run_ids",
-    and the report's bootstrap resamples whole runs (stats.runs_of)."""
+    of one mesh, the warm pairs or calls of one process): the run of each
+    sample goes to the results' "run_ids", and the report's bootstrap
+    resamples whole runs (stats.runs_of)."""
     if value is None:
         return
     add(series, metric, peer, value)
@@ -181,14 +182,16 @@ def suite_setup(r, q, series, notes):
         if res and res.get("setup_ms"):
             times = res["setup_ms"]
             add(series, "cold_ms", peer, times[0])
+            # the warm pairs of one process share its run
             for t in times[1:]:
-                add(series, "warm_ms", peer, t)
+                add_in_run(r, series, "warm_ms", peer, t, rnd)
             # where the warm time goes (the C peers): -1 is a phase a
             # pair's webrtcbins did not both report
             for phase in ("joined", "described", "connected"):
                 for t in res.get(f"{phase}_ms", [])[1:]:
                     if t >= 0:
-                        add(series, f"warm_{phase}_ms", peer, t)
+                        add_in_run(r, series, f"warm_{phase}_ms", peer, t,
+                                   rnd)
         if res and res.get("process_to_open_ms", -1) >= 0:
             add(series, "process_to_open_ms", peer,
                 res["process_to_open_ms"])
@@ -735,9 +738,10 @@ def suite_first_frame(r, q, series, notes):
         if not res:
             return
         for i, t in enumerate(res.get("first_frame_ms") or []):
-            if t >= 0:
-                add(series, "first_frame_cold_ms" if i == 0 else
-                    "first_frame_warm_ms", peer, t)
+            if t >= 0 and i == 0:
+                add(series, "first_frame_cold_ms", peer, t)
+            elif t >= 0:
+                add_in_run(r, series, "first_frame_warm_ms", peer, t, rnd)
     r.rounds(["legba", "webrtcbin"], rounds, body)
     notes.append(
         f"Two participants, 640x360 at 30 fps: one sends a moving zone "
