@@ -10,10 +10,10 @@
 - the verdict: *established* only when that interval excludes zero,
   otherwise *inconclusive*, whatever the point estimate says (and always
   inconclusive with fewer than MIN_RUNS runs a side);
-- samples that come in runs (the four participants of one mesh, taken
-  together): the bootstrap resamples whole runs, the unit that is
-  independent, so samples of one run sharing its conditions do not pass
-  for independent evidence;
+- samples that come in runs (the four participants of one mesh, the
+  warm pairs of one process): the bootstrap resamples whole runs, the
+  unit that is independent, so samples of one run sharing its conditions
+  do not pass for independent evidence;
 - each figure's state: measured / estimated / not measured.
 
 Standard library only (/usr/bin/python3).
