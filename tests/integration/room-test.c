@@ -329,6 +329,36 @@ participant_peer_bins (Participant * p)
   return n;
 }
 
+GPtrArray *
+elements_by_factory (GstElement * bin, const char *factory_name)
+{
+  GstIterator *it = gst_bin_iterate_recurse (GST_BIN (bin));
+  GPtrArray *found = g_ptr_array_new_with_free_func (gst_object_unref);
+  GValue item = G_VALUE_INIT;
+  GstIteratorResult r;
+
+  while ((r = gst_iterator_next (it, &item)) != GST_ITERATOR_DONE) {
+    GstElement *e;
+    GstElementFactory *factory;
+
+    if (r == GST_ITERATOR_RESYNC) {
+      gst_iterator_resync (it);
+      g_ptr_array_set_size (found, 0);
+      continue;
+    }
+    g_assert_cmpint (r, ==, GST_ITERATOR_OK);
+    e = g_value_get_object (&item);
+    factory = gst_element_get_factory (e);
+    if (factory != NULL &&
+        strcmp (GST_OBJECT_NAME (factory), factory_name) == 0)
+      g_ptr_array_add (found, gst_object_ref (e));
+    g_value_reset (&item);
+  }
+  g_value_unset (&item);
+  gst_iterator_free (it);
+  return found;
+}
+
 LegbaParticipant *
 participant_find (Participant * p, Participant * other)
 {

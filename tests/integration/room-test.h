@@ -96,3 +96,7 @@ LegbaParticipant *participant_find (Participant * p, Participant * other);
 gboolean participant_connected_to (Participant * p, Participant * other);
 void assert_no_room_errors (Participant * p);
 void wait_until_all_decode (Participant ** all, guint n, guint64 frames);
+
+/* The elements made by factory_name anywhere inside bin (a reference to
+ * each), read again from the start if the bin changes meanwhile. */
+GPtrArray *elements_by_factory (GstElement * bin, const char *factory_name);

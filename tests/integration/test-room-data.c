@@ -448,27 +448,17 @@ drop_while_stalled (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 static void
 stall_input (Participant * p, gint * stalled)
 {
-  GstIterator *it = gst_bin_iterate_recurse (GST_BIN (p->pipeline));
-  GValue item = G_VALUE_INIT;
-  guint n = 0;
+  g_autoptr (GPtrArray) sources = elements_by_factory (p->pipeline,
+      "nicesrc");
 
-  while (gst_iterator_next (it, &item) == GST_ITERATOR_OK) {
-    GstElement *e = g_value_get_object (&item);
-    GstElementFactory *factory = gst_element_get_factory (e);
+  g_assert_cmpuint (sources->len, >, 0);
+  for (guint i = 0; i < sources->len; i++) {
+    GstPad *pad = gst_element_get_static_pad (sources->pdata[i], "src");
 
-    if (factory != NULL && strcmp (GST_OBJECT_NAME (factory), "nicesrc") == 0) {
-      GstPad *pad = gst_element_get_static_pad (e, "src");
-
-      gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
-          GST_PAD_PROBE_TYPE_BUFFER_LIST, drop_while_stalled, stalled, NULL);
-      gst_object_unref (pad);
-      n++;
-    }
-    g_value_reset (&item);
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+        GST_PAD_PROBE_TYPE_BUFFER_LIST, drop_while_stalled, stalled, NULL);
+    gst_object_unref (pad);
   }
-  g_value_unset (&item);
-  gst_iterator_free (it);
-  g_assert_cmpuint (n, >, 0);
 }
 
 #define CHUNK 32768

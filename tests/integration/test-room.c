@@ -45,22 +45,9 @@ stats_show_media (Participant * p, Participant * other)
 static GstElement *
 find_by_factory (GstElement * bin, const char *factory_name)
 {
-  GstIterator *it = gst_bin_iterate_recurse (GST_BIN (bin));
-  GValue item = G_VALUE_INIT;
-  GstElement *found = NULL;
+  g_autoptr (GPtrArray) found = elements_by_factory (bin, factory_name);
 
-  while (found == NULL && gst_iterator_next (it, &item) == GST_ITERATOR_OK) {
-    GstElement *e = g_value_get_object (&item);
-    GstElementFactory *factory = gst_element_get_factory (e);
-
-    if (factory != NULL &&
-        strcmp (GST_OBJECT_NAME (factory), factory_name) == 0)
-      found = gst_object_ref (e);
-    g_value_reset (&item);
-  }
-  g_value_unset (&item);
-  gst_iterator_free (it);
-  return found;
+  return found->len > 0 ? gst_object_ref (found->pdata[0]) : NULL;
 }
 
 /* "sha-256 AB:CD:…" of the first certificate in a PEM */
@@ -154,40 +141,22 @@ assert_knobs (Participant * p, guint latency)
 static void
 assert_no_fec (Participant * p)
 {
-  GstIterator *it = gst_bin_iterate_recurse (GST_BIN (p->pipeline));
-  GValue item = G_VALUE_INIT;
-  guint jitterbuffers = 0, storages = 0;
+  g_autoptr (GPtrArray) decoders = elements_by_factory (p->pipeline,
+      "rtpulpfecdec");
+  g_autoptr (GPtrArray) jitterbuffers = elements_by_factory (p->pipeline,
+      "rtpjitterbuffer");
+  g_autoptr (GPtrArray) storages = elements_by_factory (p->pipeline,
+      "rtpstorage");
 
-  for (GstIteratorResult r; (r = gst_iterator_next (it, &item)) !=
-      GST_ITERATOR_DONE;) {
-    GstElement *e;
-    GstElementFactory *factory;
-    const char *name;
+  g_assert_cmpuint (decoders->len, ==, 0);
+  g_assert_cmpuint (jitterbuffers->len, >, 0);
+  g_assert_cmpuint (storages->len, >, 0);
+  for (guint i = 0; i < storages->len; i++) {
     guint64 kept = G_MAXUINT64;
 
-    if (r == GST_ITERATOR_RESYNC) {
-      gst_iterator_resync (it);
-      jitterbuffers = storages = 0;
-      continue;
-    }
-    g_assert_cmpint (r, ==, GST_ITERATOR_OK);
-    e = g_value_get_object (&item);
-    factory = gst_element_get_factory (e);
-    name = factory ? GST_OBJECT_NAME (factory) : "";
-    g_assert_cmpstr (name, !=, "rtpulpfecdec");
-    if (strcmp (name, "rtpjitterbuffer") == 0)
-      jitterbuffers++;
-    if (strcmp (name, "rtpstorage") == 0) {
-      g_object_get (e, "size-time", &kept, NULL);
-      g_assert_cmpuint (kept, ==, 0);
-      storages++;
-    }
-    g_value_reset (&item);
+    g_object_get (storages->pdata[i], "size-time", &kept, NULL);
+    g_assert_cmpuint (kept, ==, 0);
   }
-  g_value_unset (&item);
-  gst_iterator_free (it);
-  g_assert_cmpuint (jitterbuffers, >, 0);
-  g_assert_cmpuint (storages, >, 0);
 }
 
 static void
@@ -242,24 +211,17 @@ assert_distinct_sctp_ids (Participant ** all, guint n)
   guint encoders = 0;
 
   for (guint i = 0; i < n; i++) {
-    GstIterator *it = gst_bin_iterate_recurse (GST_BIN (all[i]->pipeline));
-    GValue item = G_VALUE_INIT;
+    g_autoptr (GPtrArray) found = elements_by_factory (all[i]->pipeline,
+        "sctpenc");
 
-    while (gst_iterator_next (it, &item) == GST_ITERATOR_OK) {
-      GstElement *e = g_value_get_object (&item);
-      GstElementFactory *factory = gst_element_get_factory (e);
+    for (guint k = 0; k < found->len; k++) {
       guint id;
 
-      if (factory != NULL && strcmp (GST_OBJECT_NAME (factory), "sctpenc") == 0) {
-        g_object_get (e, "sctp-association-id", &id, NULL);
-        g_assert_false (g_hash_table_contains (seen, GUINT_TO_POINTER (id)));
-        g_hash_table_add (seen, GUINT_TO_POINTER (id));
-        encoders++;
-      }
-      g_value_reset (&item);
+      g_object_get (found->pdata[k], "sctp-association-id", &id, NULL);
+      g_assert_false (g_hash_table_contains (seen, GUINT_TO_POINTER (id)));
+      g_hash_table_add (seen, GUINT_TO_POINTER (id));
+      encoders++;
     }
-    g_value_unset (&item);
-    gst_iterator_free (it);
   }
   g_assert_cmpuint (encoders, ==, n * (n - 1));
 }
