@@ -339,9 +339,9 @@ def unreliable_peers(series):
 def count(values, runs):
     """The n column: samples, and the runs they came in when several
     samples share a run."""
-    if runs is None or len(set(runs)) == len(values):
+    k = len(set(runs)) if runs is not None else len(values)
+    if k == len(values):
         return f"{len(values)}"
-    k = len(set(runs))
     return f"{len(values)} in {k} run{'' if k == 1 else 's'}"
 
 

@@ -13,7 +13,7 @@
 #   bench/run.sh --list          the suites
 #   bench/run.sh --scale-rounds N scale
 #                                the scale suite N rounds (alternating
-#                                order) instead of one: about 16 minutes
+#                                order) instead of one: about 15 minutes
 #                                a round
 #
 # Suites: setup datachannel data video-send video-receive video-call

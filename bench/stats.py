@@ -62,16 +62,20 @@ def _resampled_median(rng, runs):
     return statistics.median([v for run in picked for v in run])
 
 
+def _interval(ra, rb, seed, resamples):
+    rng = random.Random(seed)
+    diffs = sorted(_resampled_median(rng, ra) - _resampled_median(rng, rb)
+                   for _ in range(resamples))
+    return diffs[int(0.025 * resamples)], diffs[int(0.975 * resamples) - 1]
+
+
 def bootstrap_ci(a, b, seed=SEED, resamples=RESAMPLES, a_runs=None,
                  b_runs=None):
     """95% interval of median(a) - median(b), resampling each series' runs
     with replacement (each sample is a run unless a_runs/b_runs give the
     run of each); a fixed seed replays it exactly."""
-    rng = random.Random(seed)
-    ra, rb = runs_of(a, a_runs), runs_of(b, b_runs)
-    diffs = sorted(_resampled_median(rng, ra) - _resampled_median(rng, rb)
-                   for _ in range(resamples))
-    return diffs[int(0.025 * resamples)], diffs[int(0.975 * resamples) - 1]
+    return _interval(runs_of(a, a_runs), runs_of(b, b_runs), seed,
+                     resamples)
 
 
 def compare(series, baseline, seed=SEED, resamples=RESAMPLES, runs=None,
@@ -88,13 +92,12 @@ def compare(series, baseline, seed=SEED, resamples=RESAMPLES, runs=None,
         return row
     if row["baseline_median"]:
         row["ratio"] = row["median"] / row["baseline_median"]
-    if len(runs_of(series, runs)) < MIN_RUNS or \
-            len(runs_of(baseline, baseline_runs)) < MIN_RUNS:
+    ra, rb = runs_of(series, runs), runs_of(baseline, baseline_runs)
+    if len(ra) < MIN_RUNS or len(rb) < MIN_RUNS:
         row["verdict"] = "inconclusive"
         row["few_runs"] = True
         return row
-    lo, hi = bootstrap_ci(series, baseline, seed, resamples, runs,
-                          baseline_runs)
+    lo, hi = _interval(ra, rb, seed, resamples)
     row["ci"] = (lo, hi)
     if lo > 0:
         row["verdict"] = "higher (established)"
