@@ -1005,6 +1005,86 @@ key_gate (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_DROP;
 }
 
+/* The plugin of the decoder decodebin would choose for a received format
+ * (the highest-ranked one), loaded once per process: on a thread of its
+ * own from the first description that announces media
+ * (legba_room_media_remote_description), and at the latest on a stream's
+ * own thread before its first track is announced (a stream that comes
+ * first waits here for the load under way). An application makes its decoder
+ * in its track-added handler, on the room's context; the first one of a
+ * process would otherwise load its plugin there (avdec_h264: gst-libav
+ * registers every codec it has, about 100 ms of a core), and every other
+ * peer connection's signalling would wait behind it. */
+static void
+load_decoder (const ReceiveFormat * format)
+{
+  static gsize loaded[G_N_ELEMENTS (receive_formats)];
+  gsize *once = &loaded[format - receive_formats];
+  g_autoptr (GstCaps) caps = NULL;
+  GList *decoders, *usable;
+
+  if (!g_once_init_enter (once))
+    return;
+  caps = gst_caps_from_string (format->caps);
+  decoders = gst_element_factory_list_get_elements
+      (GST_ELEMENT_FACTORY_TYPE_DECODER, GST_RANK_MARGINAL);
+  usable = gst_element_factory_list_filter (decoders, caps, GST_PAD_SINK,
+      FALSE);
+  usable = g_list_sort (usable, gst_plugin_feature_rank_compare_func);
+  if (usable != NULL) {
+    GstPluginFeature *feature = gst_plugin_feature_load (usable->data);
+
+    GST_DEBUG ("%s: %s", format->caps, feature != NULL ?
+        GST_OBJECT_NAME (feature) : "no decoder could be loaded");
+    g_clear_object (&feature);
+  }
+  gst_plugin_feature_list_free (usable);
+  gst_plugin_feature_list_free (decoders);
+  g_once_init_leave (once, 1);
+}
+
+void
+legba_room_media_load_decoders (void)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (receive_formats); i++)
+    load_decoder (&receive_formats[i]);
+}
+
+/* A participant's offer or answer: once one says it sends audio or video
+ * (an m-line with a port whose direction lets the remote side send),
+ * the decoders are loaded, long before that media's first packet. A
+ * process whose rooms only ever exchange data never loads them. */
+void
+legba_room_media_remote_description (const char *sdp)
+{
+  GstSDPMessage *message = NULL;
+  gboolean sends = FALSE;
+
+  if (gst_sdp_message_new_from_text (sdp, &message) != GST_SDP_OK)
+    return;
+  for (guint i = 0; i < gst_sdp_message_medias_len (message) && !sends; i++) {
+    const GstSDPMedia *media = gst_sdp_message_get_media (message, i);
+    const char *kind = gst_sdp_media_get_media (media);
+    const char *direction = "sendrecv";
+
+    if (gst_sdp_media_get_port (media) == 0 || (g_strcmp0 (kind, "audio") != 0
+            && g_strcmp0 (kind, "video") != 0))
+      continue;
+    for (guint a = 0; a < gst_sdp_media_attributes_len (media); a++) {
+      const char *key = gst_sdp_media_get_attribute (media, a)->key;
+
+      if (strcmp (key, "sendrecv") == 0 || strcmp (key, "sendonly") == 0 ||
+          strcmp (key, "recvonly") == 0 || strcmp (key, "inactive") == 0)
+        direction = key;
+    }
+    sends = strcmp (direction, "sendrecv") == 0 ||
+        strcmp (direction, "sendonly") == 0;
+  }
+  gst_sdp_message_free (message);
+  if (sends)
+    legba_room_prepare_decoders ();
+}
+
 /* webrtcbin's pad-added, on a streaming thread: the stream is flowing, so
  * its branch is built here and now; the application hears of it on the
  * room's context. */
@@ -1104,6 +1184,7 @@ legba_peer_media_on_pad_added (GstElement * webrtcbin, GstPad * pad,
   gst_pad_link (pad, pad_in);
   gst_object_unref (pad_in);
 
+  load_decoder (format);
   g_mutex_lock (&peer->lock);
   peer->media[format->kind].track_pad = gst_object_ref (ghost);
   g_mutex_unlock (&peer->lock);

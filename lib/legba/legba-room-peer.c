@@ -158,8 +158,10 @@ legba_room_next_sctp_association_id (void)
 static struct
 {
   GThread *thread;
+  GThread *decoders;            /* legba_room_media_load_decoders() */
   GstElement *dtls;             /* keeps the certificate's DTLS agent */
 } prepared;
+static GMutex prepared_lock;    /* prepared.thread, prepared.decoders */
 
 /* Sets what a warm-up connection needs of the knobs: a process-unique
  * SCTP association id, and the shared certificate. */
@@ -265,6 +267,30 @@ out:
 }
 
 static gpointer
+decoders_thread (gpointer data)
+{
+  legba_room_media_load_decoders ();
+  return NULL;
+}
+
+/* Loads the decoders' plugins (legba_room_media_load_decoders) on a
+ * thread of its own, once per process; legba_room_prepare_wait() waits
+ * for it as for the rest. */
+void
+legba_room_prepare_decoders (void)
+{
+  static gsize started;
+
+  if (g_once_init_enter (&started)) {
+    g_mutex_lock (&prepared_lock);
+    prepared.decoders = g_thread_new ("legba-decoders", decoders_thread,
+        NULL);
+    g_mutex_unlock (&prepared_lock);
+    g_once_init_leave (&started, 1);
+  }
+}
+
+static gpointer
 prepare_thread (gpointer data)
 {
   const char *pem = legba_room_certificate_pem ();
@@ -295,16 +321,18 @@ prepare_thread (gpointer data)
 void
 legba_room_prepare_wait (void)
 {
-  static GMutex lock;
-  GThread *thread;
+  GThread *thread, *decoders;
 
-  g_mutex_lock (&lock);
+  g_mutex_lock (&prepared_lock);
   thread = g_steal_pointer (&prepared.thread);
-  g_mutex_unlock (&lock);
+  decoders = g_steal_pointer (&prepared.decoders);
+  g_mutex_unlock (&prepared_lock);
   if (thread != NULL) {
     g_thread_join (thread);
     GST_DEBUG ("DTLS prepared: %" GST_PTR_FORMAT, prepared.dtls);
   }
+  if (decoders != NULL)
+    g_thread_join (decoders);
 }
 
 static void
@@ -347,7 +375,9 @@ legba_room_prepare (void)
     OPENSSL_init_crypto (OPENSSL_INIT_ADD_ALL_CIPHERS |
         OPENSSL_INIT_ADD_ALL_DIGESTS | OPENSSL_INIT_NO_ATEXIT, NULL);
     atexit (prepare_finish_at_exit);
+    g_mutex_lock (&prepared_lock);
     prepared.thread = g_thread_new ("legba-prepare", prepare_thread, NULL);
+    g_mutex_unlock (&prepared_lock);
     g_once_init_leave (&started, 1);
   }
 }
@@ -1181,6 +1211,7 @@ legba_peer_handle_offer (LegbaPeer * peer, const char *sdp)
   g_return_if_fail (peer->role == LEGBA_PEER_ANSWERER);
 
   peer->pending_offer = g_strdup (sdp);
+  legba_room_media_remote_description (sdp);
   if (!legba_room_media_ready (peer->room)) {
     GST_DEBUG ("pc %s: waiting for the local tracks' caps", peer->pc);
     peer->waiting_media = TRUE;
@@ -1214,6 +1245,7 @@ legba_peer_handle_answer (LegbaPeer * peer, const char *sdp)
   if (answer == NULL)
     return;
   gst_sdp_message_copy (answer->sdp, &peer->answer);
+  legba_room_media_remote_description (sdp);
   emit_with_promise (peer, "set-remote-description", answer,
       applied_promise (peer));
   gst_webrtc_session_description_free (answer);

@@ -263,6 +263,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (LegbaPeer, legba_peer_unref)
 /* ---- Media (legba-room-media.c) ---- */
 
 gboolean legba_room_media_ready (LegbaRoom * self);
+void legba_room_media_load_decoders (void);
+void legba_room_media_remote_description (const char *sdp);
+void legba_room_prepare_decoders (void);
 GstCaps *legba_room_media_codec_preferences (LegbaRoom * self,
     LegbaTrackKind kind, LegbaPeerRole role);
 void legba_room_media_free_track (LegbaLocalTrack * track);

@@ -1300,7 +1300,10 @@ legba_room_class_init (LegbaRoomClass * klass)
    *
    * A participant's track arrived. Link @pad in the handler to get its
    * first frames (a key frame is requested when it is linked); an unlinked
-   * pad discards its data.
+   * pad discards its data. The plugin of the decoder decodebin would
+   * choose for @pad's format is loaded by then, so that making that
+   * decoder here does not hold the room's context, and every other
+   * participant's signalling with it, while its plugin loads.
    */
   signals[SIGNAL_TRACK_ADDED] = g_signal_new ("track-added",
       G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,

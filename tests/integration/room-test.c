@@ -78,6 +78,29 @@ count_decoded (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_OK;
 }
 
+/* The room loads the plugin of the decoder decodebin would choose for a
+ * track before announcing it (legba-room-media.c): the handler that makes
+ * it loads nothing on the room's context. */
+static void
+assert_decoder_loaded (const GstCaps * caps)
+{
+  GList *decoders = gst_element_factory_list_get_elements
+      (GST_ELEMENT_FACTORY_TYPE_DECODER, GST_RANK_MARGINAL);
+  GList *usable = gst_element_factory_list_filter (decoders, caps,
+      GST_PAD_SINK, FALSE);
+  g_autoptr (GstPlugin) plugin = NULL;
+
+  usable = g_list_sort (usable, gst_plugin_feature_rank_compare_func);
+  g_assert_nonnull (usable);
+  plugin = gst_plugin_feature_get_plugin (usable->data);
+  g_assert_nonnull (plugin);
+  if (!gst_plugin_is_loaded (plugin))
+    g_error ("track-added before the plugin of %s (%s) was loaded",
+        GST_OBJECT_NAME (usable->data), gst_plugin_get_name (plugin));
+  gst_plugin_feature_list_free (usable);
+  gst_plugin_feature_list_free (decoders);
+}
+
 static void
 on_track_added (LegbaRoom * room, LegbaParticipant * lp, LegbaTrackKind kind,
     GstPad * pad, Participant * p)
@@ -91,11 +114,12 @@ on_track_added (LegbaRoom * room, LegbaParticipant * lp, LegbaTrackKind kind,
   g_autofree char *desc = g_strdup_printf ("%s name=dec ! fakesink "
       "name=sink sync=false async=false", decoder);
   g_autoptr (GError) error = NULL;
-  GstElement *bin = gst_parse_bin_from_description (desc, TRUE, &error);
-  GstElement *sink;
+  GstElement *bin, *sink;
   GstPad *sinkpad;
   Counter *c = g_new0 (Counter, 1);
 
+  assert_decoder_loaded (caps);
+  bin = gst_parse_bin_from_description (desc, TRUE, &error);
   g_assert_no_error (error);
   g_assert_null (r->decoders[kind]);
   p->tracks_added++;
