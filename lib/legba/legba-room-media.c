@@ -457,9 +457,9 @@ find_media (const GstSDPMessage * sdp, const char *kind)
   return -1;
 }
 
-/* Does the negotiated answer let the local participant send this media? */
-static gboolean
-local_sends (LegbaPeer * peer, const GstSDPMedia * media)
+/* A media's direction attribute, as its description's writer sees it */
+static const char *
+media_direction (const GstSDPMedia * media)
 {
   const char *direction = "sendrecv";
 
@@ -470,6 +470,15 @@ local_sends (LegbaPeer * peer, const GstSDPMedia * media)
         strcmp (key, "recvonly") == 0 || strcmp (key, "inactive") == 0)
       direction = key;
   }
+  return direction;
+}
+
+/* Does the negotiated answer let the local participant send this media? */
+static gboolean
+local_sends (LegbaPeer * peer, const GstSDPMedia * media)
+{
+  const char *direction = media_direction (media);
+
   if (strcmp (direction, "sendrecv") == 0)
     return TRUE;
   /* the answer is ours as answerer, the remote's as offerer */
@@ -1055,34 +1064,21 @@ legba_room_media_load_decoders (void)
  * the decoders are loaded, long before that media's first packet. A
  * process whose rooms only ever exchange data never loads them. */
 void
-legba_room_media_remote_description (const char *sdp)
+legba_room_media_remote_description (const GstSDPMessage * sdp)
 {
-  GstSDPMessage *message = NULL;
-  gboolean sends = FALSE;
-
-  if (gst_sdp_message_new_from_text (sdp, &message) != GST_SDP_OK)
-    return;
-  for (guint i = 0; i < gst_sdp_message_medias_len (message) && !sends; i++) {
-    const GstSDPMedia *media = gst_sdp_message_get_media (message, i);
+  for (guint i = 0; i < gst_sdp_message_medias_len (sdp); i++) {
+    const GstSDPMedia *media = gst_sdp_message_get_media (sdp, i);
     const char *kind = gst_sdp_media_get_media (media);
-    const char *direction = "sendrecv";
+    const char *direction = media_direction (media);
 
-    if (gst_sdp_media_get_port (media) == 0 || (g_strcmp0 (kind, "audio") != 0
-            && g_strcmp0 (kind, "video") != 0))
-      continue;
-    for (guint a = 0; a < gst_sdp_media_attributes_len (media); a++) {
-      const char *key = gst_sdp_media_get_attribute (media, a)->key;
-
-      if (strcmp (key, "sendrecv") == 0 || strcmp (key, "sendonly") == 0 ||
-          strcmp (key, "recvonly") == 0 || strcmp (key, "inactive") == 0)
-        direction = key;
+    if (gst_sdp_media_get_port (media) != 0 &&
+        (g_strcmp0 (kind, "audio") == 0 || g_strcmp0 (kind, "video") == 0) &&
+        (strcmp (direction, "sendrecv") == 0 ||
+            strcmp (direction, "sendonly") == 0)) {
+      legba_room_prepare_decoders ();
+      return;
     }
-    sends = strcmp (direction, "sendrecv") == 0 ||
-        strcmp (direction, "sendonly") == 0;
   }
-  gst_sdp_message_free (message);
-  if (sends)
-    legba_room_prepare_decoders ();
 }
 
 /* webrtcbin's pad-added, on a streaming thread: the stream is flowing, so

@@ -476,7 +476,7 @@ legba_peer_unref (LegbaPeer * peer)
   g_ptr_array_unref (peer->remote_candidates);
   g_ptr_array_unref (peer->local_candidates);
   g_ptr_array_unref (peer->promises);
-  g_free (peer->pending_offer);
+  g_clear_pointer (&peer->pending_offer, gst_webrtc_session_description_free);
   g_free (peer->pc);
   legba_peer_data_free (peer->data);
   g_mutex_clear (&peer->lock);
@@ -1172,14 +1172,8 @@ on_offer_applied (GstPromise * promise, gpointer data)
 static void
 answer_offer (LegbaPeer * peer)
 {
-  g_autofree char *sdp = g_steal_pointer (&peer->pending_offer);
-  GstWebRTCSessionDescription *offer;
+  GstWebRTCSessionDescription *offer = g_steal_pointer (&peer->pending_offer);
 
-  offer = parse_description (peer, GST_WEBRTC_SDP_TYPE_OFFER, sdp);
-  if (offer == NULL) {
-    fail_peer (peer, "unreadable offer");
-    return;
-  }
   add_transceivers (peer);
   g_clear_pointer (&peer->offer, gst_sdp_message_free);
   gst_sdp_message_copy (offer->sdp, &peer->offer);
@@ -1210,8 +1204,13 @@ legba_peer_handle_offer (LegbaPeer * peer, const char *sdp)
 {
   g_return_if_fail (peer->role == LEGBA_PEER_ANSWERER);
 
-  peer->pending_offer = g_strdup (sdp);
-  legba_room_media_remote_description (sdp);
+  peer->pending_offer = parse_description (peer, GST_WEBRTC_SDP_TYPE_OFFER,
+      sdp);
+  if (peer->pending_offer == NULL) {
+    fail_peer (peer, "unreadable offer");
+    return;
+  }
+  legba_room_media_remote_description (peer->pending_offer->sdp);
   if (!legba_room_media_ready (peer->room)) {
     GST_DEBUG ("pc %s: waiting for the local tracks' caps", peer->pc);
     peer->waiting_media = TRUE;
@@ -1245,7 +1244,7 @@ legba_peer_handle_answer (LegbaPeer * peer, const char *sdp)
   if (answer == NULL)
     return;
   gst_sdp_message_copy (answer->sdp, &peer->answer);
-  legba_room_media_remote_description (sdp);
+  legba_room_media_remote_description (answer->sdp);
   emit_with_promise (peer, "set-remote-description", answer,
       applied_promise (peer));
   gst_webrtc_session_description_free (answer);

@@ -208,7 +208,8 @@ struct _LegbaPeer
   guint applied;                /* descriptions webrtcbin applied */
   gboolean negotiated;          /* offer and answer both applied */
   gboolean waiting_media;       /* negotiation waits for local caps */
-  char *pending_offer;          /* answerer: the offer, while it waits */
+  GstWebRTCSessionDescription *pending_offer; /* answerer: the offer,
+                                                 * while it waits */
   GstSDPMessage *offer;         /* answerer: the offer, from its
                                  * application until negotiated */
   GPtrArray *remote_candidates; /* JsonObject, until remote_set */
@@ -264,7 +265,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (LegbaPeer, legba_peer_unref)
 
 gboolean legba_room_media_ready (LegbaRoom * self);
 void legba_room_media_load_decoders (void);
-void legba_room_media_remote_description (const char *sdp);
+void legba_room_media_remote_description (const GstSDPMessage * sdp);
 void legba_room_prepare_decoders (void);
 GstCaps *legba_room_media_codec_preferences (LegbaRoom * self,
     LegbaTrackKind kind, LegbaPeerRole role);
