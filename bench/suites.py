@@ -304,8 +304,23 @@ def suite_video_call(r, q, series, notes):
              "legbastampcheck ! fakesink sync=false")
     bench_tool = os.path.join(r.args.build, "tools", "legba-bench")
 
+    synced = {"legba-synced": ("legba", 20), "legba-synced-100": ("legba", 100),
+              "webrtcbin-synced": ("webrtcbin", 20)}
+
     def body(peer, rnd):
-        if peer in ("webrtcbin", "legba", "aiortc"):
+        if peer in synced:
+            stack, ms = synced[peer]
+            cmd = r.command(stack, "call", [
+                "--frames", str(frames), "--width", "1280", "--height",
+                "720", "--bitrate", "1500", "--sync", "--latency", str(ms)])
+            res = r.run(peer, cmd, f"round {rnd}")
+            name = stack if ms == 20 else f"{stack}-{ms}ms"
+            if res and len(res.get("latency_ms") or []) > 10:
+                lat = res["latency_ms"][10:]
+                add(series, "synced_p50_ms", name, pct(lat, 50))
+                add(series, "synced_p95_ms", name, pct(lat, 95))
+                add(series, "synced_p99_ms", name, pct(lat, 99))
+        elif peer in ("webrtcbin", "legba", "aiortc"):
             opts = ["--frames", str(frames), "--width", "1280",
                     "--height", "720"]
             cmd = ([PY, os.path.join(HERE, "peers", "aiortc-call.py")] + opts
@@ -346,8 +361,8 @@ def suite_video_call(r, q, series, notes):
                 if res.get("bitrate_bps"):
                     add(series, "bitrate_kbps", peer,
                         res["bitrate_bps"] / 1000)
-    r.rounds(["rtp-floor", "webrtcbin", "legba", "aiortc"], 1 if q else 4,
-             body)
+    r.rounds(["rtp-floor", "webrtcbin", "legba", "aiortc", "webrtcbin-synced",
+              "legba-synced", "legba-synced-100"], 1 if q else 4, body)
     notes.append(
         f"720p30 H.264 (x264enc ultrafast zerolatency, 1.5 Mbit/s), "
         f"{frames} frames, the first 10 left out: the time from legbastamp "
@@ -372,7 +387,18 @@ def suite_video_call(r, q, series, notes):
         "into legbastampcheck (bench/peers/aiortc-call.py). CPU per frame: "
         "process user+sys over the frames received, both ends and the "
         "source in one process (rtp-floor: legba-bench's figure over "
-        "its measured frames).")
+        "its measured frames). Bitrate: the bytes out of x264enc over the "
+        "span of their timestamps, for every peer but aiortc as "
+        "legba-bench counts it on the RTP floor (aiortc: its sender's "
+        "outbound-rtp bytesSent from getStats over the measured "
+        "seconds). To a clock-synced sink (synced_*): the "
+        "same calls with the stamps read after a clocksync and before a "
+        "sink with sync=true, where a display would show each frame: "
+        "its time on the pipeline clock plus the pipeline's latency, of "
+        "which the receiver's jitter buffer is most; legba and webrtcbin "
+        "with the receiving jitter buffer at 20 ms (the room's `latency` "
+        "property, webrtcbin's `latency`), legba-100ms at the room's "
+        "default of 100 ms.")
 
 
 def suite_audio(r, q, series, notes):

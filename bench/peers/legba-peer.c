@@ -12,6 +12,7 @@
  *   legba-peer bulk  [--bytes B] [--size S]
  *   legba-peer rtt   [--count N] [--rate R] [--size S]
  *   legba-peer call  [--frames N] [--width W --height H] [--bitrate KBPS]
+ *                    [--sync] [--latency MS]
  *   legba-peer first-frame [--iterations N] [--width W --height H]
  *                    [--bitrate KBPS]
  *   legba-peer mesh  --server-url URL --identity ID [--expect N]
@@ -38,6 +39,10 @@
  * call: room a sends a stamped H.264 track (legbastamp, x264enc
  * ultrafast zerolatency), room b decodes it (avdec_h264) and reads the
  * stamps back (legbastampcheck): glass-to-glass through two rooms.
+ * --sync reads the stamps where a clock-synced sink would show the
+ * frames (a clocksync before legbastampcheck, a synced sink after it, so
+ * that the pipeline configures its latency); --latency sets room b's
+ * `latency` (the jitter buffer's, which a synced sink waits out).
  *
  * first-frame: room a sends a stamped H.264 track of a moving zone plate
  * (x264enc as in call), room b decodes what it receives (avdec_h264 !
@@ -73,6 +78,7 @@
 #include <stdio.h>
 
 #include "census.h"
+#include "encoded.h"
 #include "loss.h"
 #include "phases.h"
 #include "test-hub.h"
@@ -112,6 +118,8 @@ static GArray *rtts;            /* double ms */
 static gboolean blocked;        /* room a refused a message */
 
 /* call */
+static gboolean call_sync;      /* the stamps read after a clocksync */
+static gint call_latency = -1;  /* the receiving room's latency, ms */
 static GstElement *check;
 static gint frames_out;
 
@@ -601,7 +609,9 @@ on_track_added (LegbaRoom * room, LegbaParticipant * lp, LegbaTrackKind kind,
 
   if (kind != LEGBA_TRACK_KIND_VIDEO || check != NULL)
     return;
-  bin = gst_parse_bin_from_description ("avdec_h264 ! legbastampcheck "
+  bin = gst_parse_bin_from_description (call_sync ?
+      "avdec_h264 ! clocksync ! legbastampcheck name=check series=true ! "
+      "fakesink sync=true" : "avdec_h264 ! legbastampcheck "
       "name=check series=true ! fakesink sync=false async=false", TRUE, &error);
   if (bin == NULL)
     g_error ("receiver line: %s", error->message);
@@ -622,7 +632,7 @@ mode_call (guint frames, guint width, guint height, guint kbps)
 {
   char *line = g_strdup_printf ("videotestsrc is-live=true pattern=smpte "
       "horizontal-speed=4 ! video/x-raw,format=I420,width=%u,height=%u,"
-      "framerate=30/1 ! legbastamp ! x264enc tune=zerolatency "
+      "framerate=30/1 ! legbastamp ! x264enc name=enc tune=zerolatency "
       "speed-preset=ultrafast bitrate=%u key-int-max=60 ! capsfilter "
       "caps=video/x-h264,profile=constrained-baseline", width, height, kbps);
   Pair *p = g_new0 (Pair, 1);
@@ -653,6 +663,7 @@ mode_call (guint frames, guint width, guint height, guint kbps)
   src = gst_parse_bin_from_description (line, TRUE, &error);
   if (src == NULL)
     g_error ("sender line: %s", error->message);
+  encoded_watch (GST_BIN (src));
   gst_bin_add (GST_BIN (p->s[0].pipeline), src);
   sinkpad = legba_room_add_track (p->s[0].room, LEGBA_TRACK_KIND_VIDEO, &error);
   if (sinkpad == NULL)
@@ -674,6 +685,8 @@ mode_call (guint frames, guint width, guint height, guint kbps)
     g_object_unref (client);
   }
   g_object_set (p->s[1].room, "room", "call", "identity", "b", NULL);
+  if (call_latency >= 0)
+    g_object_set (p->s[1].room, "latency", (guint) call_latency, NULL);
   g_signal_connect (p->s[1].room, "track-added", G_CALLBACK (on_track_added),
       &p->s[1]);
   g_signal_connect (p->s[1].room, "error", G_CALLBACK (on_room_error), NULL);
@@ -723,6 +736,7 @@ mode_call (guint frames, guint width, guint height, guint kbps)
     g_string_append (out, "]");
     gst_message_unref (msg);
   }
+  encoded_append (out);
   g_string_append (out, "}");
   puts (out->str);
   g_string_free (out, TRUE);
@@ -1183,6 +1197,11 @@ main (int argc, char **argv)
     {"width", 0, 0, G_OPTION_ARG_INT, &width, "call: width", "W"},
     {"height", 0, 0, G_OPTION_ARG_INT, &height, "call: height", "H"},
     {"bitrate", 0, 0, G_OPTION_ARG_INT, &kbps, "call: kbit/s", "K"},
+    {"sync", 0, 0, G_OPTION_ARG_NONE, &call_sync,
+        "call: read the stamps after a clocksync (as a synced sink shows them)",
+        NULL},
+    {"latency", 0, 0, G_OPTION_ARG_INT, &call_latency,
+        "call: the receiving room's latency (default: the room's)", "MS"},
     {"bytes", 0, 0, G_OPTION_ARG_INT64, &bytes, "bulk: bytes", "B"},
     {"size", 0, 0, G_OPTION_ARG_INT, &size, "bulk, rtt: message size", "S"},
     {"rate", 0, 0, G_OPTION_ARG_DOUBLE, &rate, "rtt: messages/s", "R"},

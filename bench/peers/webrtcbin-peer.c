@@ -10,10 +10,14 @@
  *   webrtcbin-peer rtt   [--count N] [--rate R] [--size S]
  *   webrtcbin-peer pairs [--count N] [--seconds S] [--no-teardown]
  *   webrtcbin-peer call  [--frames N] [--width W --height H] [--bitrate KBPS]
+ *                        [--sync] [--latency MS]
  *   webrtcbin-peer first-frame [--iterations N] [--width W --height H]
  *                        [--bitrate KBPS]
  *   webrtcbin-peer mesh  --identity ID --peers ID,ID,... [--width W
  *                        --height H] [--bitrate KBPS] [--loss P]
+ *
+ * call: --sync and --latency as legba-peer's (the jitter buffer's latency
+ * is otherwise 100 ms, as Legba's rooms set it).
  *
  * first-frame: the sender's stamped H.264 track of a moving zone plate
  * (as legba-peer's), timed from the pipeline going to PLAYING (which
@@ -71,6 +75,7 @@
 #include <stdio.h>
 
 #include "census.h"
+#include "encoded.h"
 #include "loss.h"
 #include "phases.h"
 #include <stdlib.h>
@@ -92,6 +97,8 @@ static GCond cond;
 static guint pacing_ms;
 static gboolean like_legba;
 static gboolean no_teardown;    /* pairs */
+static gboolean call_sync;      /* call: the stamps read after a clocksync */
+static guint call_latency = 100;        /* call: the jitter buffer's, ms */
 static guint16 next_sctp_id = 1;
 
 /* bulk and rtt counters, under lock */
@@ -400,11 +407,13 @@ pair_new (const char *video)
 
     if (src == NULL)
       g_error ("sender line: %s", error->message);
+    encoded_watch (GST_BIN (src));
     gst_bin_add (GST_BIN (p->pipe), src);
     gst_element_link (src, p->a);
-    /* the jitter buffer's latency Legba's rooms use (webrtcbin: 200) */
-    g_object_set (p->a, "latency", 100, NULL);
-    g_object_set (p->b, "latency", 100, NULL);
+    /* by default the jitter buffer's latency Legba's rooms use
+     * (webrtcbin: 200) */
+    g_object_set (p->a, "latency", call_latency, NULL);
+    g_object_set (p->b, "latency", call_latency, NULL);
     g_signal_connect (p->b, "pad-added", G_CALLBACK (on_pad_added_b), p);
     p->open_a = p->open_b = TRUE;
   } else {
@@ -696,7 +705,9 @@ on_pad_added_b (GstElement * webrtc, GstPad * pad, Pair * p)
 
   if (GST_PAD_DIRECTION (pad) != GST_PAD_SRC)
     return;
-  sink = gst_parse_bin_from_description ("rtph264depay ! avdec_h264 ! "
+  sink = gst_parse_bin_from_description (call_sync ?
+      "rtph264depay ! avdec_h264 ! clocksync ! legbastampcheck name=check "
+      "series=true ! fakesink sync=true" : "rtph264depay ! avdec_h264 ! "
       "legbastampcheck name=check series=true ! fakesink sync=false", TRUE,
       &error);
   if (sink == NULL)
@@ -717,7 +728,7 @@ mode_call (guint frames, guint width, guint height, guint kbps)
 {
   char *line = g_strdup_printf ("videotestsrc is-live=true pattern=smpte "
       "horizontal-speed=4 ! video/x-raw,format=I420,width=%u,height=%u,"
-      "framerate=30/1 ! legbastamp ! x264enc tune=zerolatency "
+      "framerate=30/1 ! legbastamp ! x264enc name=enc tune=zerolatency "
       "speed-preset=ultrafast bitrate=%u key-int-max=60 ! "
       "video/x-h264,profile=constrained-baseline ! rtph264pay "
       "config-interval=-1 pt=96 ! capsfilter caps=\"application/x-rtp,"
@@ -773,6 +784,7 @@ mode_call (guint frames, guint width, guint height, guint kbps)
       g_string_append (out, "]");
       gst_message_unref (msg);
     }
+    encoded_append (out);
     g_string_append (out, "}");
     puts (out->str);
   }
@@ -1557,6 +1569,11 @@ main (int argc, char **argv)
     {"width", 0, 0, G_OPTION_ARG_INT, &width, "call: width", "W"},
     {"height", 0, 0, G_OPTION_ARG_INT, &height, "call: height", "H"},
     {"bitrate", 0, 0, G_OPTION_ARG_INT, &kbps, "call: kbit/s", "K"},
+    {"sync", 0, 0, G_OPTION_ARG_NONE, &call_sync,
+        "call: read the stamps after a clocksync (as a synced sink shows them)",
+        NULL},
+    {"latency", 0, 0, G_OPTION_ARG_INT, &call_latency,
+        "call: the jitter buffer's latency", "MS"},
     {"identity", 0, 0, G_OPTION_ARG_STRING, &identity,
         "mesh: this participant's id", "ID"},
     {"peers", 0, 0, G_OPTION_ARG_STRING, &peers,

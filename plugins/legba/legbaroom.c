@@ -827,7 +827,8 @@ gst_legba_room_class_init (GstLegbaRoomClass * klass)
       "by default)");
   properties[PROP_LATENCY] = g_param_spec_uint ("latency", "Latency",
       "Jitter buffer of each received stream, in milliseconds: low for "
-      "calls, enough for one retransmission up to ~80 ms round trip", 0,
+      "calls, enough for one retransmission up to ~80 ms round trip; a "
+      "clock-synced sink shows each frame this much after it came in", 0,
       10000, DEFAULT_LATENCY, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
       GST_PARAM_MUTABLE_READY);
   properties[PROP_MAX_PARTICIPANTS] = g_param_spec_uint ("max-participants",
