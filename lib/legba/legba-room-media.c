@@ -648,6 +648,31 @@ send_gate (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_OK;
 }
 
+/* webrtcbin 1.22 syncs what it sends to the clock (a clocksync before its
+ * RTP session, for sources that are not live: a file would otherwise go
+ * out as fast as it is read), and the clocksync waits out the latency
+ * that upstream reports: the encoder's, one frame for x264enc. A live
+ * source paces its frames itself, so for it that wait is delay alone, and
+ * it came or not by accident: the clocksync learns the latency only when
+ * the pipeline recomputes it after the branch is linked (a sink added
+ * later, an encoder that changes its latency). What webrtcbin hears of a
+ * live track's latency is therefore none; a track that is not live keeps
+ * being paced. */
+static GstPadProbeReturn
+send_latency (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  GstQuery *query = GST_PAD_PROBE_INFO_QUERY (info);
+  gboolean live;
+  GstClockTime min, max;
+
+  if (GST_QUERY_TYPE (query) != GST_QUERY_LATENCY)
+    return GST_PAD_PROBE_OK;
+  gst_query_parse_latency (query, &live, &min, &max);
+  if (live && min > 0)
+    gst_query_set_latency (query, TRUE, 0, max);
+  return GST_PAD_PROBE_OK;
+}
+
 static gboolean
 link_send (LegbaPeer * peer, LegbaTrackKind kind, GError ** error)
 {
@@ -711,6 +736,8 @@ link_send (LegbaPeer * peer, LegbaTrackKind kind, GError ** error)
     m->webrtc_sink = gst_element_request_pad_simple (peer->webrtcbin,
         sink_name);
   filter_src = gst_element_get_static_pad (filter, "src");
+  gst_pad_add_probe (filter_src, GST_PAD_PROBE_TYPE_QUERY_UPSTREAM |
+      GST_PAD_PROBE_TYPE_PULL, send_latency, NULL, NULL);
   link = m->webrtc_sink ? gst_pad_link (filter_src, m->webrtc_sink) :
       GST_PAD_LINK_REFUSED;
   gst_object_unref (filter_src);

@@ -12,6 +12,9 @@
  * concealed from an earlier picture shows a wrong number or none), and
  * the count is over a fixed run of frame numbers.
  *
+ * That the room tells webrtcbin a live track has no latency to wait out
+ * before sending.
+ *
  * And a change of size mid-stream through a room: legbavideoenc sends the
  * picture scaled down under a low bitrate, the bitrate is raised while
  * playing, and the receiver's decoder must output frames of the larger
@@ -239,6 +242,81 @@ test_multi_slice (Fixture * f, gconstpointer data)
   g_mutex_clear (&c.lock);
 }
 
+/* ---- what webrtcbin waits out before sending ---- */
+
+/* The first element of factory name in bin, or NULL. */
+static GstElement *
+find_element (GstBin * bin, const char *name)
+{
+  GstIterator *it = gst_bin_iterate_all_by_element_factory_name (bin, name);
+  GValue item = G_VALUE_INIT;
+  GstElement *found = NULL;
+
+  if (it != NULL && gst_iterator_next (it, &item) == GST_ITERATOR_OK) {
+    found = g_value_dup_object (&item);
+    g_value_unset (&item);
+  }
+  g_clear_pointer (&it, gst_iterator_free);
+  return found;
+}
+
+static gboolean
+query_latency (GstPad * pad, gboolean peer, GstClockTime * min)
+{
+  g_autoptr (GstQuery) query = gst_query_new_latency ();
+  gboolean live = FALSE, ok;
+
+  ok = peer ? gst_pad_peer_query (pad, query) : gst_pad_query (pad, query);
+  g_assert_true (ok);
+  gst_query_parse_latency (query, &live, min, NULL);
+  return live;
+}
+
+/* webrtcbin syncs what it sends to the clock and waits out the latency
+ * upstream reports, which it learns whenever the sender's pipeline
+ * recomputes its latency: x264enc's frame would then be added to every
+ * frame sent. What the room reports to webrtcbin for a live track is no
+ * latency at all, before and after the pipeline recomputed it. */
+static void
+test_send_latency (Fixture * f, gconstpointer data)
+{
+  Participant *alice = participant_new_for_server (f, "alice", NULL, FALSE);
+  Participant *bob = participant_new_for_server (f, "bob", NULL, FALSE);
+  g_autoptr (GstElement) enc = NULL;
+  g_autoptr (GstElement) webrtcbin = NULL;
+  g_autoptr (GstPad) enc_src = NULL;
+  g_autoptr (GstPad) webrtc_sink = NULL;
+  GstClockTime min = GST_CLOCK_TIME_NONE;
+
+  add_stamped_h264 (alice);
+  participant_connect_and_wait (alice);
+  participant_connect_and_wait (bob);
+  ROOM_WAIT_FOR (participant_frames (bob, alice, LEGBA_TRACK_KIND_VIDEO) > 0,
+      "bob to decode a frame of alice's video");
+  g_assert_true (gst_bin_recalculate_latency (GST_BIN (alice->pipeline)));
+
+  enc = find_element (GST_BIN (alice->pipeline), "x264enc");
+  g_assert_nonnull (enc);
+  enc_src = gst_element_get_static_pad (enc, "src");
+  g_assert_true (query_latency (enc_src, FALSE, &min));
+  g_test_message ("the encoder reports %" GST_TIME_FORMAT,
+      GST_TIME_ARGS (min));
+  g_assert_cmpuint (min, >, 0);
+
+  webrtcbin = find_element (GST_BIN (alice->pipeline), "webrtcbin");
+  g_assert_nonnull (webrtcbin);
+  webrtc_sink = gst_element_get_static_pad (webrtcbin, "sink_0");
+  g_assert_nonnull (webrtc_sink);
+  g_assert_true (gst_pad_is_linked (webrtc_sink));
+  g_assert_true (query_latency (webrtc_sink, TRUE, &min));
+  g_assert_cmpuint (min, ==, 0);
+
+  assert_no_room_errors (alice);
+  assert_no_room_errors (bob);
+  participant_free (bob);
+  participant_free (alice);
+}
+
 /* ---- a change of size mid-stream ---- */
 
 #define RESIZE_SENDER \
@@ -368,6 +446,8 @@ main (int argc, char **argv)
   room_test_init (&argc, &argv);
   g_test_add ("/room/h264/multi-slice", Fixture, NULL, fixture_setup,
       test_multi_slice, fixture_teardown);
+  g_test_add ("/room/h264/send-latency", Fixture, NULL, fixture_setup,
+      test_send_latency, fixture_teardown);
   g_test_add ("/room/resize/h264", Fixture, "h264", fixture_setup,
       test_resize, fixture_teardown);
   g_test_add ("/room/resize/vp8", Fixture, "vp8", fixture_setup,
