@@ -320,6 +320,16 @@ def suite_video_call(r, q, series, notes):
                 add(series, "synced_p50_ms", name, pct(lat, 50))
                 add(series, "synced_p95_ms", name, pct(lat, 95))
                 add(series, "synced_p99_ms", name, pct(lat, 99))
+        elif peer == "legba-recalc":
+            cmd = r.command("legba", "call", [
+                "--frames", str(frames), "--width", "1280", "--height",
+                "720", "--bitrate", "1500", "--recalculate-latency"])
+            res = r.run(peer, cmd, f"round {rnd}")
+            if res and len(res.get("latency_ms") or []) > 10:
+                lat = res["latency_ms"][10:]
+                add(series, "latency_p50_ms", peer, pct(lat, 50))
+                add(series, "latency_p95_ms", peer, pct(lat, 95))
+                add(series, "latency_p99_ms", peer, pct(lat, 99))
         elif peer in ("webrtcbin", "legba", "aiortc"):
             opts = ["--frames", str(frames), "--width", "1280",
                     "--height", "720"]
@@ -361,8 +371,9 @@ def suite_video_call(r, q, series, notes):
                 if res.get("bitrate_bps"):
                     add(series, "bitrate_kbps", peer,
                         res["bitrate_bps"] / 1000)
-    r.rounds(["rtp-floor", "webrtcbin", "legba", "aiortc", "webrtcbin-synced",
-              "legba-synced", "legba-synced-100"], 1 if q else 4, body)
+    r.rounds(["rtp-floor", "webrtcbin", "legba", "aiortc", "legba-recalc",
+              "webrtcbin-synced", "legba-synced", "legba-synced-100"],
+             1 if q else 4, body)
     notes.append(
         f"720p30 H.264 (x264enc ultrafast zerolatency, 1.5 Mbit/s), "
         f"{frames} frames, the first 10 left out: the time from legbastamp "
@@ -387,7 +398,11 @@ def suite_video_call(r, q, series, notes):
         "into legbastampcheck (bench/peers/aiortc-call.py). CPU per frame: "
         "process user+sys over the frames received, both ends and the "
         "source in one process (rtp-floor: legba-bench's figure over "
-        "its measured frames). Bitrate: the bytes out of x264enc over the "
+        "its measured frames). legba-recalc: legba with the sender's "
+        "pipeline recomputing its latency once the receiver has decoded "
+        "10 frames (as a sink added to it later would make it do; "
+        "webrtcbin then learns the encoder's latency, docs/rooms.md). "
+        "Bitrate: the bytes out of x264enc over the "
         "span of their timestamps, for every peer but aiortc as "
         "legba-bench counts it on the RTP floor (aiortc: its sender's "
         "outbound-rtp bytesSent from getStats over the measured "

@@ -12,7 +12,7 @@
  *   legba-peer bulk  [--bytes B] [--size S]
  *   legba-peer rtt   [--count N] [--rate R] [--size S]
  *   legba-peer call  [--frames N] [--width W --height H] [--bitrate KBPS]
- *                    [--sync] [--latency MS]
+ *                    [--sync] [--latency MS] [--recalculate-latency]
  *   legba-peer first-frame [--iterations N] [--width W --height H]
  *                    [--bitrate KBPS]
  *   legba-peer mesh  --server-url URL --identity ID [--expect N]
@@ -43,6 +43,8 @@
  * frames (a clocksync before legbastampcheck, a synced sink after it, so
  * that the pipeline configures its latency); --latency sets room b's
  * `latency` (the jitter buffer's, which a synced sink waits out).
+ * --recalculate-latency has the sender's pipeline recompute its latency
+ * once b has decoded 10 frames, as a sink added to it later would.
  *
  * first-frame: room a sends a stamped H.264 track of a moving zone plate
  * (x264enc as in call), room b decodes what it receives (avdec_h264 !
@@ -120,6 +122,8 @@ static gboolean blocked;        /* room a refused a message */
 /* call */
 static gboolean call_sync;      /* the stamps read after a clocksync */
 static gint call_latency = -1;  /* the receiving room's latency, ms */
+static gboolean call_recalculate;       /* the sender's pipeline recomputes
+                                         * its latency once frames flow */
 static GstElement *check;
 static gint frames_out;
 
@@ -694,8 +698,13 @@ mode_call (guint frames, guint width, guint height, guint kbps)
   legba_room_connect_async (p->s[1].room, NULL, NULL, NULL);
 
   timer = g_timeout_add_seconds (30 + frames / 10, timed_out, &expired);
-  while ((guint) g_atomic_int_get (&frames_out) < frames && !expired)
+  while ((guint) g_atomic_int_get (&frames_out) < frames && !expired) {
     g_main_context_iteration (NULL, TRUE);
+    if (call_recalculate && g_atomic_int_get (&frames_out) >= 10) {
+      gst_bin_recalculate_latency (GST_BIN (p->s[0].pipeline));
+      call_recalculate = FALSE;
+    }
+  }
   if (!expired)
     g_source_remove (timer);
   getrusage (RUSAGE_SELF, &r1);
@@ -1202,6 +1211,9 @@ main (int argc, char **argv)
         NULL},
     {"latency", 0, 0, G_OPTION_ARG_INT, &call_latency,
         "call: the receiving room's latency (default: the room's)", "MS"},
+    {"recalculate-latency", 0, 0, G_OPTION_ARG_NONE, &call_recalculate,
+        "call: the sender's pipeline recomputes its latency after 10 frames",
+        NULL},
     {"bytes", 0, 0, G_OPTION_ARG_INT64, &bytes, "bulk: bytes", "B"},
     {"size", 0, 0, G_OPTION_ARG_INT, &size, "bulk, rtt: message size", "S"},
     {"rate", 0, 0, G_OPTION_ARG_DOUBLE, &rate, "rtt: messages/s", "R"},
