@@ -83,6 +83,8 @@ METRICS = {
                          "together", "% of a core", True),
     "mesh_fps_stream": ("4-way mesh: frames decoded per second, each of "
                         "the 12 streams (source 30)", "fps", False),
+    "mesh_latency_p50_ms": ("4-way mesh: glass-to-glass p50 of each of "
+                            "the 12 streams", "ms", True),
     "mesh_fps_slowest": ("4-way mesh: the slowest stream of the run",
                          "fps", False),
     "mesh_frames_lost_pct": ("4-way mesh: frames lost in the window, all "

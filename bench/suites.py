@@ -1032,6 +1032,9 @@ def mesh_body(r, series, n, window, settle, loss=0.0):
             sum(res["cpu_pct"] for res in results))
         for s in streams:
             add_in_run(r, series, "mesh_fps_stream", peer, s["fps"], rnd)
+            if s.get("latency_p50_ms", -1) >= 0:
+                add_in_run(r, series, "mesh_latency_p50_ms", peer,
+                           s["latency_p50_ms"], rnd)
         add(series, "mesh_fps_slowest", peer,
             min(s["fps"] for s in streams))
         lost = sum(s.get("lost", 0) for s in streams)
@@ -1110,7 +1113,12 @@ def suite_mesh(r, q, series, notes):
         "opposite order each other round. "
         "mesh_cpu_pct_all: the 4 processes together, one value per run. "
         "mesh_key_frames_participant: the key frames each participant's "
-        "x264enc made in the window (aiortc's encoders are not counted).")
+        "x264enc made in the window (aiortc's encoders are not counted). "
+        "mesh_latency_p50_ms: each stream's glass-to-glass p50, legbastamp "
+        "before the sender's encoder to legbastampcheck after the "
+        "receiver's decoder, one clock (the processes share a host), over "
+        "every frame the stream decoded from its first (legbastampcheck's "
+        "running percentile, read when the window closes).")
 
 
 MESH_LOSS = 0.05

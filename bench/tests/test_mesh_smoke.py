@@ -119,6 +119,10 @@ class MeshSmoke(unittest.TestCase):
                 self.assertEqual(len(series["mesh_fps_stream"][peer]), 12)
                 self.assertTrue(all(v > 0 for v in
                                     series["mesh_fps_stream"][peer]))
+                self.assertEqual(len(series["mesh_latency_p50_ms"][peer]),
+                                 12)
+                self.assertTrue(all(v > 0 for v in
+                                    series["mesh_latency_p50_ms"][peer]))
                 self.assertEqual(len(series["mesh_cpu_pct_all"][peer]), 1)
                 # one run: every participant's and stream's sample is
                 # marked as of run 0, so the report resamples runs
