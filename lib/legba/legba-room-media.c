@@ -67,7 +67,7 @@ key_unit_later (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-/* At most one key-frame request per 500 ms reaches the encoder, whatever
+/* At most one key-frame request per 100 ms reaches the encoder, whatever
  * the number of peers asking (PLI/FIR, newcomers): one that comes sooner
  * is held back and merged with any other until the interval has passed,
  * never lost. Runs with the room's lock held. */
@@ -112,7 +112,7 @@ local_track_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
       gst_video_event_is_force_key_unit (event)) {
     /* a request; the encoder's downstream event that announces the key
      * frame it made is none (taken for one, every key frame would ask for
-     * the next: one every 500 ms) */
+     * the next: one every 100 ms) */
     g_mutex_lock (&track->room->lock);
     ret = limit_key_units (track);
     g_mutex_unlock (&track->room->lock);

@@ -44,8 +44,11 @@ void legba_room_debug_init (void);
 /* A peer whose packets stopped this long ago is not "still connected"
  * when the server reports it gone (§3 grace period). */
 #define LEGBA_ROOM_LIVENESS_MS 1500
-/* At most one key-frame request upstream per this interval. */
-#define LEGBA_ROOM_KEY_UNIT_INTERVAL_US (500 * G_TIME_SPAN_MILLISECOND)
+/* At most one key-frame request upstream per this interval: ten key
+ * frames a second at most, whatever the peers ask, and a receiver whose
+ * first key frame came incomplete gets the next within about a jitter
+ * buffer's latency (docs/rooms.md, Key frames). */
+#define LEGBA_ROOM_KEY_UNIT_INTERVAL_US (100 * G_TIME_SPAN_MILLISECOND)
 /* what a peer's send queue holds before its frames are dropped */
 #define LEGBA_ROOM_SEND_QUEUE_TIME (1 * GST_SECOND)
 

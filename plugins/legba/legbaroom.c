@@ -18,7 +18,7 @@
  * Version 1 of the room protocol carries one video and one audio stream
  * per participant: a second request of a kind fails. Key-frame requests
  * from peers (PLI/FIR, newcomers) go upstream as force-key-unit events, at
- * most one per 500 ms (a request that comes sooner is held back until
+ * most one per 100 ms (a request that comes sooner is held back until
  * then, never lost).
  *
  * Sometimes source pads `recv_video_%u` and `recv_audio_%u`, numbered in
