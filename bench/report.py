@@ -222,7 +222,8 @@ CAVEATS = {
     "recover a lost packet the same way (NACK and RTX, webrtcbin's own); "
     "they differ in what reaches the encoder when a frame cannot be "
     "completed in time: plain webrtcbin turns every PLI into a key-frame "
-    "request, a Legba room at most one per 500 ms per track (docs/rooms.md). "
+    "request, a Legba room at most one per 100 ms per track (500 ms before "
+    "2026-12-02; docs/rooms.md). "
     "Read frames lost and the slowest stream with the key frames made "
     "beside them: more key frames cost bits and encoder time, fewer leave "
     "a receiver waiting longer for one.",
