@@ -1182,11 +1182,13 @@ legba_room_class_init (LegbaRoomClass * klass)
    * calls; enough for one retransmission on paths of up to ~80 ms round
    * trip. Applies to peer connections made after it is set.
    *
-   * Packets that come in order pass the jitter buffer at once; it holds
-   * only those behind a lost one, for at most this long. A sink that
-   * syncs to the clock adds it in full: the pipeline's latency includes
-   * it, and the sink shows each frame that much after the frame came in.
-   * A sink with `sync=false` shows frames as they are decoded.
+   * Once a stream has started (its first packets wait this long, for any
+   * that come late), packets that come in order pass the jitter buffer at
+   * once; it holds only those behind a lost one, for at most this long.
+   * A sink that syncs to the clock adds it in full: the pipeline's
+   * latency includes it, and the sink shows each frame that much after
+   * the frame came in. A sink with `sync=false` shows frames as they are
+   * decoded.
    */
   properties[PROP_LATENCY] = g_param_spec_uint ("latency", "Latency",
       "Jitter buffer of each received stream, in milliseconds", 0, 10000,
