@@ -304,49 +304,48 @@ def suite_video_call(r, q, series, notes):
              "legbastampcheck ! fakesink sync=false")
     bench_tool = os.path.join(r.args.build, "tools", "legba-bench")
 
-    synced = {"legba-synced": ("legba", 20), "legba-synced-100": ("legba", 100),
-              "webrtcbin-synced": ("webrtcbin", 20)}
+    call_opts = ["--frames", str(frames), "--width", "1280", "--height",
+                 "720"]
+    # peer: (the C peer it runs, the receiving jitter buffer in ms, the
+    # name its synced_* figures go under)
+    synced = {"legba-synced": ("legba", 20, "legba"),
+              "legba-synced-100": ("legba", 100, "legba-100ms"),
+              "webrtcbin-synced": ("webrtcbin", 20, "webrtcbin")}
+
+    def add_percentiles(prefix, name, res):
+        """The latency samples after the first 10, as p50/p95/p99 under
+        prefix; the samples, or None when there are too few."""
+        if not res or len(res.get("latency_ms") or []) <= 10:
+            return None
+        lat = res["latency_ms"][10:]
+        for rank in (50, 95, 99):
+            add(series, f"{prefix}_p{rank}_ms", name, pct(lat, rank))
+        return lat
 
     def body(peer, rnd):
         if peer in synced:
-            stack, ms = synced[peer]
-            cmd = r.command(stack, "call", [
-                "--frames", str(frames), "--width", "1280", "--height",
-                "720", "--bitrate", "1500", "--sync", "--latency", str(ms)])
-            res = r.run(peer, cmd, f"round {rnd}")
-            name = stack if ms == 20 else f"{stack}-{ms}ms"
-            if res and len(res.get("latency_ms") or []) > 10:
-                lat = res["latency_ms"][10:]
-                add(series, "synced_p50_ms", name, pct(lat, 50))
-                add(series, "synced_p95_ms", name, pct(lat, 95))
-                add(series, "synced_p99_ms", name, pct(lat, 99))
+            stack, ms, name = synced[peer]
+            res = r.run(peer, r.command(stack, "call", call_opts + [
+                "--bitrate", "1500", "--sync", "--latency", str(ms)]),
+                f"round {rnd}")
+            add_percentiles("synced", name, res)
         elif peer == "legba-recalc":
-            cmd = r.command("legba", "call", [
-                "--frames", str(frames), "--width", "1280", "--height",
-                "720", "--bitrate", "1500", "--recalculate-latency"])
-            res = r.run(peer, cmd, f"round {rnd}")
-            if res and len(res.get("latency_ms") or []) > 10:
-                lat = res["latency_ms"][10:]
-                add(series, "latency_p50_ms", peer, pct(lat, 50))
-                add(series, "latency_p95_ms", peer, pct(lat, 95))
-                add(series, "latency_p99_ms", peer, pct(lat, 99))
+            res = r.run(peer, r.command("legba", "call", call_opts + [
+                "--bitrate", "1500", "--recalculate-latency"]),
+                f"round {rnd}")
+            add_percentiles("latency", peer, res)
         elif peer in ("webrtcbin", "legba", "aiortc"):
-            opts = ["--frames", str(frames), "--width", "1280",
-                    "--height", "720"]
-            cmd = ([PY, os.path.join(HERE, "peers", "aiortc-call.py")] + opts
-                   if peer == "aiortc" else
-                   r.command(peer, "call", opts + ["--bitrate", "1500"]))
+            cmd = ([PY, os.path.join(HERE, "peers", "aiortc-call.py")] +
+                   call_opts if peer == "aiortc" else
+                   r.command(peer, "call", call_opts + ["--bitrate", "1500"]))
             res = r.run(peer, cmd, f"round {rnd}")
             if res and "failed" in res:
                 add(series, "stamps_unreadable_pct", peer,
                     100.0 * res["failed"] / max(res["frames"], 1))
                 add(series, "frames_lost_pct", peer,
                     100.0 * res["lost"] / max(res["frames"], 1))
-            if res and len(res.get("latency_ms") or []) > 10:
-                lat = res["latency_ms"][10:]
-                add(series, "latency_p50_ms", peer, pct(lat, 50))
-                add(series, "latency_p95_ms", peer, pct(lat, 95))
-                add(series, "latency_p99_ms", peer, pct(lat, 99))
+            lat = add_percentiles("latency", peer, res)
+            if lat is not None:
                 add(series, "latency_samples", peer, len(lat))
                 series.setdefault("latency_all_ms", {}).setdefault(
                     peer, []).extend(lat)

@@ -269,7 +269,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (LegbaPeer, legba_peer_unref)
 gboolean legba_room_media_ready (LegbaRoom * self);
 void legba_room_media_load_decoders (void);
 void legba_room_media_remote_description (const GstSDPMessage * sdp);
-void legba_room_prepare_decoders (void);
 GstCaps *legba_room_media_codec_preferences (LegbaRoom * self,
     LegbaTrackKind kind, LegbaPeerRole role);
 void legba_room_media_free_track (LegbaLocalTrack * track);
@@ -292,5 +291,6 @@ void legba_room_emit_track (LegbaRoom * self, LegbaParticipant * participant,
 
 const char *legba_room_certificate_pem (void);
 guint16 legba_room_next_sctp_association_id (void);
+void legba_room_prepare_decoders (void);
 
 G_END_DECLS

@@ -275,8 +275,9 @@ query_latency (GstPad * pad, gboolean peer, GstClockTime * min)
 /* webrtcbin syncs what it sends to the clock and waits out the latency
  * upstream reports, which it learns whenever the sender's pipeline
  * recomputes its latency: x264enc's frame would then be added to every
- * frame sent. What the room reports to webrtcbin for a live track is no
- * latency at all, before and after the pipeline recomputed it. */
+ * frame sent. Once the pipeline has recomputed it, what the room reports
+ * to webrtcbin for a live track is no latency at all, while the encoder
+ * reports its own. */
 static void
 test_send_latency (Fixture * f, gconstpointer data)
 {
