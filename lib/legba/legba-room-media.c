@@ -648,6 +648,30 @@ send_gate (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_OK;
 }
 
+/* The serialized queries that come down the track's tee, answered at the
+ * entry of a peer's branch, at once. The queue behind it would keep such
+ * a query until everything queued before it has left, and the data of a
+ * peer whose DTLS handshake is not done waits (webrtcbin holds it until
+ * then), or never leaves when the connection never comes up. The tee
+ * asks its branches in turn, on the encoder's thread: one waiting branch
+ * would stop the encoder, and the track for every participant. An
+ * encoder asks for an ALLOCATION each time it negotiates again, and it
+ * does each time a branch is linked to the tee: whenever a participant
+ * joins. An encoded branch needs no buffers of its own (the payloader
+ * only reads), so its answer asks for nothing; a DRAIN is answered as
+ * done, the peer's queued frames being the peer's. */
+static GstPadProbeReturn
+send_query (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  switch (GST_QUERY_TYPE (GST_PAD_PROBE_INFO_QUERY (info))) {
+    case GST_QUERY_ALLOCATION:
+    case GST_QUERY_DRAIN:
+      return GST_PAD_PROBE_HANDLED;
+    default:
+      return GST_PAD_PROBE_OK;
+  }
+}
+
 /* webrtcbin 1.22 syncs what it sends to the clock (a clocksync before its
  * RTP session, for sources that are not live: a file would otherwise go
  * out as fast as it is read), and the clocksync waits out the latency
@@ -725,6 +749,8 @@ link_send (LegbaPeer * peer, LegbaTrackKind kind, GError ** error)
   gate->kind = kind;
   gst_pad_add_probe (queue_sink, GST_PAD_PROBE_TYPE_BUFFER, send_gate, gate,
       g_free);
+  gst_pad_add_probe (queue_sink, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM |
+      GST_PAD_PROBE_TYPE_PUSH, send_query, NULL, NULL);
   gst_object_unref (queue_sink);
   filter = gst_element_factory_make ("capsfilter", NULL);
   g_object_set (filter, "caps", caps, NULL);

@@ -4,7 +4,8 @@
  * LegbaRoom through legba-server (in-process, 127.0.0.1, port 0): GStreamer
  * participants in one process that decode and count each other's video
  * and audio; joining and leaving mid-call; a full room; chunked offers;
- * the server restarted mid-call; a peer whose sending stalled.
+ * the server restarted mid-call; a peer whose sending stalled; a join
+ * while one peer's sending is stuck.
  */
 #include "room-test.h"
 #include "legba-test.h"
@@ -932,6 +933,68 @@ test_send_overflow (Fixture * f, gconstpointer data)
   g_mutex_clear (&w.lock);
 }
 
+static GstPadProbeReturn
+hold_and_say (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  g_atomic_int_set ((gint *) data, TRUE);
+  g_main_context_wakeup (NULL);
+  return GST_PAD_PROBE_OK;
+}
+
+/* A peer whose sending is stuck (its payloader blocked: so is every peer
+ * whose DTLS handshake is not done, webrtcbin holding its data until
+ * then, and for good one whose connection never comes up) holds up no
+ * one else when someone joins. The newcomer's branch, linked to alice's
+ * tee, makes her encoder negotiate again and ask every branch for its
+ * allocation: bob's stuck queue must not keep that question, or alice's
+ * encoder stops for everyone. Carol decodes alice meanwhile, and bob
+ * does again once unblocked. */
+static void
+test_join_while_stuck (Fixture * f, gconstpointer data)
+{
+  Participant *alice = participant_new_for_server (f, "alice", "h264", FALSE);
+  Participant *bob = participant_new_for_server (f, "bob", NULL, TRUE);
+  Participant *carol;
+  Participant *all[] = { alice, bob };
+  g_autoptr (GstElement) peer_bin = NULL;
+  g_autoptr (GstElement) pay = NULL;
+  g_autoptr (GstPad) pay_sink = NULL;
+  gint held = FALSE;
+  guint64 decoded;
+  gulong blocked;
+
+  participant_connect_and_wait (alice);
+  participant_connect_and_wait (bob);
+  wait_until_all_decode (all, 2, FRAMES);
+
+  for (GList * l = GST_BIN_CHILDREN (alice->pipeline); l; l = l->next)
+    if (g_str_has_prefix (GST_OBJECT_NAME (l->data), "legba-peer-"))
+      peer_bin = gst_object_ref (l->data);
+  g_assert_nonnull (peer_bin);
+  pay = find_by_factory (peer_bin, "rtph264pay");
+  g_assert_nonnull (pay);
+  pay_sink = gst_element_get_static_pad (pay, "sink");
+  blocked = gst_pad_add_probe (pay_sink, GST_PAD_PROBE_TYPE_BLOCK |
+      GST_PAD_PROBE_TYPE_BUFFER, hold_and_say, &held, NULL);
+  ROOM_WAIT_FOR (g_atomic_int_get (&held), "alice's sending to bob to stop");
+
+  carol = participant_new_for_server (f, "carol", NULL, TRUE);
+  participant_connect_and_wait (carol);
+  ROOM_WAIT_FOR (participant_decodes (carol, alice, FRAMES),
+      "carol to decode alice while alice's sending to bob is stuck");
+
+  decoded = participant_frames (bob, alice, LEGBA_TRACK_KIND_VIDEO);
+  gst_pad_remove_probe (pay_sink, blocked);
+  ROOM_WAIT_FOR (participant_frames (bob, alice, LEGBA_TRACK_KIND_VIDEO) >=
+      decoded + FRAMES, "bob to decode alice's video again");
+  assert_no_room_errors (alice);
+  assert_no_room_errors (bob);
+  assert_no_room_errors (carol);
+  participant_free (carol);
+  participant_free (bob);
+  participant_free (alice);
+}
+
 /* The one-time preparation, made and waited for before any room exists,
  * with the rooms' debug output on: it logs through the rooms' category,
  * which must be there already (a missing one is a GStreamer critical,
@@ -976,6 +1039,7 @@ main (int argc, char **argv)
   ADD_ROOM ("server-restart", test_server_restart, 0);
   ADD_ROOM ("peer-error", test_peer_error, 0);
   ADD_ROOM ("send-overflow", test_send_overflow, 0);
+  ADD_ROOM ("join-while-stuck", test_join_while_stuck, 0);
   g_test_add_func ("/room/server/wss", test_wss);
   ADD_ROOM ("turn-relay-only", test_turn, 0);
   return g_test_run ();
