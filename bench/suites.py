@@ -814,6 +814,14 @@ def proc_cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+# What a mesh participant prints on standard error when one of its peer
+# connections failed for good: plain webrtcbin's at its first failure (it
+# has no other), a room's once the fresh connection that replaced a failed
+# one failed too (ROOM-PROTOCOL.md section 3).
+CONNECTION_FAILED = ("mesh: the connection with ",
+                     "room error: Could not connect to participant ")
+
+
 class MeshProcess:
     """One participant of the mesh, driven through its standard input,
     read line by line from its standard output. legba: legba-peer mesh,
@@ -832,11 +840,11 @@ class MeshProcess:
         if loss > 0:
             opts += ["--loss", str(loss)]
         self.cmd = r.command(peer, "mesh", opts + VIDEO_OPTS)
-        self.err = open(os.path.join(r.args.workdir, f"{identity}.err"),
-                        "w+")
-        self.proc = subprocess.Popen(
-            self.cmd, env=r.env, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=self.err, text=True, bufsize=1)
+        self.err_path = os.path.join(r.args.workdir, f"{identity}.err")
+        with open(self.err_path, "w") as err:
+            self.proc = subprocess.Popen(
+                self.cmd, env=r.env, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1)
         self.buf = ""
         self.lines = []
 
@@ -874,13 +882,25 @@ class MeshProcess:
             return False
         return True
 
+    def stderr(self):
+        """Its standard error so far (read through a file of our own: the
+        process writes at its own offset)."""
+        with open(self.err_path) as f:
+            return f.read()
+
     def stderr_tail(self):
-        self.err.seek(0)
-        return (self.err.read().strip().splitlines() or ["?"])[-1]
+        return (self.stderr().strip().splitlines() or ["?"])[-1]
 
     def criticals(self):
-        self.err.seek(0)
-        return glib_criticals(self.err.read())
+        return glib_criticals(self.stderr())
+
+    def connection_failure(self):
+        """The line in which it said a peer connection of its own failed
+        for good, or None."""
+        for line in self.stderr().splitlines():
+            if line.startswith(CONNECTION_FAILED):
+                return line.strip()
+        return None
 
     def close(self):
         """Ends its input (it leaves the room and exits); None if it
@@ -898,7 +918,6 @@ class MeshProcess:
         problem = (None if rc == 0 else
                    f"{self.identity} exit {rc}: {self.stderr_tail()}")
         self.proc.stdout.close()
-        self.err.close()
         return problem
 
 
@@ -952,7 +971,20 @@ def mesh_run(r, peer, n, window, settle, label, loss=0.0):
         by_id.update((p.identity, p) for p in procs)
         record["command"] = [p.cmd for p in procs]
         t0 = time.monotonic()
-        missing = wait_all(procs, lambda p: p.event(name="decoding"), 240)
+        # each participant decodes every stream, or says a connection of
+        # its own failed (no stream comes of that one: no use waiting)
+        missing = wait_all(procs, lambda p: p.event(name="decoding") or
+                           p.connection_failure(), 240)
+        failures = [f"{p.identity}: {p.connection_failure()}" for p in procs
+                    if p.connection_failure()]
+        if failures:
+            record["error"] = ("a peer connection failed: " +
+                               "; ".join(failures))
+            record["connection_failed"] = True
+            # the participants that decode every stream all the same
+            record["decoding"] = sorted(p.identity for p in procs
+                                        if p.event(name="decoding"))
+            return record
         if missing:
             record["error"] = ("not every stream decoded within 240 s: " +
                                ", ".join(f"{p.identity} ({p.stderr_tail()})"
@@ -1006,6 +1038,12 @@ def mesh_body(r, series, n, window, settle, loss=0.0):
     added to series."""
     def body(peer, rnd):
         record = mesh_run(r, peer, n, window, settle, f"round {rnd}", loss)
+        if record.get("connection_failed"):
+            # a connection of the peer itself failed (on this machine,
+            # rarely, under load): the failed mesh stays among the runs
+            # (the report lists it), and the round is run once more
+            record = mesh_run(r, peer, n, window, settle,
+                              f"round {rnd}, again", loss)
         results = record.get("result")
         if not results or "error" in record:
             return

@@ -906,6 +906,7 @@ typedef struct
 } Mesh;
 
 static GMutex mesh_lock;        /* the remotes' video */
+static gint64 mesh_started_us;  /* the pipeline's PLAYING */
 
 static GMutex out_lock;         /* standard output */
 
@@ -1019,14 +1020,57 @@ on_mesh_pad_added (GstElement * webrtc, GstPad * pad, Remote * r)
   gst_object_unref (sinkpad);
 }
 
+static const char *
+enum_nick (GType type, gint value)
+{
+  GEnumClass *klass = g_type_class_ref (type);
+  GEnumValue *v = g_enum_get_value (klass, value);
+  const char *nick = v != NULL ? v->value_nick : "?";
+
+  g_type_class_unref (klass);   /* enum classes stay once made */
+  return nick;
+}
+
+/* the state of the DTLS transport under the video transceiver (all of
+ * the connection's, bundled) */
+static const char *
+mesh_dtls_state (Remote * r)
+{
+  GstWebRTCRTPReceiver *receiver = NULL;
+  GstWebRTCDTLSTransport *transport = NULL;
+  GstWebRTCDTLSTransportState state;
+  const char *nick = "none";
+
+  if (r->video == NULL)
+    return nick;
+  g_object_get (r->video, "receiver", &receiver, NULL);
+  if (receiver != NULL)
+    g_object_get (receiver, "transport", &transport, NULL);
+  if (transport != NULL) {
+    g_object_get (transport, "state", &state, NULL);
+    nick = enum_nick (GST_TYPE_WEBRTC_DTLS_TRANSPORT_STATE, state);
+  }
+  g_clear_object (&transport);
+  g_clear_object (&receiver);
+  return nick;
+}
+
+/* a failed connection is for good (nothing here replaces it): said on
+ * standard error with what failed, ICE or DTLS, and when */
 static void
 on_mesh_state (GstElement * webrtc, GParamSpec * pspec, Remote * r)
 {
   GstWebRTCPeerConnectionState state;
+  GstWebRTCICEConnectionState ice;
 
-  g_object_get (webrtc, "connection-state", &state, NULL);
+  g_object_get (webrtc, "connection-state", &state, "ice-connection-state",
+      &ice, NULL);
   if (state == GST_WEBRTC_PEER_CONNECTION_STATE_FAILED)
-    g_printerr ("mesh: the connection with %s failed\n", r->id);
+    g_printerr ("mesh: the connection with %s failed %.3f s after start "
+        "(ICE %s, DTLS %s)\n", r->id,
+        (g_get_monotonic_time () - mesh_started_us) / 1e6,
+        enum_nick (GST_TYPE_WEBRTC_ICE_CONNECTION_STATE, ice),
+        mesh_dtls_state (r));
 }
 
 /* webrtcbin's sink pad for the video transceiver: the one it made when
@@ -1066,6 +1110,24 @@ typedef struct
 
 /* once the session is negotiated (on the main context): our track, one
  * more branch of the tee */
+/* As in a room (lib/legba/legba-room-media.c send_query): the allocation
+ * and drain queries the encoder sends down the tee are answered at the
+ * entry of each remote's copy, not kept waiting behind a queue whose
+ * remote takes nothing yet (webrtcbin holds a track's data until DTLS is
+ * done) or never will (a failed connection): that would stop the encoder
+ * for every remote each time one more is linked. */
+static GstPadProbeReturn
+branch_query (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  switch (GST_QUERY_TYPE (GST_PAD_PROBE_INFO_QUERY (info))) {
+    case GST_QUERY_ALLOCATION:
+    case GST_QUERY_DRAIN:
+      return GST_PAD_PROBE_HANDLED;
+    default:
+      return GST_PAD_PROBE_OK;
+  }
+}
+
 static gboolean
 mesh_link_track (gpointer data)
 {
@@ -1094,6 +1156,8 @@ mesh_link_track (gpointer data)
   gst_element_sync_state_with_parent (bin);
   teepad = gst_element_request_pad_simple (mr->m->tee, "src_%u");
   sink = gst_element_get_static_pad (bin, "sink");
+  gst_pad_add_probe (sink, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM |
+      GST_PAD_PROBE_TYPE_PUSH, branch_query, NULL, NULL);
   if (gst_pad_link (teepad, sink) != GST_PAD_LINK_OK)
     g_error ("could not link the track for %s", r->id);
   gst_object_unref (sink);
@@ -1522,7 +1586,7 @@ mode_mesh (const char *identity, const char *peers, guint width,
   if (m.remotes->len == 0)
     g_error ("mesh: --peers names no other participant");
   gst_element_set_state (m.pipe, GST_STATE_PLAYING);
-  m.started_us = g_get_monotonic_time ();
+  m.started_us = mesh_started_us = g_get_monotonic_time ();
   for (guint i = 0; i < m.remotes->len; i++)
     if (((Remote *) m.remotes->pdata[i])->offerer)
       mesh_offer (&m, m.remotes->pdata[i]);
