@@ -805,6 +805,24 @@ test_setup_times (Fixture * f, gconstpointer data)
   participant_free (a);
 }
 
+/* The sink pad of the H.264 payloader of p's one peer connection */
+static GstPad *
+sole_payloader_sink (Participant * p)
+{
+  g_autoptr (GstElement) peer_bin = NULL;
+  g_autoptr (GstElement) pay = NULL;
+
+  for (GList * l = GST_BIN_CHILDREN (p->pipeline); l; l = l->next)
+    if (g_str_has_prefix (GST_OBJECT_NAME (l->data), "legba-peer-")) {
+      g_assert_null (peer_bin);
+      peer_bin = gst_object_ref (l->data);
+    }
+  g_assert_nonnull (peer_bin);
+  pay = find_by_factory (peer_bin, "rtph264pay");
+  g_assert_nonnull (pay);
+  return gst_element_get_static_pad (pay, "sink");
+}
+
 /* What reaches the payloader of one peer: every break in the frames'
  * timestamps must be followed by a key frame (the send queue drops up to
  * one), or the peer decodes garbage until the next periodic one. */
@@ -878,8 +896,6 @@ test_send_overflow (Fixture * f, gconstpointer data)
   Participant *bob = participant_new_for_server (f, "bob", NULL, TRUE);
   Participant *all[] = { alice, bob };
   SendWatch w = { 0, };
-  g_autoptr (GstElement) peer_bin = NULL;
-  g_autoptr (GstElement) pay = NULL;
   g_autoptr (GstElement) tee = NULL;
   g_autoptr (GstPad) pay_sink = NULL;
   g_autoptr (GstPad) tee_sink = NULL;
@@ -892,13 +908,7 @@ test_send_overflow (Fixture * f, gconstpointer data)
   participant_connect_and_wait (bob);
   wait_until_all_decode (all, 2, FRAMES);
 
-  for (GList * l = GST_BIN_CHILDREN (alice->pipeline); l; l = l->next)
-    if (g_str_has_prefix (GST_OBJECT_NAME (l->data), "legba-peer-"))
-      peer_bin = gst_object_ref (l->data);
-  g_assert_nonnull (peer_bin);
-  pay = find_by_factory (peer_bin, "rtph264pay");
-  g_assert_nonnull (pay);
-  pay_sink = gst_element_get_static_pad (pay, "sink");
+  pay_sink = sole_payloader_sink (alice);
   gst_pad_add_probe (pay_sink, GST_PAD_PROBE_TYPE_BUFFER, watch_payloader,
       &w, NULL);
   tee = gst_bin_get_by_name (GST_BIN (alice->pipeline), "legba-video-tee");
@@ -956,8 +966,6 @@ test_join_while_stuck (Fixture * f, gconstpointer data)
   Participant *bob = participant_new_for_server (f, "bob", NULL, TRUE);
   Participant *carol;
   Participant *all[] = { alice, bob };
-  g_autoptr (GstElement) peer_bin = NULL;
-  g_autoptr (GstElement) pay = NULL;
   g_autoptr (GstPad) pay_sink = NULL;
   gint held = FALSE;
   guint64 decoded;
@@ -967,13 +975,7 @@ test_join_while_stuck (Fixture * f, gconstpointer data)
   participant_connect_and_wait (bob);
   wait_until_all_decode (all, 2, FRAMES);
 
-  for (GList * l = GST_BIN_CHILDREN (alice->pipeline); l; l = l->next)
-    if (g_str_has_prefix (GST_OBJECT_NAME (l->data), "legba-peer-"))
-      peer_bin = gst_object_ref (l->data);
-  g_assert_nonnull (peer_bin);
-  pay = find_by_factory (peer_bin, "rtph264pay");
-  g_assert_nonnull (pay);
-  pay_sink = gst_element_get_static_pad (pay, "sink");
+  pay_sink = sole_payloader_sink (alice);
   blocked = gst_pad_add_probe (pay_sink, GST_PAD_PROBE_TYPE_BLOCK |
       GST_PAD_PROBE_TYPE_BUFFER, hold_and_say, &held, NULL);
   ROOM_WAIT_FOR (g_atomic_int_get (&held), "alice's sending to bob to stop");
