@@ -717,6 +717,48 @@ check_connected (LegbaPeer * peer)
   legba_room_peer_connected (peer->room, peer);
 }
 
+/* The DTLS transport the connection's streams share (max-bundle): under
+ * the SCTP transport, or else under the first transceiver */
+static GObject *
+shared_dtls_transport (LegbaPeer * peer)
+{
+  g_autoptr (GObject) sctp = NULL;
+  g_autoptr (GObject) transceiver = NULL;
+  g_autoptr (GObject) receiver = NULL;
+  GObject *dtls = NULL;
+
+  g_object_get (peer->webrtcbin, "sctp-transport", &sctp, NULL);
+  if (sctp != NULL) {
+    g_object_get (sctp, "transport", &dtls, NULL);
+    return dtls;
+  }
+  g_signal_emit_by_name (peer->webrtcbin, "get-transceiver", 0, &transceiver);
+  if (transceiver != NULL)
+    g_object_get (transceiver, "receiver", &receiver, NULL);
+  if (receiver != NULL)
+    g_object_get (receiver, "transport", &dtls, NULL);
+  return dtls;
+}
+
+/* webrtcbin 1.22 folds ICE and DTLS into one failed connection state:
+ * which of the two it was, for the error */
+static const char *
+failure_reason (LegbaPeer * peer)
+{
+  g_autoptr (GObject) dtls = shared_dtls_transport (peer);
+  GstWebRTCICEConnectionState ice;
+  GstWebRTCDTLSTransportState state = GST_WEBRTC_DTLS_TRANSPORT_STATE_NEW;
+
+  g_object_get (peer->webrtcbin, "ice-connection-state", &ice, NULL);
+  if (ice == GST_WEBRTC_ICE_CONNECTION_STATE_FAILED)
+    return "ICE failed: no pair of candidates reached the participant";
+  if (dtls != NULL)
+    g_object_get (dtls, "state", &state, NULL);
+  if (state == GST_WEBRTC_DTLS_TRANSPORT_STATE_FAILED)
+    return "DTLS failed: the handshake with the participant failed";
+  return "ICE or DTLS failed";
+}
+
 static void
 connection_state_changed (LegbaPeer * peer, gpointer data)
 {
@@ -726,7 +768,7 @@ connection_state_changed (LegbaPeer * peer, gpointer data)
   peer->connection_state = state;
   progress (peer);
   if (state == GST_WEBRTC_PEER_CONNECTION_STATE_FAILED)
-    legba_room_peer_failed (peer->room, peer, "ICE or DTLS failed");
+    legba_room_peer_failed (peer->room, peer, failure_reason (peer));
   else
     check_connected (peer);
 }

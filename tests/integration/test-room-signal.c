@@ -44,6 +44,81 @@ call (HubFixture * f, Participant ** all, guint n)
   wait_until_all_decode (all, n, FRAMES);
 }
 
+/* ---- A connection that cannot come up (§3) ---- */
+
+/* Between alice and bob, the hub hands on candidates with a port nobody
+ * listens on, and descriptions whose ICE password refuses the other's
+ * checks: every connection between them fails in ICE. */
+static gboolean
+cut_ice (TestHub * hub, const char *from, const char *to, JsonObject * signal,
+    gpointer data)
+{
+  guint *cut = data;
+  const char *type = json_object_get_string_member_with_default (signal,
+      "type", "");
+
+  if (strcmp (type, "candidates") == 0) {
+    JsonArray *list = json_object_get_array_member (signal, "candidates");
+
+    for (guint i = 0; i < json_array_get_length (list); i++) {
+      JsonObject *c = json_array_get_object_element (list, i);
+      g_auto (GStrv) fields =
+          g_strsplit (json_object_get_string_member (c, "candidate"), " ", -1);
+      g_autofree char *text = NULL;
+
+      if (g_strv_length (fields) < 6)
+        continue;
+      g_free (fields[5]);
+      fields[5] = g_strdup ("9");
+      text = g_strjoinv (" ", fields);
+      json_object_set_string_member (c, "candidate", text);
+      (*cut)++;
+    }
+  } else if (json_object_has_member (signal, "sdp")) {
+    g_autoptr (GRegex) pwd = g_regex_new ("a=ice-pwd:[^\\r\\n]+", 0, 0,
+        NULL);
+    g_autofree char *sdp = g_regex_replace_literal (pwd,
+        json_object_get_string_member (signal, "sdp"), -1, 0,
+        "a=ice-pwd:xxxxxxxxxxxxxxxxxxxxxxxx", 0, NULL);
+
+    json_object_set_string_member (signal, "sdp", sdp);
+  }
+  return TRUE;
+}
+
+/* A connection whose ICE fails is replaced once, and when the fresh one
+ * fails too the room reports the participant failed, saying it was ICE
+ * (webrtcbin itself only says the connection failed). */
+static void
+test_ice_fails (HubFixture * f, gconstpointer data)
+{
+  Participant *all[] = { participant (f, "alice"), participant (f, "bob") };
+  guint cut = 0, reported = 0;
+
+  test_hub_set_filter (f->hub, cut_ice, &cut);
+  for (guint i = 0; i < 2; i++)
+    participant_connect_and_wait (all[i]);
+  ROOM_WAIT_FOR (all[0]->errors->len > 0 || all[1]->errors->len > 0,
+      "a participant to be reported failed");
+  g_assert_cmpuint (cut, >, 0);
+  for (guint i = 0; i < 2; i++)
+    for (guint j = 0; j < all[i]->errors->len; j++) {
+      GError *error = all[i]->errors->pdata[j];
+
+      g_assert_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_PEER);
+      g_assert_nonnull (strstr (error->message, "ICE failed: "));
+      g_assert_cmpint (legba_participant_get_state (participant_find
+              (all[i], all[1 - i])), ==, LEGBA_PARTICIPANT_STATE_FAILED);
+      reported++;
+    }
+  g_assert_cmpuint (reported, >, 0);
+  test_hub_set_filter (f->hub, NULL, NULL);
+  for (guint i = 0; i < 2; i++) {
+    g_ptr_array_set_size (all[i]->errors, 0);
+    participant_free (all[i]);
+  }
+}
+
 /* ---- Candidates before the offer (§4: kept 10 s by (from, pc)) ---- */
 
 typedef struct
@@ -538,6 +613,7 @@ main (int argc, char **argv)
   ADD_HUB ("grace-period", test_grace);
   ADD_HUB ("gone-at-once", test_gone_at_once);
   ADD_HUB ("ice-tcp", test_ice_tcp);
+  ADD_HUB ("ice-fails", test_ice_fails);
   g_test_add ("/room/media/key-unit-rate-limit", HubFixture, NULL, hub_setup,
       test_key_unit_rate_limit, hub_teardown);
   return g_test_run ();
