@@ -847,6 +847,7 @@ class MeshProcess:
                 stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1)
         self.buf = ""
         self.lines = []
+        self.failure = None
 
     def poll_lines(self):
         """Lines ready on stdout now (non-blocking)."""
@@ -896,11 +897,12 @@ class MeshProcess:
 
     def connection_failure(self):
         """The line in which it said a peer connection of its own failed
-        for good, or None."""
-        for line in self.stderr().splitlines():
-            if line.startswith(CONNECTION_FAILED):
-                return line.strip()
-        return None
+        for good, or None (once said, it stands: not read again)."""
+        if self.failure is None:
+            self.failure = next(
+                (line.strip() for line in self.stderr().splitlines()
+                 if line.startswith(CONNECTION_FAILED)), None)
+        return self.failure
 
     def close(self):
         """Ends its input (it leaves the room and exits); None if it

@@ -79,7 +79,7 @@ cut_ice (TestHub * hub, const char *from, const char *to, JsonObject * signal,
         NULL);
     g_autofree char *sdp = g_regex_replace_literal (pwd,
         json_object_get_string_member (signal, "sdp"), -1, 0,
-        "a=ice-pwd:xxxxxxxxxxxxxxxxxxxxxxxx", 0, NULL);
+        "a=ice-pwd:notthepasswordofthispeer", 0, NULL);
 
     json_object_set_string_member (signal, "sdp", sdp);
   }
