@@ -52,7 +52,8 @@ METRICS = {
                       "buffer 20 ms (legba-100ms: the room's default), p99",
                       "ms", True),
     "call_cpu_ms_per_frame": ("Call CPU per frame received (both ends, "
-                              "one process)", "ms", True),
+                              "one process; pion: and its own process)",
+                              "ms", True),
     "bitrate_kbps": ("Bitrate reached (cap 1500; aiortc: its own rate "
                      "control)", "kbit/s", None),
     "latency_samples": ("Frames with a readable stamp (after the first 10)",
@@ -255,7 +256,8 @@ NOT_MEASURED = {
         "Pion: it has no decoders (the application brings its own).",
     ],
     "video-call": [
-        "Pion: no encoder or decoder of its own.",
+        "Pion with codecs of its own: it has none; its row is Pion "
+        "carrying the RTP of the floor's encoder to the floor's decoder.",
         "Bytes on the wire: the bitrate rows count the encoder's output "
         "(RTP, SRTP and retransmissions come on top of it).",
     ],

@@ -20,6 +20,7 @@ import os
 import platform
 import select
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -294,15 +295,79 @@ def suite_video_receive(r, q, series, notes):
         "against aiortc's H264Decoder and Vp8Decoder on the same bytes.")
 
 
+def free_udp_port():
+    """A UDP port of 127.0.0.1 that nothing holds now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pion_call(r, bench_cmd, label):
+    """Pion's call: `pion-peer call` (two PeerConnections, one sending an
+    H.264 track fed by RTP on a UDP port, the other forwarding what it
+    receives to another) between the two halves of a legba-bench
+    --send/--recv run. bench_cmd is the legba-bench command with {in_port}
+    and {out_port} to fill. Returns legba-bench's result with the Pion
+    process's own figures under "pion", or None."""
+    out_port = free_udp_port()
+    cmd = [r.args.pion, "call", "-out", str(out_port)]
+    err = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=err, env=r.env, text=True)
+    ready = select.select([proc.stdout], [], [], 60)[0]
+    line = proc.stdout.readline() if ready else ""
+    if not line.startswith("{"):
+        proc.kill()
+        proc.wait()
+        err.seek(0)
+        tail = (err.read().strip().splitlines() or ["?"])[-1]
+        r.runs.append({"peer": "pion", "label": label, "command": cmd,
+                       "started": time.time(), "wall_s": 0,
+                       "error": f"pion-peer call did not connect: {tail}"})
+        print(f"  {label} pion: pion-peer call did not connect", flush=True)
+        return None
+    in_port = json.loads(line)["in_port"]
+    res = r.run("pion", [a.format(in_port=in_port, out_port=out_port)
+                         for a in bench_cmd], label)
+    record = r.runs[-1]
+    record["pion_command"] = cmd
+    proc.stdin.close()
+    try:
+        rest = proc.stdout.read()
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        rest = ""
+    lines = [l for l in rest.splitlines() if l.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        record["error"] = f"pion-peer call exit {proc.returncode}"
+        return None
+    record["pion"] = json.loads(lines[-1])
+    if res is not None:
+        res["pion"] = record["pion"]
+    return res
+
+
 def suite_video_call(r, q, series, notes):
     frames = 90 if q else 300
-    floor = ("videotestsrc is-live=true pattern=smpte horizontal-speed=4 ! "
-             "video/x-raw,format=I420,width=1280,height=720,framerate=30/1 "
-             "! legbastamp ! x264enc name=enc tune=zerolatency "
-             "speed-preset=ultrafast bitrate=1500 key-int-max=60 ! "
-             "rtph264pay config-interval=-1 ! rtph264depay ! avdec_h264 ! "
-             "legbastampcheck ! fakesink sync=false")
+    source = ("videotestsrc is-live=true pattern=smpte horizontal-speed=4 ! "
+              "video/x-raw,format=I420,width=1280,height=720,framerate=30/1 "
+              "! legbastamp ! x264enc name=enc tune=zerolatency "
+              "speed-preset=ultrafast bitrate=1500 key-int-max=60 ! "
+              "rtph264pay config-interval=-1")
+    decode = "rtph264depay ! avdec_h264 ! legbastampcheck ! fakesink sync=false"
+    floor = f"{source} ! {decode}"
     bench_tool = os.path.join(r.args.build, "tools", "legba-bench")
+    # Pion's call: the floor's two halves over UDP, Pion between them
+    pion_cmd = [
+        bench_tool, "--json", "--frames", str(frames), "--warmup", "10",
+        "--send", f"{source} ! udpsink host=127.0.0.1 port={{in_port}} "
+        "sync=false",
+        "--recv", "udpsrc address=127.0.0.1 port={out_port} "
+        "caps=\"application/x-rtp,media=video,clock-rate=90000,"
+        "encoding-name=H264,payload=96\" ! rtpjitterbuffer latency=100 ! "
+        f"{decode}"]
 
     call_opts = ["--frames", str(frames), "--width", "1280", "--height",
                  "720"]
@@ -356,22 +421,33 @@ def suite_video_call(r, q, series, notes):
                     add(series, "bitrate_kbps", peer,
                         res["bitrate_bps"] / 1000)
         else:
-            res = r.run(peer, [bench_tool, "--json", "--frames", str(frames),
-                               "--warmup", "10", floor], f"round {rnd}")
+            if peer == "pion":
+                res = pion_call(r, pion_cmd, f"round {rnd}")
+            else:
+                res = r.run(peer, [bench_tool, "--json", "--frames",
+                                   str(frames), "--warmup", "10", floor],
+                            f"round {rnd}")
             if res and res.get("latency_ms", {}).get("n"):
                 lat = res["latency_ms"]
                 add(series, "latency_p50_ms", peer, lat["p50"])
                 add(series, "latency_p95_ms", peer, lat["p95"])
                 add(series, "latency_p99_ms", peer, lat.get("p99"))
-                add(series, "call_cpu_ms_per_frame", peer,
-                    res.get("cpu_ms_per_frame"))
+                cpu = res.get("cpu_ms_per_frame")
+                if peer == "pion" and cpu is not None:
+                    # Pion's process, from the first packet in to the
+                    # last out, over the frames stamped in that time
+                    fwd = res["pion"].get("cpu_s")
+                    cpu = None if fwd is None else \
+                        cpu + 1000 * fwd / max(res["frames_in_total"], 1)
+                add(series, "call_cpu_ms_per_frame", peer, cpu)
                 series.setdefault("latency_all_ms", {}).setdefault(
                     peer, []).extend(lat.get("series") or [])
                 if res.get("bitrate_bps"):
                     add(series, "bitrate_kbps", peer,
                         res["bitrate_bps"] / 1000)
-    r.rounds(["rtp-floor", "webrtcbin", "legba", "aiortc", "legba-recalc",
-              "webrtcbin-synced", "legba-synced", "legba-synced-100"],
+    r.rounds(["rtp-floor", "webrtcbin", "legba", "aiortc", "pion",
+              "legba-recalc", "webrtcbin-synced", "legba-synced",
+              "legba-synced-100"],
              1 if q else 4, body)
     notes.append(
         f"720p30 H.264 (x264enc ultrafast zerolatency, 1.5 Mbit/s), "
@@ -394,10 +470,21 @@ def suite_video_call(r, q, series, notes):
         "appsink holding one frame (when aiortc encodes slower than 30 "
         "fps the source waits, and a frame's latency includes its wait in "
         "that slot), and each decoded frame is pushed in the same thread "
-        "into legbastampcheck (bench/peers/aiortc-call.py). CPU per frame: "
+        "into legbastampcheck (bench/peers/aiortc-call.py). pion: a call "
+        "as an application on Pion makes one (Pion has no codecs; its "
+        "own examples feed it RTP from GStreamer): the rtp-floor line cut "
+        "after the payloader, its RTP sent over UDP on 127.0.0.1 to a "
+        "Pion process (pion-peer call: two PeerConnections on loopback, "
+        "Pion's default codecs and interceptors, NACK included), which "
+        "sends it as an H.264 track and forwards the packets the other "
+        "side receives over UDP to the receiving half (a jitter buffer "
+        "at 100 ms, then the floor's depayloader and decoder); both "
+        "halves in one legba-bench process, one clock. CPU per frame: "
         "process user+sys over the frames received, both ends and the "
         "source in one process (rtp-floor: legba-bench's figure over "
-        "its measured frames). legba-recalc: legba with the sender's "
+        "its measured frames; pion: legba-bench's figure plus the Pion "
+        "process's user+sys from the first packet it took to the last it "
+        "forwarded, over the frames stamped in that time). legba-recalc: legba with the sender's "
         "pipeline recomputing its latency once the receiver has decoded "
         "10 frames (as a sink added to it later would make it do; "
         "webrtcbin then learns the encoder's latency, docs/rooms.md). "

@@ -10,6 +10,15 @@
 //	pion-peer bulk  [-bytes B] [-size S]
 //	pion-peer rtt   [-count N] [-rate R] [-size S]
 //	pion-peer pairs [-count N] [-seconds S]
+//	pion-peer call  -out PORT
+//
+// call: a video call as an application on Pion makes one, the codecs
+// its own business (Pion has none): one PeerConnection sends an H.264
+// track fed with the RTP packets that arrive on a UDP socket of
+// 127.0.0.1, the other forwards the packets of the track it receives to
+// 127.0.0.1:PORT (payload type 96). It prints {"in_port": N} once the
+// two are connected, forwards until standard input closes, then prints
+// its figures.
 //
 // ICE as for every peer of the suite: no STUN server, host candidates on
 // 127.0.0.1 only (Pion leaves loopback out by default), no mDNS.
@@ -20,6 +29,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"os"
@@ -28,10 +38,12 @@ import (
 	"time"
 
 	"github.com/pion/ice/v2"
+	"github.com/pion/interceptor"
 	"github.com/pion/webrtc/v3"
 )
 
 var api *webrtc.API
+var settings webrtc.SettingEngine
 
 // monotonic, from the start of the process
 var base = time.Now()
@@ -52,6 +64,12 @@ type pair struct {
 }
 
 func newPair() (*pair, error) {
+	return newPairWith(api, nil)
+}
+
+// newPairWith: the pair, made by api; prepare (when not nil) describes
+// more of the session before the offer.
+func newPairWith(api *webrtc.API, prepare func(p *pair) error) (*pair, error) {
 	p := &pair{openA: make(chan struct{}), openB: make(chan struct{})}
 	var err error
 	if p.a, err = api.NewPeerConnection(webrtc.Configuration{}); err != nil {
@@ -59,6 +77,11 @@ func newPair() (*pair, error) {
 	}
 	if p.b, err = api.NewPeerConnection(webrtc.Configuration{}); err != nil {
 		return nil, err
+	}
+	if prepare != nil {
+		if err = prepare(p); err != nil {
+			return nil, err
+		}
 	}
 	var mu sync.Mutex
 	var pendingA, pendingB []webrtc.ICECandidateInit
@@ -185,19 +208,19 @@ func main() {
 	count := flag.Int("count", 500, "rtt messages / pairs")
 	rate := flag.Float64("rate", 100, "rtt: messages/s")
 	seconds := flag.Float64("seconds", 120, "pairs: bound")
+	outPort := flag.Int("out", 0, "call: the UDP port of 127.0.0.1 to forward to")
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "give one mode: setup|bulk|rtt|pairs")
+		fmt.Fprintln(os.Stderr, "give one mode: setup|bulk|rtt|pairs|call")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
 	flag.CommandLine.Parse(os.Args[2:])
 
-	s := webrtc.SettingEngine{}
-	s.SetIncludeLoopbackCandidate(true)
-	s.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
-	s.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
-	s.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	api = webrtc.NewAPI(webrtc.WithSettingEngine(s))
+	settings.SetIncludeLoopbackCandidate(true)
+	settings.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
+	settings.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	settings.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	api = webrtc.NewAPI(webrtc.WithSettingEngine(settings))
 
 	out := map[string]interface{}{"peer": "pion", "mode": mode}
 	ok := true
@@ -340,6 +363,8 @@ func main() {
 		for _, p := range live {
 			p.close()
 		}
+	case "call":
+		ok = call(out, *outPort)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown mode", mode)
 		os.Exit(2)
@@ -348,4 +373,126 @@ func main() {
 	if !ok {
 		os.Exit(1)
 	}
+}
+
+// call: see the mode's description at the top of this file.
+func call(out map[string]interface{}, outPort int) bool {
+	if outPort <= 0 || outPort > 65535 {
+		fmt.Fprintln(os.Stderr, "call: give -out PORT")
+		return false
+	}
+	// Pion's own media defaults: its codecs, NACK, RTCP reports and the
+	// transport-wide congestion-control feedback.
+	m := &webrtc.MediaEngine{}
+	reg := &interceptor.Registry{}
+	if err := m.RegisterDefaultCodecs(); err != nil {
+		fmt.Fprintln(os.Stderr, "call:", err)
+		return false
+	}
+	if err := webrtc.RegisterDefaultInterceptors(m, reg); err != nil {
+		fmt.Fprintln(os.Stderr, "call:", err)
+		return false
+	}
+	mediaAPI := webrtc.NewAPI(webrtc.WithSettingEngine(settings),
+		webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg))
+
+	track, err := webrtc.NewTrackLocalStaticRTP(webrtc.RTPCodecCapability{
+		MimeType:    webrtc.MimeTypeH264,
+		ClockRate:   90000,
+		SDPFmtpLine: "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f",
+	}, "video", "pion")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "call:", err)
+		return false
+	}
+	dst, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: outPort})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "call:", err)
+		return false
+	}
+	defer dst.Close()
+
+	var mu sync.Mutex
+	var packetsIn, packetsOut int
+	var firstCPU, lastCPU, firstMs, lastMs float64
+	forward := func(t *webrtc.TrackRemote) {
+		buf := make([]byte, 1500)
+		for {
+			n, _, err := t.Read(buf)
+			if err != nil {
+				return
+			}
+			if n < 12 {
+				continue
+			}
+			buf[1] = buf[1]&0x80 | 96
+			dst.Write(buf[:n])
+			c, now := cpuS(), nowMs()
+			mu.Lock()
+			packetsOut++
+			lastCPU, lastMs = c, now
+			mu.Unlock()
+		}
+	}
+	p, err := newPairWith(mediaAPI, func(p *pair) error {
+		sender, err := p.a.AddTrack(track)
+		if err != nil {
+			return err
+		}
+		// RTCP from the receiver (NACK, PLI, reports) reaches the
+		// interceptors only while someone reads it.
+		go func() {
+			buf := make([]byte, 1500)
+			for {
+				if _, _, err := sender.Read(buf); err != nil {
+					return
+				}
+			}
+		}()
+		p.b.OnTrack(func(t *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
+			go forward(t)
+		})
+		return nil
+	})
+	if err != nil || !p.wait(30*time.Second) {
+		fmt.Fprintln(os.Stderr, "call: the pair did not connect")
+		return false
+	}
+	defer p.close()
+
+	src, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "call:", err)
+		return false
+	}
+	json.NewEncoder(os.Stdout).Encode(map[string]interface{}{
+		"in_port": src.LocalAddr().(*net.UDPAddr).Port})
+
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, err := src.Read(buf)
+			if err != nil {
+				return
+			}
+			c, now := cpuS(), nowMs()
+			mu.Lock()
+			if packetsIn == 0 {
+				firstCPU, firstMs = c, now
+			}
+			packetsIn++
+			mu.Unlock()
+			track.Write(buf[:n])
+		}
+	}()
+	io.Copy(io.Discard, os.Stdin)
+	src.Close()
+
+	mu.Lock()
+	defer mu.Unlock()
+	out["packets_in"], out["packets_out"] = packetsIn, packetsOut
+	if packetsOut > 0 && lastMs > firstMs {
+		out["cpu_s"], out["seconds"] = lastCPU-firstCPU, (lastMs-firstMs)/1000
+	}
+	return packetsOut > 0
 }
