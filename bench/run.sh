@@ -90,14 +90,7 @@ ninja -C "$build" >/dev/null
 
 # Pion: GOPATH mode over Debian's sources, no network.
 pion="$build/bench/pion-peer"
-gopath="$build/bench/gopath"
-if [ ! -x "$pion" ] || [ "$here/peers/pion/main.go" -nt "$pion" ]; then
-  mkdir -p "$gopath/src"
-  ln -sfn "$here/peers/pion" "$gopath/src/pion-peer"
-  (cd "$gopath/src/pion-peer" &&
-    GOPATH="$gopath:/usr/share/gocode" GO111MODULE=off GOPROXY=off \
-      GOCACHE="$gopath/cache" GOFLAGS= go build -o "$pion" .)
-fi
+"$here/peers/pion/build.sh" "$pion"
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 if [ $quick -eq 1 ]; then

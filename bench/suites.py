@@ -349,25 +349,38 @@ def pion_call(r, bench_cmd, label):
     return res
 
 
+def call_source(width, height):
+    """The video-call suite's sending line, up to the RTP payloader."""
+    return ("videotestsrc is-live=true pattern=smpte horizontal-speed=4 ! "
+            f"video/x-raw,format=I420,width={width},height={height},"
+            "framerate=30/1 ! legbastamp ! x264enc name=enc "
+            "tune=zerolatency speed-preset=ultrafast bitrate=1500 "
+            "key-int-max=60 ! rtph264pay config-interval=-1")
+
+
+CALL_DECODE = ("rtph264depay ! avdec_h264 ! legbastampcheck ! "
+               "fakesink sync=false")
+
+
+def pion_call_command(build, frames, width=1280, height=720, extra=()):
+    """legba-bench's command for Pion's call: the floor's line cut after
+    the payloader, its two halves joined over UDP through pion-peer call
+    (pion_call fills {in_port} and {out_port})."""
+    return [os.path.join(build, "tools", "legba-bench"), "--json",
+            "--frames", str(frames), "--warmup", "10", *extra,
+            "--send", f"{call_source(width, height)} ! udpsink "
+            "host=127.0.0.1 port={in_port} sync=false",
+            "--recv", "udpsrc address=127.0.0.1 port={out_port} "
+            "caps=\"application/x-rtp,media=video,clock-rate=90000,"
+            "encoding-name=H264,payload=96\" ! rtpjitterbuffer latency=100 "
+            f"! {CALL_DECODE}"]
+
+
 def suite_video_call(r, q, series, notes):
     frames = 90 if q else 300
-    source = ("videotestsrc is-live=true pattern=smpte horizontal-speed=4 ! "
-              "video/x-raw,format=I420,width=1280,height=720,framerate=30/1 "
-              "! legbastamp ! x264enc name=enc tune=zerolatency "
-              "speed-preset=ultrafast bitrate=1500 key-int-max=60 ! "
-              "rtph264pay config-interval=-1")
-    decode = "rtph264depay ! avdec_h264 ! legbastampcheck ! fakesink sync=false"
-    floor = f"{source} ! {decode}"
+    floor = f"{call_source(1280, 720)} ! {CALL_DECODE}"
     bench_tool = os.path.join(r.args.build, "tools", "legba-bench")
-    # Pion's call: the floor's two halves over UDP, Pion between them
-    pion_cmd = [
-        bench_tool, "--json", "--frames", str(frames), "--warmup", "10",
-        "--send", f"{source} ! udpsink host=127.0.0.1 port={{in_port}} "
-        "sync=false",
-        "--recv", "udpsrc address=127.0.0.1 port={out_port} "
-        "caps=\"application/x-rtp,media=video,clock-rate=90000,"
-        "encoding-name=H264,payload=96\" ! rtpjitterbuffer latency=100 ! "
-        f"{decode}"]
+    pion_cmd = pion_call_command(r.args.build, frames)
 
     call_opts = ["--frames", str(frames), "--width", "1280", "--height",
                  "720"]
