@@ -341,7 +341,9 @@ def pion_call(r, bench_cmd, label):
         rest = ""
     lines = [l for l in rest.splitlines() if l.startswith("{")]
     if proc.returncode != 0 or not lines:
-        record["error"] = f"pion-peer call exit {proc.returncode}"
+        err.seek(0)
+        tail = (err.read().strip().splitlines() or ["?"])[-1]
+        record["error"] = f"pion-peer call exit {proc.returncode}: {tail}"
         return None
     record["pion"] = json.loads(lines[-1])
     if res is not None:
