@@ -3,7 +3,7 @@
 # (plain webrtcbin, aiortc, Pion, soketi), then regenerates
 # bench/RESULTS.md and its charts from bench/results/.
 #
-#   bench/run.sh                 every suite, full (about 50 minutes on 2
+#   bench/run.sh                 every suite, full (about 53 minutes on 2
 #                                quiet cores, the waits for a quiet machine
 #                                included)
 #   bench/run.sh SUITE...        only those suites
