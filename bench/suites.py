@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 
+from version import source_version
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"
 
@@ -54,12 +56,10 @@ def conditions(build):
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    legba = subprocess.run(["git", "-C", HERE, "describe", "--always",
-                            "--dirty"], capture_output=True, text=True)
     return {
         "cpu_model": cpu, "cpu_count": os.cpu_count(),
         "kernel": platform.release(),
-        "legba": legba.stdout.strip(), "legba_build": build,
+        "legba": source_version(HERE), "legba_build": build,
         "packages": {p: package_version(p) for p in [
             "libgstreamer1.0-0", "gstreamer1.0-plugins-bad",
             "gstreamer1.0-plugins-good", "gstreamer1.0-nice", "libnice10",

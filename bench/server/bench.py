@@ -40,6 +40,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import probeload  # noqa: E402
 from probeload import BenchError  # noqa: E402
+from version import source_version  # noqa: E402
 
 APP_ID = "bench"
 APP_KEY = "bench-key"
@@ -418,8 +419,7 @@ def conditions(args, node):
         "nofile_hard": resource.getrlimit(resource.RLIMIT_NOFILE)[1],
         "legba_version": " ".join(filter(None, [
             args.legba_version,
-            command_output(["git", "-C", args.source, "describe",
-                            "--always", "--dirty"])])) or "unknown",
+            source_version(args.source)])) or "unknown",
         "legba_buildtype": args.buildtype,
         "libsoup": command_output(["pkg-config", "--modversion",
                                    "libsoup-3.0"]),
