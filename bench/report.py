@@ -856,7 +856,8 @@ def main():
     source = fanout_chart(args.results, chart)
     if source:
         lines += ["## 8. Signalling server: fan-out curve", "",
-                  f"From `{source}`; tables in "
+                  f"The curve from `{source}`; the tables of the last full "
+                  "run of bench/server/run.sh in "
                   f"[bench/server/RESULTS.md]({rel(os.path.join(HERE, 'server', 'RESULTS.md'))}).",
                   "", f"![Fan-out]({rel(chart)})", ""]
     with open(args.output, "w") as f:
