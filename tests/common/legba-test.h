@@ -82,6 +82,7 @@ void legba_test_process_clear (LegbaTestProcess * p);
 guint legba_test_server_port (LegbaTestProcess * p);
 
 void legba_test_tolerate_rtpsession_race (void);
+void legba_test_hold_sctp (void);
 
 /* For a tool run as a child process: it reports CRITICALs instead of
  * aborting (G_DEBUG without fatal-criticals), and its output is then

@@ -14,6 +14,7 @@ room_test_init (int *argc, char ***argv)
   gst_init (argc, argv);
   g_test_init (argc, argv, NULL);
   legba_test_tolerate_rtpsession_race ();
+  legba_test_hold_sctp ();
 }
 
 /* ---- Participants ---- */

@@ -9,6 +9,8 @@
  */
 #include "signal-test.h"
 
+#include <legba-test.h>
+
 /* media on a machine that may be busy (the suite also runs under
  * AddressSanitizer): long deadlines, never a fixed sleep */
 #define CALL_WAIT_MS 90000
@@ -435,6 +437,7 @@ main (int argc, char **argv)
 {
   gst_init (&argc, &argv);
   g_test_init (&argc, &argv, NULL);
+  legba_test_hold_sctp ();
 
 #define ADD_CALL(path, func) \
   g_test_add ("/call/" path, Fixture, NULL, fixture_setup, func, \

@@ -9,6 +9,8 @@
  */
 #include "room-test.h"
 
+#include <legba-test.h>
+
 #define GST_USE_UNSTABLE_API
 #include <gst/webrtc/webrtc.h>
 #include <gst/app/app.h>
@@ -1114,6 +1116,7 @@ main (int argc, char **argv)
 {
   gst_init (&argc, &argv);
   g_test_init (&argc, &argv, NULL);
+  legba_test_hold_sctp ();
 
 #define ADD_DATA(path, func) \
   g_test_add ("/room/data/" path, Fixture, NULL, fixture_setup, func, \
