@@ -70,6 +70,11 @@ def conditions(build):
     }
 
 
+def last_line(text):
+    """The last line of a process's output, to say why it failed."""
+    return (text.strip().splitlines() or ["?"])[-1]
+
+
 def glib_criticals(text):
     """The GLib and GStreamer CRITICAL lines of a peer's standard error."""
     return [line.strip() for line in text.splitlines()
@@ -128,8 +133,8 @@ class Runner:
             if glib_criticals(proc.stderr):
                 record["criticals"] = glib_criticals(proc.stderr)
             if proc.returncode != 0 or not lines:
-                tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
-                record["error"] = f"exit {proc.returncode}: {tail}"
+                record["error"] = (f"exit {proc.returncode}: "
+                                   f"{last_line(proc.stderr)}")
         except subprocess.TimeoutExpired:
             record["error"] = f"timed out after {timeout} s"
         record["wall_s"] = time.time() - started
@@ -320,7 +325,7 @@ def pion_call(r, bench_cmd, label):
         proc.kill()
         proc.wait()
         err.seek(0)
-        tail = (err.read().strip().splitlines() or ["?"])[-1]
+        tail = last_line(err.read())
         r.runs.append({"peer": "pion", "label": label, "command": cmd,
                        "started": time.time(), "wall_s": 0,
                        "error": f"pion-peer call did not connect: {tail}"})
@@ -342,8 +347,8 @@ def pion_call(r, bench_cmd, label):
     lines = [l for l in rest.splitlines() if l.startswith("{")]
     if proc.returncode != 0 or not lines:
         err.seek(0)
-        tail = (err.read().strip().splitlines() or ["?"])[-1]
-        record["error"] = f"pion-peer call exit {proc.returncode}: {tail}"
+        record["error"] = (f"pion-peer call exit {proc.returncode}: "
+                           f"{last_line(err.read())}")
         return None
     record["pion"] = json.loads(lines[-1])
     if res is not None:
@@ -992,7 +997,7 @@ class MeshProcess:
             return f.read()
 
     def stderr_tail(self):
-        return (self.stderr().strip().splitlines() or ["?"])[-1]
+        return last_line(self.stderr())
 
     def criticals(self):
         return glib_criticals(self.stderr())
