@@ -3,9 +3,9 @@
 # (plain webrtcbin, aiortc, Pion, soketi), then regenerates
 # bench/RESULTS.md and its charts from bench/results/.
 #
-#   bench/run.sh                 every suite, full (about 53 minutes on 2
-#                                quiet cores, the waits for a quiet machine
-#                                included)
+#   bench/run.sh                 every suite, full (39 to 53 minutes on 2
+#                                quiet cores, by host, the waits for a
+#                                quiet machine included)
 #   bench/run.sh SUITE...        only those suites
 #   bench/run.sh --quick [SUITE...]
 #                                smoke run (a few minutes); results go to

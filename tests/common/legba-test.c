@@ -322,8 +322,10 @@ legba_test_tolerate_rtpsession_race (void)
  * tables again over the old ones, which LeakSanitizer reports (about
  * 147 KB, now and then, after a case that closed its last data channel).
  * An sctpdec in PAUSED holds an association of its own (no socket, no
- * thread), with the id 65535, outside the range webrtcbin draws its ids
- * from (0 to 65534), so the stack starts once and stays up.
+ * thread), so the stack starts once and stays up. Its id, 65535, is
+ * outside the range a plain webrtcbin draws from (0 to 65534); the rooms
+ * hand out 1 to 65535 in turn, and would reach it only at their 65,535th
+ * peer connection, which no test program makes.
  */
 void
 legba_test_hold_sctp (void)
