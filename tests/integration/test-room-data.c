@@ -9,8 +9,6 @@
  */
 #include "room-test.h"
 
-#include <legba-test.h>
-
 #define GST_USE_UNSTABLE_API
 #include <gst/webrtc/webrtc.h>
 #include <gst/app/app.h>
@@ -1114,9 +1112,7 @@ test_server_event (Fixture * f, gconstpointer unused)
 int
 main (int argc, char **argv)
 {
-  gst_init (&argc, &argv);
-  g_test_init (&argc, &argv, NULL);
-  legba_test_hold_sctp ();
+  room_test_init (&argc, &argv);
 
 #define ADD_DATA(path, func) \
   g_test_add ("/room/data/" path, Fixture, NULL, fixture_setup, func, \
