@@ -154,7 +154,9 @@ run_wait (Run * run)
     g_error ("legba-call did not exit within 120 s");
   g_test_message ("stderr: %s", run->err);
   legba_test_assert_no_criticals (run->err);
-  g_assert_true (g_subprocess_get_if_exited (run->process));
+  if (!g_subprocess_get_if_exited (run->process))
+    g_error ("legba-call ended by signal %d; its standard error:\n%s",
+        g_subprocess_get_term_sig (run->process), run->err);
   return g_subprocess_get_exit_status (run->process);
 }
 
