@@ -211,8 +211,12 @@ class MeshSmoke(unittest.TestCase):
         with a port nobody listens on, and credentials that refuse the
         other's checks. Both say the connection failed and why (ICE),
         the suite stops waiting for that mesh then rather than at its
-        deadline, p1 and p3 decode all three streams all the same, and
-        the round is run once more (and fails the same way)."""
+        deadline, the others decode all three streams all the same, and
+        the round is run once more (and fails the same way). A
+        connection of plain webrtcbin's that fails by itself (rarely,
+        under load) is reported as its participants said it, and they
+        are not counted as decoding: what is checked is that the report
+        says what the processes said, no more and no less."""
         sys.path.insert(0, BENCH)
         import suites
 
@@ -232,6 +236,16 @@ class MeshSmoke(unittest.TestCase):
                         command = json.dumps(msg)
                 return super().send(command)
 
+            def close(self):
+                problem = super().close()
+                stderrs.setdefault(self.identity, []).append(self.stderr())
+                return problem
+
+        def first_failure(text):
+            return next((line.strip() for line in text.splitlines()
+                         if line.startswith(suites.CONNECTION_FAILED)), None)
+
+        stderrs = {}
         with tempfile.TemporaryDirectory(prefix="legba-cut-smoke-") as tmp:
             args = types.SimpleNamespace(build=BUILD, workdir=tmp,
                                          smoke=True)
@@ -245,18 +259,22 @@ class MeshSmoke(unittest.TestCase):
                 suites.MeshProcess = real
             self.assertEqual([run["label"] for run in r.runs],
                              ["round 0", "round 0, again"])
-            for run in r.runs:
+            prefix = "a peer connection failed: "
+            for k, run in enumerate(r.runs):
                 self.assertTrue(run.get("connection_failed"), run)
-                self.assertTrue(run["error"].startswith(
-                    "a peer connection failed: "), run["error"])
+                self.assertTrue(run["error"].startswith(prefix), run["error"])
+                named = dict(part.split(": ", 1) for part in
+                             run["error"][len(prefix):].split("; "))
                 for ident, other in (("p0", "p2"), ("p2", "p0")):
+                    self.assertIn(ident, named)
                     self.assertRegex(
-                        run["error"], f"{ident}: mesh: the connection with "
+                        stderrs[ident][k], f"(?m)^mesh: the connection with "
                         f"{other} failed [0-9.]+ s after start "
-                        r"\(ICE failed, DTLS new\)")
-                self.assertNotIn("p1: ", run["error"])
-                self.assertNotIn("p3: ", run["error"])
-                self.assertEqual(run["decoding"], ["p1", "p3"])
+                        r"\(ICE failed, DTLS new\)$")
+                for ident, line in named.items():
+                    self.assertEqual(line, first_failure(stderrs[ident][k]))
+                self.assertEqual(run["decoding"], sorted(
+                    {"p0", "p1", "p2", "p3"} - set(named)))
             self.assertEqual(series, {})
 
 
