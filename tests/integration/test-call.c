@@ -201,6 +201,23 @@ grid_pads (Member * m)
   return n;
 }
 
+/* the format the grid is composed in (the compositor's output) */
+static char *
+grid_format (Member * m)
+{
+  GstElement *grid = gst_bin_get_by_name (GST_BIN (legba_call_get_pipeline
+          (m->call)), "legba-grid");
+  GstPad *src = gst_element_get_static_pad (grid, "src");
+  GstCaps *caps = gst_pad_get_current_caps (src);
+  char *format = caps ? g_strdup (gst_structure_get_string
+      (gst_caps_get_structure (caps, 0), "format")) : NULL;
+
+  gst_clear_caps (&caps);
+  gst_object_unref (src);
+  gst_object_unref (grid);
+  return format;
+}
+
 static gboolean
 has_encoder (Member * m)
 {
@@ -225,8 +242,8 @@ has_track_cpu (Member * m)
 }
 
 /* Three participants count what they decode from each other; alice shows
- * a grid of 320x180: two tiles of 160x180, one of 320x180 when carol has
- * left, two again when she is back. */
+ * a grid of 320x180, composed in I420: two tiles of 160x180, one of
+ * 320x180 when carol has left, two again when she is back. */
 static void
 test_three (Fixture * f, gconstpointer data)
 {
@@ -256,6 +273,12 @@ test_three (Fixture * f, gconstpointer data)
     CALL_WAIT_FOR (has_encoder (all[i]), "the encoder in use");
   }
   CALL_WAIT_FOR (tiles (a, 160, 180) == 2, "two tiles side by side");
+  {
+    /* composed in I420, which the compositor blends in place */
+    g_autofree char *format = grid_format (a);
+
+    g_assert_cmpstr (format, ==, "I420");
+  }
   /* data both ways between every pair */
   for (guint i = 0; i < 3; i++) {
     g_autoptr (JsonNode) hello = json_from_string ("{\"text\": \"hello\"}",
