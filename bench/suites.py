@@ -1030,14 +1030,26 @@ class MeshProcess:
         return problem
 
 
-def wait_all(procs, found, seconds):
+# How long a mesh is still waited for once one of its participants said a
+# connection of its own failed. The other end of that connection does not
+# always say so (in the plain-webrtcbin failures seen, one side gave up on
+# ICE while the other still waited), and it never decodes that stream:
+# without this it would hold the mesh to its 240 s deadline.
+FAILED_GRACE_S = 60
+
+
+def wait_all(procs, found, seconds, ended=None, grace=0):
     """Reads every process's output (handing signalling lines on as they
     come) until found(p) holds for every process or the deadline; the
-    processes that have not."""
+    processes that have not. ended: once it holds, the deadline comes
+    grace seconds later at the latest."""
     deadline = time.monotonic() + seconds
     while True:
         for p in procs:
             p.poll_lines()
+        if ended is not None and ended():
+            deadline = min(deadline, time.monotonic() + grace)
+            ended = None
         missing = [p for p in procs if not found(p)]
         if not missing or time.monotonic() > deadline:
             return missing
@@ -1081,9 +1093,13 @@ def mesh_run(r, peer, n, window, settle, label, loss=0.0):
         record["command"] = [p.cmd for p in procs]
         t0 = time.monotonic()
         # each participant decodes every stream, or says a connection of
-        # its own failed (no stream comes of that one: no use waiting)
+        # its own failed (no stream comes of that one: no use waiting);
+        # once one has, the others have FAILED_GRACE_S more
         missing = wait_all(procs, lambda p: p.event(name="decoding") or
-                           p.connection_failure(), 240)
+                           p.connection_failure(), 240,
+                           ended=lambda: any(p.connection_failure()
+                                             for p in procs),
+                           grace=FAILED_GRACE_S)
         failures = [f"{p.identity}: {p.connection_failure()}" for p in procs
                     if p.connection_failure()]
         if failures:
