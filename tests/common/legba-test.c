@@ -152,6 +152,12 @@ die_with_parent (gpointer user_data)
   prctl (PR_SET_PDEATHSIG, SIGKILL);
 }
 
+void
+legba_test_launcher_die_with_parent (GSubprocessLauncher * launcher)
+{
+  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+}
+
 /**
  * legba_test_process_start:
  * @p: a zeroed or cleared process
@@ -174,7 +180,7 @@ legba_test_process_start (LegbaTestProcess * p, const char *const *argv,
   p->wanted = wanted;
   p->line_done = p->exited = FALSE;
   g_clear_pointer (&p->line, g_free);
-  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  legba_test_launcher_die_with_parent (launcher);
   p->process = g_subprocess_launcher_spawnv (launcher, argv, &error);
   g_assert_no_error (error);
   p->out = g_data_input_stream_new (g_subprocess_get_stdout_pipe (p->process));

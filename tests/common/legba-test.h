@@ -90,4 +90,8 @@ void legba_test_hold_sctp (void);
 void legba_test_launcher_report_criticals (GSubprocessLauncher * launcher);
 void legba_test_assert_no_criticals (const char *output);
 
+/* A child spawned by @launcher is killed when the test program exits,
+ * a test that fails (and aborts) included: nothing is left behind. */
+void legba_test_launcher_die_with_parent (GSubprocessLauncher * launcher);
+
 G_END_DECLS

@@ -94,6 +94,7 @@ run_startv (const char *display, const char *first, va_list args)
       g_ptr_array_add (argv, (gpointer) arg);
   g_ptr_array_add (argv, NULL);
   legba_test_launcher_report_criticals (launcher);
+  legba_test_launcher_die_with_parent (launcher);
   g_subprocess_launcher_unsetenv (launcher, "WAYLAND_DISPLAY");
   if (display != NULL)
     g_subprocess_launcher_setenv (launcher, "DISPLAY", display, TRUE);
@@ -507,12 +508,16 @@ xvfb_start (Xvfb * x)
   g_autofree char *path = g_find_program_in_path ("Xvfb");
   g_autoptr (GError) error = NULL;
   g_autoptr (GDataInputStream) in = NULL;
+  g_autoptr (GSubprocessLauncher) launcher = NULL;
 
   if (path == NULL)
     return FALSE;
-  x->process = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE |
-      G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error, path, "-displayfd", "1",
-      "-nolisten", "tcp", "-screen", "0", "1280x720x24", NULL);
+  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+      G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+  legba_test_launcher_die_with_parent (launcher);
+  x->process = g_subprocess_launcher_spawn (launcher, &error, path,
+      "-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "1280x720x24",
+      NULL);
   g_assert_no_error (error);
   in = g_data_input_stream_new (g_subprocess_get_stdout_pipe (x->process));
   g_data_input_stream_read_line_async (in, G_PRIORITY_DEFAULT, NULL,

@@ -9,12 +9,13 @@
  */
 #include "room-test.h"
 
+#include <legba-test.h>
+
 #define GST_USE_UNSTABLE_API
 #include <gst/webrtc/webrtc.h>
 #include <gst/app/app.h>
 #include <glib/gstdio.h>
 #include <signal.h>
-#include <sys/prctl.h>
 
 /* one received message */
 typedef struct
@@ -796,12 +797,6 @@ on_exited (GObject * source, GAsyncResult * result, gpointer data)
   *(gboolean *) data = TRUE;
 }
 
-static void
-die_with_parent (gpointer unused)
-{
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
-}
-
 static GSubprocess *
 gst_launch (Fixture * f, const char *identity, const char *tail,
     gboolean * exited)
@@ -817,7 +812,7 @@ gst_launch (Fixture * f, const char *identity, const char *tail,
 
   g_assert_true (g_shell_parse_argv (line, NULL, &argv, &error));
   /* a test that fails leaves no process behind */
-  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  legba_test_launcher_die_with_parent (launcher);
   process = g_subprocess_launcher_spawnv (launcher,
       (const char *const *) argv, &error);
   g_assert_no_error (error);
