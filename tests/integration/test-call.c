@@ -170,12 +170,19 @@ in_call (Member * m)
   return legba_call_get_state (m->call) == LEGBA_CALL_STATE_IN_CALL;
 }
 
+/* the grid's compositor (a reference) */
+static GstElement *
+grid_of (Member * m)
+{
+  return gst_bin_get_by_name (GST_BIN (legba_call_get_pipeline (m->call)),
+      "legba-grid");
+}
+
 /* the tiles of the grid: the compositor's sink pads but the background's */
 static guint
 tiles (Member * m, gint width, gint height)
 {
-  GstElement *grid = gst_bin_get_by_name (GST_BIN (legba_call_get_pipeline
-          (m->call)), "legba-grid");
+  GstElement *grid = grid_of (m);
   guint n = 0;
 
   for (GList * l = GST_ELEMENT (grid)->sinkpads; l; l = l->next) {
@@ -193,8 +200,7 @@ tiles (Member * m, gint width, gint height)
 static guint
 grid_pads (Member * m)
 {
-  GstElement *grid = gst_bin_get_by_name (GST_BIN (legba_call_get_pipeline
-          (m->call)), "legba-grid");
+  GstElement *grid = grid_of (m);
   guint n = grid->numsinkpads - 1;
 
   gst_object_unref (grid);
@@ -205,8 +211,7 @@ grid_pads (Member * m)
 static char *
 grid_format (Member * m)
 {
-  GstElement *grid = gst_bin_get_by_name (GST_BIN (legba_call_get_pipeline
-          (m->call)), "legba-grid");
+  GstElement *grid = grid_of (m);
   GstPad *src = gst_element_get_static_pad (grid, "src");
   GstCaps *caps = gst_pad_get_current_caps (src);
   char *format = caps ? g_strdup (gst_structure_get_string
