@@ -929,6 +929,13 @@ CONNECTION_FAILED = ("mesh: the connection with ",
                      "room error: Could not connect to participant ")
 
 
+def first_connection_failure(text):
+    """The first line of a participant's standard error saying a peer
+    connection of its own failed for good, stripped, or None."""
+    return next((line.strip() for line in text.splitlines()
+                 if line.startswith(CONNECTION_FAILED)), None)
+
+
 class MeshProcess:
     """One participant of the mesh, driven through its standard input,
     read line by line from its standard output. legba: legba-peer mesh,
@@ -1006,9 +1013,7 @@ class MeshProcess:
         """The line in which it said a peer connection of its own failed
         for good, or None (once said, it stands: not read again)."""
         if self.failure is None:
-            self.failure = next(
-                (line.strip() for line in self.stderr().splitlines()
-                 if line.startswith(CONNECTION_FAILED)), None)
+            self.failure = first_connection_failure(self.stderr())
         return self.failure
 
     def close(self):
@@ -1041,16 +1046,16 @@ FAILED_GRACE_S = 60
 def wait_all(procs, found, seconds, ended=None, grace=0):
     """Reads every process's output (handing signalling lines on as they
     come) until found(p) holds for every process or the deadline; the
-    processes that have not. ended: once it holds, the deadline comes
-    grace seconds later at the latest."""
+    processes that have not. ended (asked after found, each round): once
+    it holds, the deadline comes grace seconds later at the latest."""
     deadline = time.monotonic() + seconds
     while True:
         for p in procs:
             p.poll_lines()
+        missing = [p for p in procs if not found(p)]
         if ended is not None and ended():
             deadline = min(deadline, time.monotonic() + grace)
             ended = None
-        missing = [p for p in procs if not found(p)]
         if not missing or time.monotonic() > deadline:
             return missing
         if any(p.proc.poll() is not None for p in missing):
@@ -1094,11 +1099,11 @@ def mesh_run(r, peer, n, window, settle, label, loss=0.0):
         t0 = time.monotonic()
         # each participant decodes every stream, or says a connection of
         # its own failed (no stream comes of that one: no use waiting);
-        # once one has, the others have FAILED_GRACE_S more
+        # once one has, the others have FAILED_GRACE_S more (the
+        # failures found has just read, not read again)
         missing = wait_all(procs, lambda p: p.event(name="decoding") or
                            p.connection_failure(), 240,
-                           ended=lambda: any(p.connection_failure()
-                                             for p in procs),
+                           ended=lambda: any(p.failure for p in procs),
                            grace=FAILED_GRACE_S)
         failures = [f"{p.identity}: {p.connection_failure()}" for p in procs
                     if p.connection_failure()]

@@ -274,10 +274,6 @@ class MeshSmoke(unittest.TestCase):
                 stderrs.setdefault(self.identity, []).append(self.stderr())
                 return problem
 
-        def first_failure(text):
-            return next((line.strip() for line in text.splitlines()
-                         if line.startswith(suites.CONNECTION_FAILED)), None)
-
         stderrs = {}
         with tempfile.TemporaryDirectory(prefix="legba-cut-smoke-") as tmp:
             args = types.SimpleNamespace(build=BUILD, workdir=tmp,
@@ -305,7 +301,8 @@ class MeshSmoke(unittest.TestCase):
                         f"{other} failed [0-9.]+ s after start "
                         r"\(ICE failed, DTLS new\)$")
                 for ident, line in named.items():
-                    self.assertEqual(line, first_failure(stderrs[ident][k]))
+                    self.assertEqual(line, suites.first_connection_failure(
+                        stderrs[ident][k]))
                 unnamed = {"p0", "p1", "p2", "p3"} - set(named)
                 self.assertLessEqual(set(run["decoding"]), unnamed)
                 for ident in unnamed - set(run["decoding"]):
