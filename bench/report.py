@@ -192,7 +192,11 @@ CAVEATS = {
     "scale": "webrtcbin is the like-for-like floor of the targets: the "
     "same transceivers and two data channels as a pair of Legba's rooms; "
     "webrtcbin-1dc, one data channel and no transceiver, is the plain pair "
-    "this section reported before, kept for comparison. The limits a peer "
+    "this section reported before, kept for comparison. legba-inproc is "
+    "Legba's rooms meeting through an in-process signaller: no WebSocket a "
+    "pair, as plain webrtcbin's pairs hand their descriptions across in "
+    "process (legba's rooms each hold one to a legba-server process). The "
+    "limits a peer "
     "stops at are this machine's: 20,000 open files per process, "
     "pid_max 32,768 thread ids for the whole machine (shared with other "
     "work), vm.max_map_count 65,530 mappings per process.",

@@ -551,12 +551,16 @@ def suite_audio(r, q, series, notes):
 
 def suite_scale(r, q, series, notes):
     count, seconds = (10, 30) if q else (1500, 600)
-    peers = ["legba", "webrtcbin", "webrtcbin-1dc", "aiortc", "pion"]
+    # legba-inproc: the same rooms through an in-process signaller, no
+    # WebSocket a pair, as plain webrtcbin's pairs hand their descriptions
+    # across in process
+    peers = ["legba", "legba-inproc", "webrtcbin", "webrtcbin-1dc",
+             "aiortc", "pion"]
     census = {}
 
     def body(peer, rnd):
         opts = ["--count", str(count), "--seconds", str(seconds)]
-        if peer in ("legba", "webrtcbin", "webrtcbin-1dc"):
+        if peer in ("legba", "legba-inproc", "webrtcbin", "webrtcbin-1dc"):
             # stopping the pairs one by one is not measured, and takes
             # minutes at a thousand pairs
             opts += ["--no-teardown"]

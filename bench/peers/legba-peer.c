@@ -9,6 +9,7 @@
  *
  *   legba-peer setup [--iterations N] [--in-process]
  *   legba-peer pairs [--count N] [--seconds S] [--no-teardown]
+ *                    [--in-process]
  *   legba-peer bulk  [--bytes B] [--size S]
  *   legba-peer rtt   [--count N] [--rate R] [--size S]
  *   legba-peer call  [--frames N] [--width W --height H] [--bitrate KBPS]
@@ -21,10 +22,12 @@
  * --server-url ws://HOST:PORT: a legba-server of its own process (app
  * key bench-key, secret bench-secret) instead of the embedded one.
  *
- * setup --in-process: the rooms meet through an in-process signaller
- * (tests/integration/test-hub.c: joins and signals are idle callbacks
- * of this process's main loop) instead of a signalling server, with
- * host candidates on 127.0.0.1 as a loopback server gives them. Beside
+ * setup and pairs --in-process: the rooms meet through an in-process
+ * signaller (tests/integration/test-hub.c: joins and signals are idle
+ * callbacks of this process's main loop) instead of a signalling server,
+ * with host candidates on 127.0.0.1 as a loopback server gives them: a
+ * pair then holds no WebSocket, as plain webrtcbin's pairs hand their
+ * descriptions across in process. Beside
  * each pair's time, setup prints when the rooms had joined and when
  * the pair's descriptions were applied and its webrtcbins connected
  * (bench/peers/phases.h), in ms from the connect calls.
@@ -106,7 +109,7 @@ typedef struct
 } Pair;
 
 static char *server_url;
-static TestHub *hub;            /* setup --in-process */
+static TestHub *hub;            /* --in-process */
 static Phases phases;           /* setup */
 static gboolean timing_phases;  /* setup */
 static double main_ms;          /* when main() started */
@@ -405,7 +408,7 @@ mode_pairs (guint count, double seconds)
       "\"fds_per_pair\": %.2f, \"threads_per_pair\": %.2f, "
       "\"heap_kib_per_pair\": %.1f, "
       "\"heap_kib_per_pair_after_first\": %.1f, "
-      "\"includes\": \"two signalling clients%s per pair\"", count,
+      "\"includes\": \"%s per pair\"", count,
       connected, stop, (now_ms () - t0) / 1000,
       connected ? (rss_kib () - rss0) / connected : 0.0,
       connected ? (double) (census_count_entries ("/proc/self/fd") -
@@ -414,7 +417,9 @@ mode_pairs (guint count, double seconds)
           threads0) / connected : 0.0,
       connected ? (heap_kib () - heap0) / connected : 0.0,
       connected > 1 ? (heap_kib () - heap1) / (connected - 1) : 0.0,
-      external_server ? "" : " and their server-side sockets");
+      hub != NULL ? "two in-process signallers" : external_server ?
+      "two signalling clients" :
+      "two signalling clients and their server-side sockets");
   census_print_result (out, &before, &first, connected);
   /* --no-teardown: the process ends with its pairs up (the kernel
    * closes their sockets), as stopping a thousand pairs one by one
@@ -1220,7 +1225,7 @@ main (int argc, char **argv)
     {"server-url", 0, 0, G_OPTION_ARG_STRING, &url, "a legba-server's URL",
         "URL"},
     {"in-process", 0, 0, G_OPTION_ARG_NONE, &in_process,
-        "setup: an in-process signaller, no server", NULL},
+        "setup, pairs: an in-process signaller, no server", NULL},
     {"identity", 0, 0, G_OPTION_ARG_STRING, &identity,
         "mesh: this participant's identity", "ID"},
     {"expect", 0, 0, G_OPTION_ARG_INT, &expect,
@@ -1246,8 +1251,9 @@ main (int argc, char **argv)
   g_option_context_free (ctx);
   if (!loss_option_ok (argv[1]))
     return 2;
-  if (in_process && strcmp (argv[1], "setup") != 0) {
-    g_printerr ("--in-process is for setup\n");
+  if (in_process && strcmp (argv[1], "setup") != 0
+      && strcmp (argv[1], "pairs") != 0) {
+    g_printerr ("--in-process is for setup and pairs\n");
     return 2;
   }
   if (in_process) {

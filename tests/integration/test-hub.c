@@ -24,6 +24,7 @@ struct _TestSignaller
 {
   GObject parent;
   TestHub *hub;
+  char *room;
   char *id;
   char *identity;
   char *name;
@@ -83,11 +84,14 @@ test_hub_set_ordered (TestHub * hub, gboolean ordered)
   hub->ordered = ordered;
 }
 
-/* ordered: only members whose join completed hear of others */
+/* Members of other rooms never hear of each other; ordered: only members
+ * whose join completed hear of others. */
 static gboolean
-hears (TestHub * hub, TestSignaller * member)
+hears (TestSignaller * self, TestSignaller * member)
 {
-  return !hub->ordered || member->state == LEGBA_SIGNALLER_STATE_CONNECTED;
+  return member != self && strcmp (member->room, self->room) == 0 &&
+      (!self->hub->ordered ||
+      member->state == LEGBA_SIGNALLER_STATE_CONNECTED);
 }
 
 static char *
@@ -183,13 +187,13 @@ complete_join (gpointer data)
   g_clear_pointer (&self->join_source, g_source_unref);
   g_hash_table_iter_init (&iter, self->hub->members);
   while (g_hash_table_iter_next (&iter, NULL, &other))
-    if (other != self && self->hub->announce && hears (self->hub, other))
+    if (self->hub->announce && hears (self, other))
       g_ptr_array_add (members, member_of (other));
   set_state (self, LEGBA_SIGNALLER_STATE_CONNECTED);
   g_signal_emit_by_name (self, "joined", members);
   g_hash_table_iter_init (&iter, self->hub->members);
   while (g_hash_table_iter_next (&iter, NULL, &other))
-    if (other != self && hears (self->hub, other))
+    if (hears (self, other))
       g_signal_emit_by_name (other, "member-joined", me);
   return G_SOURCE_REMOVE;
 }
@@ -204,9 +208,11 @@ test_join (LegbaSignaller * signaller, const char *room,
   if (!legba_signaller_check_participant (room, participant_id, identity,
           error))
     return FALSE;
+  g_free (self->room);
   g_free (self->id);
   g_free (self->identity);
   g_free (self->name);
+  self->room = g_strdup (room);
   self->id = g_strdup (participant_id);
   self->identity = g_strdup (identity);
   self->name = g_strdup (display_name ? display_name : identity);
@@ -239,7 +245,8 @@ test_leave (LegbaSignaller * signaller)
   me = member_of (self);
   g_hash_table_iter_init (&iter, self->hub->members);
   while (g_hash_table_iter_next (&iter, NULL, &other))
-    g_signal_emit_by_name (other, "member-left", me);
+    if (strcmp (((TestSignaller *) other)->room, self->room) == 0)
+      g_signal_emit_by_name (other, "member-left", me);
   set_state (self, LEGBA_SIGNALLER_STATE_DISCONNECTED);
 }
 
@@ -303,6 +310,7 @@ test_signaller_finalize (GObject * object)
   TestSignaller *self = TEST_SIGNALLER (object);
 
   test_leave (LEGBA_SIGNALLER (self));
+  g_free (self->room);
   g_free (self->id);
   g_free (self->identity);
   g_free (self->name);

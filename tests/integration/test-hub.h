@@ -4,7 +4,8 @@
  * An in-process LegbaSignaller (test-hub.c): signallers that meet in a
  * hub, which completes joins and delivers signals from idle sources of
  * the global default main context; a test can hold, reorder and forge
- * signals through it.
+ * signals through it. Members hear only of the members of their own
+ * room, as on a server's presence channels.
  */
 #pragma once
 
