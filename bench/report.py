@@ -190,7 +190,7 @@ CAVEATS = {
     "build-release/bench/data-cpu --dir recv --size short --batches 1 "
     "--batch 1000 --only legba (the Ir total over 1,000).",
     "scale": "webrtcbin is the like-for-like floor of the targets: the "
-    "same transceivers and two data channels as a pair of Legba's rooms; "
+    "same transceivers and data channel as a pair of Legba's rooms; "
     "webrtcbin-1dc, one data channel and no transceiver, is the plain pair "
     "this section reported before, kept for comparison. legba-inproc is "
     "Legba's rooms meeting through an in-process signaller: no WebSocket a "
@@ -616,8 +616,9 @@ def memory_baseline(suite, series):
     if "webrtcbin-1dc" in series["heap_kib_per_pair"]:
         return (" The memory rows compare like for like: webrtcbin there "
                 "carries the session a pair of Legba's rooms negotiates "
-                "(both channels, the receive-only transceivers); "
-                "webrtcbin-1dc is the one-channel pair of the other rows.")
+                "(its data channel, the receive-only transceivers); "
+                "webrtcbin-1dc is the pair of the other rows, with no "
+                "transceiver.")
     return (" The memory rows of this run compare Legba with the one-channel "
             "webrtcbin pair of the other rows, which lacks the second "
             "channel and the receive-only transceivers of Legba's session: "

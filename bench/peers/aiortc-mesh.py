@@ -26,8 +26,8 @@ H264Decoder) is pushed, frame by frame in the event loop's thread, into
 a legbastampcheck of its own (bench/peers/aiortc_media.py).
 
 Session: the lower id offers; the offer has the video transceiver
-(sendrecv, H.264 only) and the two data channels of a room, legba
-(reliable) and legba-lossy (unordered, no retransmission), and no audio
+(sendrecv, H.264 only) and the data channel a room offers, legba
+(reliable; a room makes legba-lossy only to send on it), and no audio
 m-line: aiortc 1.4 gives the audio-level and abs-send-time header
 extensions one id, which breaks audio and video in one BUNDLE. aiortc
 does not trickle: a description leaves with its candidates.
@@ -140,8 +140,6 @@ class Mesh:
     async def offer(self, remote):
         self.add_session(remote)
         remote.pc.createDataChannel("legba")
-        remote.pc.createDataChannel("legba-lossy", ordered=False,
-                                    maxRetransmits=0)
         await remote.pc.setLocalDescription(await remote.pc.createOffer())
         emit({"to": remote.id, "type": "offer",
               "sdp": remote.pc.localDescription.sdp})

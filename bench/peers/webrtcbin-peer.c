@@ -54,12 +54,12 @@
  * and 6), made with webrtcbin alone: a video and an audio transceiver,
  * receive-only, on each side (video: H.264 and VP8 with NACK, PLI, FIR
  * and transport-cc feedback and its header extension, NACK on; audio:
- * Opus), and the two data channels `legba` (ordered, reliable) and
- * `legba-lossy` (unordered, max-retransmits 0); the offer is made once
- * all of it is added, as a room does; and ICE without TCP host
- * candidates, as a room's (LegbaRoom:ice-tcp). A pair is open when both
- * channels are open on both sides. Without it: one reliable channel `bench`, no
- * transceiver.
+ * Opus), and the data channel `legba` (ordered, reliable; a room makes
+ * `legba-lossy` only once it has a lossy message to send); the offer is
+ * made once all of it is added, as a room does; and ICE without TCP host
+ * candidates, as a room's (LegbaRoom:ice-tcp). Without it: one reliable
+ * channel `bench`, no transceiver. A pair is open when its channel is
+ * open on both sides.
  *
  * setup also prints when each pair's descriptions were applied and its
  * webrtcbins connected (bench/peers/phases.h), in ms from its start.
@@ -87,8 +87,7 @@ typedef struct
   GstWebRTCDataChannel *dca, *dcb;
   GstElement *check;
   gboolean open_a, open_b, failed;
-  guint channels_a, channels_b; /* open so far (--like-legba: two each) */
-  GstWebRTCDataChannel *lossy;  /* --like-legba: a's second channel */
+  guint channels_a, channels_b; /* open so far */
   guint16 sctp_id;
 } Pair;
 
@@ -225,7 +224,7 @@ on_open_a (GstWebRTCDataChannel * dc, Pair * p)
 {
   g_mutex_lock (&lock);
   p->channels_a++;
-  p->open_a = p->channels_a == (like_legba ? 2 : 1);
+  p->open_a = p->channels_a == 1;
   g_cond_broadcast (&cond);
   g_mutex_unlock (&lock);
 }
@@ -246,7 +245,7 @@ on_data_channel_b (GstElement * webrtc, GstWebRTCDataChannel * dc, Pair * p)
   if (reliable)
     p->dcb = g_object_ref (dc);
   p->channels_b++;
-  p->open_b = p->channels_b == (like_legba ? 2 : 1);
+  p->open_b = p->channels_b == 1;
   g_cond_broadcast (&cond);
   g_mutex_unlock (&lock);
 }
@@ -436,15 +435,6 @@ pair_new (const char *video)
         G_CALLBACK (on_message_data_a), p);
   }
   if (video == NULL && like_legba) {
-    GstStructure *lossy = gst_structure_new ("options", "ordered",
-        G_TYPE_BOOLEAN, FALSE, "max-retransmits", G_TYPE_INT, 0, NULL);
-
-    g_signal_emit_by_name (p->a, "create-data-channel", "legba-lossy", lossy,
-        &p->lossy);
-    gst_structure_free (lossy);
-    if (p->lossy == NULL)
-      g_error ("create-data-channel failed");
-    g_signal_connect (p->lossy, "on-open", G_CALLBACK (on_open_a), p);
     g_signal_emit_by_name (p->a, "create-offer", NULL,
         gst_promise_new_with_change_func (on_offer, p, NULL));
   }
@@ -456,7 +446,6 @@ pair_free (Pair * p)
 {
   gst_element_set_state (p->pipe, GST_STATE_NULL);
   g_clear_object (&p->dca);
-  g_clear_object (&p->lossy);
   g_clear_object (&p->dcb);
   gst_object_unref (p->pipe);
   g_free (p);
@@ -875,7 +864,7 @@ typedef struct
   GstElement *webrtc;
   GstWebRTCRTPTransceiver *video;
   guint32 ssrc;                 /* the SSRC our track goes under */
-  GstWebRTCDataChannel *reliable, *lossy;       /* the offerer's */
+  GstWebRTCDataChannel *reliable;       /* the offerer's */
   guint16 sctp_id;
   gboolean sending;             /* our track is linked to it */
   /* its decoded video; under mesh_lock */
@@ -1245,12 +1234,11 @@ add_mesh_transceivers (Remote * r)
   gst_caps_unref (audio);
 }
 
-/* the offerer's session: transceivers and both channels, then the offer */
+/* the offerer's session: transceivers and the reliable channel (a room
+ * makes its lossy one only to send on it), then the offer */
 static void
 mesh_offer (Mesh * m, Remote * r)
 {
-  GstStructure *lossy = gst_structure_new ("options", "ordered",
-      G_TYPE_BOOLEAN, FALSE, "max-retransmits", G_TYPE_INT, 0, NULL);
   MeshRemote *mr = g_new (MeshRemote, 1);
 
   mr->m = m;
@@ -1259,10 +1247,7 @@ mesh_offer (Mesh * m, Remote * r)
   add_mesh_transceivers (r);
   g_signal_emit_by_name (r->webrtc, "create-data-channel", "legba", NULL,
       &r->reliable);
-  g_signal_emit_by_name (r->webrtc, "create-data-channel", "legba-lossy",
-      lossy, &r->lossy);
-  gst_structure_free (lossy);
-  if (r->reliable == NULL || r->lossy == NULL)
+  if (r->reliable == NULL)
     g_error ("create-data-channel failed");
   g_signal_emit_by_name (r->webrtc, "create-offer", NULL,
       gst_promise_new_with_change_func (on_mesh_description, mr, NULL));
@@ -1522,7 +1507,6 @@ remote_free (Remote * r)
   g_free (r->id);
   g_clear_object (&r->video);
   g_clear_object (&r->reliable);
-  g_clear_object (&r->lossy);
   gst_clear_object (&r->check);
   g_free (r);
 }

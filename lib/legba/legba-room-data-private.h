@@ -17,6 +17,7 @@ LegbaRoomData *legba_room_data_new (LegbaRoom * room);
 void legba_room_data_dispose (LegbaRoom * room);
 void legba_room_data_free (LegbaRoomData * data);
 void legba_room_data_peer_connected (LegbaRoom * room, LegbaPeer * peer);
+void legba_room_data_lossy_open (LegbaRoom * room, LegbaPeer * peer);
 
 /* legba-room-peer.c */
 void legba_peer_data_watch_channel (LegbaPeer * peer,

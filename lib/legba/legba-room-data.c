@@ -199,14 +199,20 @@ ensure_recipient (LegbaRoomData * d, const char *id)
   return r;
 }
 
-/* The channel of a participant that takes messages now, if any. */
+/* The channel of a participant that takes messages now, if any. A
+ * connected participant's lossy channel is asked for the first time a
+ * lossy message is for it (§6); its messages wait for it. */
 static GstWebRTCDataChannel *
 ready_channel (LegbaRoomData * d, const char *id, LegbaReliability rel)
 {
   LegbaParticipant *p = g_hash_table_lookup (d->room->by_id, id);
   LegbaPeer *peer = p ? p->peer : NULL;
 
-  if (peer == NULL || !peer->connected || !peer->channel_open[rel])
+  if (peer == NULL || !peer->connected)
+    return NULL;
+  if (rel == LEGBA_RELIABILITY_LOSSY && peer->channels[rel] == NULL)
+    legba_peer_open_lossy (peer);
+  if (!peer->channel_open[rel])
     return NULL;
   return peer->channels[rel];
 }
@@ -1027,7 +1033,7 @@ legba_peer_data_add_stats (LegbaPeer * peer, GstStructure * summary)
 
 /* ---- Hooks of the room (legba-room.c) ---- */
 
-/* Both channels of the participant's peer connection are open. */
+/* The reliable channel of the participant's peer connection is open. */
 void
 legba_room_data_peer_connected (LegbaRoom * room, LegbaPeer * peer)
 {
@@ -1045,7 +1051,20 @@ legba_room_data_peer_connected (LegbaRoom * room, LegbaPeer * peer)
   /* §6: each newcomer learns the mute state once its channel opens */
   deliver (d, r, LEGBA_RELIABILITY_RELIABLE, mute);
   drain (d, r, LEGBA_RELIABILITY_RELIABLE);
-  drain (d, r, LEGBA_RELIABILITY_LOSSY);
+  if (!g_queue_is_empty (&r->out[LEGBA_RELIABILITY_LOSSY].queue))
+    drain (d, r, LEGBA_RELIABILITY_LOSSY);
+}
+
+/* The lossy channel of a connected participant's peer connection opened,
+ * made by either side: what waited for it goes. */
+void
+legba_room_data_lossy_open (LegbaRoom * room, LegbaPeer * peer)
+{
+  Recipient *r = g_hash_table_lookup (room->data->recipients,
+      peer->participant->id);
+
+  if (r != NULL && peer->participant->peer == peer)
+    drain (room->data, r, LEGBA_RELIABILITY_LOSSY);
 }
 
 /* §7: events of the application's backend are data from `server` */

@@ -25,7 +25,9 @@ G_BEGIN_DECLS
  * @LEGBA_RELIABILITY_RELIABLE: ordered and retransmitted, on the data
  *   channel `legba`; nothing is dropped
  * @LEGBA_RELIABILITY_LOSSY: unordered, never retransmitted, on the data
- *   channel `legba-lossy`: for latest-value-wins traffic
+ *   channel `legba-lossy`: for latest-value-wins traffic. The channel is
+ *   opened by whichever side first sends on it; the first messages to a
+ *   participant wait for it to open
  *
  * How a message travels (ROOM-PROTOCOL.md §6).
  */

@@ -708,7 +708,7 @@ check_connected (LegbaPeer * peer)
 {
   if (peer->connected ||
       peer->connection_state != GST_WEBRTC_PEER_CONNECTION_STATE_CONNECTED ||
-      !peer->channel_open[0] || !peer->channel_open[1])
+      !peer->channel_open[0])
     return;
   peer->connected = TRUE;
   legba_clear_source (&peer->connect_timeout);
@@ -831,6 +831,8 @@ channel_opened (LegbaPeer * peer, gpointer data)
   peer->channel_open[i] = TRUE;
   progress (peer);
   check_connected (peer);
+  if (i == 1 && peer->connected)
+    legba_room_data_lossy_open (peer->room, peer);
 }
 
 static void
@@ -861,6 +863,8 @@ watch_channel (LegbaPeer * peer, GstWebRTCDataChannel * channel)
   if (state == GST_WEBRTC_DATA_CHANNEL_STATE_OPEN) {
     peer->channel_open[i] = TRUE;
     check_connected (peer);
+    if (i == 1 && peer->connected)
+      legba_room_data_lossy_open (peer->room, peer);
   }
 }
 
@@ -879,30 +883,48 @@ on_data_channel (GstElement * webrtcbin, GstWebRTCDataChannel * channel,
       g_object_unref);
 }
 
-/* §6: the offerer creates both channels before its offer. */
+/* §6: the offerer creates the reliable channel before its offer. */
 static gboolean
 create_channels (LegbaPeer * peer)
 {
-  GstWebRTCDataChannel *reliable = NULL, *lossy = NULL;
-  g_autoptr (GstStructure) lossy_options =
-      gst_structure_new ("options", "ordered", G_TYPE_BOOLEAN, FALSE,
-      "max-retransmits", G_TYPE_INT, 0, NULL);
+  GstWebRTCDataChannel *reliable = NULL;
 
   g_signal_emit_by_name (peer->webrtcbin, "create-data-channel",
       LEGBA_ROOM_CHANNEL_RELIABLE, NULL, &reliable);
-  g_signal_emit_by_name (peer->webrtcbin, "create-data-channel",
-      LEGBA_ROOM_CHANNEL_LOSSY, lossy_options, &lossy);
   if (reliable != NULL) {
     legba_peer_data_watch_channel (peer, reliable);
     watch_channel (peer, reliable);
   }
-  if (lossy != NULL) {
-    legba_peer_data_watch_channel (peer, lossy);
-    watch_channel (peer, lossy);
-  }
   g_clear_object (&reliable);
-  g_clear_object (&lossy);
-  return peer->channels[0] != NULL && peer->channels[1] != NULL;
+  return peer->channels[0] != NULL;
+}
+
+/* §6: the lossy channel is made by the side that first has a lossy
+ * message for the other, once the connection is up, unless the other
+ * side made one already. A channel each way when both sides make one at
+ * once: each side sends on the first it has, and receives on both. Its
+ * webrtcbin gives it a stream id of its side's parity (RFC 8832), so two
+ * made at once never collide. */
+void
+legba_peer_open_lossy (LegbaPeer * peer)
+{
+  GstWebRTCDataChannel *lossy = NULL;
+  g_autoptr (GstStructure) options =
+      gst_structure_new ("options", "ordered", G_TYPE_BOOLEAN, FALSE,
+      "max-retransmits", G_TYPE_INT, 0, NULL);
+
+  if (peer->channels[1] != NULL || !peer->connected)
+    return;
+  GST_DEBUG ("pc %s: opening the lossy channel", peer->pc);
+  g_signal_emit_by_name (peer->webrtcbin, "create-data-channel",
+      LEGBA_ROOM_CHANNEL_LOSSY, options, &lossy);
+  if (lossy == NULL) {
+    GST_WARNING ("pc %s: webrtcbin made no lossy channel", peer->pc);
+    return;
+  }
+  legba_peer_data_watch_channel (peer, lossy);
+  watch_channel (peer, lossy);
+  g_object_unref (lossy);
 }
 
 GstWebRTCDataChannel *

@@ -222,7 +222,8 @@ struct _LegbaPeer
   GSource *connect_timeout;
 
   GstWebRTCPeerConnectionState connection_state;
-  GstWebRTCDataChannel *channels[2];    /* legba, legba-lossy */
+  GstWebRTCDataChannel *channels[2];    /* legba, legba-lossy (NULL until
+                                         * either side sends lossy) */
   gboolean channel_open[2];
   gboolean connected;           /* reported to the room */
   gint64 created;               /* monotonic, for the logs */
@@ -260,6 +261,7 @@ gboolean legba_peer_is_live (LegbaPeer * peer);
 gboolean legba_peer_awaits_answer (LegbaPeer * peer);
 GstWebRTCDataChannel *legba_peer_get_channel (LegbaPeer * peer,
     gboolean lossy);
+void legba_peer_open_lossy (LegbaPeer * peer);
 void legba_peer_update_stats (LegbaPeer * peer);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LegbaPeer, legba_peer_unref)

@@ -7,7 +7,8 @@
 // legba-server exchange JSON both ways, in order, up to the 65,536-byte
 // limit; one byte more is refused on the sending side in both; a malformed
 // message from the browser is reported by the GStreamer side, whose
-// channel stays open.
+// channel stays open; lossy JSON goes both ways on the lossy channel,
+// opened by whichever side sends first.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -183,4 +184,81 @@ test('JSON both ways between Chromium and gst-launch-1.0, in order, up to ' +
   const state = await b.tab.evaluate(() =>
     window.legba.peer()._openChannels('legba').length);
   assert.equal(state, 1, 'the channel stays open');
+});
+
+/* §6: the lossy channel is opened by the side that first sends on it;
+ * each test has one side send, so that side opens it. Lossy messages are
+ * unordered: compared as a set. */
+test('lossy JSON from Chromium to gst-launch-1.0, on the channel the ' +
+    'browser opens', async (t) => {
+  const defer = teardown(t);
+  const server = await startServer();
+  defer(() => server.stop());
+  const dir = await mkdtemp(join(tmpdir(), 'legba-browser-lossy-'));
+  defer(() => rm(dir, { recursive: true, force: true }));
+
+  const b = await openParticipant(chrome, page, 'web');
+  defer(() => b.close());
+  await b.join(server, 'lossy-web', { publish: false });
+  const g = gstLaunch(server, 'lossy-web', 'gst', [
+    'legbadatasrc', 'room-element=r', 'topic=pos', '!',
+    'multifilesink', `location=${dir}/in-%05d.json`,
+  ]);
+  defer(async () => {
+    const exit = await g.stop();
+    assert.equal(exit.code, 0, `gst-launch-1.0 exits 0\n${g.output}`);
+  });
+
+  /* the first message goes once the participant is connected, and waits
+   * for the channel it opens */
+  await until(() => b.tab.evaluate(() =>
+    window.legba.send({ n: 0 }, { topic: 'pos', lossy: true })),
+  'the GStreamer participant to be connected', { ms: SETUP_MS,
+    detail: async () => `${g.output}\n${await b.describe()}` });
+  const sent = await b.tab.evaluate(() => [1, 2].map((n) =>
+    window.legba.send({ n }, { topic: 'pos', lossy: true })));
+  assert.deepEqual(sent, [1, 1]);
+  const got = await until(async () => {
+    const files = await filesIn(dir, 'in-');
+    return files.length >= 3 && files;
+  }, 'gst-launch-1.0 to write the three lossy messages', { ms: SETUP_MS,
+    detail: () => g.output });
+  assert.deepEqual(got.map((f) => JSON.parse(f).n).sort(), [0, 1, 2]);
+});
+
+test('lossy JSON from gst-launch-1.0 to Chromium, on the channel ' +
+    'GStreamer opens', async (t) => {
+  const defer = teardown(t);
+  const server = await startServer();
+  defer(() => server.stop());
+  const dir = await mkdtemp(join(tmpdir(), 'legba-browser-lossy-'));
+  defer(() => rm(dir, { recursive: true, force: true }));
+  for (let i = 0; i < 3; i++)
+    await writeFile(join(dir, `out-${String(i).padStart(5, '0')}.json`),
+        JSON.stringify({ n: i }));
+
+  const b = await openParticipant(chrome, page, 'web');
+  defer(() => b.close());
+  await b.join(server, 'lossy-gst', { publish: false });
+  const g = gstLaunch(server, 'lossy-gst', 'gst', [
+    'multifilesrc', `location=${dir}/out-%05d.json`, '!', 'application/json',
+    '!', 'legbadatasink', 'room-element=r', 'topic=pos', 'reliable=false',
+    'min-recipients=1',
+  ]);
+  defer(async () => {
+    const exit = await g.stop();
+    assert.equal(exit.code, 0, `gst-launch-1.0 exits 0\n${g.output}`);
+  });
+
+  const got = await until(async () => {
+    const data = dataFrom((await b.record()).events, 'gst-');
+    return data.length >= 3 && data;
+  }, 'the browser to receive the three lossy messages', { ms: SETUP_MS,
+    detail: async () => `${g.output}\n${await b.describe()}` });
+  assert.equal(got.length, 3);
+  for (const e of got) {
+    assert.equal(e.topic, 'pos');
+    assert.equal(e.lossy, true);
+  }
+  assert.deepEqual(got.map((e) => e.data.n).sort(), [0, 1, 2]);
 });

@@ -43,6 +43,8 @@ const PARTS_MS = 10000;
 const MAX_PARTS = 1000;
 const DEFAULT_MAX_MESSAGE = 65536;
 const LEAVE_DRAIN_MS = 2000;
+/* lossy messages that wait for a lossy channel to open, at most */
+const LOSSY_WAITING = 64;
 
 export const ROOM_PATTERN = /^[A-Za-z0-9_\-=@,.;]{1,149}$/;
 export const SUFFIX_PATTERN = /^[a-z0-9]{6,16}$/;
@@ -513,8 +515,8 @@ export class LegbaRoomPeer extends EventTarget
       rtcpMuxPolicy: 'require',
     });
     const conn = { id: pcId, participant: p, pc, offerer, remoteSet: false,
-      batch: [], batchTimer: null, channels: {}, tracks: [],
-      replacement: false, closed: false };
+      batch: [], batchTimer: null, channels: {}, lossyWaiting: [],
+      tracks: [], replacement: false, closed: false };
     pc.onicecandidate = (e) => this._onLocalCandidate(conn, e.candidate);
     pc.ontrack = (e) => {
       conn.tracks.push(e.track);
@@ -579,10 +581,10 @@ export class LegbaRoomPeer extends EventTarget
             RTCRtpReceiver.getCapabilities(kind), kind,
             track && kind === 'video' ? this.options.videoCodec : null));
       }
+      /* §6: the lossy channel comes later, from the side that first
+       * sends on it */
       this._adoptChannel(conn, pc.createDataChannel('legba',
           { ordered: true }));
-      this._adoptChannel(conn, pc.createDataChannel('legba-lossy',
-          { ordered: false, maxRetransmits: 0 }));
       const offer = await pc.createOffer();
       if (conn.closed)
         return;
@@ -985,13 +987,20 @@ export class LegbaRoomPeer extends EventTarget
       return;
     }
     channel.binaryType = 'arraybuffer';
-    conn.channels[channel.label] = channel;
+    /* both sides may make a lossy channel at once: each sends on the
+     * first it has and receives on both */
+    if (!conn.channels[channel.label])
+      conn.channels[channel.label] = channel;
     const p = conn.participant;
     channel.onopen = () => {
       if (!lossy)
         this._sendRaw(conn, channel, JSON.stringify({ topic: 'legba.mute',
           data: { ...this.muted } }));
+      else if (channel === conn.channels['legba-lossy'])
+        this._flushLossy(conn);
     };
+    if (lossy && channel.readyState === 'open')
+      this._flushLossy(conn);
     channel.onmessage = (e) => this._onData(p, e.data, lossy);
   }
 
@@ -1017,7 +1026,7 @@ export class LegbaRoomPeer extends EventTarget
       data: message.data, lossy });
   }
 
-  _sendRaw (conn, channel, payload)
+  _checkSize (conn, payload)
   {
     const size = typeof payload === 'string' ?
       encoder.encode(payload).length : payload.byteLength;
@@ -1026,7 +1035,40 @@ export class LegbaRoomPeer extends EventTarget
       throw new RangeError(`message of ${size} bytes is over ` +
           `${conn.participant.id}'s max-message-size ${limit}`);
     }
+  }
+
+  _sendRaw (conn, channel, payload)
+  {
+    this._checkSize(conn, payload);
     channel.send(payload);
+  }
+
+  /* §6: a connected participant's lossy channel, made by this side if
+   * neither side made one yet; messages wait for it to open (the last
+   * LOSSY_WAITING of them: latest value wins) */
+  _sendLossy (conn, payload)
+  {
+    this._checkSize(conn, payload);
+    let channel = conn.channels['legba-lossy'];
+    if (!channel) {
+      channel = conn.pc.createDataChannel('legba-lossy',
+          { ordered: false, maxRetransmits: 0 });
+      this._adoptChannel(conn, channel);
+    }
+    if (channel.readyState === 'open') {
+      channel.send(payload);
+      return;
+    }
+    conn.lossyWaiting.push(payload);
+    if (conn.lossyWaiting.length > LOSSY_WAITING)
+      conn.lossyWaiting.shift();
+  }
+
+  _flushLossy (conn)
+  {
+    const channel = conn.channels['legba-lossy'];
+    for (const payload of conn.lossyWaiting.splice(0))
+      channel.send(payload);
   }
 
   _openChannels (label, to)
@@ -1053,9 +1095,13 @@ export class LegbaRoomPeer extends EventTarget
     const binary = data instanceof ArrayBuffer || ArrayBuffer.isView(data);
     const payload = binary ? data : JSON.stringify(
         topic === undefined ? { data } : { topic, data });
-    const targets = this._openChannels(lossy ? 'legba-lossy' : 'legba', to);
-    for (const [conn, channel] of targets)
-      this._sendRaw(conn, channel, payload);
+    const targets = this._openChannels('legba', to);
+    for (const [conn, channel] of targets) {
+      if (lossy)
+        this._sendLossy(conn, payload);
+      else
+        this._sendRaw(conn, channel, payload);
+    }
     return targets.length;
   }
 

@@ -434,6 +434,96 @@ test_lossy (Fixture * f, gconstpointer unused)
   free_all (all, 2);
 }
 
+/* The lossy channel is made on demand (§6): not by the offer, but by
+ * whichever side first has a lossy message; two made at once (both sides
+ * sending their first lossy message together) both work. */
+
+typedef struct
+{
+  gint reliable;                /* remote-made channels, by label */
+  gint lossy;
+} Channels;
+
+static void
+count_channel (GstElement * webrtcbin, GstWebRTCDataChannel * channel,
+    Channels * seen)
+{
+  g_autofree char *label = NULL;
+
+  g_object_get (channel, "label", &label, NULL);
+  if (g_strcmp0 (label, "legba") == 0)
+    g_atomic_int_inc (&seen->reliable);
+  else if (g_strcmp0 (label, "legba-lossy") == 0)
+    g_atomic_int_inc (&seen->lossy);
+}
+
+static void
+count_peer_channels (GstBin * pipeline, GstElement * element, Channels * seen)
+{
+  g_autoptr (GstElement) webrtcbin = NULL;
+
+  if (!g_str_has_prefix (GST_OBJECT_NAME (element), "legba-peer-"))
+    return;
+  webrtcbin = gst_bin_get_by_name (GST_BIN (element), "webrtcbin");
+  g_signal_connect (webrtcbin, "on-data-channel", G_CALLBACK (count_channel),
+      seen);
+}
+
+static guint
+count_lossy_from (Data * d, const char *from)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < d->got->len; i++)
+    if (got (d, i)->reliability == LEGBA_RELIABILITY_LOSSY &&
+        g_strcmp0 (got (d, i)->from, from) == 0)
+      n++;
+  return n;
+}
+
+static void
+test_lossy_on_demand (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
+  Data *all[] = { a, b };
+  Channels at_a = { 0 }, at_b = { 0 };
+
+  g_signal_connect (a->p->pipeline, "element-added",
+      G_CALLBACK (count_peer_channels), &at_a);
+  g_signal_connect (b->p->pipeline, "element-added",
+      G_CALLBACK (count_peer_channels), &at_b);
+  /* alice is there first: bob offers */
+  connect_all (all, 2);
+  send_json (b, "1", "marker", LEGBA_RELIABILITY_RELIABLE, NULL);
+  ROOM_WAIT_FOR (a->got->len == 1, "a reliable message");
+  g_assert_cmpint (g_atomic_int_get (&at_a.reliable), ==, 1);
+  g_assert_cmpint (g_atomic_int_get (&at_a.lossy), ==, 0);
+  g_assert_cmpint (g_atomic_int_get (&at_b.lossy), ==, 0);
+
+  /* both sides' first lossy messages, in the same main-loop turn */
+  send_json (a, "\"a\"", "pos", LEGBA_RELIABILITY_LOSSY, NULL);
+  send_json (b, "\"b\"", "pos", LEGBA_RELIABILITY_LOSSY, NULL);
+  ROOM_WAIT_FOR (count_lossy_from (a, id_of (b)) == 1 &&
+      count_lossy_from (b, id_of (a)) == 1, "the first lossy messages");
+  g_assert_cmpint (g_atomic_int_get (&at_a.lossy) +
+      g_atomic_int_get (&at_b.lossy), >=, 1);
+  g_assert_cmpint (g_atomic_int_get (&at_a.lossy), <=, 1);
+  g_assert_cmpint (g_atomic_int_get (&at_b.lossy), <=, 1);
+
+  /* the channels stay: later lossy messages go at once, both ways */
+  send_json (a, "\"a2\"", "pos", LEGBA_RELIABILITY_LOSSY, NULL);
+  send_json (b, "\"b2\"", "pos", LEGBA_RELIABILITY_LOSSY, NULL);
+  ROOM_WAIT_FOR (count_lossy_from (a, id_of (b)) == 2 &&
+      count_lossy_from (b, id_of (a)) == 2, "the second lossy messages");
+  g_assert_cmpint (g_atomic_int_get (&at_a.lossy), <=, 1);
+  g_assert_cmpint (g_atomic_int_get (&at_b.lossy), <=, 1);
+  g_assert_cmpuint (data_stat (a, "lossy-dropped"), ==, 0);
+  g_assert_cmpuint (data_stat (b, "lossy-dropped"), ==, 0);
+  assert_no_room_errors (a->p);
+  assert_no_room_errors (b->p);
+  free_all (all, 2);
+}
+
 /* ---- One stalled recipient ---- */
 
 static GstPadProbeReturn
@@ -1117,6 +1207,7 @@ main (int argc, char **argv)
   ADD_DATA ("bytes", test_bytes);
   ADD_DATA ("stats-without-media", test_stats_without_media);
   ADD_DATA ("lossy", test_lossy);
+  ADD_DATA ("lossy-on-demand", test_lossy_on_demand);
   ADD_DATA ("stalled-recipient", test_stalled);
   ADD_DATA ("queued-before-open", test_queued);
   ADD_DATA ("size", test_size);
