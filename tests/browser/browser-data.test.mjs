@@ -89,44 +89,63 @@ function dataFrom (events, prefix)
     e.participant.startsWith(prefix));
 }
 
-test('JSON both ways between Chromium and gst-launch-1.0, in order, up to ' +
-    '65,536 bytes', async (t) => {
+/* A server, a fresh directory `dir` (`prepare(dir)` writes what the
+ * pipeline reads), the browser participant `web` in `room` and then
+ * gst-launch-1.0's `gst` with the elements `tail(dir)`; all of it undone
+ * after the test, gst-launch-1.0 expected to exit 0. */
+async function browserAndGst (t, room, tail, prepare = async () => {})
+{
   const defer = teardown(t);
   const server = await startServer();
   defer(() => server.stop());
   const dir = await mkdtemp(join(tmpdir(), 'legba-browser-data-'));
   defer(() => rm(dir, { recursive: true, force: true }));
-  const room = 'data';
-
-  /* what the GStreamer side sends: three readings and one message of
-   * exactly the limit, envelope included */
-  const big = 'g'.repeat(LIMIT - ENVELOPE);
-  for (let i = 0; i < 3; i++)
-    await writeFile(join(dir, `out-${String(i).padStart(5, '0')}.json`),
-        JSON.stringify({ n: i }));
-  await writeFile(join(dir, 'out-00003.json'), JSON.stringify(big));
-
+  await prepare(dir);
   const b = await openParticipant(chrome, page, 'web');
   defer(() => b.close());
   await b.join(server, room, { publish: false });
-  const g = gstLaunch(server, room, 'gst', [
-    'multifilesrc', `location=${dir}/out-%05d.json`, '!', 'application/json',
-    '!', 'legbadatasink', 'room-element=r', 'topic=from-gst',
-    'min-recipients=1',
-    'legbadatasrc', 'room-element=r', 'topic=from-web', '!',
-    'multifilesink', `location=${dir}/in-%05d.json`,
-  ]);
+  const g = gstLaunch(server, room, 'gst', tail(dir));
   defer(async () => {
     const exit = await g.stop();
     assert.equal(exit.code, 0, `gst-launch-1.0 exits 0\n${g.output}`);
   });
+  return { dir, b, g };
+}
+
+/* The data events the browser `b` had from gst-launch-1.0's `g`, once
+ * there are `n`. */
+function browserGot (b, g, n, reason)
+{
+  return until(async () => {
+    const got = dataFrom((await b.record()).events, 'gst-');
+    return got.length >= n && got;
+  }, reason, { ms: SETUP_MS,
+    detail: async () => `${g.output}\n${await b.describe()}` });
+}
+
+async function writeReadings (dir, values)
+{
+  for (const [i, v] of values.entries())
+    await writeFile(join(dir, `out-${String(i).padStart(5, '0')}.json`),
+        JSON.stringify(v));
+}
+
+test('JSON both ways between Chromium and gst-launch-1.0, in order, up to ' +
+    '65,536 bytes', async (t) => {
+  /* what the GStreamer side sends: three readings and one message of
+   * exactly the limit, envelope included */
+  const big = 'g'.repeat(LIMIT - ENVELOPE);
+  const { dir, b, g } = await browserAndGst(t, 'data', (d) => [
+    'multifilesrc', `location=${d}/out-%05d.json`, '!', 'application/json',
+    '!', 'legbadatasink', 'room-element=r', 'topic=from-gst',
+    'min-recipients=1',
+    'legbadatasrc', 'room-element=r', 'topic=from-web', '!',
+    'multifilesink', `location=${d}/in-%05d.json`,
+  ], (d) => writeReadings(d, [{ n: 0 }, { n: 1 }, { n: 2 }, big]));
 
   /* GStreamer → Chromium */
-  const fromGst = await until(async () => {
-    const got = dataFrom((await b.record()).events, 'gst-');
-    return got.length >= 4 && got;
-  }, 'the browser to receive the four messages', { ms: SETUP_MS,
-    detail: async () => `${g.output}\n${await b.describe()}` });
+  const fromGst = await browserGot(b, g, 4,
+      'the browser to receive the four messages');
   assert.equal(fromGst.length, 4);
   for (let i = 0; i < 3; i++) {
     assert.deepEqual(fromGst[i].data, { n: i });
@@ -191,23 +210,10 @@ test('JSON both ways between Chromium and gst-launch-1.0, in order, up to ' +
  * unordered: compared as a set. */
 test('lossy JSON from Chromium to gst-launch-1.0, on the channel the ' +
     'browser opens', async (t) => {
-  const defer = teardown(t);
-  const server = await startServer();
-  defer(() => server.stop());
-  const dir = await mkdtemp(join(tmpdir(), 'legba-browser-lossy-'));
-  defer(() => rm(dir, { recursive: true, force: true }));
-
-  const b = await openParticipant(chrome, page, 'web');
-  defer(() => b.close());
-  await b.join(server, 'lossy-web', { publish: false });
-  const g = gstLaunch(server, 'lossy-web', 'gst', [
+  const { dir, b, g } = await browserAndGst(t, 'lossy-web', (d) => [
     'legbadatasrc', 'room-element=r', 'topic=pos', '!',
-    'multifilesink', `location=${dir}/in-%05d.json`,
+    'multifilesink', `location=${d}/in-%05d.json`,
   ]);
-  defer(async () => {
-    const exit = await g.stop();
-    assert.equal(exit.code, 0, `gst-launch-1.0 exits 0\n${g.output}`);
-  });
 
   /* the first message goes once the participant is connected, and waits
    * for the channel it opens */
@@ -228,33 +234,14 @@ test('lossy JSON from Chromium to gst-launch-1.0, on the channel the ' +
 
 test('lossy JSON from gst-launch-1.0 to Chromium, on the channel ' +
     'GStreamer opens', async (t) => {
-  const defer = teardown(t);
-  const server = await startServer();
-  defer(() => server.stop());
-  const dir = await mkdtemp(join(tmpdir(), 'legba-browser-lossy-'));
-  defer(() => rm(dir, { recursive: true, force: true }));
-  for (let i = 0; i < 3; i++)
-    await writeFile(join(dir, `out-${String(i).padStart(5, '0')}.json`),
-        JSON.stringify({ n: i }));
-
-  const b = await openParticipant(chrome, page, 'web');
-  defer(() => b.close());
-  await b.join(server, 'lossy-gst', { publish: false });
-  const g = gstLaunch(server, 'lossy-gst', 'gst', [
-    'multifilesrc', `location=${dir}/out-%05d.json`, '!', 'application/json',
+  const { b, g } = await browserAndGst(t, 'lossy-gst', (d) => [
+    'multifilesrc', `location=${d}/out-%05d.json`, '!', 'application/json',
     '!', 'legbadatasink', 'room-element=r', 'topic=pos', 'reliable=false',
     'min-recipients=1',
-  ]);
-  defer(async () => {
-    const exit = await g.stop();
-    assert.equal(exit.code, 0, `gst-launch-1.0 exits 0\n${g.output}`);
-  });
+  ], (d) => writeReadings(d, [{ n: 0 }, { n: 1 }, { n: 2 }]));
 
-  const got = await until(async () => {
-    const data = dataFrom((await b.record()).events, 'gst-');
-    return data.length >= 3 && data;
-  }, 'the browser to receive the three lossy messages', { ms: SETUP_MS,
-    detail: async () => `${g.output}\n${await b.describe()}` });
+  const got = await browserGot(b, g, 3,
+      'the browser to receive the three lossy messages');
   assert.equal(got.length, 3);
   for (const e of got) {
     assert.equal(e.topic, 'pos');
