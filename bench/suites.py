@@ -637,7 +637,9 @@ def suite_scale(r, q, series, notes):
         "pipeline (Legba: both rooms' bins in it). webrtcbin gets a unique "
         "SCTP association id per webrtcbin, as Legba's rooms do. Legba's "
         "pairs include their two signalling clients' WebSockets; the "
-        "signalling server is a legba-server process of its own. The C "
+        "signalling server is a legba-server process of its own. "
+        "legba-inproc's rooms meet through an in-process signaller "
+        "(legba-peer --in-process): no WebSocket. The C "
         "peers exit once their figures are printed, their pairs still up "
         "(--no-teardown): stopping them one by one is not measured here.")
 
