@@ -263,8 +263,12 @@ static void
 drain (LegbaRoomData * d, Recipient * r, LegbaReliability rel)
 {
   Outbox *o = &r->out[rel];
-  GstWebRTCDataChannel *channel = ready_channel (d, r->id, rel);
+  GstWebRTCDataChannel *channel;
 
+  /* nothing waits (and no lossy channel is asked for) */
+  if (g_queue_is_empty (&o->queue) && !o->owed)
+    return;
+  channel = ready_channel (d, r->id, rel);
   if (channel == NULL)
     return;
   while (!g_queue_is_empty (&o->queue) &&
@@ -1051,8 +1055,7 @@ legba_room_data_peer_connected (LegbaRoom * room, LegbaPeer * peer)
   /* §6: each newcomer learns the mute state once its channel opens */
   deliver (d, r, LEGBA_RELIABILITY_RELIABLE, mute);
   drain (d, r, LEGBA_RELIABILITY_RELIABLE);
-  if (!g_queue_is_empty (&r->out[LEGBA_RELIABILITY_LOSSY].queue))
-    drain (d, r, LEGBA_RELIABILITY_LOSSY);
+  drain (d, r, LEGBA_RELIABILITY_LOSSY);
 }
 
 /* The lossy channel of a connected participant's peer connection opened,

@@ -819,6 +819,17 @@ channel_index (GstWebRTCDataChannel * channel)
   return -1;
 }
 
+/* Channel i of the peer is open: the reliable one may complete the
+ * connection, the lossy one takes what waited for it. */
+static void
+mark_channel_open (LegbaPeer * peer, int i)
+{
+  peer->channel_open[i] = TRUE;
+  check_connected (peer);
+  if (i == 1 && peer->connected)
+    legba_room_data_lossy_open (peer->room, peer);
+}
+
 static void
 channel_opened (LegbaPeer * peer, gpointer data)
 {
@@ -828,11 +839,8 @@ channel_opened (LegbaPeer * peer, gpointer data)
   if (i < 0 || peer->channels[i] != channel)
     return;
   GST_DEBUG ("pc %s: data channel %d open", peer->pc, i);
-  peer->channel_open[i] = TRUE;
   progress (peer);
-  check_connected (peer);
-  if (i == 1 && peer->connected)
-    legba_room_data_lossy_open (peer->room, peer);
+  mark_channel_open (peer, i);
 }
 
 static void
@@ -860,12 +868,8 @@ watch_channel (LegbaPeer * peer, GstWebRTCDataChannel * channel)
   g_signal_connect_data (channel, "on-open", G_CALLBACK (on_channel_open),
       legba_peer_ref (peer), legba_peer_closure_unref, 0);
   g_object_get (channel, "ready-state", &state, NULL);
-  if (state == GST_WEBRTC_DATA_CHANNEL_STATE_OPEN) {
-    peer->channel_open[i] = TRUE;
-    check_connected (peer);
-    if (i == 1 && peer->connected)
-      legba_room_data_lossy_open (peer->room, peer);
-  }
+  if (state == GST_WEBRTC_DATA_CHANNEL_STATE_OPEN)
+    mark_channel_open (peer, i);
 }
 
 static void
@@ -925,12 +929,6 @@ legba_peer_open_lossy (LegbaPeer * peer)
   legba_peer_data_watch_channel (peer, lossy);
   watch_channel (peer, lossy);
   g_object_unref (lossy);
-}
-
-GstWebRTCDataChannel *
-legba_peer_get_channel (LegbaPeer * peer, gboolean lossy)
-{
-  return peer->channels[lossy ? 1 : 0];
 }
 
 /* ---- Negotiation (§3, §5) ---- */

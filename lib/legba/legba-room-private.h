@@ -259,8 +259,6 @@ void legba_peer_media_ready (LegbaPeer * peer);
 void legba_peer_close (LegbaPeer * peer);
 gboolean legba_peer_is_live (LegbaPeer * peer);
 gboolean legba_peer_awaits_answer (LegbaPeer * peer);
-GstWebRTCDataChannel *legba_peer_get_channel (LegbaPeer * peer,
-    gboolean lossy);
 void legba_peer_open_lossy (LegbaPeer * peer);
 void legba_peer_update_stats (LegbaPeer * peer);
 
