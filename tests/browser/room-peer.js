@@ -992,14 +992,17 @@ export class LegbaRoomPeer extends EventTarget
     if (!conn.channels[channel.label])
       conn.channels[channel.label] = channel;
     const p = conn.participant;
+    /* what waited goes on the lossy channel this side sends on, once it
+     * is open (a second one, open already, is only received on) */
+    const sendsOn = () => channel === conn.channels['legba-lossy'];
     channel.onopen = () => {
       if (!lossy)
         this._sendRaw(conn, channel, JSON.stringify({ topic: 'legba.mute',
           data: { ...this.muted } }));
-      else if (channel === conn.channels['legba-lossy'])
+      else if (sendsOn())
         this._flushLossy(conn);
     };
-    if (lossy && channel.readyState === 'open')
+    if (lossy && sendsOn() && channel.readyState === 'open')
       this._flushLossy(conn);
     channel.onmessage = (e) => this._onData(p, e.data, lossy);
   }
