@@ -87,7 +87,6 @@ typedef struct
   GstWebRTCDataChannel *dca, *dcb;
   GstElement *check;
   gboolean open_a, open_b, failed;
-  guint channels_a, channels_b; /* open so far */
   guint16 sctp_id;
 } Pair;
 
@@ -223,8 +222,7 @@ static void
 on_open_a (GstWebRTCDataChannel * dc, Pair * p)
 {
   g_mutex_lock (&lock);
-  p->channels_a++;
-  p->open_a = p->channels_a == 1;
+  p->open_a = TRUE;
   g_cond_broadcast (&cond);
   g_mutex_unlock (&lock);
 }
@@ -244,8 +242,7 @@ on_data_channel_b (GstElement * webrtc, GstWebRTCDataChannel * dc, Pair * p)
   g_mutex_lock (&lock);
   if (reliable)
     p->dcb = g_object_ref (dc);
-  p->channels_b++;
-  p->open_b = p->channels_b == 1;
+  p->open_b = TRUE;
   g_cond_broadcast (&cond);
   g_mutex_unlock (&lock);
 }

@@ -84,12 +84,18 @@ test_hub_set_ordered (TestHub * hub, gboolean ordered)
   hub->ordered = ordered;
 }
 
+static gboolean
+same_room (TestSignaller * a, TestSignaller * b)
+{
+  return strcmp (a->room, b->room) == 0;
+}
+
 /* Members of other rooms never hear of each other; ordered: only members
  * whose join completed hear of others. */
 static gboolean
 hears (TestSignaller * self, TestSignaller * member)
 {
-  return member != self && strcmp (member->room, self->room) == 0 &&
+  return member != self && same_room (member, self) &&
       (!self->hub->ordered ||
       member->state == LEGBA_SIGNALLER_STATE_CONNECTED);
 }
@@ -245,7 +251,7 @@ test_leave (LegbaSignaller * signaller)
   me = member_of (self);
   g_hash_table_iter_init (&iter, self->hub->members);
   while (g_hash_table_iter_next (&iter, NULL, &other))
-    if (strcmp (((TestSignaller *) other)->room, self->room) == 0)
+    if (same_room (other, self))
       g_signal_emit_by_name (other, "member-left", me);
   set_state (self, LEGBA_SIGNALLER_STATE_DISCONNECTED);
 }
