@@ -23,6 +23,7 @@ void legba_room_data_lossy_open (LegbaRoom * room, LegbaPeer * peer);
 void legba_peer_data_watch_channel (LegbaPeer * peer,
     GstWebRTCDataChannel * channel);
 void legba_peer_data_close (LegbaPeer * peer);
+void legba_peer_data_closed (LegbaPeer * peer);
 void legba_peer_data_free (LegbaPeerData * data);
 void legba_peer_data_add_stats (LegbaPeer * peer, GstStructure * summary);
 

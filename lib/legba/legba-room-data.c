@@ -12,9 +12,12 @@
  * or webrtcbin signals buffered-amount-low. One recipient's outbox never
  * holds another's messages back.
  *
- * Receiving: webrtcbin hands messages over on its SCTP streaming thread;
- * they are queued on the peer (under its lock) and reported, in order, by
- * one idle callback per batch on the room's main context.
+ * Receiving: webrtcbin hands messages over on its SCTP streaming thread.
+ * Handlers of the sync- signals get them there, parsed by the peer's own
+ * parser; what the room's context has to see (a message someone handles
+ * there, a reserved topic, a malformed message) is queued on the peer
+ * (under its lock) and reported, in order, by one dispatch per batch on
+ * the room's main context.
  */
 #include "legba-room-data-private.h"
 #include "legba-json.h"
@@ -37,12 +40,17 @@ enum
 {
   SIGNAL_DATA_RECEIVED,
   SIGNAL_BYTES_RECEIVED,
+  SIGNAL_SYNC_DATA_RECEIVED,
+  SIGNAL_SYNC_BYTES_RECEIVED,
   SIGNAL_READY_TO_SEND,
   SIGNAL_MUTE_CHANGED,
   N_SIGNALS
 };
 
 static guint signals[N_SIGNALS];
+
+/* the channel of the message being reported on this thread, plus one */
+static GPrivate receiving_key;
 
 /* One message on the wire, shared by its recipients' outboxes. A text
  * message's bytes end with a NUL that is not part of it. */
@@ -86,7 +94,6 @@ struct _LegbaRoomData
   gulong left_handler;
   gboolean audio_muted;
   gboolean video_muted;
-  LegbaReliability receiving;   /* of the message being reported */
   guint64 sent;
   guint64 received;
   guint64 lossy_dropped;
@@ -109,6 +116,8 @@ struct _LegbaPeerData
   GSource *inbox_source;        /* on the room's context, until the peer
                                  * closes */
   GPtrArray *channels;          /* GstWebRTCDataChannel whose signals we hold */
+  gsize received;               /* (atomic) reported by the sync- signals
+                                 * alone, not yet in the room's counts */
 };
 
 /* ---- Messages ---- */
@@ -528,17 +537,20 @@ legba_room_get_max_message_size (LegbaRoom * self, const char *participant_id)
  * legba_room_get_received_reliability:
  * @self: a #LegbaRoom
  *
- * In a #LegbaRoom::data-received or #LegbaRoom::bytes-received handler:
- * the channel the message came on (§7 events count as reliable).
+ * In a handler of #LegbaRoom::data-received, #LegbaRoom::bytes-received
+ * or their sync- variants, on the thread that emits it: the channel the
+ * message came on (§7 events count as reliable).
  *
  * Returns: the reliability of the message being reported
  */
 LegbaReliability
 legba_room_get_received_reliability (LegbaRoom * self)
 {
+  gpointer rel = g_private_get (&receiving_key);
+
   g_return_val_if_fail (LEGBA_IS_ROOM (self), LEGBA_RELIABILITY_RELIABLE);
 
-  return self->data->receiving;
+  return rel ? GPOINTER_TO_INT (rel) - 1 : LEGBA_RELIABILITY_RELIABLE;
 }
 
 /**
@@ -702,44 +714,77 @@ text_is_utf8 (const char *text, gsize size)
   return g_utf8_validate_len (text + i, size - i, NULL);
 }
 
+/* LegbaRoom's reliability of the message reported on this thread, which
+ * it returns to restore it afterwards (emissions can nest) */
+static LegbaReliability
+set_receiving (LegbaReliability rel)
+{
+  gpointer before = g_private_get (&receiving_key);
+
+  g_private_set (&receiving_key, GINT_TO_POINTER (rel + 1));
+  return before ? GPOINTER_TO_INT (before) - 1 : LEGBA_RELIABILITY_RELIABLE;
+}
+
+/* What parse_envelope() made of a text message; the problems name it. */
+static const char *const envelope_problems[] = {
+  NULL,
+  "a text message that is not JSON",
+  "a message whose topic is not a string",
+  "a text message that is not a {\"topic\", \"data\"} object",
+};
+
 /* §6: a UTF-8 JSON object {"topic": T, "data": D}, D required, T a
- * string, absent or null */
+ * string, absent or null. Returns 0, or an index of envelope_problems;
+ * @data and @topic belong to @parser. */
+static guint
+parse_envelope (JsonParser * parser, const char *text, gsize size,
+    const char **topic, JsonNode ** data)
+{
+  JsonNode *root, *topic_node;
+  JsonObject *object;
+
+  *topic = NULL;
+  *data = NULL;
+  if (!text_is_utf8 (text, size) ||
+      !json_parser_load_from_data (parser, text, size, NULL))
+    return 1;
+  root = json_parser_get_root (parser);
+  object = root && JSON_NODE_HOLDS_OBJECT (root) ?
+      json_node_get_object (root) : NULL;
+  *data = object ? json_object_get_member (object, "data") : NULL;
+  topic_node = object ? json_object_get_member (object, "topic") : NULL;
+  if (topic_node != NULL && !JSON_NODE_HOLDS_NULL (topic_node)) {
+    if (json_node_get_value_type (topic_node) != G_TYPE_STRING)
+      return 2;
+    *topic = json_node_get_string (topic_node);
+  }
+  return *data == NULL ? 3 : 0;
+}
+
+static gboolean
+topic_is_reserved (const char *topic)
+{
+  return topic != NULL && g_str_has_prefix (topic, RESERVED_PREFIX);
+}
+
 static void
 handle_text (LegbaRoomData * d, LegbaParticipant * p, GBytes * bytes)
 {
   gsize size;
   const char *text = g_bytes_get_data (bytes, &size);
-  JsonNode *root, *data, *topic_node;
-  JsonObject *object;
-  const char *topic = NULL;
+  const char *topic;
+  JsonNode *data;
+  guint problem = parse_envelope (d->parser, text, size, &topic, &data);
 
-  if (!text_is_utf8 (text, size) ||
-      !json_parser_load_from_data (d->parser, text, size, NULL)) {
-    report_malformed (d, p, "a text message that is not JSON");
-    return;
-  }
-  root = json_parser_get_root (d->parser);
-  object = root && JSON_NODE_HOLDS_OBJECT (root) ?
-      json_node_get_object (root) : NULL;
-  data = object ? json_object_get_member (object, "data") : NULL;
-  topic_node = object ? json_object_get_member (object, "topic") : NULL;
-  if (topic_node != NULL && !JSON_NODE_HOLDS_NULL (topic_node)) {
-    if (json_node_get_value_type (topic_node) != G_TYPE_STRING) {
-      report_malformed (d, p, "a message whose topic is not a string");
-      return;
-    }
-    topic = json_node_get_string (topic_node);
-  }
-  if (data == NULL) {
-    report_malformed (d, p, "a text message that is not a {\"topic\", "
-        "\"data\"} object");
+  if (problem != 0) {
+    report_malformed (d, p, envelope_problems[problem]);
     return;
   }
   if (topic != NULL && strcmp (topic, MUTE_TOPIC) == 0) {
     handle_mute (d, p, data);
     return;
   }
-  if (topic != NULL && g_str_has_prefix (topic, RESERVED_PREFIX)) {
+  if (topic_is_reserved (topic)) {
     GST_INFO ("dropping a message from %s on unknown reserved topic %s",
         p->id, topic);
     return;
@@ -753,6 +798,7 @@ handle_incoming (LegbaRoomData * d, LegbaPeer * peer, Incoming * in)
   LegbaParticipant *p = peer->participant;
   Recipient *r = ensure_recipient (d, p->id);
   gsize size = g_bytes_get_size (in->bytes);
+  LegbaReliability before;
 
   r->received++;
   d->received++;
@@ -765,11 +811,12 @@ handle_incoming (LegbaRoomData * d, LegbaPeer * peer, Incoming * in)
     report_malformed (d, p, what);
     return;
   }
-  d->receiving = in->reliability;
+  before = set_receiving (in->reliability);
   if (in->text)
     handle_text (d, p, in->bytes);
   else
     g_signal_emit (d->room, signals[SIGNAL_BYTES_RECEIVED], 0, p, in->bytes);
+  set_receiving (before);
 }
 
 static void
@@ -853,13 +900,81 @@ inbox_source_new (LegbaPeer * peer)
   return source;
 }
 
-/* On webrtcbin's SCTP streaming thread. */
+
+/* This thread's parser for the sync- signals, taken while in use, so that
+ * a handler that makes the thread parse another message gets another. */
+static GPrivate sync_parser = G_PRIVATE_INIT (g_object_unref);
+
+/* On webrtcbin's SCTP streaming thread: reports a message, JSON text or
+ * @bytes, with the sync- signals when they have handlers and the message
+ * is one to report. TRUE when nothing is left for the room's context: no
+ * handler waits for it there, and it is well formed and on no reserved
+ * topic. */
+static gboolean
+report_sync (LegbaPeer * peer, const char *text, gsize size, GBytes * bytes,
+    LegbaReliability rel)
+{
+  /* valid until the peer's streaming threads stopped, which closing the
+   * peer waits for before it lets the room go */
+  LegbaRoom *room = peer->room;
+  guint sync_signal = signals[text ? SIGNAL_SYNC_DATA_RECEIVED :
+      SIGNAL_SYNC_BYTES_RECEIVED];
+  LegbaParticipant *p = peer->participant;
+  LegbaReliability before;
+  JsonParser *parser;
+  const char *topic;
+  JsonNode *data;
+  gboolean later;
+
+  if (room == NULL || !g_signal_has_handler_pending (room, sync_signal, 0,
+          FALSE))
+    return FALSE;
+  later = g_signal_has_handler_pending (room,
+      signals[text ? SIGNAL_DATA_RECEIVED : SIGNAL_BYTES_RECEIVED], 0, FALSE);
+  if (bytes != NULL) {
+    /* the room's context reports what is over the limit */
+    if (g_bytes_get_size (bytes) > LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE)
+      return FALSE;
+    if (!later)
+      g_atomic_pointer_add (&peer->data->received, 1);
+    before = set_receiving (rel);
+    g_signal_emit (room, sync_signal, 0, p, bytes);
+    set_receiving (before);
+    return !later;
+  }
+  if (size > LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE)
+    return FALSE;
+  parser = g_private_get (&sync_parser);
+  if (parser != NULL)
+    g_private_set (&sync_parser, NULL);
+  else
+    parser = json_parser_new_immutable ();
+  /* malformed, or reserved (legba.mute): for the room's context */
+  if (parse_envelope (parser, text, size, &topic, &data) != 0 ||
+      topic_is_reserved (topic)) {
+    later = TRUE;
+  } else {
+    if (!later)
+      g_atomic_pointer_add (&peer->data->received, 1);
+    before = set_receiving (rel);
+    g_signal_emit (room, sync_signal, 0, p, topic, data);
+    set_receiving (before);
+  }
+  if (g_private_get (&sync_parser) == NULL)
+    g_private_set (&sync_parser, parser);
+  else
+    g_object_unref (parser);
+  return !later;
+}
+
+/* On webrtcbin's SCTP streaming thread: for the room's context. */
 static void
 receive (LegbaPeer * peer, GBytes * bytes, gboolean text, LegbaReliability rel)
 {
-  Incoming *in = g_new (Incoming, 1);
+  Incoming *in;
   gboolean schedule;
 
+  in = g_new (Incoming, 1);
   in->bytes = bytes;
   in->text = text;
   in->reliability = rel;
@@ -881,40 +996,44 @@ receive (LegbaPeer * peer, GBytes * bytes, gboolean text, LegbaReliability rel)
   g_mutex_unlock (&peer->lock);
 }
 
-static GBytes *
-string_bytes (const char *str)
+static void
+receive_text (LegbaPeer * peer, const char *str, LegbaReliability rel)
 {
-  return str ? g_bytes_new (str, strlen (str)) : g_bytes_new (NULL, 0);
+  if (!report_sync (peer, str ? str : "", str ? strlen (str) : 0, NULL, rel))
+    receive (peer, str ? g_bytes_new (str, strlen (str)) :
+        g_bytes_new (NULL, 0), TRUE, rel);
 }
 
-static GBytes *
-data_bytes (GBytes * data)
+static void
+receive_data (LegbaPeer * peer, GBytes * data, LegbaReliability rel)
 {
-  return data ? g_bytes_ref (data) : g_bytes_new (NULL, 0);
+  if (data == NULL || !report_sync (peer, NULL, 0, data, rel))
+    receive (peer, data ? g_bytes_ref (data) : g_bytes_new (NULL, 0), FALSE,
+        rel);
 }
 
 static void
 on_string_reliable (GstWebRTCDataChannel * c, const char *str, LegbaPeer * peer)
 {
-  receive (peer, string_bytes (str), TRUE, LEGBA_RELIABILITY_RELIABLE);
+  receive_text (peer, str, LEGBA_RELIABILITY_RELIABLE);
 }
 
 static void
 on_string_lossy (GstWebRTCDataChannel * c, const char *str, LegbaPeer * peer)
 {
-  receive (peer, string_bytes (str), TRUE, LEGBA_RELIABILITY_LOSSY);
+  receive_text (peer, str, LEGBA_RELIABILITY_LOSSY);
 }
 
 static void
 on_data_reliable (GstWebRTCDataChannel * c, GBytes * data, LegbaPeer * peer)
 {
-  receive (peer, data_bytes (data), FALSE, LEGBA_RELIABILITY_RELIABLE);
+  receive_data (peer, data, LEGBA_RELIABILITY_RELIABLE);
 }
 
 static void
 on_data_lossy (GstWebRTCDataChannel * c, GBytes * data, LegbaPeer * peer)
 {
-  receive (peer, data_bytes (data), FALSE, LEGBA_RELIABILITY_LOSSY);
+  receive_data (peer, data, LEGBA_RELIABILITY_LOSSY);
 }
 
 static void
@@ -1009,6 +1128,26 @@ legba_peer_data_close (LegbaPeer * peer)
   legba_clear_source (&inbox_source);
 }
 
+/* The peer's streaming threads have stopped: what the sync- signals alone
+ * reported becomes the room's. */
+void
+legba_peer_data_closed (LegbaPeer * peer)
+{
+  LegbaRoomData *d = peer->room->data;
+  Recipient *r;
+  gsize received;
+
+  if (peer->data == NULL)
+    return;
+  /* stopped: nothing adds to it any more */
+  received = g_atomic_pointer_get (&peer->data->received);
+  peer->data->received = 0;
+  r = g_hash_table_lookup (d->recipients, peer->participant->id);
+  d->received += received;
+  if (r != NULL)
+    r->received += received;
+}
+
 void
 legba_peer_data_free (LegbaPeerData * data)
 {
@@ -1020,6 +1159,14 @@ legba_peer_data_free (LegbaPeerData * data)
   g_free (data);
 }
 
+/* Messages the sync- signals alone reported on the peer's streaming
+ * threads, not yet in the room's counts. */
+static guint64
+peer_received (LegbaPeer * peer)
+{
+  return peer->data ? g_atomic_pointer_get (&peer->data->received) : 0;
+}
+
 void
 legba_peer_data_add_stats (LegbaPeer * peer, GstStructure * summary)
 {
@@ -1028,7 +1175,8 @@ legba_peer_data_add_stats (LegbaPeer * peer, GstStructure * summary)
 
   gst_structure_set (summary,
       "data-messages-sent", G_TYPE_UINT64, r ? r->sent : 0,
-      "data-messages-received", G_TYPE_UINT64, r ? r->received : 0,
+      "data-messages-received", G_TYPE_UINT64,
+      (r ? r->received : 0) + peer_received (peer),
       "data-lossy-dropped", G_TYPE_UINT64, r ? r->lossy_dropped : 0,
       "data-not-delivered", G_TYPE_UINT64, r ? r->not_delivered : 0,
       "data-queued-bytes", G_TYPE_UINT64,
@@ -1076,10 +1224,13 @@ on_event_received (LegbaSignaller * signaller, const char *event,
     JsonNode * data, LegbaRoom * room)
 {
   LegbaRoomData *d = room->data;
+  LegbaReliability before = set_receiving (LEGBA_RELIABILITY_RELIABLE);
 
-  d->receiving = LEGBA_RELIABILITY_RELIABLE;
+  g_signal_emit (room, signals[SIGNAL_SYNC_DATA_RECEIVED], 0, d->server,
+      event, data);
   g_signal_emit (room, signals[SIGNAL_DATA_RECEIVED], 0, d->server, event,
       data);
+  set_receiving (before);
 }
 
 static void
@@ -1166,11 +1317,12 @@ legba_room_get_data_stats (LegbaRoom * self)
   LegbaRoomData *d;
   GHashTableIter iter;
   gpointer value;
-  guint64 queued = 0, buffered = 0;
+  guint64 queued = 0, buffered = 0, received;
 
   g_return_val_if_fail (LEGBA_IS_ROOM (self), NULL);
 
   d = self->data;
+  received = d->received;
   g_hash_table_iter_init (&iter, d->recipients);
   while (g_hash_table_iter_next (&iter, NULL, &value)) {
     Recipient *r = value;
@@ -1185,10 +1337,11 @@ legba_room_get_data_stats (LegbaRoom * self)
     for (guint i = 0; i < G_N_ELEMENTS (peer->channels); i++)
       if (peer->channels[i] != NULL && peer->channel_open[i])
         buffered += buffered_amount (peer->channels[i]);
+    received += peer_received (peer);
   }
   return gst_structure_new ("legba-data-stats",
       "messages-sent", G_TYPE_UINT64, d->sent,
-      "messages-received", G_TYPE_UINT64, d->received,
+      "messages-received", G_TYPE_UINT64, received,
       "messages-queued", G_TYPE_UINT64, queued,
       "buffered-bytes", G_TYPE_UINT64, buffered,
       "lossy-dropped", G_TYPE_UINT64, d->lossy_dropped,
@@ -1233,14 +1386,16 @@ marshal_data_received_v (GClosure * closure, GValue * return_value,
   gpointer data1, data2, participant, data;
   const char *topic;
   char *topic_copy = NULL;
-  gboolean data_copied = FALSE;
+  gboolean data_copied = FALSE, participant_static = FALSE;
   DataReceivedFunc callback;
   va_list copy;
 
   G_VA_COPY (copy, args);
   participant = va_arg (copy, gpointer);
-  if (participant != NULL)
+  if (participant != NULL && !(param_types[0] & G_SIGNAL_TYPE_STATIC_SCOPE))
     participant = g_object_ref (participant);
+  else
+    participant_static = TRUE;
   topic = va_arg (copy, const char *);
   if (topic != NULL && !(param_types[1] & G_SIGNAL_TYPE_STATIC_SCOPE))
     topic = topic_copy = g_strdup (topic);
@@ -1259,7 +1414,7 @@ marshal_data_received_v (GClosure * closure, GValue * return_value,
   }
   callback = (DataReceivedFunc) (marshal_data ? marshal_data : cc->callback);
   callback (data1, participant, topic, data, data2);
-  if (participant != NULL)
+  if (participant != NULL && !participant_static)
     g_object_unref (participant);
   g_free (topic_copy);
   if (data_copied)
@@ -1286,7 +1441,8 @@ legba_room_data_class_init (GObjectClass * klass)
    */
   signals[SIGNAL_DATA_RECEIVED] = g_signal_new ("data-received", type,
       G_SIGNAL_RUN_LAST, 0, NULL, NULL, marshal_data_received, G_TYPE_NONE,
-      3, LEGBA_TYPE_PARTICIPANT, G_TYPE_STRING | G_SIGNAL_TYPE_STATIC_SCOPE,
+      3, LEGBA_TYPE_PARTICIPANT | G_SIGNAL_TYPE_STATIC_SCOPE,
+      G_TYPE_STRING | G_SIGNAL_TYPE_STATIC_SCOPE,
       JSON_TYPE_NODE | G_SIGNAL_TYPE_STATIC_SCOPE);
   g_signal_set_va_marshaller (signals[SIGNAL_DATA_RECEIVED], type,
       marshal_data_received_v);
@@ -1300,6 +1456,51 @@ legba_room_data_class_init (GObjectClass * klass)
    */
   signals[SIGNAL_BYTES_RECEIVED] = g_signal_new ("bytes-received", type,
       G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 2,
+      LEGBA_TYPE_PARTICIPANT, G_TYPE_BYTES);
+  /**
+   * LegbaRoom::sync-data-received:
+   * @self: the room
+   * @participant: the sender, as in #LegbaRoom::data-received
+   * @topic: (nullable): the message's topic
+   * @data: (transfer none): the message; valid during the emission only
+   *
+   * #LegbaRoom::data-received, emitted on the thread the message arrived
+   * on, before it: webrtcbin's SCTP streaming thread for messages of
+   * participants (§7 events arrive on the room's main context). Messages
+   * of one channel come in order; those of different channels or
+   * participants can come at once on different threads. Reserved topics
+   * and malformed messages are not emitted here; the room handles them
+   * on its context as always.
+   *
+   * A room hands a message to its main context only when something
+   * handles it there, so an application (or an element) that handles
+   * messages here alone saves that hand-over: a main-loop wakeup and
+   * dispatch per message, and its latency.
+   *
+   * The handler runs on a streaming thread: it must not block (the peer
+   * connection's data waits behind it), must not wait for the room's
+   * main context (closing a participant's peer connection stops this
+   * thread from that context), and must call the room's other functions
+   * on the room's context, as everywhere.
+   */
+  signals[SIGNAL_SYNC_DATA_RECEIVED] = g_signal_new ("sync-data-received",
+      type, G_SIGNAL_RUN_LAST, 0, NULL, NULL, marshal_data_received,
+      G_TYPE_NONE, 3, LEGBA_TYPE_PARTICIPANT | G_SIGNAL_TYPE_STATIC_SCOPE,
+      G_TYPE_STRING | G_SIGNAL_TYPE_STATIC_SCOPE,
+      JSON_TYPE_NODE | G_SIGNAL_TYPE_STATIC_SCOPE);
+  g_signal_set_va_marshaller (signals[SIGNAL_SYNC_DATA_RECEIVED], type,
+      marshal_data_received_v);
+  /**
+   * LegbaRoom::sync-bytes-received:
+   * @self: the room
+   * @participant: the sender
+   * @bytes: the message
+   *
+   * #LegbaRoom::bytes-received, emitted on webrtcbin's SCTP streaming
+   * thread before it, as #LegbaRoom::sync-data-received is for JSON.
+   */
+  signals[SIGNAL_SYNC_BYTES_RECEIVED] = g_signal_new ("sync-bytes-received",
+      type, G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 2,
       LEGBA_TYPE_PARTICIPANT, G_TYPE_BYTES);
   /**
    * LegbaRoom::ready-to-send:

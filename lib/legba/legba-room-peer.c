@@ -1686,6 +1686,7 @@ legba_peer_close (LegbaPeer * peer)
   release_turn_allocations (peer);
   gst_element_set_locked_state (GST_ELEMENT (peer->bin), TRUE);
   gst_element_set_state (GST_ELEMENT (peer->bin), GST_STATE_NULL);
+  legba_peer_data_closed (peer);
   expire_promises (peer);
   if (room->bin != NULL)
     gst_bin_remove (room->bin, GST_ELEMENT (peer->bin));

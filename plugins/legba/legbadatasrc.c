@@ -26,7 +26,9 @@
  *
  * Messages wait for downstream in a queue of at most `max-buffers`; when
  * downstream is slower, the oldest are dropped, counted in `dropped`, and
- * a warning says so once.
+ * a warning says so once. They enter the queue on the thread they arrive
+ * on (#LegbaRoom::sync-data-received), without a stop on the room's
+ * thread.
  *
  * ## Example launch lines
  * Every message on the topic `sensor`, one file each:
@@ -79,7 +81,8 @@ struct _GstLegbaDataSrc
 
   /* while started */
   LegbaRoom *room;
-  gulong handlers[2];           /* on the room's thread */
+  gulong handlers[2];           /* connected on the room's thread */
+  gboolean attached;            /* (lock) between start and stop */
   GMutex lock;
   GCond cond;
   GQueue queue;                 /* (lock) GstBuffer */
@@ -99,7 +102,11 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS,
     GST_STATIC_CAPS ("application/json; application/octet-stream"));
 
-/* ---- On the room's thread ---- */
+/* ---- On the threads messages arrive on ---- */
+
+/* The room reports messages with its sync- signals, on the thread each
+ * arrives on (webrtcbin's SCTP streaming thread), so that a message goes
+ * straight into the queue, with no hand-over to the room's thread. */
 
 static gboolean
 wanted (GstLegbaDataSrc * self, LegbaParticipant * p, const char *topic)
@@ -137,6 +144,12 @@ enqueue (GstLegbaDataSrc * self, LegbaRoom * room, LegbaParticipant * p,
   legba_buffer_add_data_meta (buffer, legba_participant_get_id (p), topic,
       legba_room_get_received_reliability (room), NULL);
   g_mutex_lock (&self->lock);
+  /* a handler that was running when stop() disconnected it */
+  if (!self->attached) {
+    g_mutex_unlock (&self->lock);
+    gst_buffer_unref (buffer);
+    return;
+  }
   g_queue_push_tail (&self->queue, buffer);
   self->received++;
   while (g_queue_get_length (&self->queue) > self->max_buffers) {
@@ -186,14 +199,23 @@ on_bytes (LegbaRoom * room, LegbaParticipant * p, GBytes * bytes,
 }
 
 static void
+release_self (gpointer data, GClosure * closure)
+{
+  gst_object_unref (data);
+}
+
+static void
 connect_room (LegbaRoom * room, gpointer data)
 {
   GstLegbaDataSrc *self = data;
 
-  self->handlers[0] = g_signal_connect (room, "data-received",
-      G_CALLBACK (on_data), self);
-  self->handlers[1] = g_signal_connect (room, "bytes-received",
-      G_CALLBACK (on_bytes), self);
+  /* each handler holds the element while it may run */
+  self->handlers[0] = g_signal_connect_data (room, "sync-data-received",
+      G_CALLBACK (on_data), gst_object_ref (self),
+      release_self, 0);
+  self->handlers[1] = g_signal_connect_data (room, "sync-bytes-received",
+      G_CALLBACK (on_bytes), gst_object_ref (self),
+      release_self, 0);
 }
 
 static void
@@ -288,6 +310,7 @@ gst_legba_data_src_start (GstBaseSrc * src)
   }
   g_mutex_lock (&self->lock);
   self->flushing = FALSE;
+  self->attached = TRUE;
   self->json = TRUE;
   self->warned = FALSE;
   self->started = FALSE;
@@ -306,6 +329,7 @@ gst_legba_data_src_stop (GstBaseSrc * src)
     g_clear_object (&self->room);
   }
   g_mutex_lock (&self->lock);
+  self->attached = FALSE;
   g_queue_clear_full (&self->queue, (GDestroyNotify) gst_buffer_unref);
   g_mutex_unlock (&self->lock);
   return TRUE;

@@ -1194,6 +1194,175 @@ test_server_event (Fixture * f, gconstpointer unused)
   free_all (all, 2);
 }
 
+/* ---- The sync- signals ---- */
+
+/* what the sync- handlers saw, from whatever thread */
+typedef struct
+{
+  GMutex lock;
+  GPtrArray *got;               /* Got */
+  GThread *main_thread;
+  guint on_main;                /* emissions on the test's thread */
+} Sync;
+
+static void
+sync_add (Sync * s, LegbaRoom * room, LegbaParticipant * from, Got * g)
+{
+  g->from = g_strdup (legba_participant_get_id (from));
+  g->reliability = legba_room_get_received_reliability (room);
+  g_mutex_lock (&s->lock);
+  g_ptr_array_add (s->got, g);
+  if (g_thread_self () == s->main_thread)
+    s->on_main++;
+  g_mutex_unlock (&s->lock);
+}
+
+static void
+on_sync_data (LegbaRoom * room, LegbaParticipant * from, const char *topic,
+    JsonNode * node, Sync * s)
+{
+  Got *g = g_new0 (Got, 1);
+
+  g->topic = g_strdup (topic);
+  g->json = json_to_string (node, FALSE);
+  sync_add (s, room, from, g);
+}
+
+static void
+on_sync_bytes (LegbaRoom * room, LegbaParticipant * from, GBytes * bytes,
+    Sync * s)
+{
+  Got *g = g_new0 (Got, 1);
+
+  g->bytes = g_bytes_ref (bytes);
+  sync_add (s, room, from, g);
+}
+
+static guint
+sync_count (Sync * s)
+{
+  guint n;
+
+  g_mutex_lock (&s->lock);
+  n = s->got->len;
+  g_mutex_unlock (&s->lock);
+  return n;
+}
+
+#define SYNC_RELIABLE 50
+
+/* Bob handles messages on the threads they arrive on alone: each message
+ * reaches him there once, in order on its channel, with its reliability;
+ * mute and malformed messages still reach his room's context; the counts
+ * count everything once, also once he handles messages in both places;
+ * and his room goes while messages still arrive. */
+static void
+test_sync (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
+  Data *all[] = { a, b };
+  Sync s = { .main_thread = g_thread_self () };
+  GstWebRTCDataChannel *raw = NULL;
+  g_autoptr (GBytes) bytes = g_bytes_new_static ("\0\1\2", 3);
+  g_autoptr (GError) error = NULL;
+  guint64 received;
+  guint n;
+
+  g_mutex_init (&s.lock);
+  s.got = g_ptr_array_new_with_free_func (got_free);
+  g_signal_handlers_disconnect_by_func (b->p->room, on_data, b);
+  g_signal_handlers_disconnect_by_func (b->p->room, on_bytes, b);
+  g_signal_connect (b->p->room, "sync-data-received",
+      G_CALLBACK (on_sync_data), &s);
+  g_signal_connect (b->p->room, "sync-bytes-received",
+      G_CALLBACK (on_sync_bytes), &s);
+  g_signal_connect (a->p->pipeline, "element-added",
+      G_CALLBACK (on_peer_bin), &raw);
+  connect_all (all, 2);
+  ROOM_WAIT_FOR (raw != NULL && b->mutes == 1,
+      "alice's end of the channel and her mute state");
+
+  for (guint i = 0; i < SYNC_RELIABLE; i++) {
+    g_autofree char *json = g_strdup_printf ("{\"n\":%u}", i);
+
+    send_json (a, json, "seq", LEGBA_RELIABILITY_RELIABLE, NULL);
+  }
+  g_assert_true (legba_room_send_bytes (a->p->room, bytes,
+          LEGBA_RELIABILITY_RELIABLE, NULL, &error));
+  g_assert_no_error (error);
+  legba_room_set_muted (a->p->room, TRUE, FALSE);
+  g_assert_true (gst_webrtc_data_channel_send_string_full (raw, "not json",
+          &error));
+  g_assert_no_error (error);
+  send_json (a, "\"last\"", "end", LEGBA_RELIABILITY_RELIABLE, NULL);
+  send_json (a, "1", "lossy", LEGBA_RELIABILITY_LOSSY, NULL);
+  fixture_publish_event (f, "score", "{\"home\":2}");
+  ROOM_WAIT_FOR (sync_count (&s) == SYNC_RELIABLE + 4 && b->mutes == 2 &&
+      b->p->errors->len == 1, "every message at bob");
+
+  /* on the threads they arrived on, reliable ones in order */
+  g_mutex_lock (&s.lock);
+  for (guint i = 0, seq = 0; i < s.got->len; i++) {
+    Got *g = s.got->pdata[i];
+
+    if (g_strcmp0 (g->from, LEGBA_ROOM_SERVER_PARTICIPANT) == 0) {
+      g_assert_cmpstr (g->topic, ==, "score");
+      g_assert_cmpint (g->reliability, ==, LEGBA_RELIABILITY_RELIABLE);
+      continue;
+    }
+    g_assert_cmpstr (g->from, ==, id_of (a));
+    if (g->bytes != NULL) {
+      g_assert_true (g_bytes_equal (g->bytes, bytes));
+      g_assert_cmpuint (seq, ==, SYNC_RELIABLE);
+    } else if (g_strcmp0 (g->topic, "seq") == 0) {
+      g_autofree char *json = g_strdup_printf ("{\"n\":%u}", seq++);
+
+      g_assert_cmpstr (g->json, ==, json);
+      g_assert_cmpint (g->reliability, ==, LEGBA_RELIABILITY_RELIABLE);
+    } else if (g_strcmp0 (g->topic, "end") == 0) {
+      g_assert_cmpuint (seq, ==, SYNC_RELIABLE);
+      g_assert_cmpint (g->reliability, ==, LEGBA_RELIABILITY_RELIABLE);
+    } else {
+      g_assert_cmpstr (g->topic, ==, "lossy");
+      g_assert_cmpint (g->reliability, ==, LEGBA_RELIABILITY_LOSSY);
+    }
+  }
+  /* the backend's event alone came on the room's context */
+  g_assert_cmpuint (s.on_main, ==, 1);
+  g_mutex_unlock (&s.lock);
+  g_assert_cmpuint (b->got->len, ==, 0);
+  g_assert_true (b->audio_muted);
+  g_assert_error ((GError *) b->p->errors->pdata[0], LEGBA_ROOM_ERROR,
+      LEGBA_ROOM_ERROR_MALFORMED);
+  g_ptr_array_set_size (b->p->errors, 0);
+  /* every message of alice's counted once: the sync ones, two mute
+   * states, the malformed one */
+  received = SYNC_RELIABLE + 3 + 2 + 1;
+  g_assert_cmpuint (data_stat (b, "messages-received"), ==, received);
+  g_assert_cmpuint (data_stat (b, "malformed"), ==, 1);
+
+  /* handled in both places: reported in both, counted once */
+  g_signal_connect (b->p->room, "data-received", G_CALLBACK (on_data), b);
+  send_json (a, "2", "both", LEGBA_RELIABILITY_RELIABLE, NULL);
+  ROOM_WAIT_FOR (b->got->len == 1, "the message on bob's context");
+  g_assert_cmpuint (sync_count (&s), ==, SYNC_RELIABLE + 5);
+  g_assert_cmpstr (got (b, 0)->topic, ==, "both");
+  g_assert_cmpuint (data_stat (b, "messages-received"), ==, received + 1);
+
+  /* bob's room goes while alice's messages arrive */
+  n = sync_count (&s);
+  for (guint i = 0; i < 200; i++)
+    send_json (a, "3", "late", LEGBA_RELIABILITY_RELIABLE, NULL);
+  ROOM_WAIT_FOR (sync_count (&s) > n, "the first late message");
+  data_free (b);
+  g_assert_cmpuint (sync_count (&s), <=, n + 200);
+  g_object_unref (raw);
+  assert_no_room_errors (a->p);
+  data_free (a);
+  g_ptr_array_unref (s.got);
+  g_mutex_clear (&s.lock);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1214,6 +1383,7 @@ main (int argc, char **argv)
   ADD_DATA ("malformed", test_malformed);
   ADD_DATA ("mute", test_mute);
   ADD_DATA ("server-event", test_server_event);
+  ADD_DATA ("sync", test_sync);
   ADD_DATA ("elements", test_elements);
   ADD_DATA ("element-stalled", test_element_stalled);
   ADD_DATA ("element-quiet", test_element_quiet);
