@@ -137,7 +137,8 @@ SUITES = [
     ("footprint", "9. Footprint", None),
 ]
 
-PEER_ORDER = ["legba", "legba-inproc", "legba-burst", "json-glib",
+PEER_ORDER = ["legba", "legba-inproc", "legba-sync", "legba-burst",
+              "json-glib",
               "json-glib-hop", "floor", "webrtcbin", "webrtcbin-tuned",
               "webrtcbin-like", "webrtcbin-1dc",
               "gstreamer",
@@ -181,7 +182,9 @@ CAVEATS = {
     "from webrtcbin's thread to the room's main context (one main-loop "
     "dispatch per message when they come one at a time); json-glib-hop is "
     "json-glib with that same hand-over, legba-burst the room's cost when "
-    "messages come faster than its context runs. Timed rows are noisier "
+    "messages come faster than its context runs, legba-sync the room's cost "
+    "when the application handles messages on the thread they arrive on "
+    "(sync-data-received) and nothing is handed over. Timed rows are noisier "
     "than the instruction counts on a busy machine; the instruction "
     "counts do not see cache misses or system calls (the main-loop "
     "dispatch polls); they are deterministic, one run a row, so they carry "
@@ -646,6 +649,11 @@ TARGETS = [
              f"{word} {size}, {how}: ≤ 1.05 × json-glib", "json-glib", 1.05)
       for way, word in (("send", "send"), ("recv", "receive"))
       for size in ("short", "4k")
+      for kind, how in (("cpu_ns", "timed"), ("ir", "instructions"))],
+    *[_ratio("data", f"{kind}_recv_short",
+             f"receive short, {how}, handled on the thread it arrives on "
+             "(legba-sync): ≤ 1.05 × json-glib", "json-glib", 1.05,
+             "legba-sync")
       for kind, how in (("cpu_ns", "timed"), ("ir", "instructions"))],
     _ratio("data", "heap_kib_per_pair_after_first",
            "heap per pair ≤ 1.02 × plain webrtcbin", "webrtcbin", 1.02),

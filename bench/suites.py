@@ -676,7 +676,7 @@ def suite_footprint(r, q, series, notes):
 
 DATA_CPU_CONFIGS = {"send": ["floor", "json-glib", "legba"],
                     "recv": ["floor", "json-glib", "legba", "legba-burst",
-                             "json-glib-hop"]}
+                             "json-glib-hop", "legba-sync"]}
 
 
 class LegbaServerProcess:
@@ -848,7 +848,10 @@ def suite_data(r, q, series, notes):
         "with one participant whose channels are open. Receive also: "
         "legba-burst (a batch's messages arrive before the room's context "
         "runs: one dispatch for all) and json-glib-hop (json-glib plus the "
-        "hand-over to the application's main context that the room does). "
+        "hand-over to the application's main context that the room does) and "
+        "legba-sync (the application handles the messages on the thread "
+        "they arrive on, LegbaRoom::sync-data-received, alone: no "
+        "hand-over). "
         "Messages (data bytes / on the wire with the envelope): " +
         ", ".join(f"{k} {v[0]} / {v[1]}" for k, v in msg_bytes.items()) +
         ". Timed on the thread's CPU clock in batches of "

@@ -26,6 +26,9 @@
  *                  message's text copied onto the application's main
  *                  context and parsed there (webrtcbin reports messages on
  *                  its SCTP thread; the room reports them on its context)
+ *   legba-sync     legba with the application handling messages on the
+ *                  thread they arrive on (LegbaRoom::sync-data-received)
+ *                  alone: no hand-over to the room's context
  *
  * The transport is left out on both sides: the room hands each message to
  * sink_send() (legba_room_data_set_send_func) instead of webrtcbin's SCTP
@@ -64,11 +67,12 @@ typedef enum
   LEGBA,
   LEGBA_BURST,
   JSON_HOP,
+  LEGBA_SYNC,
   N_CONFIGS
 } Config;
 
 static const char *config_names[N_CONFIGS] = {
-  "floor", "json-glib", "legba", "legba-burst", "json-glib-hop"
+  "floor", "json-glib", "legba", "legba-burst", "json-glib-hop", "legba-sync"
 };
 
 /* what the transport would take */
@@ -90,6 +94,7 @@ static struct
   LegbaParticipant *participant;
   LegbaPeer *peer;
   GstWebRTCDataChannel *floor, *json, *hop, *legba[2];
+  gulong handlers[2];           /* data-received, sync-data-received */
   JsonParser *parser;
   JsonNode *data;
   char *text;                   /* the envelope, as Legba writes it */
@@ -221,6 +226,19 @@ on_data_received (LegbaRoom * room, LegbaParticipant * from,
   app_data (topic, data);
 }
 
+/* the room's handlers: those of legba-sync in its batches, the other */
+static void
+handle_sync (gboolean sync)
+{
+  if (sync) {
+    g_signal_handler_block (b.room, b.handlers[0]);
+    g_signal_handler_unblock (b.room, b.handlers[1]);
+  } else {
+    g_signal_handler_block (b.room, b.handlers[1]);
+    g_signal_handler_unblock (b.room, b.handlers[0]);
+  }
+}
+
 static void
 recv_plain (GstWebRTCDataChannel * channel)
 {
@@ -249,6 +267,8 @@ run_batch (gboolean send, Config config, guint n)
 {
   guint64 before = app_msgs;
 
+  if (config == LEGBA_SYNC)
+    handle_sync (TRUE);
   for (guint i = 0; i < n; i++) {
     switch (config) {
       case FLOOR:
@@ -274,6 +294,7 @@ run_batch (gboolean send, Config config, guint n)
         dispatch_until (app_msgs + 1);
         break;
       case LEGBA_BURST:
+      case LEGBA_SYNC:
         g_signal_emit_by_name (b.legba[0], "on-message-string", b.text);
         break;
       default:
@@ -282,6 +303,12 @@ run_batch (gboolean send, Config config, guint n)
   }
   if (config == LEGBA_BURST)
     dispatch_until (before + n);
+  if (config == LEGBA_SYNC) {
+    if (app_msgs != before + n)
+      g_error ("legba-sync: %" G_GUINT64_FORMAT " of %u messages reported",
+          app_msgs - before, n);
+    handle_sync (FALSE);
+  }
 }
 
 /* callgrind counts this one (--toggle-collect=measured_batch) */
@@ -346,8 +373,11 @@ setup (void)
   b.room = legba_room_new (LEGBA_SIGNALLER (client), GST_BIN (b.pipeline));
   g_object_unref (client);
   g_object_set (b.room, "room", "bench", "identity", "a", NULL);
-  g_signal_connect (b.room, "data-received", G_CALLBACK (on_data_received),
-      NULL);
+  b.handlers[0] = g_signal_connect (b.room, "data-received",
+      G_CALLBACK (on_data_received), NULL);
+  b.handlers[1] = g_signal_connect (b.room, "sync-data-received",
+      G_CALLBACK (on_data_received), NULL);
+  g_signal_handler_block (b.room, b.handlers[1]);
   legba_room_data_set_send_func (sink_send);
 
   b.participant = legba_participant_new ("b-1", NULL);
@@ -473,14 +503,14 @@ main (int argc, char **argv)
   send = strcmp (dir, "send") == 0;
   receiving = !send;
   for (guint c = 0; c < N_CONFIGS; c++) {
-    if ((c == LEGBA_BURST || c == JSON_HOP) && send)
+    if ((c == LEGBA_BURST || c == JSON_HOP || c == LEGBA_SYNC) && send)
       continue;
     if (only == NULL || strcmp (only, config_names[c]) == 0)
       configs[n_configs++] = c;
   }
   if (n_configs == 0) {
-    g_printerr ("--only floor|json-glib|legba, or on recv legba-burst "
-        "or json-glib-hop\n");
+    g_printerr ("--only floor|json-glib|legba, or on recv legba-burst, "
+        "json-glib-hop or legba-sync\n");
     return 2;
   }
 

@@ -45,7 +45,8 @@ class DataSmoke(unittest.TestCase):
             series = res["series"]
             for d, configs in (("send", ["floor", "json-glib", "legba"]),
                                ("recv", ["floor", "json-glib", "legba",
-                                         "legba-burst", "json-glib-hop"])):
+                                         "legba-burst", "json-glib-hop",
+                                         "legba-sync"])):
                 for size in ("short", "4k"):
                     got = series[f"cpu_ns_{d}_{size}"]
                     self.assertEqual(sorted(got), sorted(configs))
