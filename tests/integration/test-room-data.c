@@ -127,6 +127,18 @@ got (Data * d, guint i)
   return d->got->pdata[i];
 }
 
+/* the length of an array other threads add to under @lock */
+static guint
+locked_len (GMutex * lock, GPtrArray * array)
+{
+  guint n;
+
+  g_mutex_lock (lock);
+  n = array->len;
+  g_mutex_unlock (lock);
+  return n;
+}
+
 static void
 connect_all (Data ** all, guint n)
 {
@@ -727,12 +739,7 @@ launch_free (Launch * l)
 static guint
 launch_buffers (Launch * l)
 {
-  guint n;
-
-  g_mutex_lock (&l->lock);
-  n = l->buffers->len;
-  g_mutex_unlock (&l->lock);
-  return n;
+  return locked_len (&l->lock, l->buffers);
 }
 
 static GstElement *
@@ -1241,12 +1248,7 @@ on_sync_bytes (LegbaRoom * room, LegbaParticipant * from, GBytes * bytes,
 static guint
 sync_count (Sync * s)
 {
-  guint n;
-
-  g_mutex_lock (&s->lock);
-  n = s->got->len;
-  g_mutex_unlock (&s->lock);
-  return n;
+  return locked_len (&s->lock, s->got);
 }
 
 #define SYNC_RELIABLE 50
