@@ -115,10 +115,45 @@ struct _LegbaPeerData
   gboolean scheduled;           /* inbox_source is ready to empty the inbox */
   GSource *inbox_source;        /* on the room's context, until the peer
                                  * closes */
-  GPtrArray *channels;          /* GstWebRTCDataChannel whose signals we hold */
+  GPtrArray *watches;           /* Watch, of the channels whose signals we
+                                 * hold */
   gsize received;               /* (atomic) reported by the sync- signals
                                  * alone, not yet in the room's counts */
 };
+
+/* A data channel whose messages the room takes: its handlers' data, held
+ * by each of them. */
+typedef struct
+{
+  LegbaPeer *peer;              /* owned */
+  GstWebRTCDataChannel *channel;        /* owned */
+  LegbaReliability reliability;
+  /* the sync- signals', made on first need: used on the channel's
+   * streaming thread only, which reports its messages one at a time */
+  JsonParser *parser;
+} Watch;
+
+static void
+watch_clear (gpointer data)
+{
+  Watch *w = data;
+
+  legba_peer_unref (w->peer);
+  g_object_unref (w->channel);
+  g_clear_object (&w->parser);
+}
+
+static void
+watch_unref (gpointer w)
+{
+  g_atomic_rc_box_release_full (w, watch_clear);
+}
+
+static void
+watch_closure_unref (gpointer w, GClosure * closure)
+{
+  watch_unref (w);
+}
 
 /* ---- Messages ---- */
 
@@ -719,9 +754,12 @@ text_is_utf8 (const char *text, gsize size)
 static LegbaReliability
 set_receiving (LegbaReliability rel)
 {
+  gpointer now = GINT_TO_POINTER (rel + 1);
   gpointer before = g_private_get (&receiving_key);
 
-  g_private_set (&receiving_key, GINT_TO_POINTER (rel + 1));
+  /* mostly the same as the message before: no write */
+  if (before != now)
+    g_private_set (&receiving_key, now);
   return before ? GPOINTER_TO_INT (before) - 1 : LEGBA_RELIABILITY_RELIABLE;
 }
 
@@ -901,19 +939,16 @@ inbox_source_new (LegbaPeer * peer)
 }
 
 
-/* This thread's parser for the sync- signals, taken while in use, so that
- * a handler that makes the thread parse another message gets another. */
-static GPrivate sync_parser = G_PRIVATE_INIT (g_object_unref);
-
 /* On webrtcbin's SCTP streaming thread: reports a message, JSON text or
  * @bytes, with the sync- signals when they have handlers and the message
  * is one to report. TRUE when nothing is left for the room's context: no
  * handler waits for it there, and it is well formed and on no reserved
  * topic. */
 static gboolean
-report_sync (LegbaPeer * peer, const char *text, gsize size, GBytes * bytes,
-    LegbaReliability rel)
+report_sync (Watch * w, const char *text, gsize size, GBytes * bytes)
 {
+  LegbaPeer *peer = w->peer;
+  LegbaReliability rel = w->reliability;
   /* valid until the peer's streaming threads stopped, which closing the
    * peer waits for before it lets the room go */
   LegbaRoom *room = peer->room;
@@ -921,7 +956,6 @@ report_sync (LegbaPeer * peer, const char *text, gsize size, GBytes * bytes,
       SIGNAL_SYNC_BYTES_RECEIVED];
   LegbaParticipant *p = peer->participant;
   LegbaReliability before;
-  JsonParser *parser;
   const char *topic;
   JsonNode *data;
   gboolean later;
@@ -944,13 +978,10 @@ report_sync (LegbaPeer * peer, const char *text, gsize size, GBytes * bytes,
   }
   if (size > LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE)
     return FALSE;
-  parser = g_private_get (&sync_parser);
-  if (parser != NULL)
-    g_private_set (&sync_parser, NULL);
-  else
-    parser = json_parser_new_immutable ();
+  if (w->parser == NULL)
+    w->parser = json_parser_new_immutable ();
   /* malformed, or reserved (legba.mute): for the room's context */
-  if (parse_envelope (parser, text, size, &topic, &data) != 0 ||
+  if (parse_envelope (w->parser, text, size, &topic, &data) != 0 ||
       topic_is_reserved (topic)) {
     later = TRUE;
   } else {
@@ -960,10 +991,6 @@ report_sync (LegbaPeer * peer, const char *text, gsize size, GBytes * bytes,
     g_signal_emit (room, sync_signal, 0, p, topic, data);
     set_receiving (before);
   }
-  if (g_private_get (&sync_parser) == NULL)
-    g_private_set (&sync_parser, parser);
-  else
-    g_object_unref (parser);
   return !later;
 }
 
@@ -997,43 +1024,19 @@ receive (LegbaPeer * peer, GBytes * bytes, gboolean text, LegbaReliability rel)
 }
 
 static void
-receive_text (LegbaPeer * peer, const char *str, LegbaReliability rel)
+on_string (GstWebRTCDataChannel * c, const char *str, Watch * w)
 {
-  if (!report_sync (peer, str ? str : "", str ? strlen (str) : 0, NULL, rel))
-    receive (peer, str ? g_bytes_new (str, strlen (str)) :
-        g_bytes_new (NULL, 0), TRUE, rel);
+  if (!report_sync (w, str ? str : "", str ? strlen (str) : 0, NULL))
+    receive (w->peer, str ? g_bytes_new (str, strlen (str)) :
+        g_bytes_new (NULL, 0), TRUE, w->reliability);
 }
 
 static void
-receive_data (LegbaPeer * peer, GBytes * data, LegbaReliability rel)
+on_data (GstWebRTCDataChannel * c, GBytes * data, Watch * w)
 {
-  if (data == NULL || !report_sync (peer, NULL, 0, data, rel))
-    receive (peer, data ? g_bytes_ref (data) : g_bytes_new (NULL, 0), FALSE,
-        rel);
-}
-
-static void
-on_string_reliable (GstWebRTCDataChannel * c, const char *str, LegbaPeer * peer)
-{
-  receive_text (peer, str, LEGBA_RELIABILITY_RELIABLE);
-}
-
-static void
-on_string_lossy (GstWebRTCDataChannel * c, const char *str, LegbaPeer * peer)
-{
-  receive_text (peer, str, LEGBA_RELIABILITY_LOSSY);
-}
-
-static void
-on_data_reliable (GstWebRTCDataChannel * c, GBytes * data, LegbaPeer * peer)
-{
-  receive_data (peer, data, LEGBA_RELIABILITY_RELIABLE);
-}
-
-static void
-on_data_lossy (GstWebRTCDataChannel * c, GBytes * data, LegbaPeer * peer)
-{
-  receive_data (peer, data, LEGBA_RELIABILITY_LOSSY);
+  if (data == NULL || !report_sync (w, NULL, 0, data))
+    receive (w->peer, data ? g_bytes_ref (data) : g_bytes_new (NULL, 0),
+        FALSE, w->reliability);
 }
 
 static void
@@ -1048,27 +1051,19 @@ channel_low (LegbaPeer * peer, gpointer data)
 }
 
 static void
-on_low_reliable (GstWebRTCDataChannel * c, LegbaPeer * peer)
+on_low (GstWebRTCDataChannel * c, Watch * w)
 {
-  legba_peer_invoke (peer, channel_low,
-      GINT_TO_POINTER (LEGBA_RELIABILITY_RELIABLE), NULL);
-}
-
-static void
-on_low_lossy (GstWebRTCDataChannel * c, LegbaPeer * peer)
-{
-  legba_peer_invoke (peer, channel_low,
-      GINT_TO_POINTER (LEGBA_RELIABILITY_LOSSY), NULL);
+  legba_peer_invoke (w->peer, channel_low, GINT_TO_POINTER (w->reliability),
+      NULL);
 }
 
 /* ---- Hooks of the peer connection (legba-room-peer.c) ---- */
 
 static void
-connect_channel (LegbaPeer * peer, GstWebRTCDataChannel * channel,
-    const char *name, GCallback callback)
+connect_watch (Watch * w, const char *name, GCallback callback)
 {
-  g_signal_connect_data (channel, name, callback, legba_peer_ref (peer),
-      legba_peer_closure_unref, 0);
+  g_signal_connect_data (w->channel, name, callback,
+      g_atomic_rc_box_acquire (w), watch_closure_unref, 0);
 }
 
 /* Any thread: as soon as a channel exists (webrtcbin's on-data-channel
@@ -1078,6 +1073,7 @@ legba_peer_data_watch_channel (LegbaPeer * peer, GstWebRTCDataChannel * channel)
 {
   g_autofree char *label = NULL;
   gboolean lossy;
+  Watch *w;
 
   g_object_get (channel, "label", &label, NULL);
   if (g_strcmp0 (label, LEGBA_ROOM_CHANNEL_RELIABLE) == 0)
@@ -1097,15 +1093,17 @@ legba_peer_data_watch_channel (LegbaPeer * peer, GstWebRTCDataChannel * channel)
     peer->data = g_new0 (LegbaPeerData, 1);
     g_queue_init (&peer->data->inbox);
     peer->data->inbox_source = inbox_source_new (peer);
-    peer->data->channels = g_ptr_array_new_with_free_func (g_object_unref);
+    peer->data->watches = g_ptr_array_new_with_free_func (watch_unref);
   }
-  g_ptr_array_add (peer->data->channels, g_object_ref (channel));
-  connect_channel (peer, channel, "on-message-string", lossy ?
-      G_CALLBACK (on_string_lossy) : G_CALLBACK (on_string_reliable));
-  connect_channel (peer, channel, "on-message-data", lossy ?
-      G_CALLBACK (on_data_lossy) : G_CALLBACK (on_data_reliable));
-  connect_channel (peer, channel, "on-buffered-amount-low", lossy ?
-      G_CALLBACK (on_low_lossy) : G_CALLBACK (on_low_reliable));
+  w = g_atomic_rc_box_new0 (Watch);
+  w->peer = legba_peer_ref (peer);
+  w->channel = g_object_ref (channel);
+  w->reliability = lossy ? LEGBA_RELIABILITY_LOSSY :
+      LEGBA_RELIABILITY_RELIABLE;
+  g_ptr_array_add (peer->data->watches, w);
+  connect_watch (w, "on-message-string", G_CALLBACK (on_string));
+  connect_watch (w, "on-message-data", G_CALLBACK (on_data));
+  connect_watch (w, "on-buffered-amount-low", G_CALLBACK (on_low));
   g_mutex_unlock (&peer->lock);
 }
 
@@ -1114,17 +1112,20 @@ legba_peer_data_watch_channel (LegbaPeer * peer, GstWebRTCDataChannel * channel)
 void
 legba_peer_data_close (LegbaPeer * peer)
 {
-  g_autoptr (GPtrArray) channels = NULL;
+  g_autoptr (GPtrArray) watches = NULL;
   GSource *inbox_source = NULL;
 
   g_mutex_lock (&peer->lock);
   if (peer->data != NULL) {
-    channels = g_steal_pointer (&peer->data->channels);
+    watches = g_steal_pointer (&peer->data->watches);
     inbox_source = g_steal_pointer (&peer->data->inbox_source);
   }
   g_mutex_unlock (&peer->lock);
-  for (guint i = 0; channels != NULL && i < channels->len; i++)
-    g_signal_handlers_disconnect_by_data (channels->pdata[i], peer);
+  for (guint i = 0; watches != NULL && i < watches->len; i++) {
+    Watch *w = watches->pdata[i];
+
+    g_signal_handlers_disconnect_by_data (w->channel, w);
+  }
   legba_clear_source (&inbox_source);
 }
 
@@ -1155,7 +1156,7 @@ legba_peer_data_free (LegbaPeerData * data)
     return;
   g_queue_clear_full (&data->inbox, incoming_free);
   legba_clear_source (&data->inbox_source);
-  g_clear_pointer (&data->channels, g_ptr_array_unref);
+  g_clear_pointer (&data->watches, g_ptr_array_unref);
   g_free (data);
 }
 
