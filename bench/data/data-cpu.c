@@ -233,7 +233,9 @@ handle_sync (gboolean sync)
   if (sync) {
     g_signal_handler_block (b.room, b.handlers[0]);
     g_signal_handler_unblock (b.room, b.handlers[1]);
+    legba_room_enable_sync_data_emission (b.room);
   } else {
+    legba_room_disable_sync_data_emission (b.room);
     g_signal_handler_block (b.room, b.handlers[1]);
     g_signal_handler_unblock (b.room, b.handlers[0]);
   }

@@ -99,6 +99,7 @@ struct _LegbaRoomData
   guint64 lossy_dropped;
   guint64 not_delivered;
   guint64 malformed;
+  gint sync_enabled;            /* (atomic) */
 };
 
 typedef struct
@@ -589,6 +590,40 @@ legba_room_get_received_reliability (LegbaRoom * self)
 }
 
 /**
+ * legba_room_enable_sync_data_emission:
+ * @self: a #LegbaRoom
+ *
+ * Makes the room emit #LegbaRoom::sync-data-received and
+ * #LegbaRoom::sync-bytes-received, which it does not by default (as
+ * GstBus's sync-message needs gst_bus_enable_sync_message_emission()): a
+ * message is then parsed on the thread it arrives on. Each call needs a
+ * legba_room_disable_sync_data_emission() of its own; any thread.
+ */
+void
+legba_room_enable_sync_data_emission (LegbaRoom * self)
+{
+  g_return_if_fail (LEGBA_IS_ROOM (self));
+
+  g_atomic_int_inc (&self->data->sync_enabled);
+}
+
+/**
+ * legba_room_disable_sync_data_emission:
+ * @self: a #LegbaRoom
+ *
+ * Undoes one legba_room_enable_sync_data_emission(): once every one is
+ * undone, the sync- signals are no longer emitted.
+ */
+void
+legba_room_disable_sync_data_emission (LegbaRoom * self)
+{
+  g_return_if_fail (LEGBA_IS_ROOM (self));
+  g_return_if_fail (g_atomic_int_get (&self->data->sync_enabled) > 0);
+
+  g_atomic_int_add (&self->data->sync_enabled, -1);
+}
+
+/**
  * legba_room_get_main_context:
  * @self: a #LegbaRoom
  *
@@ -940,8 +975,8 @@ inbox_source_new (LegbaPeer * peer)
 
 
 /* On webrtcbin's SCTP streaming thread: reports a message, JSON text or
- * @bytes, with the sync- signals when they have handlers and the message
- * is one to report. TRUE when nothing is left for the room's context: no
+ * @bytes, with the sync- signals when they are enabled and the message is
+ * one to report. TRUE when nothing is left for the room's context: no
  * handler waits for it there, and it is well formed and on no reserved
  * topic. */
 static gboolean
@@ -960,8 +995,7 @@ report_sync (Watch * w, const char *text, gsize size, GBytes * bytes)
   JsonNode *data;
   gboolean later;
 
-  if (room == NULL || !g_signal_has_handler_pending (room, sync_signal, 0,
-          FALSE))
+  if (room == NULL || !g_atomic_int_get (&room->data->sync_enabled))
     return FALSE;
   later = g_signal_has_handler_pending (room,
       signals[text ? SIGNAL_DATA_RECEIVED : SIGNAL_BYTES_RECEIVED], 0, FALSE);
@@ -1227,8 +1261,9 @@ on_event_received (LegbaSignaller * signaller, const char *event,
   LegbaRoomData *d = room->data;
   LegbaReliability before = set_receiving (LEGBA_RELIABILITY_RELIABLE);
 
-  g_signal_emit (room, signals[SIGNAL_SYNC_DATA_RECEIVED], 0, d->server,
-      event, data);
+  if (g_atomic_int_get (&d->sync_enabled))
+    g_signal_emit (room, signals[SIGNAL_SYNC_DATA_RECEIVED], 0, d->server,
+        event, data);
   g_signal_emit (room, signals[SIGNAL_DATA_RECEIVED], 0, d->server, event,
       data);
   set_receiving (before);
@@ -1467,7 +1502,9 @@ legba_room_data_class_init (GObjectClass * klass)
    *
    * #LegbaRoom::data-received, emitted on the thread the message arrived
    * on, before it: webrtcbin's SCTP streaming thread for messages of
-   * participants (§7 events arrive on the room's main context). Messages
+   * participants (§7 events arrive on the room's main context). It is
+   * not emitted by default: legba_room_enable_sync_data_emission() turns
+   * it on. Messages
    * of one channel come in order; those of different channels or
    * participants can come at once on different threads. Reserved topics
    * and malformed messages are not emitted here; the room handles them
@@ -1498,7 +1535,8 @@ legba_room_data_class_init (GObjectClass * klass)
    * @bytes: the message
    *
    * #LegbaRoom::bytes-received, emitted on webrtcbin's SCTP streaming
-   * thread before it, as #LegbaRoom::sync-data-received is for JSON.
+   * thread before it, as #LegbaRoom::sync-data-received is for JSON, once
+   * legba_room_enable_sync_data_emission() turned it on.
    */
   signals[SIGNAL_SYNC_BYTES_RECEIVED] = g_signal_new ("sync-bytes-received",
       type, G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 2,

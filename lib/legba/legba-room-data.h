@@ -74,6 +74,8 @@ gboolean legba_room_send_bytes (LegbaRoom * self, GBytes * bytes,
 gsize legba_room_get_max_message_size (LegbaRoom * self,
     const char *participant_id);
 LegbaReliability legba_room_get_received_reliability (LegbaRoom * self);
+void legba_room_enable_sync_data_emission (LegbaRoom * self);
+void legba_room_disable_sync_data_emission (LegbaRoom * self);
 
 void legba_room_set_muted (LegbaRoom * self, gboolean audio, gboolean video);
 void legba_room_get_muted (LegbaRoom * self, gboolean * audio,

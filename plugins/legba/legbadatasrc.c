@@ -216,6 +216,7 @@ connect_room (LegbaRoom * room, gpointer data)
   self->handlers[1] = g_signal_connect_data (room, "sync-bytes-received",
       G_CALLBACK (on_bytes), gst_object_ref (self),
       release_self, 0);
+  legba_room_enable_sync_data_emission (room);
 }
 
 static void
@@ -223,6 +224,8 @@ disconnect_room (LegbaRoom * room, gpointer data)
 {
   GstLegbaDataSrc *self = data;
 
+  if (self->handlers[0] != 0)
+    legba_room_disable_sync_data_emission (room);
   g_clear_signal_handler (&self->handlers[0], room);
   g_clear_signal_handler (&self->handlers[1], room);
 }

@@ -1253,11 +1253,12 @@ sync_count (Sync * s)
 
 #define SYNC_RELIABLE 50
 
-/* Bob handles messages on the threads they arrive on alone: each message
- * reaches him there once, in order on its channel, with its reliability;
- * mute and malformed messages still reach his room's context; the counts
- * count everything once, also once he handles messages in both places;
- * and his room goes while messages still arrive. */
+/* The sync- signals come once enabled. Bob then handles messages on the
+ * threads they arrive on alone: each message reaches him there once, in
+ * order on its channel, with its reliability; mute and malformed messages
+ * still reach his room's context; the counts count everything once, also
+ * once he handles messages in both places; and his room goes while
+ * messages still arrive. */
 static void
 test_sync (Fixture * f, gconstpointer unused)
 {
@@ -1272,8 +1273,6 @@ test_sync (Fixture * f, gconstpointer unused)
 
   g_mutex_init (&s.lock);
   s.got = g_ptr_array_new_with_free_func (got_free);
-  g_signal_handlers_disconnect_by_func (b->p->room, on_data, b);
-  g_signal_handlers_disconnect_by_func (b->p->room, on_bytes, b);
   g_signal_connect (b->p->room, "sync-data-received",
       G_CALLBACK (on_sync_data), &s);
   g_signal_connect (b->p->room, "sync-bytes-received",
@@ -1283,6 +1282,15 @@ test_sync (Fixture * f, gconstpointer unused)
   connect_all (all, 2);
   ROOM_WAIT_FOR (raw != NULL && b->mutes == 1,
       "alice's end of the channel and her mute state");
+
+  /* not emitted until enabled */
+  send_json (a, "0", "early", LEGBA_RELIABILITY_RELIABLE, NULL);
+  ROOM_WAIT_FOR (b->got->len == 1, "the early message on bob's context");
+  g_assert_cmpuint (sync_count (&s), ==, 0);
+  g_ptr_array_set_size (b->got, 0);
+  legba_room_enable_sync_data_emission (b->p->room);
+  g_signal_handlers_disconnect_by_func (b->p->room, on_data, b);
+  g_signal_handlers_disconnect_by_func (b->p->room, on_bytes, b);
 
   for (guint i = 0; i < SYNC_RELIABLE; i++) {
     g_autofree char *json = g_strdup_printf ("{\"n\":%u}", i);
@@ -1337,9 +1345,9 @@ test_sync (Fixture * f, gconstpointer unused)
   g_assert_error ((GError *) b->p->errors->pdata[0], LEGBA_ROOM_ERROR,
       LEGBA_ROOM_ERROR_MALFORMED);
   g_ptr_array_set_size (b->p->errors, 0);
-  /* every message of alice's counted once: the sync ones, two mute
-   * states, the malformed one */
-  received = SYNC_RELIABLE + 3 + 2 + 1;
+  /* every message of alice's counted once: the early one, the sync ones,
+   * two mute states, the malformed one */
+  received = 1 + SYNC_RELIABLE + 3 + 2 + 1;
   g_assert_cmpuint (data_stat (b, "messages-received"), ==, received);
   g_assert_cmpuint (data_stat (b, "malformed"), ==, 1);
 
