@@ -51,6 +51,10 @@ struct _LegbaPollGroup
   gpointer tag;                 /* epfd in the source */
   guint members;
   gboolean orphaned;            /* freed, serving what is left in the buckets */
+  gboolean dispatching;         /* in legba_poll_source_dispatch() */
+  gboolean paused;              /* epfd left out of the parent's poll until
+                                 * the dispatch that a callback recursed
+                                 * into returns */
 };
 
 static guint32
@@ -214,6 +218,11 @@ legba_poll_source_prepare (GSource * source, gint * timeout)
   gint64 next = -1;
   guint i;
 
+  /* a callback runs the parent context: nothing here until it returns */
+  if (group->dispatching) {
+    *timeout = -1;
+    return FALSE;
+  }
   for (i = 0; i < group->buckets->len; i++) {
     LegbaPollBucket *bucket = g_ptr_array_index (group->buckets, i);
 
@@ -240,6 +249,8 @@ legba_poll_source_check (GSource * source)
   gint64 now = g_source_get_time (source);
   guint i;
 
+  if (group->dispatching)
+    return FALSE;
   if (group->orphaned || g_source_query_unix_fd (source, group->tag) != 0)
     return TRUE;
   for (i = 0; i < group->buckets->len; i++)
@@ -257,6 +268,18 @@ legba_poll_source_dispatch (GSource * source, GSourceFunc callback,
   gboolean idle = TRUE;
   guint i, n_buckets = group->buckets->len;
   int n_ready;
+
+  if (group->dispatching) {
+    /* the parent context, run by a callback of ours: the epoll descriptor
+     * stays ready until the outer dispatch serves it, so it leaves the
+     * parent's poll meanwhile instead of waking it again and again */
+    if (!group->paused && group->tag != NULL) {
+      g_source_modify_unix_fd (source, group->tag, 0);
+      group->paused = TRUE;
+    }
+    return G_SOURCE_CONTINUE;
+  }
+  group->dispatching = TRUE;
 
   /* GLib holds the source, hence the group, until dispatch returns, even
    * if a callback lets the group go. Buckets made meanwhile are served
@@ -282,6 +305,11 @@ legba_poll_source_dispatch (GSource * source, GSourceFunc callback,
     if (group->orphaned || legba_poll_bucket_is_due (bucket, now))
       legba_poll_bucket_iterate (bucket);
     idle = idle && bucket->idle;
+  }
+  group->dispatching = FALSE;
+  if (group->paused) {
+    g_source_modify_unix_fd (source, group->tag, G_IO_IN);
+    group->paused = FALSE;
   }
   /* Let go and nothing left to serve (closes begun in the buckets have
    * finished): the context drops the source, which frees the group. */
@@ -328,6 +356,11 @@ legba_poll_group_new (GMainContext * parent, guint bucket_size)
   g_source_set_static_name (source, "LegbaPollGroup");
   group->source = (LegbaPollSource *) source;
   group->source->group = group;
+  /* GLib would take the descriptor out of the context around each
+   * dispatch and put it back, and each is a write to the context's wakeup
+   * and one more iteration to read it: the source guards against its own
+   * recursion instead */
+  g_source_set_can_recurse (source, TRUE);
   if (group->epfd >= 0)
     group->tag = g_source_add_unix_fd (source, group->epfd, G_IO_IN);
   g_source_attach (source, parent);

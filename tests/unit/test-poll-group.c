@@ -347,6 +347,119 @@ test_free_with_pending (void)
   WAIT_UNTIL (fired == 1, "the timeout left in the freed group");
 }
 
+/* The parent context's wakeup: the eventfd among the descriptors it
+ * polls (GLib writes to it to wake a context from its poll). */
+static int
+parent_wakeup_fd (void)
+{
+  GMainContext *context = g_main_context_default ();
+  GPollFD fds[16];
+  gint max_priority, timeout, n;
+  int found = -1;
+
+  g_main_context_acquire (context);
+  g_main_context_prepare (context, &max_priority);
+  n = g_main_context_query (context, max_priority, &timeout, fds,
+      G_N_ELEMENTS (fds));
+  g_assert_cmpint (n, <=, G_N_ELEMENTS (fds));
+  for (gint i = 0; i < n && found < 0; i++) {
+    g_autofree char *path = g_strdup_printf ("/proc/self/fdinfo/%d",
+        fds[i].fd);
+    g_autofree char *info = NULL;
+
+    if (g_file_get_contents (path, &info, NULL, NULL) &&
+        strstr (info, "eventfd-count:") != NULL)
+      found = fds[i].fd;
+  }
+  for (gint i = 0; i < n; i++)
+    fds[i].revents = 0;
+  if (g_main_context_check (context, max_priority, fds, n))
+    g_main_context_dispatch (context);
+  g_main_context_release (context);
+  g_assert_cmpint (found, >=, 0);
+  return found;
+}
+
+static gboolean
+wakeup_pending (int fd)
+{
+  GPollFD p = { fd, G_IO_IN, 0 };
+
+  return g_poll (&p, 1, 0) == 1;
+}
+
+/* Serving a member's input costs the parent context no wakeup of its
+ * own: no write to its eventfd, no iteration more to read it back. */
+static void
+test_no_wakeup (void)
+{
+  LegbaPollGroup *group = legba_poll_group_new (NULL, 4);
+  Member *m = member_new (group);
+  int wakeup = parent_wakeup_fd ();
+
+  member_write (m, "a");
+  WAIT_UNTIL (g_str_equal (m->received->str, "a"), "the first read");
+  for (guint i = 0; i < 10 && wakeup_pending (wakeup); i++)
+    g_main_context_iteration (NULL, FALSE);
+  g_assert_false (wakeup_pending (wakeup));
+
+  member_write (m, "b");
+  WAIT_UNTIL (g_str_equal (m->received->str, "ab"), "the second read");
+  g_assert_false (wakeup_pending (wakeup));
+
+  member_free (m);
+  legba_poll_group_free (group);
+}
+
+/* A member's callback that runs the parent context (a nested main loop)
+ * is not served into: the group serves nothing until the callback
+ * returns, then serves what came meanwhile. */
+typedef struct
+{
+  Member *self, *other;
+  guint nested;
+  gsize other_during;
+} Nesting;
+
+static gboolean
+nesting_readable (GSocket * socket, GIOCondition condition, gpointer data)
+{
+  Nesting *n = data;
+  gboolean more = member_readable (socket, condition, n->self);
+
+  if (n->nested++ == 0) {
+    member_write (n->other, "o");
+    for (guint i = 0; i < 5; i++)
+      g_main_context_iteration (NULL, FALSE);
+    n->other_during = n->other->received->len;
+  }
+  return more;
+}
+
+static void
+test_recursion (void)
+{
+  LegbaPollGroup *group = legba_poll_group_new (NULL, 1);
+  Member *a = member_new (group), *b = member_new (group);
+  Nesting n = { a, b, 0, 0 };
+
+  g_assert_true (a->bucket != b->bucket);
+  g_source_set_callback (a->source, G_SOURCE_FUNC (nesting_readable), &n,
+      NULL);
+  member_write (a, "a");
+  WAIT_UNTIL (g_str_equal (b->received->str, "o"),
+      "the other member, once the nested loop returned");
+  g_assert_cmpstr (a->received->str, ==, "a");
+  g_assert_cmpuint (n.other_during, ==, 0);
+  /* served as before */
+  member_write (a, "b");
+  WAIT_UNTIL (g_str_equal (a->received->str, "ab"), "a's second read");
+
+  member_free (a);
+  member_free (b);
+  legba_poll_group_free (group);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -358,5 +471,7 @@ main (int argc, char **argv)
   g_test_add_func ("/poll-group/other-thread", test_other_thread);
   g_test_add_func ("/poll-group/descriptor-reuse", test_descriptor_reuse);
   g_test_add_func ("/poll-group/free-with-pending", test_free_with_pending);
+  g_test_add_func ("/poll-group/no-wakeup", test_no_wakeup);
+  g_test_add_func ("/poll-group/recursion", test_recursion);
   return g_test_run ();
 }
