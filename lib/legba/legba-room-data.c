@@ -13,11 +13,11 @@
  * holds another's messages back.
  *
  * Receiving: webrtcbin hands messages over on its SCTP streaming thread.
- * Handlers of the sync- signals get them there, parsed by the peer's own
- * parser; what the room's context has to see (a message someone handles
- * there, a reserved topic, a malformed message) is queued on the peer
- * (under its lock) and reported, in order, by one dispatch per batch on
- * the room's main context.
+ * Handlers of the sync- signals, once enabled, get them there, parsed by
+ * the channel's own parser; what the room's context has to see (a message
+ * someone handles there, a reserved topic, a malformed message) is queued
+ * on the peer (under its lock) and reported, in order, by one dispatch per
+ * batch on the room's main context.
  */
 #include "legba-room-data-private.h"
 #include "legba-json.h"
@@ -1032,10 +1032,9 @@ report_sync (Watch * w, const char *text, gsize size, GBytes * bytes)
 static void
 receive (LegbaPeer * peer, GBytes * bytes, gboolean text, LegbaReliability rel)
 {
-  Incoming *in;
+  Incoming *in = g_new (Incoming, 1);
   gboolean schedule;
 
-  in = g_new (Incoming, 1);
   in->bytes = bytes;
   in->text = text;
   in->reliability = rel;
