@@ -138,8 +138,7 @@ SUITES = [
 ]
 
 PEER_ORDER = ["legba", "legba-inproc", "legba-sync", "legba-burst",
-              "json-glib",
-              "json-glib-hop", "floor", "webrtcbin", "webrtcbin-tuned",
+              "json-glib", "json-glib-hop", "floor", "webrtcbin", "webrtcbin-tuned",
               "webrtcbin-like", "webrtcbin-1dc",
               "gstreamer",
               "rtp-floor", "aiortc", "pion"]

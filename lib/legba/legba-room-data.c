@@ -973,7 +973,6 @@ inbox_source_new (LegbaPeer * peer)
   return source;
 }
 
-
 /* On webrtcbin's SCTP streaming thread: reports a message, JSON text or
  * @bytes, with the sync- signals when they are enabled and the message is
  * one to report. TRUE when nothing is left for the room's context: no
@@ -983,48 +982,40 @@ static gboolean
 report_sync (Watch * w, const char *text, gsize size, GBytes * bytes)
 {
   LegbaPeer *peer = w->peer;
-  LegbaReliability rel = w->reliability;
   /* valid until the peer's streaming threads stopped, which closing the
    * peer waits for before it lets the room go */
   LegbaRoom *room = peer->room;
-  guint sync_signal = signals[text ? SIGNAL_SYNC_DATA_RECEIVED :
-      SIGNAL_SYNC_BYTES_RECEIVED];
-  LegbaParticipant *p = peer->participant;
   LegbaReliability before;
-  const char *topic;
-  JsonNode *data;
+  const char *topic = NULL;
+  JsonNode *data = NULL;
   gboolean later;
 
   if (room == NULL || !g_atomic_int_get (&room->data->sync_enabled))
     return FALSE;
-  later = g_signal_has_handler_pending (room,
-      signals[text ? SIGNAL_DATA_RECEIVED : SIGNAL_BYTES_RECEIVED], 0, FALSE);
-  if (bytes != NULL) {
-    /* the room's context reports what is over the limit */
-    if (g_bytes_get_size (bytes) > LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE)
-      return FALSE;
-    if (!later)
-      g_atomic_pointer_add (&peer->data->received, 1);
-    before = set_receiving (rel);
-    g_signal_emit (room, sync_signal, 0, p, bytes);
-    set_receiving (before);
-    return !later;
-  }
-  if (size > LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE)
+  /* over the limit, malformed or reserved (legba.mute): the room's
+   * context reports it */
+  if ((bytes ? g_bytes_get_size (bytes) : size) >
+      LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE)
     return FALSE;
-  if (w->parser == NULL)
-    w->parser = json_parser_new_immutable ();
-  /* malformed, or reserved (legba.mute): for the room's context */
-  if (parse_envelope (w->parser, text, size, &topic, &data) != 0 ||
-      topic_is_reserved (topic)) {
-    later = TRUE;
-  } else {
-    if (!later)
-      g_atomic_pointer_add (&peer->data->received, 1);
-    before = set_receiving (rel);
-    g_signal_emit (room, sync_signal, 0, p, topic, data);
-    set_receiving (before);
+  if (bytes == NULL) {
+    if (w->parser == NULL)
+      w->parser = json_parser_new_immutable ();
+    if (parse_envelope (w->parser, text, size, &topic, &data) != 0 ||
+        topic_is_reserved (topic))
+      return FALSE;
   }
+  later = g_signal_has_handler_pending (room,
+      signals[bytes ? SIGNAL_BYTES_RECEIVED : SIGNAL_DATA_RECEIVED], 0, FALSE);
+  if (!later)
+    g_atomic_pointer_add (&peer->data->received, 1);
+  before = set_receiving (w->reliability);
+  if (bytes != NULL)
+    g_signal_emit (room, signals[SIGNAL_SYNC_BYTES_RECEIVED], 0,
+        peer->participant, bytes);
+  else
+    g_signal_emit (room, signals[SIGNAL_SYNC_DATA_RECEIVED], 0,
+        peer->participant, topic, data);
+  set_receiving (before);
   return !later;
 }
 
@@ -1059,9 +1050,10 @@ receive (LegbaPeer * peer, GBytes * bytes, gboolean text, LegbaReliability rel)
 static void
 on_string (GstWebRTCDataChannel * c, const char *str, Watch * w)
 {
-  if (!report_sync (w, str ? str : "", str ? strlen (str) : 0, NULL))
-    receive (w->peer, str ? g_bytes_new (str, strlen (str)) :
-        g_bytes_new (NULL, 0), TRUE, w->reliability);
+  gsize size = str ? strlen (str) : 0;
+
+  if (!report_sync (w, str ? str : "", size, NULL))
+    receive (w->peer, g_bytes_new (str, size), TRUE, w->reliability);
 }
 
 static void
@@ -1421,16 +1413,15 @@ marshal_data_received_v (GClosure * closure, GValue * return_value,
   gpointer data1, data2, participant, data;
   const char *topic;
   char *topic_copy = NULL;
-  gboolean data_copied = FALSE, participant_static = FALSE;
+  gboolean data_copied = FALSE;
+  gboolean participant_ref = !(param_types[0] & G_SIGNAL_TYPE_STATIC_SCOPE);
   DataReceivedFunc callback;
   va_list copy;
 
   G_VA_COPY (copy, args);
   participant = va_arg (copy, gpointer);
-  if (participant != NULL && !(param_types[0] & G_SIGNAL_TYPE_STATIC_SCOPE))
-    participant = g_object_ref (participant);
-  else
-    participant_static = TRUE;
+  if (participant != NULL && participant_ref)
+    g_object_ref (participant);
   topic = va_arg (copy, const char *);
   if (topic != NULL && !(param_types[1] & G_SIGNAL_TYPE_STATIC_SCOPE))
     topic = topic_copy = g_strdup (topic);
@@ -1449,7 +1440,7 @@ marshal_data_received_v (GClosure * closure, GValue * return_value,
   }
   callback = (DataReceivedFunc) (marshal_data ? marshal_data : cc->callback);
   callback (data1, participant, topic, data, data2);
-  if (participant != NULL && !participant_static)
+  if (participant != NULL && participant_ref)
     g_object_unref (participant);
   g_free (topic_copy);
   if (data_copied)
@@ -1503,11 +1494,10 @@ legba_room_data_class_init (GObjectClass * klass)
    * on, before it: webrtcbin's SCTP streaming thread for messages of
    * participants (§7 events arrive on the room's main context). It is
    * not emitted by default: legba_room_enable_sync_data_emission() turns
-   * it on. Messages
-   * of one channel come in order; those of different channels or
-   * participants can come at once on different threads. Reserved topics
-   * and malformed messages are not emitted here; the room handles them
-   * on its context as always.
+   * it on. Messages of one channel come in order; those of different
+   * channels or participants can come at once on different threads.
+   * Reserved topics and malformed messages are not emitted here; the room
+   * handles them on its context as always.
    *
    * A room hands a message to its main context only when something
    * handles it there, so an application (or an element) that handles
