@@ -386,6 +386,7 @@ setup (void)
   g_hash_table_insert (b.room->by_id, b.participant->id, b.participant);
   g_list_store_append (b.room->participants, b.participant);
   b.participant->listed = TRUE;
+  legba_room_data_participant_joined (b.room, b.participant);
   b.peer = legba_peer_new (b.room, b.participant, "bench-pc",
       LEGBA_PEER_OFFERER, &error);
   if (b.peer == NULL)

@@ -16,6 +16,8 @@ void legba_room_data_class_init (GObjectClass * klass);
 LegbaRoomData *legba_room_data_new (LegbaRoom * room);
 void legba_room_data_dispose (LegbaRoom * room);
 void legba_room_data_free (LegbaRoomData * data);
+void legba_room_data_participant_joined (LegbaRoom * room,
+    LegbaParticipant * p);
 void legba_room_data_peer_connected (LegbaRoom * room, LegbaPeer * peer);
 void legba_room_data_lossy_open (LegbaRoom * room, LegbaPeer * peer);
 

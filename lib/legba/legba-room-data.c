@@ -4,20 +4,27 @@
  * Application data over a LegbaRoom's data channels (ROOM-PROTOCOL.md §6)
  * and the backend's events (§7).
  *
- * Sending: every recipient has an outbox per channel. A message goes
- * straight into the recipient's data channel while the channel is open,
- * nothing waits before it and webrtcbin holds at most CHANNEL_HIGH_WATER
- * unsent bytes of it (its buffered-amount); otherwise it waits in the
- * outbox, bounded by LEGBA_ROOM_DATA_QUEUE_BYTES, until the channel opens
- * or webrtcbin signals buffered-amount-low. One recipient's outbox never
- * holds another's messages back.
+ * Sending: every participant of the room is a recipient, with an outbox
+ * per channel. A message goes straight into the recipient's data channel
+ * while the channel is open, nothing waits before it and webrtcbin holds
+ * at most CHANNEL_HIGH_WATER unsent bytes of it (its buffered-amount);
+ * otherwise it waits in the outbox, bounded by LEGBA_ROOM_DATA_QUEUE_BYTES,
+ * until the channel opens or webrtcbin signals buffered-amount-low. One
+ * recipient's outbox never holds another's messages back. The recipients
+ * are the room's lock's (d->lock), so that any thread may send: under it
+ * the room calls nothing but the data channels' own send and
+ * buffered-amount (which take the channel's lock alone); what a send
+ * leaves for the room's context (a queue to drain, a lossy channel to
+ * make) is done there by the kick source, and signals and reports are
+ * made once the lock is released.
  *
- * Receiving: webrtcbin hands messages over on its SCTP streaming thread.
- * Handlers of the sync- signals, once enabled, get them there, parsed by
- * the channel's own parser; what the room's context has to see (a message
- * someone handles there, a reserved topic, a malformed message) is queued
- * on the peer (under its lock) and reported, in order, by one dispatch per
- * batch on the room's main context.
+ * Receiving: webrtcbin 1.22 hands messages over on its own thread (one
+ * per peer connection), holding the connection's lock. Handlers of the
+ * sync- signals, once enabled, get them there, parsed by the channel's
+ * own parser; what the room's context has to see (a message someone
+ * handles there, a reserved topic, a malformed message) is queued on the
+ * peer (under its lock) and reported, in order, by one dispatch per batch
+ * on the room's main context.
  */
 #include "legba-room-data-private.h"
 #include "legba-json.h"
@@ -68,11 +75,19 @@ typedef struct
   gboolean owed;                /* a message was refused: ready-to-send due */
 } Outbox;
 
-/* What the room knows of one participant's data, by participant id. */
+/* What the room knows of one participant's data, by participant id
+ * (lock: LegbaRoomData.lock). */
 typedef struct
 {
   char *id;
+  gboolean member;              /* in the room: sent to when to is NULL */
   Outbox out[2];                /* by LegbaReliability */
+  /* the channels of its connected peer connection that are open, owned;
+   * cleared when that connection closes */
+  GstWebRTCDataChannel *ready[2];
+  gboolean lossy_wanted;        /* a lossy message asked for the channel,
+                                 * which is on its way */
+  gboolean kicked;              /* the context has its outboxes to drain */
   guint64 max_message_size;     /* 0 until its channels open */
   guint64 sent;
   guint64 received;
@@ -86,18 +101,23 @@ typedef struct
 struct _LegbaRoomData
 {
   LegbaRoom *room;
+  GMutex lock;                  /* recipients, sent, lossy_dropped,
+                                 * not_delivered */
   GHashTable *recipients;       /* id -> Recipient */
+  GSource *kick;                /* on the room's context: drains the
+                                 * outboxes a send kicked */
   LegbaParticipant *server;     /* §7: the sender of backend events */
   JsonParser *parser;
+  GMutex generator_lock;
   JsonGenerator *generator;     /* writes the envelopes' data */
   gulong event_handler;
   gulong left_handler;
   gboolean audio_muted;
   gboolean video_muted;
   guint64 sent;
-  guint64 received;
   guint64 lossy_dropped;
   guint64 not_delivered;
+  guint64 received;             /* the context's, as malformed */
   guint64 malformed;
   gint sync_enabled;            /* (atomic) */
 };
@@ -129,8 +149,8 @@ typedef struct
   LegbaPeer *peer;              /* owned */
   GstWebRTCDataChannel *channel;        /* owned */
   LegbaReliability reliability;
-  /* the sync- signals', made on first need: used on the channel's
-   * streaming thread only, which reports its messages one at a time */
+  /* the sync- signals', made on first need: used on the thread that
+   * reports the channel's messages, one at a time */
   JsonParser *parser;
 } Watch;
 
@@ -201,9 +221,11 @@ envelope_new (LegbaRoomData * d, const char *topic, JsonNode * data)
     g_string_append_c (text, ',');
   }
   g_string_append (text, "\"data\":");
+  g_mutex_lock (&d->generator_lock);
   json_generator_set_root (d->generator, data);
   json_generator_to_gstring (d->generator, text);
   json_generator_set_root (d->generator, NULL);
+  g_mutex_unlock (&d->generator_lock);
   g_string_append_c (text, '}');
   size = text->len;
   return message_new (g_string_free_to_bytes (text), size, TRUE);
@@ -223,8 +245,10 @@ recipient_free (gpointer data)
 {
   Recipient *r = data;
 
-  for (guint i = 0; i < G_N_ELEMENTS (r->out); i++)
+  for (guint i = 0; i < G_N_ELEMENTS (r->out); i++) {
     outbox_clear (&r->out[i]);
+    g_clear_object (&r->ready[i]);
+  }
   g_free (r->id);
   g_free (r);
 }
@@ -244,22 +268,37 @@ ensure_recipient (LegbaRoomData * d, const char *id)
   return r;
 }
 
-/* The channel of a participant that takes messages now, if any. A
+static void
+set_ready (Recipient * r, LegbaReliability rel, GstWebRTCDataChannel * channel)
+{
+  if (channel != NULL)
+    g_object_ref (channel);
+  g_clear_object (&r->ready[rel]);
+  r->ready[rel] = channel;
+}
+
+/* Has the room's context drain the recipient's outboxes. */
+static void
+kick (LegbaRoomData * d, Recipient * r)
+{
+  if (r->kicked)
+    return;
+  r->kicked = TRUE;
+  g_source_set_ready_time (d->kick, 0);
+}
+
+/* The channel of a recipient that takes messages now, if any. A
  * connected participant's lossy channel is asked for the first time a
  * lossy message is for it (§6); its messages wait for it. */
 static GstWebRTCDataChannel *
-ready_channel (LegbaRoomData * d, const char *id, LegbaReliability rel)
+ready_channel (LegbaRoomData * d, Recipient * r, LegbaReliability rel)
 {
-  LegbaParticipant *p = g_hash_table_lookup (d->room->by_id, id);
-  LegbaPeer *peer = p ? p->peer : NULL;
-
-  if (peer == NULL || !peer->connected)
-    return NULL;
-  if (rel == LEGBA_RELIABILITY_LOSSY && peer->channels[rel] == NULL)
-    legba_peer_open_lossy (peer);
-  if (!peer->channel_open[rel])
-    return NULL;
-  return peer->channels[rel];
+  if (rel == LEGBA_RELIABILITY_LOSSY && r->ready[rel] == NULL &&
+      r->ready[LEGBA_RELIABILITY_RELIABLE] != NULL && !r->lossy_wanted) {
+    r->lossy_wanted = TRUE;
+    kick (d, r);
+  }
+  return r->ready[rel];
 }
 
 static guint64
@@ -292,30 +331,28 @@ channel_send (GstWebRTCDataChannel * channel, Message * m, GError ** error)
   return gst_webrtc_data_channel_send_data_full (channel, m->bytes, error);
 }
 
+/* On the room's context: hands the recipient's waiting messages to its
+ * channel while it takes them, then reports what could not go and
+ * tells when a full queue has drained. */
 static void
-emit_ready (LegbaRoomData * d, Recipient * r, LegbaReliability rel)
+drain (LegbaRoomData * d, const char *id, LegbaReliability rel)
 {
-  LegbaParticipant *p = g_hash_table_lookup (d->room->by_id, r->id);
-
-  r->out[rel].owed = FALSE;
-  if (p != NULL)
-    g_signal_emit (d->room, signals[SIGNAL_READY_TO_SEND], 0, p, rel);
-}
-
-/* Hands the recipient's waiting messages to its channel while it takes
- * them. */
-static void
-drain (LegbaRoomData * d, Recipient * r, LegbaReliability rel)
-{
-  Outbox *o = &r->out[rel];
+  g_autoptr (GPtrArray) dropped = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *ready_id = NULL;
   GstWebRTCDataChannel *channel;
+  LegbaParticipant *p;
+  Recipient *r;
+  Outbox *o;
 
-  /* nothing waits (and no lossy channel is asked for) */
-  if (g_queue_is_empty (&o->queue) && !o->owed)
+  g_mutex_lock (&d->lock);
+  r = g_hash_table_lookup (d->recipients, id);
+  o = r ? &r->out[rel] : NULL;
+  /* nothing waits, or no channel takes it yet */
+  if (o == NULL || (g_queue_is_empty (&o->queue) && !o->owed) ||
+      (channel = ready_channel (d, r, rel)) == NULL) {
+    g_mutex_unlock (&d->lock);
     return;
-  channel = ready_channel (d, r->id, rel);
-  if (channel == NULL)
-    return;
+  }
   while (!g_queue_is_empty (&o->queue) &&
       buffered_amount (channel) <= CHANNEL_HIGH_WATER) {
     Message *m = g_queue_peek_head (&o->queue);
@@ -326,15 +363,15 @@ drain (LegbaRoomData * d, Recipient * r, LegbaReliability rel)
               GST_WEBRTC_ERROR_TYPE_ERROR)) {
         /* the channel is closing: the messages wait for the next one */
         GST_INFO ("data for %s waits: %s", r->id, error->message);
-        return;
+        break;
       }
       /* larger than the peer takes, which was not known when queued */
       r->not_delivered++;
       d->not_delivered++;
-      legba_room_report (d->room, LEGBA_ROOM_ERROR_TOO_LARGE,
-          "A message of %" G_GSIZE_FORMAT " bytes queued for participant %s "
-          "is larger than it accepts (%" G_GUINT64_FORMAT " bytes); it was "
-          "dropped", m->size, r->id, r->max_message_size);
+      g_ptr_array_add (dropped, g_strdup_printf ("A message of %"
+              G_GSIZE_FORMAT " bytes queued for participant %s is larger "
+              "than it accepts (%" G_GUINT64_FORMAT " bytes); it was "
+              "dropped", m->size, r->id, r->max_message_size));
     } else {
       r->sent++;
       d->sent++;
@@ -343,17 +380,77 @@ drain (LegbaRoomData * d, Recipient * r, LegbaReliability rel)
     o->bytes -= m->size;
     message_unref (m);
   }
-  if (g_queue_is_empty (&o->queue) && o->owed)
-    emit_ready (d, r, rel);
+  if (g_queue_is_empty (&o->queue) && o->owed) {
+    o->owed = FALSE;
+    ready_id = g_strdup (r->id);
+  }
+  g_mutex_unlock (&d->lock);
+  for (guint i = 0; i < dropped->len; i++)
+    legba_room_report (d->room, LEGBA_ROOM_ERROR_TOO_LARGE, "%s",
+        (char *) dropped->pdata[i]);
+  if (ready_id != NULL &&
+      (p = g_hash_table_lookup (d->room->by_id, ready_id)) != NULL)
+    g_signal_emit (d->room, signals[SIGNAL_READY_TO_SEND], 0, p, rel);
 }
 
+/* On the room's context: what sends left for it. */
+static gboolean
+kick_dispatch (GSource * source, GSourceFunc callback, gpointer data)
+{
+  LegbaRoomData *d = data;
+  g_autoptr (GPtrArray) ids = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) lossy = g_ptr_array_new_with_free_func (g_free);
+  GHashTableIter iter;
+  gpointer value;
+
+  g_source_set_ready_time (source, -1);
+  g_mutex_lock (&d->lock);
+  g_hash_table_iter_init (&iter, d->recipients);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    Recipient *r = value;
+
+    if (!r->kicked)
+      continue;
+    r->kicked = FALSE;
+    g_ptr_array_add (ids, g_strdup (r->id));
+    if (r->lossy_wanted && r->ready[LEGBA_RELIABILITY_LOSSY] == NULL)
+      g_ptr_array_add (lossy, g_strdup (r->id));
+  }
+  g_mutex_unlock (&d->lock);
+  for (guint i = 0; i < lossy->len; i++) {
+    LegbaParticipant *p = g_hash_table_lookup (d->room->by_id,
+        lossy->pdata[i]);
+    Recipient *r;
+
+    if (p != NULL && p->peer != NULL)
+      legba_peer_open_lossy (p->peer);
+    if (p != NULL && p->peer != NULL && p->peer->channels[1] != NULL)
+      continue;
+    /* none was made: the next lossy message asks again */
+    g_mutex_lock (&d->lock);
+    if ((r = g_hash_table_lookup (d->recipients, lossy->pdata[i])) != NULL)
+      r->lossy_wanted = FALSE;
+    g_mutex_unlock (&d->lock);
+  }
+  for (guint i = 0; i < ids->len; i++) {
+    drain (d, ids->pdata[i], LEGBA_RELIABILITY_RELIABLE);
+    drain (d, ids->pdata[i], LEGBA_RELIABILITY_LOSSY);
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+static GSourceFuncs kick_funcs = {
+  .dispatch = kick_dispatch,
+};
+
 /* Takes a message for one recipient: into its channel, or its outbox.
- * FALSE when a reliable message cannot be taken (outbox full). */
+ * FALSE when a reliable message cannot be taken (outbox full). Under the
+ * lock. */
 static gboolean
 deliver (LegbaRoomData * d, Recipient * r, LegbaReliability rel, Message * m)
 {
   Outbox *o = &r->out[rel];
-  GstWebRTCDataChannel *channel = ready_channel (d, r->id, rel);
+  GstWebRTCDataChannel *channel = ready_channel (d, r, rel);
 
   if (channel != NULL && g_queue_is_empty (&o->queue)) {
     if (buffered_amount (channel) <= CHANNEL_HIGH_WATER) {
@@ -392,16 +489,14 @@ deliver (LegbaRoomData * d, Recipient * r, LegbaReliability rel, Message * m)
   g_queue_push_tail (&o->queue, g_atomic_rc_box_acquire (m));
   o->bytes += m->size;
   if (channel != NULL)
-    drain (d, r, rel);
+    kick (d, r);
   return TRUE;
 }
 
 static guint64
-recipient_limit (LegbaRoomData * d, const char *id)
+recipient_limit (Recipient * r)
 {
-  Recipient *r = g_hash_table_lookup (d->recipients, id);
-
-  return r && r->max_message_size > 0 ? r->max_message_size :
+  return r->max_message_size > 0 ? r->max_message_size :
       LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE;
 }
 
@@ -422,44 +517,45 @@ send_message (LegbaRoom * room, Message * m, LegbaReliability rel,
   LegbaRoomData *d = room->data;
   g_autoptr (GPtrArray) targets = g_ptr_array_new ();
   g_autoptr (GString) failed = NULL;
-  GListModel *list = G_LIST_MODEL (room->participants);
+  GHashTableIter iter;
+  gpointer value;
 
+  g_mutex_lock (&d->lock);
   if (to == NULL) {
-    for (guint i = 0; i < g_list_model_get_n_items (list); i++) {
-      LegbaParticipant *p = g_list_model_get_item (list, i);
-
-      g_ptr_array_add (targets, p->id);
-      g_object_unref (p);
-    }
+    g_hash_table_iter_init (&iter, d->recipients);
+    while (g_hash_table_iter_next (&iter, NULL, &value))
+      if (((Recipient *) value)->member)
+        g_ptr_array_add (targets, value);
   } else {
     for (guint i = 0; to[i] != NULL; i++) {
-      LegbaParticipant *p = g_hash_table_lookup (room->by_id, to[i]);
+      Recipient *r = g_hash_table_lookup (d->recipients, to[i]);
 
-      if (p == NULL)
+      if (r == NULL || !r->member)
         append_name (&failed, to[i], "not in the room");
-      else if (!g_ptr_array_find_with_equal_func (targets, p->id,
-              g_str_equal, NULL))
-        g_ptr_array_add (targets, p->id);
+      else if (!g_ptr_array_find (targets, r, NULL))
+        g_ptr_array_add (targets, r);
     }
   }
   /* §6: never truncated; refused before anything leaves */
   for (guint i = 0; i < targets->len; i++) {
-    guint64 limit = recipient_limit (d, targets->pdata[i]);
+    Recipient *r = targets->pdata[i];
 
-    if (m->size > limit) {
+    if (m->size > recipient_limit (r)) {
       g_set_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_TOO_LARGE,
           "The message is %" G_GSIZE_FORMAT " bytes, larger than participant "
           "%s accepts (max-message-size %" G_GUINT64_FORMAT "); nothing was "
-          "sent", m->size, (char *) targets->pdata[i], limit);
+          "sent", m->size, r->id, recipient_limit (r));
+      g_mutex_unlock (&d->lock);
       return FALSE;
     }
   }
   for (guint i = 0; i < targets->len; i++) {
-    Recipient *r = ensure_recipient (d, targets->pdata[i]);
+    Recipient *r = targets->pdata[i];
 
     if (!deliver (d, r, rel, m))
       append_name (&failed, r->id, "its queue is full");
   }
+  g_mutex_unlock (&d->lock);
   if (failed != NULL) {
     g_set_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_NOT_DELIVERED,
         "Not delivered to %s", failed->str);
@@ -494,6 +590,12 @@ send_message (LegbaRoom * room, Message * m, LegbaReliability rel,
  * others got it, and #LegbaRoom::ready-to-send tells when a full queue has
  * drained; with %LEGBA_ROOM_ERROR_INVALID for a reserved topic.
  *
+ * Unlike the rest of the room, this may be called from any thread (a
+ * streaming thread, a handler of #LegbaRoom::sync-data-received): the
+ * messages one thread sends reach each recipient in the order it sent
+ * them. Signals and errors that follow from it (#LegbaRoom::ready-to-send,
+ * a queued message found too large) come on the room's main context.
+ *
  * Returns: %TRUE when every recipient took the message
  */
 gboolean
@@ -526,8 +628,9 @@ legba_room_send_json (LegbaRoom * self, JsonNode * data, const char *topic,
  * @error: return location for a #GError
  *
  * Sends @bytes as one binary message (no topic), as
- * legba_room_send_json() sends JSON, with the same queueing and errors;
- * an empty message is refused (%LEGBA_ROOM_ERROR_INVALID).
+ * legba_room_send_json() sends JSON, with the same queueing and errors,
+ * and from any thread as well; an empty message is refused
+ * (%LEGBA_ROOM_ERROR_INVALID).
  *
  * Returns: %TRUE when every recipient took the message
  */
@@ -556,6 +659,8 @@ legba_room_send_bytes (LegbaRoom * self, GBytes * bytes,
  * @self: a #LegbaRoom
  * @participant_id: a participant id
  *
+ * Any thread, as legba_room_send_json().
+ *
  * Returns: the largest message, in bytes, @participant_id accepts: what
  *   its peer connection negotiated once its channels are open, else
  *   %LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE
@@ -563,10 +668,19 @@ legba_room_send_bytes (LegbaRoom * self, GBytes * bytes,
 gsize
 legba_room_get_max_message_size (LegbaRoom * self, const char *participant_id)
 {
+  LegbaRoomData *d;
+  Recipient *r;
+  gsize limit;
+
   g_return_val_if_fail (LEGBA_IS_ROOM (self), 0);
   g_return_val_if_fail (participant_id != NULL, 0);
 
-  return recipient_limit (self->data, participant_id);
+  d = self->data;
+  g_mutex_lock (&d->lock);
+  r = g_hash_table_lookup (d->recipients, participant_id);
+  limit = r ? recipient_limit (r) : LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE;
+  g_mutex_unlock (&d->lock);
+  return limit;
 }
 
 /**
@@ -628,7 +742,9 @@ legba_room_disable_sync_data_emission (LegbaRoom * self)
  * @self: a #LegbaRoom
  *
  * Returns: (transfer none): the main context the room runs on, and whose
- *   thread must call it
+ *   thread must call it (but for legba_room_send_json(),
+ *   legba_room_send_bytes(), legba_room_get_max_message_size() and the
+ *   sync emission's switches, which any thread may call)
  */
 GMainContext *
 legba_room_get_main_context (LegbaRoom * self)
@@ -717,17 +833,23 @@ gboolean
 legba_room_get_participant_muted (LegbaRoom * self,
     const char *participant_id, gboolean * audio, gboolean * video)
 {
+  LegbaRoomData *d;
   Recipient *r;
+  gboolean known;
 
   g_return_val_if_fail (LEGBA_IS_ROOM (self), FALSE);
   g_return_val_if_fail (participant_id != NULL, FALSE);
 
-  r = g_hash_table_lookup (self->data->recipients, participant_id);
+  d = self->data;
+  g_mutex_lock (&d->lock);
+  r = g_hash_table_lookup (d->recipients, participant_id);
   if (audio != NULL)
     *audio = r && r->audio_muted;
   if (video != NULL)
     *video = r && r->video_muted;
-  return r != NULL && r->mute_known;
+  known = r != NULL && r->mute_known;
+  g_mutex_unlock (&d->lock);
+  return known;
 }
 
 /* ---- Receiving ---- */
@@ -748,6 +870,7 @@ handle_mute (LegbaRoomData * d, LegbaParticipant * p, JsonNode * data)
   JsonNode *audio = object ? json_object_get_member (object, "audio") : NULL;
   JsonNode *video = object ? json_object_get_member (object, "video") : NULL;
   Recipient *r;
+  gboolean audio_muted, video_muted;
 
   if (audio == NULL || video == NULL ||
       json_node_get_value_type (audio) != G_TYPE_BOOLEAN ||
@@ -756,12 +879,16 @@ handle_mute (LegbaRoomData * d, LegbaParticipant * p, JsonNode * data)
         "audio and video");
     return;
   }
+  audio_muted = json_node_get_boolean (audio);
+  video_muted = json_node_get_boolean (video);
+  g_mutex_lock (&d->lock);
   r = ensure_recipient (d, p->id);
   r->mute_known = TRUE;
-  r->audio_muted = json_node_get_boolean (audio);
-  r->video_muted = json_node_get_boolean (video);
-  g_signal_emit (d->room, signals[SIGNAL_MUTE_CHANGED], 0, p,
-      r->audio_muted, r->video_muted);
+  r->audio_muted = audio_muted;
+  r->video_muted = video_muted;
+  g_mutex_unlock (&d->lock);
+  g_signal_emit (d->room, signals[SIGNAL_MUTE_CHANGED], 0, p, audio_muted,
+      video_muted);
 }
 
 /* g_utf8_validate(), with runs of ASCII (no NUL) checked eight bytes at a
@@ -869,11 +996,12 @@ static void
 handle_incoming (LegbaRoomData * d, LegbaPeer * peer, Incoming * in)
 {
   LegbaParticipant *p = peer->participant;
-  Recipient *r = ensure_recipient (d, p->id);
   gsize size = g_bytes_get_size (in->bytes);
   LegbaReliability before;
 
-  r->received++;
+  g_mutex_lock (&d->lock);
+  ensure_recipient (d, p->id)->received++;
+  g_mutex_unlock (&d->lock);
   d->received++;
   /* §6: what we accept is what our SDP says, GStreamer's default */
   if (size > LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE) {
@@ -926,7 +1054,7 @@ empty_inbox (gpointer data)
 }
 
 /* A source of the room's context that stays attached while the peer is
- * open: the streaming thread marks it ready when the inbox gets the first
+ * open: the connection's thread marks it ready when the inbox gets the first
  * message of a batch and wakes the context, so a message costs no source
  * of its own, and emptying the inbox writes nothing to the context's
  * wakeup (as g_source_set_ready_time() would). */
@@ -973,7 +1101,7 @@ inbox_source_new (LegbaPeer * peer)
   return source;
 }
 
-/* On webrtcbin's SCTP streaming thread: reports a message, JSON text or
+/* On the peer connection's thread: reports a message, JSON text or
  * @bytes, with the sync- signals when they are enabled and the message is
  * one to report. TRUE when nothing is left for the room's context: no
  * handler waits for it there, and it is well formed and on no reserved
@@ -982,8 +1110,8 @@ static gboolean
 report_sync (Watch * w, const char *text, gsize size, GBytes * bytes)
 {
   LegbaPeer *peer = w->peer;
-  /* valid until the peer's streaming threads stopped, which closing the
-   * peer waits for before it lets the room go */
+  /* valid until the peer's threads stopped, which closing the peer
+   * waits for before it lets the room go */
   LegbaRoom *room = peer->room;
   LegbaReliability before;
   const char *topic = NULL;
@@ -1019,7 +1147,7 @@ report_sync (Watch * w, const char *text, gsize size, GBytes * bytes)
   return !later;
 }
 
-/* On webrtcbin's SCTP streaming thread: for the room's context. */
+/* On the peer connection's thread: for the room's context. */
 static void
 receive (LegbaPeer * peer, GBytes * bytes, gboolean text, LegbaReliability rel)
 {
@@ -1067,12 +1195,10 @@ on_data (GstWebRTCDataChannel * c, GBytes * data, Watch * w)
 static void
 channel_low (LegbaPeer * peer, gpointer data)
 {
-  LegbaReliability rel = GPOINTER_TO_INT (data);
   LegbaParticipant *p = peer->participant;
-  Recipient *r = g_hash_table_lookup (peer->room->data->recipients, p->id);
 
-  if (r != NULL && p->peer == peer)
-    drain (peer->room->data, r, rel);
+  if (p->peer == peer)
+    drain (peer->room->data, p->id, GPOINTER_TO_INT (data));
 }
 
 static void
@@ -1137,9 +1263,20 @@ legba_peer_data_watch_channel (LegbaPeer * peer, GstWebRTCDataChannel * channel)
 void
 legba_peer_data_close (LegbaPeer * peer)
 {
+  LegbaRoomData *d = peer->room->data;
   g_autoptr (GPtrArray) watches = NULL;
   GSource *inbox_source = NULL;
+  Recipient *r;
 
+  /* nothing is sent to its channels any more, from any thread */
+  g_mutex_lock (&d->lock);
+  r = g_hash_table_lookup (d->recipients, peer->participant->id);
+  if (r != NULL && r->ready[0] != NULL && r->ready[0] == peer->channels[0]) {
+    for (guint i = 0; i < G_N_ELEMENTS (r->ready); i++)
+      g_clear_object (&r->ready[i]);
+    r->lossy_wanted = FALSE;
+  }
+  g_mutex_unlock (&d->lock);
   g_mutex_lock (&peer->lock);
   if (peer->data != NULL) {
     watches = g_steal_pointer (&peer->data->watches);
@@ -1154,7 +1291,7 @@ legba_peer_data_close (LegbaPeer * peer)
   legba_clear_source (&inbox_source);
 }
 
-/* The peer's streaming threads have stopped: what the sync- signals alone
+/* The peer's threads have stopped: what the sync- signals alone
  * reported becomes the room's. */
 void
 legba_peer_data_closed (LegbaPeer * peer)
@@ -1168,10 +1305,12 @@ legba_peer_data_closed (LegbaPeer * peer)
   /* stopped: nothing adds to it any more */
   received = g_atomic_pointer_get (&peer->data->received);
   peer->data->received = 0;
-  r = g_hash_table_lookup (d->recipients, peer->participant->id);
   d->received += received;
+  g_mutex_lock (&d->lock);
+  r = g_hash_table_lookup (d->recipients, peer->participant->id);
   if (r != NULL)
     r->received += received;
+  g_mutex_unlock (&d->lock);
 }
 
 void
@@ -1196,9 +1335,11 @@ peer_received (LegbaPeer * peer)
 void
 legba_peer_data_add_stats (LegbaPeer * peer, GstStructure * summary)
 {
-  Recipient *r = g_hash_table_lookup (peer->room->data->recipients,
-      peer->participant->id);
+  LegbaRoomData *d = peer->room->data;
+  Recipient *r;
 
+  g_mutex_lock (&d->lock);
+  r = g_hash_table_lookup (d->recipients, peer->participant->id);
   gst_structure_set (summary,
       "data-messages-sent", G_TYPE_UINT64, r ? r->sent : 0,
       "data-messages-received", G_TYPE_UINT64,
@@ -1207,29 +1348,49 @@ legba_peer_data_add_stats (LegbaPeer * peer, GstStructure * summary)
       "data-not-delivered", G_TYPE_UINT64, r ? r->not_delivered : 0,
       "data-queued-bytes", G_TYPE_UINT64,
       r ? (guint64) (r->out[0].bytes + r->out[1].bytes) : 0, NULL);
+  g_mutex_unlock (&d->lock);
 }
 
 /* ---- Hooks of the room (legba-room.c) ---- */
+
+/* A participant joined: a recipient of every message to the room from
+ * now on. */
+void
+legba_room_data_participant_joined (LegbaRoom * room, LegbaParticipant * p)
+{
+  LegbaRoomData *d = room->data;
+
+  g_mutex_lock (&d->lock);
+  ensure_recipient (d, p->id)->member = TRUE;
+  g_mutex_unlock (&d->lock);
+}
 
 /* The reliable channel of the participant's peer connection is open. */
 void
 legba_room_data_peer_connected (LegbaRoom * room, LegbaPeer * peer)
 {
   LegbaRoomData *d = room->data;
-  Recipient *r = ensure_recipient (d, peer->participant->id);
+  const char *id = peer->participant->id;
   g_autoptr (GObject) transport = NULL;
   g_autoptr (Message) mute = mute_message (d, d->audio_muted, d->video_muted);
+  guint64 max_message_size = 0;
+  Recipient *r;
 
   /* what webrtcbin enforces: the smaller of both SDPs' max-message-size */
   g_object_get (peer->webrtcbin, "sctp-transport", &transport, NULL);
   if (transport != NULL)
-    g_object_get (transport, "max-message-size", &r->max_message_size, NULL);
-  if (r->max_message_size == 0)
-    r->max_message_size = LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE;
+    g_object_get (transport, "max-message-size", &max_message_size, NULL);
+  g_mutex_lock (&d->lock);
+  r = ensure_recipient (d, id);
+  r->max_message_size = max_message_size > 0 ? max_message_size :
+      LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE;
+  for (guint i = 0; i < G_N_ELEMENTS (r->ready); i++)
+    set_ready (r, i, peer->channel_open[i] ? peer->channels[i] : NULL);
   /* §6: each newcomer learns the mute state once its channel opens */
   deliver (d, r, LEGBA_RELIABILITY_RELIABLE, mute);
-  drain (d, r, LEGBA_RELIABILITY_RELIABLE);
-  drain (d, r, LEGBA_RELIABILITY_LOSSY);
+  g_mutex_unlock (&d->lock);
+  drain (d, id, LEGBA_RELIABILITY_RELIABLE);
+  drain (d, id, LEGBA_RELIABILITY_LOSSY);
 }
 
 /* The lossy channel of a connected participant's peer connection opened,
@@ -1237,11 +1398,18 @@ legba_room_data_peer_connected (LegbaRoom * room, LegbaPeer * peer)
 void
 legba_room_data_lossy_open (LegbaRoom * room, LegbaPeer * peer)
 {
-  Recipient *r = g_hash_table_lookup (room->data->recipients,
-      peer->participant->id);
+  LegbaRoomData *d = room->data;
+  Recipient *r;
 
-  if (r != NULL && peer->participant->peer == peer)
-    drain (room->data, r, LEGBA_RELIABILITY_LOSSY);
+  if (peer->participant->peer != peer)
+    return;
+  g_mutex_lock (&d->lock);
+  r = g_hash_table_lookup (d->recipients, peer->participant->id);
+  if (r != NULL)
+    set_ready (r, LEGBA_RELIABILITY_LOSSY,
+        peer->channels[LEGBA_RELIABILITY_LOSSY]);
+  g_mutex_unlock (&d->lock);
+  drain (d, peer->participant->id, LEGBA_RELIABILITY_LOSSY);
 }
 
 /* §7: events of the application's backend are data from `server` */
@@ -1264,11 +1432,11 @@ static void
 on_participant_left (LegbaRoom * room, LegbaParticipant * p, gpointer unused)
 {
   LegbaRoomData *d = room->data;
-  Recipient *r = g_hash_table_lookup (d->recipients, p->id);
+  Recipient *r;
 
-  if (r == NULL)
-    return;
-  for (guint i = 0; i < G_N_ELEMENTS (r->out); i++) {
+  g_mutex_lock (&d->lock);
+  r = g_hash_table_lookup (d->recipients, p->id);
+  for (guint i = 0; r != NULL && i < G_N_ELEMENTS (r->out); i++) {
     guint waiting = g_queue_get_length (&r->out[i].queue);
 
     if (waiting > 0)
@@ -1277,6 +1445,7 @@ on_participant_left (LegbaRoom * room, LegbaParticipant * p, gpointer unused)
     d->not_delivered += waiting;
   }
   g_hash_table_remove (d->recipients, p->id);
+  g_mutex_unlock (&d->lock);
 }
 
 LegbaRoomData *
@@ -1285,8 +1454,14 @@ legba_room_data_new (LegbaRoom * room)
   LegbaRoomData *d = g_new0 (LegbaRoomData, 1);
 
   d->room = room;
+  g_mutex_init (&d->lock);
+  g_mutex_init (&d->generator_lock);
   d->recipients = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
       recipient_free);
+  d->kick = g_source_new (&kick_funcs, sizeof (GSource));
+  g_source_set_callback (d->kick, NULL, d, NULL);
+  g_source_set_static_name (d->kick, "legba-room-data-kick");
+  g_source_attach (d->kick, room->context);
   d->server = legba_participant_new (LEGBA_ROOM_SERVER_PARTICIPANT, NULL);
   d->parser = json_parser_new_immutable ();
   d->generator = json_generator_new ();
@@ -1307,7 +1482,10 @@ legba_room_data_dispose (LegbaRoom * room)
   if (room->signaller != NULL)
     g_clear_signal_handler (&d->event_handler, room->signaller);
   g_clear_signal_handler (&d->left_handler, room);
+  g_source_destroy (d->kick);
+  g_mutex_lock (&d->lock);
   g_hash_table_remove_all (d->recipients);
+  g_mutex_unlock (&d->lock);
 }
 
 void
@@ -1316,6 +1494,9 @@ legba_room_data_free (LegbaRoomData * d)
   if (d == NULL)
     return;
   g_hash_table_unref (d->recipients);
+  g_source_unref (d->kick);
+  g_mutex_clear (&d->lock);
+  g_mutex_clear (&d->generator_lock);
   g_object_unref (d->server);
   g_object_unref (d->parser);
   g_object_unref (d->generator);
@@ -1345,11 +1526,13 @@ legba_room_get_data_stats (LegbaRoom * self)
   GHashTableIter iter;
   gpointer value;
   guint64 queued = 0, buffered = 0, received;
+  guint64 sent, lossy_dropped, not_delivered;
 
   g_return_val_if_fail (LEGBA_IS_ROOM (self), NULL);
 
   d = self->data;
   received = d->received;
+  g_mutex_lock (&d->lock);
   g_hash_table_iter_init (&iter, d->recipients);
   while (g_hash_table_iter_next (&iter, NULL, &value)) {
     Recipient *r = value;
@@ -1357,6 +1540,10 @@ legba_room_get_data_stats (LegbaRoom * self)
     queued += g_queue_get_length (&r->out[0].queue) +
         g_queue_get_length (&r->out[1].queue);
   }
+  sent = d->sent;
+  lossy_dropped = d->lossy_dropped;
+  not_delivered = d->not_delivered;
+  g_mutex_unlock (&d->lock);
   g_hash_table_iter_init (&iter, self->peers);
   while (g_hash_table_iter_next (&iter, NULL, &value)) {
     LegbaPeer *peer = value;
@@ -1367,12 +1554,12 @@ legba_room_get_data_stats (LegbaRoom * self)
     received += peer_received (peer);
   }
   return gst_structure_new ("legba-data-stats",
-      "messages-sent", G_TYPE_UINT64, d->sent,
+      "messages-sent", G_TYPE_UINT64, sent,
       "messages-received", G_TYPE_UINT64, received,
       "messages-queued", G_TYPE_UINT64, queued,
       "buffered-bytes", G_TYPE_UINT64, buffered,
-      "lossy-dropped", G_TYPE_UINT64, d->lossy_dropped,
-      "not-delivered", G_TYPE_UINT64, d->not_delivered,
+      "lossy-dropped", G_TYPE_UINT64, lossy_dropped,
+      "not-delivered", G_TYPE_UINT64, not_delivered,
       "malformed", G_TYPE_UINT64, d->malformed, NULL);
 }
 
@@ -1491,24 +1678,29 @@ legba_room_data_class_init (GObjectClass * klass)
    * @data: (transfer none): the message; valid during the emission only
    *
    * #LegbaRoom::data-received, emitted on the thread the message arrived
-   * on, before it: webrtcbin's SCTP streaming thread for messages of
-   * participants (§7 events arrive on the room's main context). It is
-   * not emitted by default: legba_room_enable_sync_data_emission() turns
-   * it on. Messages of one channel come in order; those of different
-   * channels or participants can come at once on different threads.
-   * Reserved topics and malformed messages are not emitted here; the room
-   * handles them on its context as always.
+   * on, before it: for messages of participants, the thread of the
+   * participant's peer connection (webrtcbin 1.22 reports a data
+   * channel's messages on its connection's own thread, holding the
+   * connection's lock); §7 events arrive on the room's main context. It
+   * is not emitted by default: legba_room_enable_sync_data_emission()
+   * turns it on. One participant's messages come one at a time, those of
+   * a channel in order; different participants' can come at once on
+   * different threads. Reserved topics and malformed messages are not
+   * emitted here; the room handles them on its context as always.
    *
    * A room hands a message to its main context only when something
    * handles it there, so an application (or an element) that handles
    * messages here alone saves that hand-over: a main-loop wakeup and
    * dispatch per message, and its latency.
    *
-   * The handler runs on a streaming thread: it must not block (the peer
-   * connection's data waits behind it), must not wait for the room's
-   * main context (closing a participant's peer connection stops this
-   * thread from that context), and must call the room's other functions
-   * on the room's context, as everywhere.
+   * The handler runs on the peer connection's thread: it must not block
+   * (the connection's data and negotiation wait behind it), must not wait
+   * for the room's main context (closing a participant's peer connection
+   * stops this thread from that context) and must not call into the
+   * connection's webrtcbin. It may send: legba_room_send_json() and
+   * legba_room_send_bytes() may be called from any thread, so a handler
+   * can answer a message where it arrives. The room's other functions
+   * are called on the room's context, as everywhere.
    */
   signals[SIGNAL_SYNC_DATA_RECEIVED] = g_signal_new ("sync-data-received",
       type, G_SIGNAL_RUN_LAST, 0, NULL, NULL, marshal_data_received,
@@ -1523,9 +1715,9 @@ legba_room_data_class_init (GObjectClass * klass)
    * @participant: the sender
    * @bytes: the message
    *
-   * #LegbaRoom::bytes-received, emitted on webrtcbin's SCTP streaming
-   * thread before it, as #LegbaRoom::sync-data-received is for JSON, once
-   * legba_room_enable_sync_data_emission() turned it on.
+   * #LegbaRoom::bytes-received, emitted on the thread of the sender's
+   * peer connection before it, as #LegbaRoom::sync-data-received is for
+   * JSON, once legba_room_enable_sync_data_emission() turned it on.
    */
   signals[SIGNAL_SYNC_BYTES_RECEIVED] = g_signal_new ("sync-bytes-received",
       type, G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 2,

@@ -257,6 +257,7 @@ ensure_participant (LegbaRoom * self, const char *id,
   g_list_store_append (self->participants, p);
   g_object_unref (p);
   p->listed = TRUE;
+  legba_room_data_participant_joined (self, p);
   GST_INFO ("room %s: participant %s joined", self->room_name, id);
   g_signal_emit (self, signals[SIGNAL_PARTICIPANT_JOINED], 0, p);
   return p;

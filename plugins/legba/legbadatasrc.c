@@ -105,8 +105,9 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
 /* ---- On the threads messages arrive on ---- */
 
 /* The room reports messages with its sync- signals, on the thread each
- * arrives on (webrtcbin's SCTP streaming thread), so that a message goes
- * straight into the queue, with no hand-over to the room's thread. */
+ * arrives on (the thread of the sender's peer connection), so that a
+ * message goes straight into the queue, with no hand-over to the room's
+ * thread. */
 
 static gboolean
 wanted (GstLegbaDataSrc * self, LegbaParticipant * p, const char *topic)

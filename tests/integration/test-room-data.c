@@ -1400,6 +1400,188 @@ test_sync (Fixture * f, gconstpointer unused)
   g_mutex_clear (&s.lock);
 }
 
+/* ---- Sending from any thread ---- */
+
+#define FROM_THREAD 200
+#define FROM_MAIN 200
+
+typedef struct
+{
+  GMutex lock;
+  GPtrArray *got;               /* Got: what bob took, on his threads */
+  GThread *main_thread;
+  guint on_main;
+  guint echo_failures;
+  LegbaRoom *alice;
+  const char *bob;
+} Echo;
+
+/* Bob, on the thread a message arrives on: keeps it and sends it back
+ * from there. */
+static void
+echo_back (LegbaRoom * room, LegbaParticipant * from, const char *topic,
+    JsonNode * node, Echo * e)
+{
+  const char *to[] = { legba_participant_get_id (from), NULL };
+  g_autoptr (GError) error = NULL;
+  Got *g = g_new0 (Got, 1);
+
+  g->from = g_strdup (to[0]);
+  g->topic = g_strdup (topic);
+  g->json = json_to_string (node, FALSE);
+  g->reliability = legba_room_get_received_reliability (room);
+  if (!legba_room_send_json (room, node, topic, g->reliability, to, &error))
+    g_atomic_int_inc (&e->echo_failures);
+  g_mutex_lock (&e->lock);
+  g_ptr_array_add (e->got, g);
+  if (g_thread_self () == e->main_thread)
+    e->on_main++;
+  g_mutex_unlock (&e->lock);
+  g_main_context_wakeup (NULL);
+}
+
+/* Alice, on a thread of the test's own: a reliable series, one lossy
+ * message before her lossy channel exists, and the refusals. */
+static gpointer
+send_from_thread (gpointer data)
+{
+  Echo *e = data;
+  const char *nobody[] = { "nobody-here", NULL };
+  const char *bob[] = { e->bob, NULL };
+  g_autoptr (JsonNode) big = json_node_new (JSON_NODE_VALUE);
+  g_autofree char *filler = g_strnfill (LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE,
+      'x');
+  g_autoptr (GError) error = NULL;
+
+  for (guint i = 0; i < FROM_THREAD; i++) {
+    g_autoptr (JsonNode) node = json_node_new (JSON_NODE_VALUE);
+
+    json_node_set_int (node, i);
+    g_assert_true (legba_room_send_json (e->alice, node, "thread",
+            LEGBA_RELIABILITY_RELIABLE, bob, &error));
+    g_assert_no_error (error);
+  }
+  {
+    g_autoptr (JsonNode) node = json_node_new (JSON_NODE_VALUE);
+
+    json_node_set_string (node, "lossy");
+    g_assert_true (legba_room_send_json (e->alice, node, "lossy",
+            LEGBA_RELIABILITY_LOSSY, NULL, &error));
+    g_assert_no_error (error);
+  }
+  json_node_set_string (big, "for nobody");
+  g_assert_false (legba_room_send_json (e->alice, big, "x",
+          LEGBA_RELIABILITY_RELIABLE, nobody, &error));
+  g_assert_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_NOT_DELIVERED);
+  g_assert_nonnull (strstr (error->message, "nobody-here (not in the room)"));
+  g_clear_error (&error);
+  json_node_set_string (big, filler);
+  g_assert_false (legba_room_send_json (e->alice, big, "x",
+          LEGBA_RELIABILITY_RELIABLE, NULL, &error));
+  g_assert_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_TOO_LARGE);
+  g_main_context_wakeup (NULL);
+  return NULL;
+}
+
+static guint
+count_topic (GPtrArray * got, const char *topic, LegbaReliability rel)
+{
+  guint n = 0, next = 0;
+
+  /* in the order sent, once each */
+  for (guint i = 0; i < got->len; i++) {
+    Got *g = got->pdata[i];
+
+    if (g_strcmp0 (g->topic, topic) != 0)
+      continue;
+    g_assert_cmpint (g->reliability, ==, rel);
+    if (rel == LEGBA_RELIABILITY_RELIABLE) {
+      g_autofree char *json = g_strdup_printf ("%u", next++);
+
+      g_assert_cmpstr (g->json, ==, json);
+    }
+    n++;
+  }
+  return n;
+}
+
+/* Alice sends from a thread of her own while her room's context sends
+ * too; bob sends each message back from the thread it arrived on. Every
+ * message arrives once, in the order its thread sent it, the lossy one
+ * first asks for the lossy channel on alice's context; the refusals come
+ * back to the sending thread; the counts count each message once. */
+static void
+test_any_thread (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
+  Data *all[] = { a, b };
+  Echo e = { .main_thread = g_thread_self (), .alice = a->p->room };
+  GThread *thread;
+  guint taken;
+
+  g_mutex_init (&e.lock);
+  e.got = g_ptr_array_new_with_free_func (got_free);
+  connect_all (all, 2);
+  ROOM_WAIT_FOR (a->mutes == 1 && b->mutes == 1, "the mute states");
+  e.bob = id_of (b);
+  g_signal_handlers_disconnect_by_func (b->p->room, on_data, b);
+  g_signal_connect (b->p->room, "sync-data-received", G_CALLBACK (echo_back),
+      &e);
+  legba_room_enable_sync_data_emission (b->p->room);
+
+  thread = g_thread_new ("sender", send_from_thread, &e);
+  for (guint i = 0; i < FROM_MAIN; i++) {
+    g_autofree char *json = g_strdup_printf ("%u", i);
+
+    send_json (a, json, "main", LEGBA_RELIABILITY_RELIABLE, NULL);
+    g_main_context_iteration (NULL, FALSE);
+  }
+  g_thread_join (thread);
+  ROOM_WAIT_FOR (locked_len (&e.lock, e.got) == FROM_THREAD + FROM_MAIN + 1 &&
+      a->got->len == FROM_THREAD + FROM_MAIN + 1, "every message and its echo");
+
+  g_mutex_lock (&e.lock);
+  g_assert_cmpuint (count_topic (e.got, "thread",
+          LEGBA_RELIABILITY_RELIABLE), ==, FROM_THREAD);
+  g_assert_cmpuint (count_topic (e.got, "main", LEGBA_RELIABILITY_RELIABLE),
+      ==, FROM_MAIN);
+  g_assert_cmpuint (count_topic (e.got, "lossy", LEGBA_RELIABILITY_LOSSY),
+      ==, 1);
+  g_assert_cmpuint (e.on_main, ==, 0);
+  /* the echoes, sent from bob's threads: each reliable one in the order
+   * bob took it */
+  taken = e.got->len;
+  for (guint i = 0, k = 0; i < a->got->len; i++) {
+    Got *echo = got (a, i);
+
+    g_assert_cmpstr (echo->from, ==, e.bob);
+    if (echo->reliability == LEGBA_RELIABILITY_LOSSY) {
+      g_assert_cmpstr (echo->topic, ==, "lossy");
+      continue;
+    }
+    while (k < e.got->len &&
+        ((Got *) e.got->pdata[k])->reliability == LEGBA_RELIABILITY_LOSSY)
+      k++;
+    g_assert_cmpuint (k, <, e.got->len);
+    g_assert_cmpstr (echo->topic, ==, ((Got *) e.got->pdata[k])->topic);
+    g_assert_cmpstr (echo->json, ==, ((Got *) e.got->pdata[k])->json);
+    k++;
+  }
+  g_mutex_unlock (&e.lock);
+  g_assert_cmpint (g_atomic_int_get (&e.echo_failures), ==, 0);
+  /* and the mute state each side is told on open */
+  g_assert_cmpuint (data_stat (a, "messages-sent"), ==, taken + 1);
+  g_assert_cmpuint (data_stat (b, "messages-sent"), ==, taken + 1);
+  g_assert_cmpuint (data_stat (b, "messages-received"), ==, taken + 1);
+  g_assert_cmpuint (data_stat (a, "not-delivered"), ==, 0);
+  assert_no_room_errors (a->p);
+  assert_no_room_errors (b->p);
+  legba_room_disable_sync_data_emission (b->p->room);
+  free_all (all, 2);
+  g_ptr_array_unref (e.got);
+  g_mutex_clear (&e.lock);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1421,6 +1603,7 @@ main (int argc, char **argv)
   ADD_DATA ("mute", test_mute);
   ADD_DATA ("server-event", test_server_event);
   ADD_DATA ("sync", test_sync);
+  ADD_DATA ("any-thread", test_any_thread);
   ADD_DATA ("elements", test_elements);
   ADD_DATA ("element-stalled", test_element_stalled);
   ADD_DATA ("element-quiet", test_element_quiet);
