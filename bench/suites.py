@@ -97,8 +97,9 @@ class Runner:
 
     def command(self, peer, mode, opts):
         b = self.args.build
-        if peer in ("legba", "legba-inproc"):
-            extra = ["--in-process"] if peer == "legba-inproc" else []
+        if peer in ("legba", "legba-inproc", "legba-sync"):
+            extra = {"legba-inproc": ["--in-process"],
+                     "legba-sync": ["--sync-data"]}.get(peer, [])
             return [os.path.join(b, "bench", "legba-peer"), mode] + \
                 extra + opts
         if peer in ("webrtcbin", "webrtcbin-tuned", "webrtcbin-1dc",
@@ -809,18 +810,7 @@ def suite_data(r, q, series, notes):
                     if res.get(k):
                         add(series, k, peer, res[k])
 
-        def body(peer, rnd):
-            if peer == "webrtcbin-1dc":
-                # memory only: the one-channel pair, for comparison
-                memory(peer, rnd, [])
-                return
-            extra = url if peer == "legba" else []
-            res = r.run(peer, r.command(peer, "bulk", [
-                "--bytes", str(bulk_bytes), "--size", "1024"] + extra),
-                f"round {rnd} bulk 1 KiB")
-            if res and res.get("complete"):
-                add(series, "bulk_mb_per_s", peer, res["mb_per_s"])
-                add(series, "bulk_cpu_s_per_mb", peer, res["cpu_s_per_mb"])
+        def rtt(peer, rnd, extra):
             res = r.run(peer, r.command(peer, "rtt", [
                 "--count", str(count), "--rate", "100", "--size", "1024"] +
                 extra), f"round {rnd} round trip")
@@ -830,9 +820,28 @@ def suite_data(r, q, series, notes):
                 add(series, "rtt_p99_ms", peer, pct(res["rtt_ms"], 99))
                 series.setdefault("rtt_all_ms", {}).setdefault(
                     peer, []).extend(res["rtt_ms"])
+
+        def body(peer, rnd):
+            if peer == "webrtcbin-1dc":
+                # memory only: the one-channel pair, for comparison
+                memory(peer, rnd, [])
+                return
+            if peer == "legba-sync":
+                # round trip only: both rooms on sync-bytes-received, the
+                # echo sent from there
+                rtt(peer, rnd, url)
+                return
+            extra = url if peer == "legba" else []
+            res = r.run(peer, r.command(peer, "bulk", [
+                "--bytes", str(bulk_bytes), "--size", "1024"] + extra),
+                f"round {rnd} bulk 1 KiB")
+            if res and res.get("complete"):
+                add(series, "bulk_mb_per_s", peer, res["mb_per_s"])
+                add(series, "bulk_cpu_s_per_mb", peer, res["cpu_s_per_mb"])
+            rtt(peer, rnd, extra)
             # memory like for like: plain webrtcbin with Legba's session
             memory(peer, rnd, extra if peer == "legba" else ["--like-legba"])
-        r.rounds(["legba", "webrtcbin", "webrtcbin-1dc"],
+        r.rounds(["legba", "legba-sync", "webrtcbin", "webrtcbin-1dc"],
                  1 if (q or smoke) else 5, body)
     finally:
         server.stop()
@@ -865,7 +874,10 @@ def suite_data(r, q, series, notes):
         "127.0.0.1 (binary messages of 1 KiB, legba_room_send_bytes) "
         "against two plain webrtcbins in one process, alternating, "
         f"{bulk_bytes / 1e6:g} MB bulk and {count} messages at 100/s "
-        f"echoed; memory: {pairs} pairs set up in one process (plain "
+        "echoed (Legba with bytes-received on the rooms' main context; "
+        "legba-sync with sync-bytes-received, the echo sent from the "
+        "thread the message arrived on, as plain webrtcbin's echo is sent "
+        "from webrtcbin's); memory: {pairs} pairs set up in one process (plain "
         "webrtcbin with the session a pair of Legba's rooms negotiates: "
         "webrtcbin-peer --like-legba, its receive-only video and audio "
         "transceivers and its reliable channel; webrtcbin-1dc is the "

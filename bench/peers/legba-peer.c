@@ -11,7 +11,7 @@
  *   legba-peer pairs [--count N] [--seconds S] [--no-teardown]
  *                    [--in-process]
  *   legba-peer bulk  [--bytes B] [--size S]
- *   legba-peer rtt   [--count N] [--rate R] [--size S]
+ *   legba-peer rtt   [--count N] [--rate R] [--size S] [--sync-data]
  *   legba-peer call  [--frames N] [--width W --height H] [--bitrate KBPS]
  *                    [--sync] [--latency MS] [--recalculate-latency]
  *   legba-peer first-frame [--iterations N] [--width W --height H]
@@ -37,6 +37,11 @@
  * sends while the room takes them (its queue towards b holds 1 MiB on top
  * of webrtcbin's buffered-amount) and waits for ready-to-send when it
  * refuses one; rtt stamps each message with the send time, b echoes it.
+ * rtt --sync-data: both rooms take the messages with
+ * sync-bytes-received, on the thread each arrives on, and b echoes from
+ * there (legba_room_send_bytes() from that thread), as webrtcbin-peer
+ * echoes from webrtcbin's; without it, with bytes-received on the rooms'
+ * main context.
  * pairs also reports the heap in use (mallinfo2) per pair.
  *
  * call: room a sends a stamped H.264 track (legbastamp, x264enc
@@ -117,10 +122,13 @@ static gboolean external_server;
 static gboolean no_teardown;   /* pairs */
 
 /* bulk and rtt */
+static GMutex data_lock;        /* received_msgs and rtts, which rtt
+                                 * --sync-data adds to from other threads */
 static guint64 received_bytes;
 static guint64 received_msgs;
 static GArray *rtts;            /* double ms */
 static gboolean blocked;        /* room a refused a message */
+static gboolean sync_data;      /* rtt --sync-data */
 
 /* call */
 static gboolean call_sync;      /* the stamps read after a clocksync */
@@ -463,8 +471,12 @@ on_bytes_a (LegbaRoom * room, LegbaParticipant * from, GBytes * bytes,
     return;
   memcpy (&sent, data, sizeof sent);
   rtt = now_ms () - sent;
+  g_mutex_lock (&data_lock);
   g_array_append_val (rtts, rtt);
   received_msgs++;
+  g_mutex_unlock (&data_lock);
+  if (sync_data)
+    g_main_context_wakeup (NULL);
 }
 
 static void
@@ -481,26 +493,47 @@ data_pair (void)
 
   if (!pair_wait (p, 30))
     g_error ("the pair did not connect");
-  g_signal_connect (p->s[1].room, "bytes-received", G_CALLBACK (on_bytes_b),
-      NULL);
-  g_signal_connect (p->s[0].room, "bytes-received", G_CALLBACK (on_bytes_a),
-      NULL);
+  if (sync_data) {
+    for (guint i = 0; i < 2; i++)
+      legba_room_enable_sync_data_emission (p->s[i].room);
+    g_signal_connect (p->s[1].room, "sync-bytes-received",
+        G_CALLBACK (on_bytes_b), NULL);
+    g_signal_connect (p->s[0].room, "sync-bytes-received",
+        G_CALLBACK (on_bytes_a), NULL);
+  } else {
+    g_signal_connect (p->s[1].room, "bytes-received",
+        G_CALLBACK (on_bytes_b), NULL);
+    g_signal_connect (p->s[0].room, "bytes-received",
+        G_CALLBACK (on_bytes_a), NULL);
+  }
   g_signal_connect (p->s[0].room, "ready-to-send", G_CALLBACK (on_ready), NULL);
   return p;
 }
 
-/* iterates the main context until *done or the deadline */
+static guint64
+locked_get (guint64 * counter)
+{
+  guint64 v;
+
+  g_mutex_lock (&data_lock);
+  v = *counter;
+  g_mutex_unlock (&data_lock);
+  return v;
+}
+
+/* iterates the main context until *counter reaches target or the
+ * deadline */
 static gboolean
 iterate_until (guint64 * counter, guint64 target, guint seconds)
 {
   gboolean expired = FALSE;
   guint id = g_timeout_add_seconds (seconds, timed_out, &expired);
 
-  while (*counter < target && !expired)
+  while (locked_get (counter) < target && !expired)
     g_main_context_iteration (NULL, TRUE);
   if (!expired)
     g_source_remove (id);
-  return *counter >= target;
+  return locked_get (counter) >= target;
 }
 
 static int
@@ -585,17 +618,21 @@ mode_rtt (guint count, double rate, gsize size)
   }
   all = iterate_until (&received_msgs, count, 10);
   c = cpu_s () - c0;
+  g_mutex_lock (&data_lock);
   g_string_append (out, "\"rtt_ms\": [");
   for (guint i = 0; i < rtts->len; i++)
     g_string_append_printf (out, "%s%.4f", i ? ", " : "",
         g_array_index (rtts, double, i));
   g_string_append_printf (out, "], \"sent\": %u, \"size\": %zu, "
-      "\"rate\": %g, \"cpu_s\": %.4f, \"complete\": %s}", count, size, rate,
-      c, all ? "true" : "false");
+      "\"rate\": %g, \"cpu_s\": %.4f, \"sync_data\": %s, \"complete\": %s}",
+      count, size, rate, c, sync_data ? "true" : "false",
+      all ? "true" : "false");
+  g_mutex_unlock (&data_lock);
   puts (out->str);
   g_string_free (out, TRUE);
-  g_clear_pointer (&rtts, g_array_unref);
+  /* once the rooms' threads have stopped */
   pair_free (p);
+  g_clear_pointer (&rtts, g_array_unref);
   g_free (data);
   return all ? 0 : 1;
 }
@@ -1222,6 +1259,9 @@ main (int argc, char **argv)
     {"bytes", 0, 0, G_OPTION_ARG_INT64, &bytes, "bulk: bytes", "B"},
     {"size", 0, 0, G_OPTION_ARG_INT, &size, "bulk, rtt: message size", "S"},
     {"rate", 0, 0, G_OPTION_ARG_DOUBLE, &rate, "rtt: messages/s", "R"},
+    {"sync-data", 0, 0, G_OPTION_ARG_NONE, &sync_data,
+        "rtt: take and echo the messages on the threads they arrive on",
+        NULL},
     {"server-url", 0, 0, G_OPTION_ARG_STRING, &url, "a legba-server's URL",
         "URL"},
     {"in-process", 0, 0, G_OPTION_ARG_NONE, &in_process,
@@ -1251,6 +1291,10 @@ main (int argc, char **argv)
   g_option_context_free (ctx);
   if (!loss_option_ok (argv[1]))
     return 2;
+  if (sync_data && strcmp (argv[1], "rtt") != 0) {
+    g_printerr ("--sync-data is for rtt\n");
+    return 2;
+  }
   if (in_process && strcmp (argv[1], "setup") != 0
       && strcmp (argv[1], "pairs") != 0) {
     g_printerr ("--in-process is for setup and pairs\n");
