@@ -643,6 +643,19 @@ def _ratio(suite, metric, text, peer, factor, who="legba"):
             lambda m, s: _vs(s, metric, peer, factor, who), who)
 
 
+def _not_higher(suite, metric, text, peer, who="legba"):
+    """A target row: who's series not established higher than the peer's
+    (the bootstrap interval of the difference of medians reaches 0 or
+    below)."""
+    def check(m, s):
+        per = s.get(metric, {})
+        if who not in per or peer not in per:
+            return None
+        return not stats.compare(per[who], per[peer])["verdict"].startswith(
+            "higher")
+    return (suite, metric, text, check, who)
+
+
 TARGETS = [
     *[_ratio("data", f"{kind}_{way}_{size}",
              f"{word} {size}, {how}: ≤ 1.05 × json-glib", "json-glib", 1.05)
@@ -654,6 +667,13 @@ TARGETS = [
              "(legba-sync): ≤ 1.05 × json-glib", "json-glib", 1.05,
              "legba-sync")
       for kind, how in (("cpu_ns", "timed"), ("ir", "instructions"))],
+    *[_not_higher("data", f"rtt_{p}_ms",
+                  f"round trip 1 KiB at 100/s, {p}{how}: not established "
+                  "higher than plain webrtcbin", "webrtcbin", who)
+      for who, how in (("legba", ""),
+                       ("legba-sync", ", taken and echoed on the thread "
+                        "it arrives on (legba-sync)"))
+      for p in ("p50", "p95", "p99")],
     _ratio("data", "heap_kib_per_pair_after_first",
            "heap per pair ≤ 1.02 × plain webrtcbin", "webrtcbin", 1.02),
     ("setup", "warm_ms", "warm setup ≤ 15 ms",
