@@ -148,13 +148,19 @@ legba_data_run (LegbaRoom * room, LegbaDataFunc func, gpointer data)
 
 /* A participant named by id or by identity. */
 gboolean
-legba_data_matches (LegbaParticipant * p, char **names)
+legba_data_matches_id (const char *id, const char *identity, char **names)
 {
   if (names == NULL)
     return TRUE;
   for (guint i = 0; names[i] != NULL; i++)
-    if (g_strcmp0 (names[i], legba_participant_get_id (p)) == 0 ||
-        g_strcmp0 (names[i], legba_participant_get_identity (p)) == 0)
+    if (g_strcmp0 (names[i], id) == 0 || g_strcmp0 (names[i], identity) == 0)
       return TRUE;
   return FALSE;
+}
+
+gboolean
+legba_data_matches (LegbaParticipant * p, char **names)
+{
+  return legba_data_matches_id (legba_participant_get_id (p),
+      legba_participant_get_identity (p), names);
 }

@@ -25,6 +25,8 @@ void legba_data_call_unref (LegbaDataCall * call);
 gboolean legba_data_run (LegbaRoom * room, LegbaDataFunc func, gpointer data);
 
 gboolean legba_data_matches (LegbaParticipant * p, char **names);
+gboolean legba_data_matches_id (const char *id, const char *identity,
+    char **names);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LegbaDataCall, legba_data_call_unref)
 

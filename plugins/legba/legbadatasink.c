@@ -19,6 +19,9 @@
  * is not open yet. A #LegbaDataMeta on a buffer overrides the topic, the
  * recipients and the reliability for that buffer.
  *
+ * Messages are sent from the streaming thread (a #LegbaRoom takes sends
+ * from any thread), with no stop on the room's main context.
+ *
  * When a recipient cannot take more (its queue is full: a slow or stalled
  * peer), the sink blocks its streaming thread up to `timeout` for it, while
  * the others keep receiving; then it posts a warning naming the recipients
@@ -92,10 +95,13 @@ struct _GstLegbaDataSink
   /* while started */
   LegbaRoom *room;
   gboolean json;                /* the caps: JSON, else bytes */
-  gulong handlers[2];           /* on the room's thread */
+  gulong handlers[3];           /* on the room's thread */
   GMutex lock;
   GCond cond;
-  guint ready_generation;       /* (lock) ready-to-send emissions */
+  GHashTable *members;          /* (lock) the room's participants, id ->
+                                 * identity, as its thread last saw them */
+  guint ready_generation;       /* (lock) ready-to-send emissions and
+                                 * changes of members */
   gboolean flushing;            /* (lock) */
   LegbaDataCall *call;          /* (lock) the call being waited for */
 };
@@ -111,53 +117,66 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
 /* ---- On the room's thread ---- */
 
 static void
+changed (GstLegbaDataSink * self)
+{
+  self->ready_generation++;
+  g_cond_broadcast (&self->cond);
+}
+
+static void
 on_ready_to_send (LegbaRoom * room, LegbaParticipant * p,
     LegbaReliability rel, GstLegbaDataSink * self)
 {
   g_mutex_lock (&self->lock);
-  self->ready_generation++;
-  g_cond_broadcast (&self->cond);
+  changed (self);
   g_mutex_unlock (&self->lock);
 }
 
 static void
-on_joined (GstLegbaDataSink * self)
+add_member (GstLegbaDataSink * self, LegbaParticipant * p)
+{
+  g_hash_table_replace (self->members,
+      g_strdup (legba_participant_get_id (p)),
+      g_strdup (legba_participant_get_identity (p)));
+}
+
+static void
+on_joined (LegbaRoom * room, LegbaParticipant * p, GstLegbaDataSink * self)
 {
   g_mutex_lock (&self->lock);
-  self->ready_generation++;
-  g_cond_broadcast (&self->cond);
+  add_member (self, p);
+  changed (self);
   g_mutex_unlock (&self->lock);
 }
 
-typedef struct
-{
-  char **to;
-  guint count;
-} Count;
-
 static void
-count_on_room (LegbaRoom * room, gpointer data)
+on_left (LegbaRoom * room, LegbaParticipant * p, GstLegbaDataSink * self)
 {
-  Count *c = data;
-  GListModel *list = legba_room_get_participants (room);
-
-  c->count = 0;
-  for (guint i = 0; i < g_list_model_get_n_items (list); i++) {
-    g_autoptr (LegbaParticipant) p = g_list_model_get_item (list, i);
-
-    c->count += legba_data_matches (p, c->to);
-  }
+  g_mutex_lock (&self->lock);
+  g_hash_table_remove (self->members, legba_participant_get_id (p));
+  changed (self);
+  g_mutex_unlock (&self->lock);
 }
 
 static void
 connect_room (LegbaRoom * room, gpointer data)
 {
   GstLegbaDataSink *self = data;
+  GListModel *list = legba_room_get_participants (room);
 
   self->handlers[0] = g_signal_connect (room, "ready-to-send",
       G_CALLBACK (on_ready_to_send), self);
-  self->handlers[1] = g_signal_connect_swapped (room, "participant-joined",
+  self->handlers[1] = g_signal_connect (room, "participant-joined",
       G_CALLBACK (on_joined), self);
+  self->handlers[2] = g_signal_connect (room, "participant-left",
+      G_CALLBACK (on_left), self);
+  g_mutex_lock (&self->lock);
+  for (guint i = 0; i < g_list_model_get_n_items (list); i++) {
+    g_autoptr (LegbaParticipant) p = g_list_model_get_item (list, i);
+
+    add_member (self, p);
+  }
+  g_mutex_unlock (&self->lock);
 }
 
 static void
@@ -165,9 +184,18 @@ disconnect_room (LegbaRoom * room, gpointer data)
 {
   GstLegbaDataSink *self = data;
 
-  g_clear_signal_handler (&self->handlers[0], room);
-  g_clear_signal_handler (&self->handlers[1], room);
+  for (guint i = 0; i < G_N_ELEMENTS (self->handlers); i++)
+    g_clear_signal_handler (&self->handlers[i], room);
+  g_mutex_lock (&self->lock);
+  g_hash_table_remove_all (self->members);
+  g_mutex_unlock (&self->lock);
 }
+
+/* ---- Streaming thread ---- */
+
+/* A LegbaRoom is sent to from any thread: messages go from here, with no
+ * stop on the room's thread. What the room's participants are, the
+ * members table says. */
 
 typedef struct
 {
@@ -178,17 +206,35 @@ typedef struct
   LegbaReliability reliability;
   char **to;                    /* names to match; NULL: everyone */
   GPtrArray *targets;           /* participant ids still to send to */
-  gboolean first;
   GPtrArray *refused;           /* out: ids whose queue was full */
   GError *error;                /* out: why the message cannot be sent */
 } Send;
+
+/* the members @to names (all with NULL), under the lock */
+static guint
+match_members (GstLegbaDataSink * self, char **to, GPtrArray * ids)
+{
+  GHashTableIter iter;
+  gpointer id, identity;
+  guint n = 0;
+
+  g_hash_table_iter_init (&iter, self->members);
+  while (g_hash_table_iter_next (&iter, &id, &identity)) {
+    if (!legba_data_matches_id (id, identity, to))
+      continue;
+    n++;
+    if (ids != NULL)
+      g_ptr_array_add (ids, g_strdup (id));
+  }
+  return n;
+}
 
 static void
 send_one (Send * s, const char *id)
 {
   const char *to[] = { id, NULL };
   g_autoptr (GError) error = NULL;
-  gboolean ok;
+  gboolean ok, member;
 
   if (s->json != NULL)
     ok = legba_room_send_json (s->self->room, s->json, s->topic,
@@ -198,38 +244,26 @@ send_one (Send * s, const char *id)
         &error);
   if (ok)
     return;
-  if (g_error_matches (error, LEGBA_ROOM_ERROR,
-          LEGBA_ROOM_ERROR_NOT_DELIVERED) &&
-      legba_room_find_participant (s->self->room, id) != NULL)
+  if (!g_error_matches (error, LEGBA_ROOM_ERROR,
+          LEGBA_ROOM_ERROR_NOT_DELIVERED)) {
+    if (s->error == NULL)
+      s->error = g_steal_pointer (&error);
+    return;
+  }
+  /* its queue is full, unless it left the room meanwhile */
+  g_mutex_lock (&s->self->lock);
+  member = g_hash_table_contains (s->self->members, id);
+  g_mutex_unlock (&s->self->lock);
+  if (member)
     g_ptr_array_add (s->refused, g_strdup (id));
-  else if (!g_error_matches (error, LEGBA_ROOM_ERROR,
-          LEGBA_ROOM_ERROR_NOT_DELIVERED) && s->error == NULL)
-    s->error = g_steal_pointer (&error);
 }
 
-/* The first time: to every participant the buffer is for; then to those
- * that refused it. */
 static void
-send_on_room (LegbaRoom * room, gpointer data)
+send_to_targets (Send * s)
 {
-  Send *s = data;
-
-  if (s->first) {
-    GListModel *list = legba_room_get_participants (room);
-
-    s->first = FALSE;
-    for (guint i = 0; i < g_list_model_get_n_items (list); i++) {
-      g_autoptr (LegbaParticipant) p = g_list_model_get_item (list, i);
-
-      if (legba_data_matches (p, s->to))
-        g_ptr_array_add (s->targets, g_strdup (legba_participant_get_id (p)));
-    }
-  }
   for (guint i = 0; i < s->targets->len && s->error == NULL; i++)
     send_one (s, s->targets->pdata[i]);
 }
-
-/* ---- Streaming thread ---- */
 
 /* Runs func on the room's thread: FALSE when flushing. */
 static gboolean
@@ -263,28 +297,17 @@ join_ids (GPtrArray * ids)
 static gboolean
 wait_for_recipients (GstLegbaDataSink * self, char **to, guint min)
 {
-  Count c = { to, 0 };
+  gboolean ok;
+  guint n;
 
-  while (TRUE) {
-    guint generation;
-
-    g_mutex_lock (&self->lock);
-    generation = self->ready_generation;
-    g_mutex_unlock (&self->lock);
-    if (!run_on_room (self, count_on_room, &c))
-      return FALSE;
-    if (c.count >= min)
-      return TRUE;
-    GST_DEBUG_OBJECT (self, "%u of %u recipients in the room", c.count, min);
-    g_mutex_lock (&self->lock);
-    while (!self->flushing && self->ready_generation == generation)
-      g_cond_wait (&self->cond, &self->lock);
-    if (self->flushing) {
-      g_mutex_unlock (&self->lock);
-      return FALSE;
-    }
-    g_mutex_unlock (&self->lock);
+  g_mutex_lock (&self->lock);
+  while (!self->flushing && (n = match_members (self, to, NULL)) < min) {
+    GST_DEBUG_OBJECT (self, "%u of %u recipients in the room", n, min);
+    g_cond_wait (&self->cond, &self->lock);
   }
+  ok = !self->flushing;
+  g_mutex_unlock (&self->lock);
+  return ok;
 }
 
 static GstFlowReturn
@@ -302,9 +325,9 @@ send_buffer (GstLegbaDataSink * self, Send * s)
     return GST_FLOW_FLUSHING;
   g_mutex_lock (&self->lock);
   generation = self->ready_generation;
+  match_members (self, s->to, s->targets);
   g_mutex_unlock (&self->lock);
-  if (!run_on_room (self, send_on_room, s))
-    return GST_FLOW_FLUSHING;
+  send_to_targets (s);
   GST_DEBUG_OBJECT (self, "sent to %u recipients, %u refused%s%s",
       s->targets->len - s->refused->len, s->refused->len,
       s->error ? ": " : "", s->error ? s->error->message : "");
@@ -327,8 +350,7 @@ send_buffer (GstLegbaDataSink * self, Send * s)
     g_ptr_array_unref (s->targets);
     s->targets = g_steal_pointer (&s->refused);
     s->refused = g_ptr_array_new_with_free_func (g_free);
-    if (!run_on_room (self, send_on_room, s))
-      return GST_FLOW_FLUSHING;
+    send_to_targets (s);
   }
   if (s->error != NULL) {
     GST_ELEMENT_WARNING (self, RESOURCE, WRITE,
@@ -398,7 +420,6 @@ gst_legba_data_sink_render (GstBaseSink * sink, GstBuffer * buffer)
     s.bytes = g_bytes_new (map.data, map.size);
   }
   gst_buffer_unmap (buffer, &map);
-  s.first = TRUE;
   s.targets = g_ptr_array_new_with_free_func (g_free);
   s.refused = g_ptr_array_new_with_free_func (g_free);
   ret = send_buffer (self, &s);
@@ -639,6 +660,7 @@ gst_legba_data_sink_finalize (GObject * object)
   g_strfreev (self->to);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
+  g_hash_table_unref (self->members);
   G_OBJECT_CLASS (gst_legba_data_sink_parent_class)->finalize (object);
 }
 
@@ -717,5 +739,7 @@ gst_legba_data_sink_init (GstLegbaDataSink * self)
   self->timeout = DEFAULT_TIMEOUT;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
+  self->members = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+      g_free);
   gst_base_sink_set_sync (GST_BASE_SINK (self), FALSE);
 }

@@ -654,6 +654,7 @@ typedef struct
   GstElement *pipeline;
   GPtrArray *warnings;          /* char*, from the bus */
   GMutex lock;
+  GCond cond;                   /* a buffer came */
   GPtrArray *buffers;           /* (lock) GstBuffer from the appsink */
 } Launch;
 
@@ -685,6 +686,7 @@ on_new_sample (GstAppSink * sink, gpointer data)
 
   g_mutex_lock (&l->lock);
   g_ptr_array_add (l->buffers, gst_buffer_ref (gst_sample_get_buffer (sample)));
+  g_cond_broadcast (&l->cond);
   g_mutex_unlock (&l->lock);
   gst_sample_unref (sample);
   return GST_FLOW_OK;
@@ -707,6 +709,7 @@ launch_new (Fixture * f, const char *identity, const char *tail)
   l->buffers = g_ptr_array_new_with_free_func
       ((GDestroyNotify) gst_buffer_unref);
   g_mutex_init (&l->lock);
+  g_cond_init (&l->cond);
   l->pipeline = gst_parse_launch (desc, &error);
   g_assert_no_error (error);
   bus = gst_element_get_bus (l->pipeline);
@@ -733,6 +736,7 @@ launch_free (Launch * l)
   g_ptr_array_unref (l->warnings);
   g_ptr_array_unref (l->buffers);
   g_mutex_clear (&l->lock);
+  g_cond_clear (&l->cond);
   g_free (l);
 }
 
@@ -802,6 +806,116 @@ test_elements (Fixture * f, gconstpointer unused)
   g_assert_cmpuint (a->warnings->len + b->warnings->len, ==, 0);
   launch_free (b);
   launch_free (a);
+}
+
+/* waits for the appsink's nth buffer without running the main context */
+static gboolean
+wait_buffers_off_context (Launch * l, guint n)
+{
+  gint64 deadline = g_get_monotonic_time () +
+      ROOM_WAIT_MS * G_TIME_SPAN_MILLISECOND;
+  gboolean ok = TRUE;
+
+  g_mutex_lock (&l->lock);
+  while (l->buffers->len < n && ok)
+    ok = g_cond_wait_until (&l->cond, &l->lock, deadline);
+  ok = l->buffers->len >= n;
+  g_mutex_unlock (&l->lock);
+  return ok;
+}
+
+#define OFF_CONTEXT 50
+
+/* Keeps the threads of rooms' contexts inside a callback until released,
+ * as an application's long callback does. */
+typedef struct
+{
+  GMutex lock;
+  GCond cond;
+  guint held;
+  gboolean released;
+} Hold;
+
+static gboolean
+hold_context (gpointer data)
+{
+  Hold *h = data;
+  gint64 deadline = g_get_monotonic_time () +
+      2 * ROOM_WAIT_MS * G_TIME_SPAN_MILLISECOND;
+
+  g_mutex_lock (&h->lock);
+  h->held++;
+  g_cond_broadcast (&h->cond);
+  while (!h->released && g_cond_wait_until (&h->cond, &h->lock, deadline));
+  g_mutex_unlock (&h->lock);
+  return G_SOURCE_REMOVE;
+}
+
+static GMainContext *
+launch_room_context (Launch * l)
+{
+  g_autoptr (GstElement) r = launch_get (l, "r");
+  g_autoptr (LegbaRoom) room = NULL;
+
+  g_object_get (r, "legba-room", &room, NULL);
+  return legba_room_get_main_context (room);
+}
+
+/* legbadatasink sends from its streaming thread and legbadatasrc takes
+ * messages on the thread they arrive on: a stream goes from one pipeline
+ * to the other while the threads of both rooms are busy in a callback
+ * of their own contexts. */
+static void
+test_element_off_context (Fixture * f, gconstpointer unused)
+{
+  Launch *a = launch_new (f, "alice", "appsrc name=in format=time "
+      "caps=application/json ! legbadatasink name=sink room-element=r "
+      "topic=sensor min-recipients=1");
+  Launch *b = launch_new (f, "bob", "legbadatasrc room-element=r from=alice "
+      "! appsink name=out sync=false");
+  g_autoptr (GstElement) in = launch_get (a, "in");
+  g_autoptr (GstElement) sink = launch_get (a, "sink");
+  Hold h = { 0, };
+  guint64 sent = 0;
+  gboolean all;
+
+  g_mutex_init (&h.lock);
+  g_cond_init (&h.cond);
+  push_json (in, "{\"n\":0}", NULL);
+  ROOM_WAIT_FOR (launch_buffers (b) == 1, "the first message at bob");
+  g_main_context_invoke (launch_room_context (a), hold_context, &h);
+  g_main_context_invoke (launch_room_context (b), hold_context, &h);
+  g_mutex_lock (&h.lock);
+  while (h.held < 2)
+    g_cond_wait (&h.cond, &h.lock);
+  g_mutex_unlock (&h.lock);
+  for (guint i = 1; i <= OFF_CONTEXT; i++) {
+    g_autofree char *json = g_strdup_printf ("{\"n\":%u}", i);
+
+    push_json (in, json, NULL);
+  }
+  all = wait_buffers_off_context (b, OFF_CONTEXT + 1);
+  g_mutex_lock (&h.lock);
+  h.released = TRUE;
+  g_cond_broadcast (&h.cond);
+  g_mutex_unlock (&h.lock);
+  g_assert_true (all);
+  for (guint i = 0; i <= OFF_CONTEXT; i++) {
+    GstBuffer *buffer = b->buffers->pdata[i];
+    g_autofree char *json = g_strdup_printf ("{\"n\":%u}", i);
+    GstMapInfo map;
+
+    g_assert_true (gst_buffer_map (buffer, &map, GST_MAP_READ));
+    g_assert_cmpmem (map.data, map.size, json, strlen (json));
+    gst_buffer_unmap (buffer, &map);
+  }
+  g_object_get (sink, "sent", &sent, NULL);
+  g_assert_cmpuint (sent, ==, OFF_CONTEXT + 1);
+  g_assert_cmpuint (a->warnings->len + b->warnings->len, ==, 0);
+  launch_free (b);
+  launch_free (a);
+  g_mutex_clear (&h.lock);
+  g_cond_clear (&h.cond);
 }
 
 static void
@@ -1607,6 +1721,7 @@ main (int argc, char **argv)
   ADD_DATA ("elements", test_elements);
   ADD_DATA ("element-stalled", test_element_stalled);
   ADD_DATA ("element-quiet", test_element_quiet);
+  ADD_DATA ("element-off-context", test_element_off_context);
   ADD_DATA ("gst-launch", test_gst_launch);
   return g_test_run ();
 }
