@@ -158,6 +158,20 @@ def add(series, metric, peer, value):
     series.setdefault(metric, {}).setdefault(peer, []).append(value)
 
 
+def round_trip(r, series, peer, rnd, count, extra=()):
+    """One run of a data-channel peer's rtt mode, 1 KiB at 100/s echoed:
+    its p50, p95 and p99, and every sample."""
+    res = r.run(peer, r.command(peer, "rtt", [
+        "--count", str(count), "--rate", "100", "--size", "1024",
+        *extra]), f"round {rnd} round trip")
+    if res and res.get("complete"):
+        add(series, "rtt_p50_ms", peer, pct(res["rtt_ms"], 50))
+        add(series, "rtt_p95_ms", peer, pct(res["rtt_ms"], 95))
+        add(series, "rtt_p99_ms", peer, pct(res["rtt_ms"], 99))
+        series.setdefault("rtt_all_ms", {}).setdefault(
+            peer, []).extend(res["rtt_ms"])
+
+
 def add_in_run(r, series, metric, peer, value, run):
     """add(), for a metric with several samples a run (the participants
     of one mesh, the warm pairs or calls of one process): the run of each
@@ -247,15 +261,7 @@ def suite_datachannel(r, q, series, notes):
         if res and res.get("complete"):
             add(series, "bulk_mb_per_s", peer, res["mb_per_s"])
             add(series, "bulk_cpu_s_per_mb", peer, res["cpu_s_per_mb"])
-        res = r.run(peer, r.command(peer, "rtt", [
-            "--count", str(count), "--rate", "100", "--size", "1024"]),
-            f"round {rnd} round trip")
-        if res and res.get("complete"):
-            add(series, "rtt_p50_ms", peer, pct(res["rtt_ms"], 50))
-            add(series, "rtt_p95_ms", peer, pct(res["rtt_ms"], 95))
-            add(series, "rtt_p99_ms", peer, pct(res["rtt_ms"], 99))
-            series.setdefault("rtt_all_ms", {}).setdefault(
-                peer, []).extend(res["rtt_ms"])
+        round_trip(r, series, peer, rnd, count)
         for size, n in ((64, short), (4096, long_)):
             res = r.run(peer, r.command(peer, "bulk", [
                 "--bytes", str(size * n), "--size", str(size)]),
@@ -811,17 +817,6 @@ def suite_data(r, q, series, notes):
                     if res.get(k):
                         add(series, k, peer, res[k])
 
-        def rtt(peer, rnd, extra):
-            res = r.run(peer, r.command(peer, "rtt", [
-                "--count", str(count), "--rate", "100", "--size", "1024"] +
-                extra), f"round {rnd} round trip")
-            if res and res.get("complete"):
-                add(series, "rtt_p50_ms", peer, pct(res["rtt_ms"], 50))
-                add(series, "rtt_p95_ms", peer, pct(res["rtt_ms"], 95))
-                add(series, "rtt_p99_ms", peer, pct(res["rtt_ms"], 99))
-                series.setdefault("rtt_all_ms", {}).setdefault(
-                    peer, []).extend(res["rtt_ms"])
-
         def body(peer, rnd):
             if peer == "webrtcbin-1dc":
                 # memory only: the one-channel pair, for comparison
@@ -842,9 +837,9 @@ def suite_data(r, q, series, notes):
         # a p50 per run wants more runs than the rest to settle. legba-sync:
         # both rooms on sync-bytes-received, the echo sent from there
         r.rounds(["legba", "legba-sync", "webrtcbin"], rtt_rounds,
-                 lambda peer, rnd: rtt(peer, rnd,
-                                       url if peer.startswith("legba")
-                                       else []))
+                 lambda peer, rnd: round_trip(
+                     r, series, peer, rnd, count,
+                     url if peer.startswith("legba") else []))
     finally:
         server.stop()
     notes.append(
