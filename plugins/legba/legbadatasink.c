@@ -116,6 +116,7 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
 
 /* ---- On the room's thread ---- */
 
+/* under the lock: wakes the streaming thread to look again */
 static void
 changed (GstLegbaDataSink * self)
 {
