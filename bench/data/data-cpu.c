@@ -25,7 +25,8 @@
  *   json-glib-hop  json-glib with the hand-over LegbaRoom does: each
  *                  message's text copied onto the application's main
  *                  context and parsed there (webrtcbin reports messages on
- *                  its SCTP thread; the room reports them on its context)
+ *                  its peer connection's thread; the room reports them on
+ *                  its context)
  *   legba-sync     legba with the application handling messages on the
  *                  thread they arrive on (LegbaRoom::sync-data-received)
  *                  alone: no hand-over to the room's context
