@@ -75,12 +75,11 @@ typedef struct
   gboolean owed;                /* a message was refused: ready-to-send due */
 } Outbox;
 
-/* What the room knows of one participant's data, by participant id
- * (lock: LegbaRoomData.lock). */
+/* What the room knows of one participant's data, by participant id, from
+ * its joining to its leaving (lock: LegbaRoomData.lock). */
 typedef struct
 {
   char *id;
-  gboolean member;              /* in the room: sent to when to is NULL */
   Outbox out[2];                /* by LegbaReliability */
   /* the channels of its connected peer connection that are open, owned;
    * cleared when that connection closes */
@@ -103,7 +102,7 @@ struct _LegbaRoomData
   LegbaRoom *room;
   GMutex lock;                  /* recipients, sent, lossy_dropped,
                                  * not_delivered */
-  GHashTable *recipients;       /* id -> Recipient */
+  GHashTable *recipients;       /* id -> Recipient: the room's participants */
   GSource *kick;                /* on the room's context: drains the
                                  * outboxes a send kicked */
   LegbaParticipant *server;     /* §7: the sender of backend events */
@@ -117,7 +116,8 @@ struct _LegbaRoomData
   guint64 sent;
   guint64 lossy_dropped;
   guint64 not_delivered;
-  guint64 received;             /* the context's, as malformed */
+  guint64 received;             /* on the room's context alone, as
+                                 * malformed */
   guint64 malformed;
   gint sync_enabled;            /* (atomic) */
 };
@@ -253,20 +253,6 @@ recipient_free (gpointer data)
   g_free (r);
 }
 
-static Recipient *
-ensure_recipient (LegbaRoomData * d, const char *id)
-{
-  Recipient *r = g_hash_table_lookup (d->recipients, id);
-
-  if (r == NULL) {
-    r = g_new0 (Recipient, 1);
-    r->id = g_strdup (id);
-    g_queue_init (&r->out[0].queue);
-    g_queue_init (&r->out[1].queue);
-    g_hash_table_insert (d->recipients, r->id, r);
-  }
-  return r;
-}
 
 static void
 set_ready (Recipient * r, LegbaReliability rel, GstWebRTCDataChannel * channel)
@@ -420,11 +406,12 @@ kick_dispatch (GSource * source, GSourceFunc callback, gpointer data)
   for (guint i = 0; i < lossy->len; i++) {
     LegbaParticipant *p = g_hash_table_lookup (d->room->by_id,
         lossy->pdata[i]);
+    LegbaPeer *peer = p ? p->peer : NULL;
     Recipient *r;
 
-    if (p != NULL && p->peer != NULL)
-      legba_peer_open_lossy (p->peer);
-    if (p != NULL && p->peer != NULL && p->peer->channels[1] != NULL)
+    if (peer != NULL)
+      legba_peer_open_lossy (peer);
+    if (peer != NULL && peer->channels[LEGBA_RELIABILITY_LOSSY] != NULL)
       continue;
     /* none was made: the next lossy message asks again */
     g_mutex_lock (&d->lock);
@@ -524,13 +511,12 @@ send_message (LegbaRoom * room, Message * m, LegbaReliability rel,
   if (to == NULL) {
     g_hash_table_iter_init (&iter, d->recipients);
     while (g_hash_table_iter_next (&iter, NULL, &value))
-      if (((Recipient *) value)->member)
-        g_ptr_array_add (targets, value);
+      g_ptr_array_add (targets, value);
   } else {
     for (guint i = 0; to[i] != NULL; i++) {
       Recipient *r = g_hash_table_lookup (d->recipients, to[i]);
 
-      if (r == NULL || !r->member)
+      if (r == NULL)
         append_name (&failed, to[i], "not in the room");
       else if (!g_ptr_array_find (targets, r, NULL))
         g_ptr_array_add (targets, r);
@@ -882,10 +868,11 @@ handle_mute (LegbaRoomData * d, LegbaParticipant * p, JsonNode * data)
   audio_muted = json_node_get_boolean (audio);
   video_muted = json_node_get_boolean (video);
   g_mutex_lock (&d->lock);
-  r = ensure_recipient (d, p->id);
-  r->mute_known = TRUE;
-  r->audio_muted = audio_muted;
-  r->video_muted = video_muted;
+  if ((r = g_hash_table_lookup (d->recipients, p->id)) != NULL) {
+    r->mute_known = TRUE;
+    r->audio_muted = audio_muted;
+    r->video_muted = video_muted;
+  }
   g_mutex_unlock (&d->lock);
   g_signal_emit (d->room, signals[SIGNAL_MUTE_CHANGED], 0, p, audio_muted,
       video_muted);
@@ -998,9 +985,11 @@ handle_incoming (LegbaRoomData * d, LegbaPeer * peer, Incoming * in)
   LegbaParticipant *p = peer->participant;
   gsize size = g_bytes_get_size (in->bytes);
   LegbaReliability before;
+  Recipient *r;
 
   g_mutex_lock (&d->lock);
-  ensure_recipient (d, p->id)->received++;
+  if ((r = g_hash_table_lookup (d->recipients, p->id)) != NULL)
+    r->received++;
   g_mutex_unlock (&d->lock);
   d->received++;
   /* §6: what we accept is what our SDP says, GStreamer's default */
@@ -1271,7 +1260,9 @@ legba_peer_data_close (LegbaPeer * peer)
   /* nothing is sent to its channels any more, from any thread */
   g_mutex_lock (&d->lock);
   r = g_hash_table_lookup (d->recipients, peer->participant->id);
-  if (r != NULL && r->ready[0] != NULL && r->ready[0] == peer->channels[0]) {
+  if (r != NULL && r->ready[LEGBA_RELIABILITY_RELIABLE] != NULL &&
+      r->ready[LEGBA_RELIABILITY_RELIABLE] ==
+      peer->channels[LEGBA_RELIABILITY_RELIABLE]) {
     for (guint i = 0; i < G_N_ELEMENTS (r->ready); i++)
       g_clear_object (&r->ready[i]);
     r->lossy_wanted = FALSE;
@@ -1359,9 +1350,13 @@ void
 legba_room_data_participant_joined (LegbaRoom * room, LegbaParticipant * p)
 {
   LegbaRoomData *d = room->data;
+  Recipient *r = g_new0 (Recipient, 1);
 
+  r->id = g_strdup (p->id);
+  g_queue_init (&r->out[0].queue);
+  g_queue_init (&r->out[1].queue);
   g_mutex_lock (&d->lock);
-  ensure_recipient (d, p->id)->member = TRUE;
+  g_hash_table_replace (d->recipients, r->id, r);
   g_mutex_unlock (&d->lock);
 }
 
@@ -1381,7 +1376,10 @@ legba_room_data_peer_connected (LegbaRoom * room, LegbaPeer * peer)
   if (transport != NULL)
     g_object_get (transport, "max-message-size", &max_message_size, NULL);
   g_mutex_lock (&d->lock);
-  r = ensure_recipient (d, id);
+  if ((r = g_hash_table_lookup (d->recipients, id)) == NULL) {
+    g_mutex_unlock (&d->lock);
+    return;
+  }
   r->max_message_size = max_message_size > 0 ? max_message_size :
       LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE;
   for (guint i = 0; i < G_N_ELEMENTS (r->ready); i++)
