@@ -490,22 +490,17 @@ static Pair *
 data_pair (void)
 {
   Pair *p = pair_new (0);
+  const char *received = sync_data ? "sync-bytes-received" :
+      "bytes-received";
 
   if (!pair_wait (p, 30))
     g_error ("the pair did not connect");
   if (sync_data) {
-    for (guint i = 0; i < 2; i++)
-      legba_room_enable_sync_data_emission (p->s[i].room);
-    g_signal_connect (p->s[1].room, "sync-bytes-received",
-        G_CALLBACK (on_bytes_b), NULL);
-    g_signal_connect (p->s[0].room, "sync-bytes-received",
-        G_CALLBACK (on_bytes_a), NULL);
-  } else {
-    g_signal_connect (p->s[1].room, "bytes-received",
-        G_CALLBACK (on_bytes_b), NULL);
-    g_signal_connect (p->s[0].room, "bytes-received",
-        G_CALLBACK (on_bytes_a), NULL);
+    legba_room_enable_sync_data_emission (p->s[0].room);
+    legba_room_enable_sync_data_emission (p->s[1].room);
   }
+  g_signal_connect (p->s[1].room, received, G_CALLBACK (on_bytes_b), NULL);
+  g_signal_connect (p->s[0].room, received, G_CALLBACK (on_bytes_a), NULL);
   g_signal_connect (p->s[0].room, "ready-to-send", G_CALLBACK (on_ready), NULL);
   return p;
 }
