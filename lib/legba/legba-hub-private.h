@@ -63,7 +63,11 @@ struct _LegbaHubConn
   gpointer handle;
   char *socket_id;
   guint index;                  /* in hub->conns */
-  GHashTable *subscriptions;    /* channel name -> Subscription * */
+  /* Its subscriptions by channel name: the first inline, the others in a
+   * table made when there are two (most sockets are on one channel, and a
+   * table is some 300 bytes a socket) */
+  Subscription *first_sub;
+  GHashTable *more_subs;        /* channel name -> Subscription *, or NULL */
   char *user_id;                /* pusher:signin */
   guint user_index;             /* in the app's array for user_id */
   gint64 opened_at;

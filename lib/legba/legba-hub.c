@@ -390,6 +390,57 @@ hub_presence_member_left (LegbaHub * hub, LegbaHubApp * app,
   g_hash_table_remove (channel->members, member->user_id);
 }
 
+/* ---- A connection's subscriptions ---- */
+
+static Subscription *
+conn_sub_lookup (LegbaHubConn * conn, const char *name)
+{
+  if (conn->first_sub != NULL &&
+      strcmp (conn->first_sub->channel->name, name) == 0)
+    return conn->first_sub;
+  return conn->more_subs ? g_hash_table_lookup (conn->more_subs, name) : NULL;
+}
+
+/* sub's channel is not among conn's subscriptions yet. */
+static void
+conn_sub_add (LegbaHubConn * conn, Subscription * sub)
+{
+  if (conn->first_sub == NULL) {
+    conn->first_sub = sub;
+    return;
+  }
+  if (conn->more_subs == NULL)
+    conn->more_subs = g_hash_table_new (g_str_hash, g_str_equal);
+  g_hash_table_insert (conn->more_subs, sub->channel->name, sub);
+}
+
+static void
+conn_sub_remove (LegbaHubConn * conn, Subscription * sub)
+{
+  if (conn->first_sub == sub)
+    conn->first_sub = NULL;
+  else if (conn->more_subs != NULL)
+    g_hash_table_remove (conn->more_subs, sub->channel->name);
+}
+
+/* A new array of conn's subscriptions, to go through while they change. */
+static GPtrArray *
+conn_subs_list (LegbaHubConn * conn)
+{
+  GPtrArray *subs = g_ptr_array_new ();
+  GHashTableIter iter;
+  gpointer sub;
+
+  if (conn->first_sub != NULL)
+    g_ptr_array_add (subs, conn->first_sub);
+  if (conn->more_subs != NULL) {
+    g_hash_table_iter_init (&iter, conn->more_subs);
+    while (g_hash_table_iter_next (&iter, NULL, &sub))
+      g_ptr_array_add (subs, sub);
+  }
+  return subs;
+}
+
 static void
 subscription_remove (LegbaHub * hub, Subscription * sub)
 {
@@ -399,7 +450,7 @@ subscription_remove (LegbaHub * hub, Subscription * sub)
   Member *member = sub->member;
   GPtrArray *subs = channel->subscriptions;
 
-  g_hash_table_remove (conn->subscriptions, channel->name);
+  conn_sub_remove (conn, sub);
   g_ptr_array_remove_index_fast (subs, sub->index);
   if (sub->index < subs->len)
     ((Subscription *) subs->pdata[sub->index])->index = sub->index;
@@ -465,7 +516,6 @@ conn_new (LegbaHub * hub, LegbaHubApp * app, gpointer handle)
     conn->socket_id = g_strdup_printf ("%d.%d",
         g_random_int_range (1, G_MAXINT32), g_random_int_range (1, G_MAXINT32));
   } while (g_hash_table_contains (hub->conns_by_socket_id, conn->socket_id));
-  conn->subscriptions = g_hash_table_new (g_str_hash, g_str_equal);
   conn->opened_at = conn->last_activity = hub_now (hub);
 
   conn->index = hub->conns->len;
@@ -479,7 +529,7 @@ conn_new (LegbaHub * hub, LegbaHubApp * app, gpointer handle)
 static void
 conn_free (LegbaHubConn * conn)
 {
-  g_hash_table_unref (conn->subscriptions);
+  g_clear_pointer (&conn->more_subs, g_hash_table_unref);
   g_free (conn->socket_id);
   g_free (conn->user_id);
   g_free (conn);
@@ -489,13 +539,7 @@ conn_free (LegbaHubConn * conn)
 static void
 conn_destroy (LegbaHub * hub, LegbaHubConn * conn)
 {
-  g_autoptr (GPtrArray) subs = g_ptr_array_new ();
-  GHashTableIter iter;
-  gpointer sub;
-
-  g_hash_table_iter_init (&iter, conn->subscriptions);
-  while (g_hash_table_iter_next (&iter, NULL, &sub))
-    g_ptr_array_add (subs, sub);
+  g_autoptr (GPtrArray) subs = conn_subs_list (conn);
 
   g_ptr_array_remove_index_fast (hub->conns, conn->index);
   if (conn->index < hub->conns->len)
@@ -742,7 +786,7 @@ subscription_add (LegbaHub * hub, LegbaHubConn * conn, const char *name,
   sub->channel = channel;
   sub->index = channel->subscriptions->len;
   g_ptr_array_add (channel->subscriptions, sub);
-  g_hash_table_insert (conn->subscriptions, channel->name, sub);
+  conn_sub_add (conn, sub);
   hub->n_subscriptions++;
 
   if (*user_id != NULL) {
@@ -801,7 +845,7 @@ handle_subscribe (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
   }
 
   /* Subscribing again changes nothing; the socket is already authorized. */
-  sub = g_hash_table_lookup (conn->subscriptions, name);
+  sub = conn_sub_lookup (conn, name);
   if (sub != NULL) {
     conn_subscription_succeeded (hub, conn, sub->channel,
         sub->member ? sub->member->user_id : NULL);
@@ -829,7 +873,7 @@ handle_unsubscribe (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
         "pusher:unsubscribe needs data {\"channel\": \"...\"}");
     return;
   }
-  sub = g_hash_table_lookup (conn->subscriptions, name);
+  sub = conn_sub_lookup (conn, name);
   if (sub != NULL)
     subscription_remove (hub, sub);
 }
@@ -861,7 +905,7 @@ handle_client_event (LegbaHub * hub, LegbaHubConn * conn, const char *event,
         "Event names are at most %u bytes", MAX_EVENT_NAME_LENGTH);
     return;
   }
-  sub = g_hash_table_lookup (conn->subscriptions, name);
+  sub = conn_sub_lookup (conn, name);
   if (sub == NULL) {
     conn_error (hub, conn, LEGBA_PUSHER_CLIENT_EVENT_REFUSED,
         "Client event rejected: not subscribed to the channel");
@@ -1273,12 +1317,10 @@ legba_hub_free (LegbaHub * hub)
 
   for (guint i = 0; i < hub->conns->len; i++) {
     LegbaHubConn *conn = hub->conns->pdata[i];
-    GHashTableIter iter;
-    gpointer sub;
+    g_autoptr (GPtrArray) subs = conn_subs_list (conn);
 
-    g_hash_table_iter_init (&iter, conn->subscriptions);
-    while (g_hash_table_iter_next (&iter, NULL, &sub))
-      g_free (sub);
+    for (guint k = 0; k < subs->len; k++)
+      g_free (subs->pdata[k]);
     conn_free (conn);
   }
   g_ptr_array_unref (hub->conns);

@@ -494,6 +494,49 @@ test_unsubscribe (void)
   client_expect_nothing (c);
 }
 
+/* A socket on several channels: each one reaches it, the one it left does
+ * not, joining again changes nothing, and closing it leaves every channel
+ * it was on. */
+static void
+test_subscribe_many (void)
+{
+  static const char *const names[] = { "c0", "c1", "c2", "c3", "c4" };
+  g_autoptr (Fixture) f = fixture_new (NULL);
+  Client *c = client_open (f);
+  LegbaHubChannelInfo info;
+
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+    client_subscribe (c, names[i]);
+  client_send (c, "{\"event\":\"pusher:unsubscribe\","
+      "\"data\":{\"channel\":\"c0\"}}");
+  client_subscribe (c, "c5");
+  client_subscribe (c, "c3");
+  client_subscribe (c, "c5");
+  client_expect_nothing (c);
+  g_assert_cmpuint (legba_hub_get_subscription_count (f->hub), ==, 5);
+  g_assert_false (legba_hub_get_channel (f->hub, f->app, "c0", &info));
+  g_assert_true (publish (f, "c0", "ev", "{}", NULL, NULL));
+  client_expect_nothing (c);
+  for (guint i = 1; i <= 5; i++) {
+    g_autofree char *name = g_strdup_printf ("c%u", i);
+    g_autoptr (JsonNode) frame = NULL;
+
+    g_assert_true (legba_hub_get_channel (f->hub, f->app, name, &info));
+    g_assert_cmpuint (info.subscription_count, ==, 1);
+    g_assert_true (publish (f, name, "ev", "{}", NULL, NULL));
+    frame = client_pop (c, "ev", name);
+    client_expect_nothing (c);
+  }
+
+  client_report_closed (c);
+  g_assert_cmpuint (legba_hub_get_subscription_count (f->hub), ==, 0);
+  for (guint i = 1; i <= 5; i++) {
+    g_autofree char *name = g_strdup_printf ("c%u", i);
+
+    g_assert_false (legba_hub_get_channel (f->hub, f->app, name, &info));
+  }
+}
+
 /* ---- Bad input: a clear pusher:error, no close, no effect on others ---- */
 
 typedef struct
@@ -822,6 +865,7 @@ main (int argc, char **argv)
   ADD_TABLE ("/hub/subscribe/bad-data", subscribe_bad_frames,
       test_subscribe_bad_data);
   g_test_add_func ("/hub/unsubscribe/basic", test_unsubscribe);
+  g_test_add_func ("/hub/subscribe/many", test_subscribe_many);
   ADD_TABLE ("/hub/bad-frame/table", bad_frames, test_bad_frame);
   g_test_add_func ("/hub/bad-frame/oversize", test_bad_frame_oversize);
   g_test_add_func ("/hub/bad-frame/deep-nesting", test_bad_frame_deep_nesting);
