@@ -65,6 +65,11 @@ struct _LegbaServer
   gboolean shutting_down;
 
   GHashTable *conns;            /* LegbaServerConn set, owns them */
+  /* Every socket's SoupWebsocketConnection handlers (message, error,
+   * closed): one closure each for all of them, which find their socket
+   * through its stream, where a closure a socket would cost some 70 bytes */
+  GClosure *ws_handlers[3];
+  GUri *ws_uri;                 /* the WebSocket's address, for all sockets */
   struct _LegbaPollGroup *poll_group;   /* where the sockets' sources are */
   LegbaMetrics *metrics;
   guint64 written_closed;       /* bytes written by sockets now gone */

@@ -442,7 +442,10 @@ legba_server_conn_free (gpointer data)
     g_source_destroy (conn->close_timer);
     g_source_unref (conn->close_timer);
   }
-  g_signal_handlers_disconnect_by_data (conn->ws, conn);
+  for (guint i = 0; i < G_N_ELEMENTS (conn->server->ws_handlers); i++)
+    g_signal_handlers_disconnect_matched (conn->ws, G_SIGNAL_MATCH_CLOSURE, 0,
+        0, conn->server->ws_handlers[i], NULL, NULL);
+  legba_ws_stream_set_owner (conn->stream, NULL);
   g_object_unref (conn->ws);
   g_object_unref (conn->stream);
   if (conn->bucket != NULL)
@@ -452,11 +455,19 @@ legba_server_conn_free (gpointer data)
   g_free (conn);
 }
 
+/* The socket a SoupWebsocketConnection handler is called for. */
+static LegbaServerConn *
+legba_server_conn_of (SoupWebsocketConnection * ws)
+{
+  return legba_ws_stream_get_owner ((LegbaWsStream *)
+      soup_websocket_connection_get_io_stream (ws));
+}
+
 static void
 legba_server_conn_message (SoupWebsocketConnection * ws, gint type,
     GBytes * message, gpointer user_data)
 {
-  LegbaServerConn *conn = user_data;
+  LegbaServerConn *conn = legba_server_conn_of (ws);
   gsize len;
   const char *data;
 
@@ -476,7 +487,7 @@ static void
 legba_server_conn_error (SoupWebsocketConnection * ws, GError * error,
     gpointer user_data)
 {
-  LegbaServerConn *conn = user_data;
+  LegbaServerConn *conn = legba_server_conn_of (ws);
 
   if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE) ||
       g_error_matches (error, SOUP_WEBSOCKET_ERROR,
@@ -503,7 +514,7 @@ legba_server_conn_error (SoupWebsocketConnection * ws, GError * error,
 static void
 legba_server_conn_closed (SoupWebsocketConnection * ws, gpointer user_data)
 {
-  LegbaServerConn *conn = user_data;
+  LegbaServerConn *conn = legba_server_conn_of (ws);
   LegbaServer *self = conn->server;
   g_autofree char *code_s = NULL;
   guint code = conn->close_code;
@@ -550,6 +561,49 @@ legba_upgrade_free (gpointer data, GClosure * closure)
   g_free (upgrade);
 }
 
+/* The order of LegbaServer.ws_handlers. */
+static const char *const ws_signals[] = { "message", "error", "closed" };
+
+static void
+legba_server_init_ws_handlers (LegbaServer * self)
+{
+  const GCallback callbacks[] = {
+    G_CALLBACK (legba_server_conn_message),
+    G_CALLBACK (legba_server_conn_error),
+    G_CALLBACK (legba_server_conn_closed),
+  };
+
+  G_STATIC_ASSERT (G_N_ELEMENTS (callbacks) == G_N_ELEMENTS (ws_signals));
+  G_STATIC_ASSERT (G_N_ELEMENTS (self->ws_handlers) ==
+      G_N_ELEMENTS (ws_signals));
+  for (guint i = 0; i < G_N_ELEMENTS (callbacks); i++) {
+    self->ws_handlers[i] = g_closure_ref (g_cclosure_new (callbacks[i], NULL,
+            NULL));
+    g_closure_sink (self->ws_handlers[i]);
+  }
+}
+
+/* The URI a socket's SoupWebsocketConnection is made with: the address of
+ * the WebSocket, the request's URI without its query. Sockets that came
+ * through the same address share one. */
+static GUri *
+legba_server_ws_uri (LegbaServer * self, GUri * request)
+{
+  GUri *uri = self->ws_uri;
+
+  if (uri == NULL ||
+      g_strcmp0 (g_uri_get_scheme (uri), g_uri_get_scheme (request)) != 0 ||
+      g_strcmp0 (g_uri_get_host (uri), g_uri_get_host (request)) != 0 ||
+      g_uri_get_port (uri) != g_uri_get_port (request) ||
+      g_strcmp0 (g_uri_get_path (uri), g_uri_get_path (request)) != 0) {
+    g_clear_pointer (&self->ws_uri, g_uri_unref);
+    self->ws_uri = g_uri_build (g_uri_get_flags (request),
+        g_uri_get_scheme (request), NULL, g_uri_get_host (request),
+        g_uri_get_port (request), g_uri_get_path (request), NULL, NULL);
+  }
+  return self->ws_uri;
+}
+
 static LegbaServerConn *
 legba_server_conn_new (LegbaServer * self, LegbaUpgrade * upgrade,
     GIOStream * base, GUri * uri)
@@ -582,12 +636,10 @@ legba_server_conn_new (LegbaServer * self, LegbaUpgrade * upgrade,
   /* Pusher protocol 7 keeps connections alive with pusher:ping. */
   soup_websocket_connection_set_keepalive_interval (conn->ws, 0);
 
-  g_signal_connect (conn->ws, "message",
-      G_CALLBACK (legba_server_conn_message), conn);
-  g_signal_connect (conn->ws, "error", G_CALLBACK (legba_server_conn_error),
-      conn);
-  g_signal_connect (conn->ws, "closed", G_CALLBACK (legba_server_conn_closed),
-      conn);
+  legba_ws_stream_set_owner (conn->stream, conn);
+  for (guint i = 0; i < G_N_ELEMENTS (ws_signals); i++)
+    g_signal_connect_closure (conn->ws, ws_signals[i], self->ws_handlers[i],
+        FALSE);
   g_hash_table_add (self->conns, conn);
   return conn;
 }
@@ -598,7 +650,7 @@ legba_server_upgrade_done (SoupServerMessage * msg, gpointer user_data)
 {
   LegbaUpgrade *upgrade = user_data;
   LegbaServer *self = upgrade->server;
-  g_autoptr (GUri) uri = g_uri_ref (soup_server_message_get_uri (msg));
+  GUri *uri = legba_server_ws_uri (self, soup_server_message_get_uri (msg));
   g_autoptr (GIOStream) base = NULL;
   LegbaServerConn *conn;
 
@@ -1460,6 +1512,9 @@ legba_server_finalize (GObject * object)
   LegbaServer *self = LEGBA_SERVER (object);
 
   g_hash_table_unref (self->conns);
+  for (guint i = 0; i < G_N_ELEMENTS (self->ws_handlers); i++)
+    g_closure_unref (self->ws_handlers[i]);
+  g_clear_pointer (&self->ws_uri, g_uri_unref);
   g_clear_pointer (&self->hub, legba_hub_free);
   legba_metrics_free (self->metrics);
   g_ptr_array_unref (self->pending_apps);
@@ -1733,6 +1788,7 @@ legba_server_init (LegbaServer * self)
   self->conns = g_hash_table_new_full (NULL, NULL, legba_server_conn_free,
       NULL);
   self->poll_group = legba_poll_group_new (self->context, POLL_BUCKET_SIZE);
+  legba_server_init_ws_handlers (self);
   self->metrics = legba_metrics_new ();
   self->extension_types =
       g_ptr_array_new_with_free_func ((GDestroyNotify) g_type_class_unref);

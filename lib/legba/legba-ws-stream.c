@@ -685,6 +685,7 @@ struct _LegbaWsStream
   LegbaWsInput *input;
   LegbaWsOutput *output;
 
+  gpointer owner;
   guint linger_ms;
   gboolean aborted;
 
@@ -1001,4 +1002,16 @@ legba_ws_stream_is_aborted (LegbaWsStream * stream)
   g_return_val_if_fail (LEGBA_IS_WS_STREAM (stream), FALSE);
 
   return stream->aborted;
+}
+
+void
+legba_ws_stream_set_owner (LegbaWsStream * stream, gpointer owner)
+{
+  stream->owner = owner;
+}
+
+gpointer
+legba_ws_stream_get_owner (LegbaWsStream * stream)
+{
+  return stream->owner;
 }

@@ -66,4 +66,9 @@ void legba_ws_stream_abort (LegbaWsStream * stream);
 
 gboolean legba_ws_stream_is_aborted (LegbaWsStream * stream);
 
+/* What the stream serves, for whoever has the stream alone (the handlers
+ * of the SoupWebsocketConnection over it); not owned. */
+void legba_ws_stream_set_owner (LegbaWsStream * stream, gpointer owner);
+gpointer legba_ws_stream_get_owner (LegbaWsStream * stream);
+
 G_END_DECLS
