@@ -584,8 +584,8 @@ legba_server_init_ws_handlers (LegbaServer * self)
 }
 
 /* The URI a socket's SoupWebsocketConnection is made with: the address of
- * the WebSocket, the request's URI without its query. Sockets that came
- * through the same address share one. */
+ * the WebSocket, the request's URI without its query. A socket that came
+ * through the same address as the socket before it shares that one's. */
 static GUri *
 legba_server_ws_uri (LegbaServer * self, GUri * request)
 {
