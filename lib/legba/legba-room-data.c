@@ -253,7 +253,6 @@ recipient_free (gpointer data)
   g_free (r);
 }
 
-
 static void
 set_ready (Recipient * r, LegbaReliability rel, GstWebRTCDataChannel * channel)
 {
@@ -1353,8 +1352,8 @@ legba_room_data_participant_joined (LegbaRoom * room, LegbaParticipant * p)
   Recipient *r = g_new0 (Recipient, 1);
 
   r->id = g_strdup (p->id);
-  g_queue_init (&r->out[0].queue);
-  g_queue_init (&r->out[1].queue);
+  for (guint i = 0; i < G_N_ELEMENTS (r->out); i++)
+    g_queue_init (&r->out[i].queue);
   g_mutex_lock (&d->lock);
   g_hash_table_replace (d->recipients, r->id, r);
   g_mutex_unlock (&d->lock);
