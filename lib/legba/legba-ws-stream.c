@@ -42,6 +42,7 @@ struct _LegbaWsOutput
   GOutputStream parent;
 
   GOutputStream *base;
+  GSocket *socket;              /* written directly, base is NULL */
 
   /* Parser of the frames going out (RFC 6455 §5.2). A server never masks,
    * but the mask bit is honoured anyway. */
@@ -155,16 +156,30 @@ legba_ws_output_get_queued (LegbaWsOutput * self)
 }
 
 static gssize
-legba_ws_output_write (GOutputStream * stream, const void *buffer,
-    gsize count, GCancellable * cancellable, GError ** error)
+legba_ws_output_send (LegbaWsOutput * self, const void *buffer, gsize count,
+    gboolean blocking, GCancellable * cancellable, GError ** error)
 {
-  LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
   gssize n;
 
-  n = g_output_stream_write (self->base, buffer, count, cancellable, error);
+  if (self->socket != NULL)
+    n = g_socket_send_with_blocking (self->socket, buffer, count, blocking,
+        cancellable, error);
+  else if (blocking)
+    n = g_output_stream_write (self->base, buffer, count, cancellable, error);
+  else
+    n = g_pollable_output_stream_write_nonblocking (G_POLLABLE_OUTPUT_STREAM
+        (self->base), buffer, count, cancellable, error);
   if (n > 0)
     legba_ws_output_feed (self, buffer, n);
   return n;
+}
+
+static gssize
+legba_ws_output_write (GOutputStream * stream, const void *buffer,
+    gsize count, GCancellable * cancellable, GError ** error)
+{
+  return legba_ws_output_send (LEGBA_WS_OUTPUT (stream), buffer, count, TRUE,
+      cancellable, error);
 }
 
 static gboolean
@@ -173,10 +188,13 @@ legba_ws_output_flush (GOutputStream * stream, GCancellable * cancellable,
 {
   LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
 
+  if (self->socket != NULL)
+    return TRUE;
   return g_output_stream_flush (self->base, cancellable, error);
 }
 
-/* The base stream belongs to the base GIOStream, which closes it. */
+/* The base stream belongs to the base GIOStream, which closes it, as the
+ * LegbaWsStream closes the socket. */
 static gboolean
 legba_ws_output_close (GOutputStream * stream, GCancellable * cancellable,
     GError ** error)
@@ -189,6 +207,8 @@ legba_ws_output_can_poll (GPollableOutputStream * stream)
 {
   LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
 
+  if (self->socket != NULL)
+    return TRUE;
   return G_IS_POLLABLE_OUTPUT_STREAM (self->base) &&
       g_pollable_output_stream_can_poll (G_POLLABLE_OUTPUT_STREAM (self->base));
 }
@@ -198,6 +218,8 @@ legba_ws_output_is_writable (GPollableOutputStream * stream)
 {
   LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
 
+  if (self->socket != NULL)
+    return (g_socket_condition_check (self->socket, G_IO_OUT) & G_IO_OUT) != 0;
   return g_pollable_output_stream_is_writable (G_POLLABLE_OUTPUT_STREAM
       (self->base));
 }
@@ -209,8 +231,11 @@ legba_ws_output_create_source (GPollableOutputStream * stream,
   LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
   g_autoptr (GSource) base_source = NULL;
 
-  base_source = g_pollable_output_stream_create_source
-      (G_POLLABLE_OUTPUT_STREAM (self->base), cancellable);
+  if (self->socket != NULL)
+    base_source = g_socket_create_source (self->socket, G_IO_OUT, NULL);
+  else
+    base_source = g_pollable_output_stream_create_source
+        (G_POLLABLE_OUTPUT_STREAM (self->base), cancellable);
   return g_pollable_source_new_full (self, base_source, cancellable);
 }
 
@@ -218,14 +243,8 @@ static gssize
 legba_ws_output_write_nonblocking (GPollableOutputStream * stream,
     const void *buffer, gsize count, GError ** error)
 {
-  LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
-  gssize n;
-
-  n = g_pollable_output_stream_write_nonblocking (G_POLLABLE_OUTPUT_STREAM
-      (self->base), buffer, count, NULL, error);
-  if (n > 0)
-    legba_ws_output_feed (self, buffer, n);
-  return n;
+  return legba_ws_output_send (LEGBA_WS_OUTPUT (stream), buffer, count, FALSE,
+      NULL, error);
 }
 
 static void
@@ -244,6 +263,7 @@ legba_ws_output_finalize (GObject * object)
 
   g_queue_clear (&self->pending);
   g_clear_object (&self->base);
+  g_clear_object (&self->socket);
   G_OBJECT_CLASS (legba_ws_output_parent_class)->finalize (object);
 }
 
@@ -281,9 +301,10 @@ struct _LegbaWsInput
   GInputStream parent;
 
   GInputStream *base;
-  GSocket *socket;              /* base's bytes come from it unchanged */
-  gboolean drained;             /* base had nothing buffered at last read */
-  gboolean short_read;          /* the last read gave less than asked */
+  GSocket *socket;              /* read directly, base is NULL */
+  GByteArray *held;             /* the peer's first bytes, read before */
+  gsize held_off;
+  gboolean short_read;          /* the last socket read gave less than asked */
   gboolean closed;              /* no more waiting on the socket */
   GSource *watch;               /* the socket, while socket is set */
   GSource *reader;              /* the newest source made; not owned */
@@ -377,6 +398,35 @@ legba_ws_input_filter (LegbaWsInput * self, const void *buffer, gssize n,
 }
 
 static gssize
+legba_ws_input_take_held (LegbaWsInput * self, void *buffer, gsize count)
+{
+  gsize n = MIN (count, self->held->len - self->held_off);
+
+  memcpy (buffer, self->held->data + self->held_off, n);
+  self->held_off += n;
+  if (self->held_off == self->held->len) {
+    g_clear_pointer (&self->held, g_byte_array_unref);
+    self->held_off = 0;
+  }
+  return n;
+}
+
+static gssize
+legba_ws_input_receive (LegbaWsInput * self, void *buffer, gsize count,
+    gboolean blocking, GCancellable * cancellable, GError ** error)
+{
+  if (self->held != NULL)
+    return legba_ws_input_take_held (self, buffer, count);
+  if (self->socket != NULL)
+    return g_socket_receive_with_blocking (self->socket, buffer, count,
+        blocking, cancellable, error);
+  if (blocking)
+    return g_input_stream_read (self->base, buffer, count, cancellable, error);
+  return g_pollable_input_stream_read_nonblocking (G_POLLABLE_INPUT_STREAM
+      (self->base), buffer, count, cancellable, error);
+}
+
+static gssize
 legba_ws_input_read (GInputStream * stream, void *buffer, gsize count,
     GCancellable * cancellable, GError ** error)
 {
@@ -385,11 +435,12 @@ legba_ws_input_read (GInputStream * stream, void *buffer, gsize count,
   if (self->too_large)
     return legba_ws_input_too_large (error);
   return legba_ws_input_filter (self, buffer,
-      g_input_stream_read (self->base, buffer, count, cancellable, error),
+      legba_ws_input_receive (self, buffer, count, TRUE, cancellable, error),
       error);
 }
 
-/* The base stream belongs to the base GIOStream, which closes it. */
+/* The base stream belongs to the base GIOStream, which closes it, as the
+ * LegbaWsStream closes the socket. */
 static gboolean
 legba_ws_input_close (GInputStream * stream, GCancellable * cancellable,
     GError ** error)
@@ -402,6 +453,8 @@ legba_ws_input_can_poll (GPollableInputStream * stream)
 {
   LegbaWsInput *self = LEGBA_WS_INPUT (stream);
 
+  if (self->socket != NULL)
+    return TRUE;
   return G_IS_POLLABLE_INPUT_STREAM (self->base) &&
       g_pollable_input_stream_can_poll (G_POLLABLE_INPUT_STREAM (self->base));
 }
@@ -411,8 +464,11 @@ legba_ws_input_is_readable (GPollableInputStream * stream)
 {
   LegbaWsInput *self = LEGBA_WS_INPUT (stream);
 
-  return self->too_large ||
-      g_pollable_input_stream_is_readable (G_POLLABLE_INPUT_STREAM
+  if (self->too_large || self->held != NULL)
+    return TRUE;
+  if (self->socket != NULL)
+    return (g_socket_condition_check (self->socket, G_IO_IN) & G_IO_IN) != 0;
+  return g_pollable_input_stream_is_readable (G_POLLABLE_INPUT_STREAM
       (self->base));
 }
 
@@ -422,12 +478,13 @@ legba_ws_input_is_readable (GPollableInputStream * stream)
  * and destroys it in its callback, and GLib signals the context's wakeup
  * (a write to an eventfd) for every descriptor of every source in a
  * source's tree each time it is attached, blocked around its dispatch or
- * destroyed: through the base stream's layers (libsoup's buffering, GIO's
- * socket stream) eight writes per batch read. Once base has nothing
- * buffered, the input instead keeps one *watch* on the socket in the
- * context for as long as it reads, and the sources libsoup makes hold no
- * descriptor: each is ready when the watch's descriptor is. Making and
- * destroying them then changes nothing GLib polls. */
+ * destroyed: through the layers of the stream libsoup hands over (its
+ * buffering, GIO's socket stream) eight writes per batch read. An input
+ * reading its socket directly instead keeps one *watch* on the socket in
+ * the context for as long as it reads, and the sources libsoup makes hold
+ * no descriptor: each is ready when the watch's descriptor is, or at once
+ * while bytes read before are held. Making and destroying them then
+ * changes nothing GLib polls. */
 typedef struct
 {
   GSource source;
@@ -487,15 +544,22 @@ static GSourceFuncs legba_ws_watch_funcs = {
   NULL,
 };
 
+static gboolean
+legba_ws_reader_prepare (GSource * source, gint * timeout)
+{
+  return ((LegbaWsReader *) source)->input->held != NULL;
+}
+
 /* The reader is checked after GLib has polled every descriptor of the
  * context, the watch's too, in the same iteration. */
 static gboolean
 legba_ws_reader_check (GSource * source)
 {
-  LegbaWsWatch *watch = (LegbaWsWatch *) ((LegbaWsReader *) source)->
-      input->watch;
+  LegbaWsInput *input = ((LegbaWsReader *) source)->input;
+  LegbaWsWatch *watch = (LegbaWsWatch *) input->watch;
 
-  return watch != NULL && legba_ws_watch_readable (watch);
+  return input->held != NULL ||
+      (watch != NULL && legba_ws_watch_readable (watch));
 }
 
 static gboolean
@@ -521,7 +585,7 @@ legba_ws_reader_finalize (GSource * source)
 }
 
 static GSourceFuncs legba_ws_reader_funcs = {
-  NULL,
+  legba_ws_reader_prepare,
   legba_ws_reader_check,
   legba_ws_reader_dispatch,
   legba_ws_reader_finalize,
@@ -597,10 +661,13 @@ legba_ws_input_create_source (GPollableInputStream * stream,
   LegbaWsInput *self = LEGBA_WS_INPUT (stream);
   g_autoptr (GSource) base_source = NULL;
 
-  if (self->socket != NULL && self->drained && !self->closed)
+  if (self->socket != NULL && !self->closed)
     return legba_ws_reader_new (self, cancellable);
-  base_source = g_pollable_input_stream_create_source
-      (G_POLLABLE_INPUT_STREAM (self->base), cancellable);
+  if (self->socket != NULL)
+    base_source = g_socket_create_source (self->socket, G_IO_IN, NULL);
+  else
+    base_source = g_pollable_input_stream_create_source
+        (G_POLLABLE_INPUT_STREAM (self->base), cancellable);
   return g_pollable_source_new_full (self, base_source, cancellable);
 }
 
@@ -609,31 +676,23 @@ legba_ws_input_read_nonblocking (GPollableInputStream * stream, void *buffer,
     gsize count, GError ** error)
 {
   LegbaWsInput *self = LEGBA_WS_INPUT (stream);
-  GError *base_error = NULL;
+  gboolean from_socket = self->socket != NULL && self->held == NULL;
   gssize n;
 
   if (self->too_large)
     return legba_ws_input_too_large (error);
-  /* libsoup reads until a read would block. A plain socket that gave
-   * less than was asked had nothing more at that moment; what comes
-   * later makes the socket readable again, so the read that would only
-   * say so is spared. */
-  if (self->socket != NULL && self->short_read) {
+  /* libsoup reads until a read would block. A socket that gave less than
+   * was asked had nothing more at that moment; what comes later makes the
+   * socket readable again, so the read that would only say so is
+   * spared. */
+  if (from_socket && self->short_read) {
     self->short_read = FALSE;
-    self->drained = TRUE;
     g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK,
         "no more input for now");
     return -1;
   }
-  n = g_pollable_input_stream_read_nonblocking (G_POLLABLE_INPUT_STREAM
-      (self->base), buffer, count, NULL, &base_error);
-  /* Read until it would block, or short: whatever base had buffered is
-   * gone (it gives what it holds before reading the socket). */
-  self->short_read = n > 0 && (gsize) n < count;
-  self->drained = n < 0 &&
-      g_error_matches (base_error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK);
-  if (base_error != NULL)
-    g_propagate_error (error, base_error);
+  n = legba_ws_input_receive (self, buffer, count, FALSE, NULL, error);
+  self->short_read = from_socket && n > 0 && (gsize) n < count;
   return legba_ws_input_filter (self, buffer, n, error);
 }
 
@@ -652,6 +711,7 @@ legba_ws_input_finalize (GObject * object)
   LegbaWsInput *self = LEGBA_WS_INPUT (object);
 
   legba_ws_input_stop_watch (self);
+  g_clear_pointer (&self->held, g_byte_array_unref);
   g_clear_object (&self->base);
   g_clear_object (&self->socket);
   G_OBJECT_CLASS (legba_ws_input_parent_class)->finalize (object);
@@ -680,7 +740,7 @@ struct _LegbaWsStream
 {
   GIOStream parent;
 
-  GIOStream *base;
+  GIOStream *base;              /* NULL once the socket is used directly */
   GSocket *socket;
   LegbaWsInput *input;
   LegbaWsOutput *output;
@@ -733,6 +793,8 @@ legba_ws_stream_close (GIOStream * stream, GCancellable * cancellable,
 
   legba_ws_input_close_watch (self->input);
   legba_ws_stream_abort_if_stalled (self);
+  if (self->base == NULL)
+    return g_socket_close (self->socket, error);
   return g_io_stream_close (self->base, cancellable, error);
 }
 
@@ -764,6 +826,16 @@ legba_ws_stream_close_base (LegbaWsStream * self)
   }
 
   legba_ws_stream_abort_if_stalled (self);
+  if (self->base == NULL) {
+    GError *error = NULL;
+
+    if (g_socket_close (self->socket, &error))
+      g_task_return_boolean (task, TRUE);
+    else
+      g_task_return_error (task, error);
+    g_object_unref (task);
+    return;
+  }
   g_io_stream_close_async (self->base, g_task_get_priority (task),
       g_task_get_cancellable (task), legba_ws_stream_base_closed, task);
 }
@@ -870,22 +942,61 @@ legba_ws_stream_init (LegbaWsStream * self)
 {
 }
 
+/* What base may hold of the peer's bytes past the request: libsoup reads
+ * an HTTP request in blocks of 8 KiB and keeps the rest of the last one,
+ * so once more than that has been taken, base holds nothing more. */
+#define LEGBA_WS_TAKE_MAX (64 * 1024)
+
+/* Reads what base holds, and what the socket has now, into held; stops at
+ * a read that gives less than asked, after which base holds nothing. */
+static void
+legba_ws_input_take (LegbaWsInput * self, GPollableInputStream * base)
+{
+  guint8 chunk[4096];
+  gssize n;
+
+  do {
+    n = g_pollable_input_stream_read_nonblocking (base, chunk, sizeof chunk,
+        NULL, NULL);
+    if (n <= 0)
+      break;
+    if (self->held == NULL)
+      self->held = g_byte_array_new ();
+    g_byte_array_append (self->held, chunk, n);
+  } while ((gsize) n == sizeof chunk && self->held->len < LEGBA_WS_TAKE_MAX);
+}
+
 LegbaWsStream *
 legba_ws_stream_new (GIOStream * base, GSocket * socket, gboolean plain)
 {
   LegbaWsStream *self;
+  GInputStream *base_input;
 
   g_return_val_if_fail (G_IS_IO_STREAM (base), NULL);
   g_return_val_if_fail (socket == NULL || G_IS_SOCKET (socket), NULL);
 
+  base_input = g_io_stream_get_input_stream (base);
   self = g_object_new (LEGBA_TYPE_WS_STREAM, NULL);
-  self->base = g_object_ref (base);
   self->socket = socket ? g_object_ref (socket) : NULL;
   self->input = g_object_new (LEGBA_TYPE_WS_INPUT, NULL);
-  self->input->base = g_object_ref (g_io_stream_get_input_stream (base));
-  if (socket != NULL && plain)
-    self->input->socket = g_object_ref (socket);
   self->output = g_object_new (LEGBA_TYPE_WS_OUTPUT, NULL);
+
+  /* Over a plain socket, base's layers (libsoup's buffering over GIO's
+   * socket connection and its two streams) only pass bytes through once
+   * what libsoup read past the request is taken; the socket is then read
+   * and written directly and base let go. Releasing base neither closes
+   * the socket (libsoup's stream does not close on dispose; GIO's socket
+   * connection does not close its socket on dispose) nor costs the some
+   * 600 bytes base keeps for each socket. */
+  if (socket != NULL && plain && G_IS_POLLABLE_INPUT_STREAM (base_input)) {
+    legba_ws_input_take (self->input, G_POLLABLE_INPUT_STREAM (base_input));
+    self->input->socket = g_object_ref (socket);
+    self->output->socket = g_object_ref (socket);
+    return self;
+  }
+
+  self->base = g_object_ref (base);
+  self->input->base = g_object_ref (base_input);
   self->output->base = g_object_ref (g_io_stream_get_output_stream (base));
   return self;
 }
@@ -939,7 +1050,7 @@ legba_ws_stream_inject_close (LegbaWsStream * stream, guint16 code,
   output = stream->output;
   if (stream->aborted || output->close_written ||
       !legba_ws_output_at_boundary (output) ||
-      !G_IS_POLLABLE_OUTPUT_STREAM (output->base))
+      !g_pollable_output_stream_can_poll (G_POLLABLE_OUTPUT_STREAM (output)))
     return FALSE;
 
   /* RFC 6455 §5.5.1: a control frame's payload is at most 125 bytes. */
@@ -952,10 +1063,7 @@ legba_ws_stream_inject_close (LegbaWsStream * stream, guint16 code,
   if (reason_len > 0)
     memcpy (frame + 4, reason, reason_len);
 
-  n = g_pollable_output_stream_write_nonblocking (G_POLLABLE_OUTPUT_STREAM
-      (output->base), frame, 2 + len, NULL, NULL);
-  if (n > 0)
-    legba_ws_output_feed (output, frame, n);
+  n = legba_ws_output_send (output, frame, 2 + len, FALSE, NULL, NULL);
   return n == (gssize) (2 + len);
 }
 

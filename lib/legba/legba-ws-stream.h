@@ -21,9 +21,10 @@ G_DECLARE_FINAL_TYPE (LegbaWsStream, legba_ws_stream, LEGBA, WS_STREAM,
     GIOStream)
 
 /* base: the stream stolen from the HTTP connection; socket: its TCP
- * socket (NULL when there is none, e.g. in tests over pipes). plain: base
- * reads the socket's bytes as they come (no TLS), so that once base has
- * nothing buffered, waiting for input is waiting on the socket. */
+ * socket (NULL when there is none, e.g. in tests over pipes). plain: the
+ * socket carries the WebSocket's bytes as they are (no TLS), so the
+ * stream takes what base holds of them, then reads and writes the socket
+ * itself and keeps no reference to base. */
 LegbaWsStream *legba_ws_stream_new (GIOStream * base, GSocket * socket,
     gboolean plain);
 

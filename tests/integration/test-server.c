@@ -890,9 +890,10 @@ raw_expect_pongs (RawClient * raw, guint n)
   }
 }
 
-/* Input as the wire brings it: a frame in the same segment as the
- * handshake (read ahead by the HTTP layer), many frames in one write,
- * and frames cut across writes. Every frame is answered, in order. */
+/* Input as the wire brings it: frames in the same segment as the
+ * handshake (read ahead by the HTTP layer, more than one read's worth,
+ * the last one cut short), many frames in one write, and frames cut
+ * across writes. Every frame is answered, in order. */
 static void
 test_input_batches (void)
 {
@@ -910,17 +911,24 @@ test_input_batches (void)
   gsize half;
   guint i;
 
-  raw_frame_append (first, 0x81, ping, strlen (ping));
+  /* 20 frames of about 350 bytes: several reads, the last one short. */
+  for (i = 0; i < 20; i++)
+    raw_frame_append (batch, 0x81, ping, strlen (ping));
+
+  /* 30 frames and a half (some 10.5 KB) right behind the request: more
+   * than the HTTP layer reads ahead, which is more than one read. */
+  half = batch->len / 2 + batch->len / 40;
+  g_byte_array_append (first, batch->data, batch->len);
+  g_byte_array_append (first, batch->data, half);
   status = raw_handshake_then (raw, WS_PATH, NULL, first);
   g_assert_cmpstr (status, ==, "HTTP/1.1 101 Switching Protocols");
   established = raw_next_json (raw);
   g_assert_cmpstr (frame_event (established), ==,
       "pusher:connection_established");
-  raw_expect_pongs (raw, 1);
+  raw_expect_pongs (raw, 20 + half / (batch->len / 20));
+  g_assert_true (raw_write (raw, batch->data + half, batch->len - half));
+  raw_expect_pongs (raw, 20 - half / (batch->len / 20));
 
-  /* 20 frames of about 350 bytes: several reads, the last one short. */
-  for (i = 0; i < 20; i++)
-    raw_frame_append (batch, 0x81, ping, strlen (ping));
   g_assert_true (raw_write (raw, batch->data, batch->len));
   raw_expect_pongs (raw, 20);
 
