@@ -87,12 +87,36 @@ legba_server_refuse_body (SoupServerMessage * msg)
       "request body too large");
 }
 
+/* libsoup before 3.3 never lets go of a kept-alive connection that its
+ * client closes while it waits for the next request (fixed upstream by
+ * "server: do not leak idle connections closed by the client"): the
+ * socket stays in CLOSE_WAIT and the connection in memory for the
+ * server's life, one for every HTTP client that came and went. With such
+ * a libsoup every response closes its connection, but the 101 of a
+ * WebSocket upgrade (legba_server_keep_connection). */
+static gboolean
+legba_server_closes_idle (void)
+{
+  return soup_get_major_version () > 3 ||
+      (soup_get_major_version () == 3 && soup_get_minor_version () >= 3);
+}
+
+void
+legba_server_keep_connection (SoupServerMessage * msg)
+{
+  soup_message_headers_remove (soup_server_message_get_response_headers
+      (msg), "Connection");
+}
+
 static void
 legba_server_got_headers (SoupServerMessage * msg, gpointer user_data)
 {
   LegbaServer *self = user_data;
   SoupMessageHeaders *headers = soup_server_message_get_request_headers (msg);
 
+  if (!legba_server_closes_idle ())
+    soup_message_headers_replace (soup_server_message_get_response_headers
+        (msg), "Connection", "close");
   if (soup_server_message_get_status (msg) != 0)
     return;
   if (soup_message_headers_get_encoding (headers) ==

@@ -106,6 +106,10 @@ void legba_server_handle_default (SoupServer * soup, SoupServerMessage * msg,
 void legba_server_respond_error (SoupServerMessage * msg, guint status,
     const char *error);
 char *legba_server_remote (SoupServerMessage * msg);
+/* Lets the response keep its connection open, for a WebSocket upgrade:
+ * with a libsoup that leaks kept-alive connections, every other response
+ * closes its connection. */
+void legba_server_keep_connection (SoupServerMessage * msg);
 gboolean legba_server_origin_allowed (LegbaServer * self, const char *origin);
 
 #endif /* LEGBA_SERVER_INTERNALS */

@@ -716,6 +716,7 @@ legba_server_handle_app (SoupServer * soup, SoupServerMessage * msg,
         "origin not allowed");
     return;
   }
+  legba_server_keep_connection (msg);
   if (!soup_websocket_server_process_handshake (msg, NULL, NULL,
           self->compression ? self->extension_types : NULL, &extensions))
     return;

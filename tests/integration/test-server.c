@@ -1374,6 +1374,45 @@ test_up (void)
   server_free (server);
 }
 
+static guint
+count_descriptors (void)
+{
+  g_autoptr (GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  guint n = 0;
+
+  g_assert_nonnull (dir);
+  while (g_dir_read_name (dir) != NULL)
+    n++;
+  return n;
+}
+
+/* HTTP clients that come, are answered and go, the connection idle when
+ * they close it, as HTTP API clients do: the server lets go of every
+ * connection (it keeps no descriptor, or socket in CLOSE_WAIT). */
+static void
+test_closed_connections (void)
+{
+  LegbaServer *server = server_new (NULL);
+  static const char request[] = "GET /up HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  guint before, i;
+
+  drain_main_context ();
+  before = count_descriptors ();
+  for (i = 0; i < 5; i++) {
+    RawClient *raw = raw_connect (server, 0);
+
+    raw_start_reading (raw);
+    g_assert_true (raw_write (raw, request, sizeof request - 1));
+    WAIT_UNTIL (raw_find (raw, "\r\n\r\nOK\n") != NULL || raw->eof, WAIT_S,
+        "the answer to GET /up");
+    g_assert_nonnull (raw_find (raw, "\r\n\r\nOK\n"));
+    raw_client_free (raw);
+  }
+  WAIT_UNTIL (count_descriptors () == before, WAIT_S,
+      "the server to close the connections its clients closed");
+  server_free (server);
+}
+
 static void
 assert_metric (const char *text, const char *line)
 {
@@ -1684,6 +1723,8 @@ main (int argc, char **argv)
   g_test_add_func ("/server/http/api-auth", test_http_api_auth);
   g_test_add_func ("/server/http/request-too-large", test_request_too_large);
   g_test_add_func ("/server/http/up", test_up);
+  g_test_add_func ("/server/http/closed-connections",
+      test_closed_connections);
   g_test_add_func ("/server/http/metrics", test_metrics);
   g_test_add_func ("/server/http/metrics-listener", test_metrics_listener);
   g_test_add_func ("/server/http/cors", test_cors);
