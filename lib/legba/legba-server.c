@@ -621,7 +621,7 @@ legba_server_conn_new (LegbaServer * self, LegbaUpgrade * upgrade,
    * wakeup walks every socket of the server. Its callbacks still run on
    * this thread, one at a time. */
   conn->bucket = legba_poll_group_join (self->poll_group,
-      upgrade->socket ? g_socket_get_fd (upgrade->socket) : -1);
+      legba_ws_stream_get_fd (conn->stream));
   if (conn->bucket != NULL) {
     context = legba_poll_bucket_get_context (conn->bucket);
     g_main_context_push_thread_default (context);

@@ -3,8 +3,147 @@
  */
 #include "legba-ws-stream.h"
 
-#include <sys/socket.h>
+#include <glib-unix.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct _LegbaWsStream
+{
+  GIOStream parent;
+
+  GIOStream *base;              /* NULL when the socket is used directly */
+  /* The socket's descriptor while the stream is open, else -1. A
+   * duplicate the stream owns, or socket's, which socket keeps open. */
+  int fd;
+  gboolean own_fd;
+  GSocket *socket;
+  struct _LegbaWsInput *input;
+  struct _LegbaWsOutput *output;
+
+  gpointer owner;
+  guint linger_ms;
+  gboolean aborted;
+
+  /* A close in progress: lingering, then closing base. */
+  GTask *close_task;
+  GSource *drain_source;
+  GSource *drain_timeout;
+};
+
+/* ---- The socket's descriptor ----
+ *
+ * Over a plain socket the stream reads and writes the descriptor itself,
+ * as GIO's socket would (non-blocking, no SIGPIPE), without keeping the
+ * GSocket: some 340 bytes a socket, more than the whole stream. */
+
+static gboolean
+legba_ws_fd_closed (int fd, GError ** error)
+{
+  if (fd >= 0)
+    return FALSE;
+  g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_CLOSED,
+      "the socket is closed");
+  return TRUE;
+}
+
+static void
+legba_ws_fd_error (int errsv, const char *what, GError ** error)
+{
+  g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errsv), "%s: %s",
+      what, g_strerror (errsv));
+}
+
+/* The conditions of condition (and G_IO_HUP, G_IO_ERR) the socket is in
+ * now. */
+static GIOCondition
+legba_ws_fd_check (int fd, GIOCondition condition)
+{
+  struct pollfd pfd = { fd, condition, 0 };
+  int r;
+
+  if (fd < 0)
+    return 0;
+  do
+    r = poll (&pfd, 1, 0);
+  while (r < 0 && errno == EINTR);
+  return r > 0 ? pfd.revents & (condition | G_IO_HUP | G_IO_ERR) : 0;
+}
+
+static gboolean
+legba_ws_fd_wait (int fd, GIOCondition condition, GCancellable * cancellable,
+    GError ** error)
+{
+  GPollFD pfd[2] = { {fd, condition, 0}, };
+  guint n = g_cancellable_make_pollfd (cancellable, &pfd[1]) ? 2 : 1;
+  int r;
+
+  do
+    r = g_poll (pfd, n, -1);
+  while (r < 0 && errno == EINTR);
+  if (n == 2)
+    g_cancellable_release_fd (cancellable);
+  return !g_cancellable_set_error_if_cancelled (cancellable, error);
+}
+
+static gssize
+legba_ws_fd_recv (int fd, void *buffer, gsize count, gboolean blocking,
+    GCancellable * cancellable, GError ** error)
+{
+  for (;;) {
+    gssize n;
+
+    if (legba_ws_fd_closed (fd, error))
+      return -1;
+    n = recv (fd, buffer, count, MSG_DONTWAIT);
+    if (n >= 0)
+      return n;
+    if (errno == EINTR)
+      continue;
+    if ((errno == EAGAIN || errno == EWOULDBLOCK) && blocking) {
+      if (!legba_ws_fd_wait (fd, G_IO_IN, cancellable, error))
+        return -1;
+      continue;
+    }
+    legba_ws_fd_error (errno, "Error receiving data", error);
+    return -1;
+  }
+}
+
+static gssize
+legba_ws_fd_send (int fd, const void *buffer, gsize count, gboolean blocking,
+    GCancellable * cancellable, GError ** error)
+{
+  for (;;) {
+    gssize n;
+
+    if (legba_ws_fd_closed (fd, error))
+      return -1;
+    n = send (fd, buffer, count, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n >= 0)
+      return n;
+    if (errno == EINTR)
+      continue;
+    if ((errno == EAGAIN || errno == EWOULDBLOCK) && blocking) {
+      if (!legba_ws_fd_wait (fd, G_IO_OUT, cancellable, error))
+        return -1;
+      continue;
+    }
+    legba_ws_fd_error (errno, "Error sending data", error);
+    return -1;
+  }
+}
+
+/* The descriptor of the stream of a direct input or output. */
+static int
+legba_ws_stream_fd (LegbaWsStream * stream)
+{
+  return stream != NULL ? stream->fd : -1;
+}
 
 /* RFC 6455 §5.2: the header length once its first two bytes are known. */
 static guint
@@ -42,7 +181,10 @@ struct _LegbaWsOutput
   GOutputStream parent;
 
   GOutputStream *base;
-  GSocket *socket;              /* written directly, base is NULL */
+  /* Not owned (the stream owns this); set when base is NULL and the
+   * socket is written directly, NULL again once the stream is gone. */
+  LegbaWsStream *stream;
+  gboolean direct;
 
   /* Parser of the frames going out (RFC 6455 §5.2). A server never masks,
    * but the mask bit is honoured anyway. */
@@ -161,9 +303,9 @@ legba_ws_output_send (LegbaWsOutput * self, const void *buffer, gsize count,
 {
   gssize n;
 
-  if (self->socket != NULL)
-    n = g_socket_send_with_blocking (self->socket, buffer, count, blocking,
-        cancellable, error);
+  if (self->direct)
+    n = legba_ws_fd_send (legba_ws_stream_fd (self->stream), buffer, count,
+        blocking, cancellable, error);
   else if (blocking)
     n = g_output_stream_write (self->base, buffer, count, cancellable, error);
   else
@@ -188,7 +330,7 @@ legba_ws_output_flush (GOutputStream * stream, GCancellable * cancellable,
 {
   LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
 
-  if (self->socket != NULL)
+  if (self->direct)
     return TRUE;
   return g_output_stream_flush (self->base, cancellable, error);
 }
@@ -207,7 +349,7 @@ legba_ws_output_can_poll (GPollableOutputStream * stream)
 {
   LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
 
-  if (self->socket != NULL)
+  if (self->direct)
     return TRUE;
   return G_IS_POLLABLE_OUTPUT_STREAM (self->base) &&
       g_pollable_output_stream_can_poll (G_POLLABLE_OUTPUT_STREAM (self->base));
@@ -218,8 +360,9 @@ legba_ws_output_is_writable (GPollableOutputStream * stream)
 {
   LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
 
-  if (self->socket != NULL)
-    return (g_socket_condition_check (self->socket, G_IO_OUT) & G_IO_OUT) != 0;
+  if (self->direct)
+    return (legba_ws_fd_check (legba_ws_stream_fd (self->stream),
+            G_IO_OUT) & G_IO_OUT) != 0;
   return g_pollable_output_stream_is_writable (G_POLLABLE_OUTPUT_STREAM
       (self->base));
 }
@@ -231,8 +374,9 @@ legba_ws_output_create_source (GPollableOutputStream * stream,
   LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
   g_autoptr (GSource) base_source = NULL;
 
-  if (self->socket != NULL)
-    base_source = g_socket_create_source (self->socket, G_IO_OUT, NULL);
+  if (self->direct)
+    base_source = g_unix_fd_source_new (legba_ws_stream_fd (self->stream),
+        G_IO_OUT);
   else
     base_source = g_pollable_output_stream_create_source
         (G_POLLABLE_OUTPUT_STREAM (self->base), cancellable);
@@ -263,7 +407,6 @@ legba_ws_output_finalize (GObject * object)
 
   g_queue_clear (&self->pending);
   g_clear_object (&self->base);
-  g_clear_object (&self->socket);
   G_OBJECT_CLASS (legba_ws_output_parent_class)->finalize (object);
 }
 
@@ -301,7 +444,9 @@ struct _LegbaWsInput
   GInputStream parent;
 
   GInputStream *base;
-  GSocket *socket;              /* read directly, base is NULL */
+  /* As LegbaWsOutput's. */
+  LegbaWsStream *stream;
+  gboolean direct;
   GByteArray *held;             /* the peer's first bytes, read before */
   gsize held_off;
   gboolean short_read;          /* the last socket read gave less than asked */
@@ -417,8 +562,8 @@ legba_ws_input_receive (LegbaWsInput * self, void *buffer, gsize count,
 {
   if (self->held != NULL)
     return legba_ws_input_take_held (self, buffer, count);
-  if (self->socket != NULL)
-    return g_socket_receive_with_blocking (self->socket, buffer, count,
+  if (self->direct)
+    return legba_ws_fd_recv (legba_ws_stream_fd (self->stream), buffer, count,
         blocking, cancellable, error);
   if (blocking)
     return g_input_stream_read (self->base, buffer, count, cancellable, error);
@@ -453,7 +598,7 @@ legba_ws_input_can_poll (GPollableInputStream * stream)
 {
   LegbaWsInput *self = LEGBA_WS_INPUT (stream);
 
-  if (self->socket != NULL)
+  if (self->direct)
     return TRUE;
   return G_IS_POLLABLE_INPUT_STREAM (self->base) &&
       g_pollable_input_stream_can_poll (G_POLLABLE_INPUT_STREAM (self->base));
@@ -466,8 +611,9 @@ legba_ws_input_is_readable (GPollableInputStream * stream)
 
   if (self->too_large || self->held != NULL)
     return TRUE;
-  if (self->socket != NULL)
-    return (g_socket_condition_check (self->socket, G_IO_IN) & G_IO_IN) != 0;
+  if (self->direct)
+    return (legba_ws_fd_check (legba_ws_stream_fd (self->stream),
+            G_IO_IN) & G_IO_IN) != 0;
   return g_pollable_input_stream_is_readable (G_POLLABLE_INPUT_STREAM
       (self->base));
 }
@@ -619,7 +765,7 @@ legba_ws_input_start_watch (LegbaWsInput * self)
     g_source_set_static_name (self->watch, "LegbaWsWatch");
     watch = (LegbaWsWatch *) self->watch;
     watch->input = self;
-    watch->pollfd.fd = g_socket_get_fd (self->socket);
+    watch->pollfd.fd = legba_ws_stream_fd (self->stream);
     watch->pollfd.events = G_IO_IN;
     g_source_add_poll (self->watch, &watch->pollfd);
     g_source_attach (self->watch, context);
@@ -661,10 +807,11 @@ legba_ws_input_create_source (GPollableInputStream * stream,
   LegbaWsInput *self = LEGBA_WS_INPUT (stream);
   g_autoptr (GSource) base_source = NULL;
 
-  if (self->socket != NULL && !self->closed)
+  if (self->direct && !self->closed)
     return legba_ws_reader_new (self, cancellable);
-  if (self->socket != NULL)
-    base_source = g_socket_create_source (self->socket, G_IO_IN, NULL);
+  if (self->direct)
+    base_source = g_unix_fd_source_new (legba_ws_stream_fd (self->stream),
+        G_IO_IN);
   else
     base_source = g_pollable_input_stream_create_source
         (G_POLLABLE_INPUT_STREAM (self->base), cancellable);
@@ -676,7 +823,7 @@ legba_ws_input_read_nonblocking (GPollableInputStream * stream, void *buffer,
     gsize count, GError ** error)
 {
   LegbaWsInput *self = LEGBA_WS_INPUT (stream);
-  gboolean from_socket = self->socket != NULL && self->held == NULL;
+  gboolean from_socket = self->direct && self->held == NULL;
   gssize n;
 
   if (self->too_large)
@@ -713,7 +860,6 @@ legba_ws_input_finalize (GObject * object)
   legba_ws_input_stop_watch (self);
   g_clear_pointer (&self->held, g_byte_array_unref);
   g_clear_object (&self->base);
-  g_clear_object (&self->socket);
   G_OBJECT_CLASS (legba_ws_input_parent_class)->finalize (object);
 }
 
@@ -735,25 +881,6 @@ legba_ws_input_init (LegbaWsInput * self)
 }
 
 /* ---- LegbaWsStream ---- */
-
-struct _LegbaWsStream
-{
-  GIOStream parent;
-
-  GIOStream *base;              /* NULL once the socket is used directly */
-  GSocket *socket;
-  LegbaWsInput *input;
-  LegbaWsOutput *output;
-
-  gpointer owner;
-  guint linger_ms;
-  gboolean aborted;
-
-  /* A close in progress: lingering, then closing base. */
-  GTask *close_task;
-  GSource *drain_source;
-  GSource *drain_timeout;
-};
 
 G_DEFINE_FINAL_TYPE (LegbaWsStream, legba_ws_stream, G_TYPE_IO_STREAM);
 
@@ -779,10 +906,29 @@ legba_ws_stream_get_output_stream (GIOStream * stream)
 static void
 legba_ws_stream_abort_if_stalled (LegbaWsStream * self)
 {
-  if (self->socket == NULL || self->aborted)
+  if (self->fd < 0 || self->aborted)
     return;
-  if (!(g_socket_condition_check (self->socket, G_IO_OUT) & G_IO_OUT))
+  if (!(legba_ws_fd_check (self->fd, G_IO_OUT) & G_IO_OUT))
     legba_ws_stream_abort (self);
+}
+
+/* Closes the socket when the stream reads and writes it directly; base
+ * closes it otherwise. Either way the descriptor is no longer used. */
+static gboolean
+legba_ws_stream_close_fd (LegbaWsStream * self, GError ** error)
+{
+  int fd = self->fd;
+
+  self->fd = -1;
+  if (self->base != NULL || fd < 0)
+    return TRUE;
+  if (!self->own_fd)
+    return g_socket_close (self->socket, error);
+  if (close (fd) != 0 && errno != EINTR) {
+    legba_ws_fd_error (errno, "Error closing socket", error);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 static gboolean
@@ -793,8 +939,10 @@ legba_ws_stream_close (GIOStream * stream, GCancellable * cancellable,
 
   legba_ws_input_close_watch (self->input);
   legba_ws_stream_abort_if_stalled (self);
+  if (!legba_ws_stream_close_fd (self, error))
+    return FALSE;
   if (self->base == NULL)
-    return g_socket_close (self->socket, error);
+    return TRUE;
   return g_io_stream_close (self->base, cancellable, error);
 }
 
@@ -829,13 +977,14 @@ legba_ws_stream_close_base (LegbaWsStream * self)
   if (self->base == NULL) {
     GError *error = NULL;
 
-    if (g_socket_close (self->socket, &error))
+    if (legba_ws_stream_close_fd (self, &error))
       g_task_return_boolean (task, TRUE);
     else
       g_task_return_error (task, error);
     g_object_unref (task);
     return;
   }
+  legba_ws_stream_close_fd (self, NULL);
   g_io_stream_close_async (self->base, g_task_get_priority (task),
       g_task_get_cancellable (task), legba_ws_stream_base_closed, task);
 }
@@ -848,21 +997,17 @@ legba_ws_stream_drain_timeout (gpointer user_data)
 }
 
 static gboolean
-legba_ws_stream_drain (GSocket * socket, GIOCondition condition,
-    gpointer user_data)
+legba_ws_stream_drain (gint fd, GIOCondition condition, gpointer user_data)
 {
   LegbaWsStream *self = LEGBA_WS_STREAM (user_data);
   char buffer[4096];
 
   for (;;) {
-    g_autoptr (GError) error = NULL;
-    gssize n;
+    gssize n = recv (fd, buffer, sizeof buffer, MSG_DONTWAIT);
 
-    n = g_socket_receive_with_blocking (socket, buffer, sizeof buffer, FALSE,
-        NULL, &error);
-    if (n > 0)
+    if (n > 0 || (n < 0 && errno == EINTR))
       continue;
-    if (n < 0 && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
       return G_SOURCE_CONTINUE;
     break;
   }
@@ -885,16 +1030,16 @@ legba_ws_stream_close_async (GIOStream * stream, int io_priority,
   g_task_set_priority (task, io_priority);
   self->close_task = task;
 
-  if (self->socket == NULL || self->aborted || self->linger_ms == 0) {
+  if (self->fd < 0 || self->aborted || self->linger_ms == 0) {
     legba_ws_stream_close_base (self);
     return;
   }
 
   /* RFC 6455 §7.1.1: the server closes first; lingering lets the peer
    * read the close frame rather than a reset caused by unread input. */
-  g_socket_shutdown (self->socket, FALSE, TRUE, NULL);
-  self->drain_source = g_socket_create_source (self->socket,
-      G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
+  shutdown (self->fd, SHUT_WR);
+  self->drain_source = g_unix_fd_source_new (self->fd,
+      G_IO_IN | G_IO_HUP | G_IO_ERR);
   g_source_set_callback (self->drain_source,
       (GSourceFunc) G_CALLBACK (legba_ws_stream_drain), self, NULL);
   g_source_attach (self->drain_source, g_main_context_get_thread_default ());
@@ -916,6 +1061,12 @@ legba_ws_stream_finalize (GObject * object)
 {
   LegbaWsStream *self = LEGBA_WS_STREAM (object);
 
+  /* libsoup may hold the input and the output a little longer; they then
+   * find the socket closed. */
+  if (self->input != NULL)
+    self->input->stream = NULL;
+  if (self->output != NULL)
+    self->output->stream = NULL;
   g_clear_object (&self->input);
   g_clear_object (&self->output);
   g_clear_object (&self->base);
@@ -940,6 +1091,7 @@ legba_ws_stream_class_init (LegbaWsStreamClass * klass)
 static void
 legba_ws_stream_init (LegbaWsStream * self)
 {
+  self->fd = -1;
 }
 
 /* What base may hold of the peer's bytes past the request: libsoup reads
@@ -977,7 +1129,6 @@ legba_ws_stream_new (GIOStream * base, GSocket * socket, gboolean plain)
 
   base_input = g_io_stream_get_input_stream (base);
   self = g_object_new (LEGBA_TYPE_WS_STREAM, NULL);
-  self->socket = socket ? g_object_ref (socket) : NULL;
   self->input = g_object_new (LEGBA_TYPE_WS_INPUT, NULL);
   self->output = g_object_new (LEGBA_TYPE_WS_OUTPUT, NULL);
 
@@ -987,14 +1138,23 @@ legba_ws_stream_new (GIOStream * base, GSocket * socket, gboolean plain)
    * and written directly and base let go. Releasing base neither closes
    * the socket (libsoup's stream does not close on dispose; GIO's socket
    * connection does not close its socket on dispose) nor costs the some
-   * 600 bytes base keeps for each socket. */
+   * 600 bytes base keeps for each socket. The stream keeps a duplicate of
+   * the descriptor, and the GSocket goes with the HTTP connection. */
   if (socket != NULL && plain && G_IS_POLLABLE_INPUT_STREAM (base_input)) {
     legba_ws_input_take (self->input, G_POLLABLE_INPUT_STREAM (base_input));
-    self->input->socket = g_object_ref (socket);
-    self->output->socket = g_object_ref (socket);
+    self->fd = fcntl (g_socket_get_fd (socket), F_DUPFD_CLOEXEC, 0);
+    self->own_fd = self->fd >= 0;
+    if (!self->own_fd) {
+      self->socket = g_object_ref (socket);
+      self->fd = g_socket_get_fd (socket);
+    }
+    self->input->stream = self->output->stream = self;
+    self->input->direct = self->output->direct = TRUE;
     return self;
   }
 
+  self->socket = socket ? g_object_ref (socket) : NULL;
+  self->fd = socket ? g_socket_get_fd (socket) : -1;
   self->base = g_object_ref (base);
   self->input->base = g_object_ref (base_input);
   self->output->base = g_object_ref (g_io_stream_get_output_stream (base));
@@ -1093,15 +1253,23 @@ legba_ws_stream_abort (LegbaWsStream * stream)
   if (stream->aborted)
     return;
   stream->aborted = TRUE;
-  if (stream->socket == NULL || g_socket_is_closed (stream->socket))
+  if (stream->fd < 0)
     return;
 
   /* Drop what the kernel still holds for the peer: the close that follows
    * resets the connection instead of keeping it for the peer to read. */
-  if (setsockopt (g_socket_get_fd (stream->socket), SOL_SOCKET, SO_LINGER,
-          &linger, sizeof linger) != 0)
+  if (setsockopt (stream->fd, SOL_SOCKET, SO_LINGER, &linger,
+          sizeof linger) != 0)
     g_debug ("SO_LINGER on a stalled socket failed");
-  g_socket_shutdown (stream->socket, TRUE, TRUE, NULL);
+  shutdown (stream->fd, SHUT_RDWR);
+}
+
+int
+legba_ws_stream_get_fd (LegbaWsStream * stream)
+{
+  g_return_val_if_fail (LEGBA_IS_WS_STREAM (stream), -1);
+
+  return stream->fd;
 }
 
 gboolean

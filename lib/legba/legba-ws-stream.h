@@ -67,6 +67,10 @@ void legba_ws_stream_abort (LegbaWsStream * stream);
 
 gboolean legba_ws_stream_is_aborted (LegbaWsStream * stream);
 
+/* The descriptor the stream waits on, -1 once it is closed (or with no
+ * socket): over a plain socket a duplicate of the socket's own. */
+int legba_ws_stream_get_fd (LegbaWsStream * stream);
+
 /* What the stream serves, for whoever has the stream alone (the handlers
  * of the SoupWebsocketConnection over it); not owned. */
 void legba_ws_stream_set_owner (LegbaWsStream * stream, gpointer owner);
