@@ -451,7 +451,10 @@ struct _LegbaWsInput
   gsize held_off;
   gboolean short_read;          /* the last socket read gave less than asked */
   gboolean closed;              /* no more waiting on the socket */
-  GSource *watch;               /* the socket, while socket is set */
+  /* Waiting on the socket: the context's watch (a user of it) and the
+   * poll record the input keeps in it. */
+  GSource *watch;
+  GPollFD pollfd;
   GSource *reader;              /* the newest source made; not owned */
 
   guint8 header[14];
@@ -626,19 +629,22 @@ legba_ws_input_is_readable (GPollableInputStream * stream)
  * source's tree each time it is attached, blocked around its dispatch or
  * destroyed: through the layers of the stream libsoup hands over (its
  * buffering, GIO's socket stream) eight writes per batch read. An input
- * reading its socket directly instead keeps one *watch* on the socket in
- * the context for as long as it reads, and the sources libsoup makes hold
- * no descriptor: each is ready when the watch's descriptor is, or at once
- * while bytes read before are held. Making and destroying them then
- * changes nothing GLib polls. */
+ * reading its socket directly instead keeps its socket's poll record in
+ * the context's *watch* for as long as it reads, and the sources libsoup
+ * makes hold no descriptor: each is ready when the input's record is, or
+ * at once while bytes read before are held. Making and destroying them
+ * then changes nothing GLib polls.
+ *
+ * The watch is one source per context that only holds the poll records
+ * of the inputs waiting in it (a source of its own per socket was some
+ * 190 bytes). Its records are plain poll records, not unix fds: GLib
+ * makes a source whose unix fd polls ready ready itself, whatever its
+ * check says. Their events are the inputs' to change; the context reads
+ * them at every query. */
 typedef struct
 {
   GSource source;
-  LegbaWsInput *input;
-  /* A plain poll record, not a unix fd: GLib makes a source whose unix
-   * fd polls ready ready itself, whatever its check says. Its events are
-   * ours to change; the context reads them at every query. */
-  GPollFD pollfd;
+  guint users;                  /* inputs with a record in it */
 } LegbaWsWatch;
 
 typedef struct
@@ -648,47 +654,59 @@ typedef struct
 } LegbaWsReader;
 
 static gboolean
-legba_ws_watch_readable (LegbaWsWatch * watch)
-{
-  return watch->pollfd.events != 0 && watch->pollfd.revents != 0;
-}
-
-static gboolean
-legba_ws_reader_live (GSource * reader)
-{
-  return reader != NULL && !g_source_is_destroyed (reader);
-}
-
-/* Readable with no reader (libsoup stopped reading, or closes): the
- * watch stops polling until a reader comes, so that a level-triggered
- * poll does not spin on input nobody takes. */
-static gboolean
-legba_ws_watch_check (GSource * source)
-{
-  LegbaWsWatch *watch = (LegbaWsWatch *) source;
-
-  return legba_ws_watch_readable (watch) &&
-      !legba_ws_reader_live (watch->input->reader);
-}
-
-static gboolean
 legba_ws_watch_dispatch (GSource * source, GSourceFunc callback,
     gpointer user_data)
 {
-  LegbaWsWatch *watch = (LegbaWsWatch *) source;
-
-  watch->pollfd.events = 0;
   return G_SOURCE_CONTINUE;
 }
 
+/* Never ready: no check, and no unix fd. */
 static GSourceFuncs legba_ws_watch_funcs = {
   NULL,
-  legba_ws_watch_check,
+  NULL,
   legba_ws_watch_dispatch,
   NULL,
   NULL,
   NULL,
 };
+
+static GMutex legba_ws_watches_lock;
+static GHashTable *legba_ws_watches;    /* GMainContext -> LegbaWsWatch */
+
+static GSource *
+legba_ws_watch_use (GMainContext * context)
+{
+  LegbaWsWatch *watch;
+
+  g_mutex_lock (&legba_ws_watches_lock);
+  if (legba_ws_watches == NULL)
+    legba_ws_watches = g_hash_table_new (NULL, NULL);
+  watch = g_hash_table_lookup (legba_ws_watches, context);
+  if (watch == NULL) {
+    watch = (LegbaWsWatch *) g_source_new (&legba_ws_watch_funcs,
+        sizeof (LegbaWsWatch));
+    g_source_set_static_name (&watch->source, "LegbaWsWatch");
+    g_source_attach (&watch->source, context);
+    g_hash_table_insert (legba_ws_watches, context, watch);
+  }
+  watch->users++;
+  g_mutex_unlock (&legba_ws_watches_lock);
+  return &watch->source;
+}
+
+static void
+legba_ws_watch_leave (GSource * source)
+{
+  LegbaWsWatch *watch = (LegbaWsWatch *) source;
+
+  g_mutex_lock (&legba_ws_watches_lock);
+  if (--watch->users == 0) {
+    g_hash_table_remove (legba_ws_watches, g_source_get_context (source));
+    g_source_destroy (source);
+    g_source_unref (source);
+  }
+  g_mutex_unlock (&legba_ws_watches_lock);
+}
 
 static gboolean
 legba_ws_reader_prepare (GSource * source, gint * timeout)
@@ -697,15 +715,14 @@ legba_ws_reader_prepare (GSource * source, gint * timeout)
 }
 
 /* The reader is checked after GLib has polled every descriptor of the
- * context, the watch's too, in the same iteration. */
+ * context, the input's too, in the same iteration. */
 static gboolean
 legba_ws_reader_check (GSource * source)
 {
   LegbaWsInput *input = ((LegbaWsReader *) source)->input;
-  LegbaWsWatch *watch = (LegbaWsWatch *) input->watch;
 
-  return input->held != NULL ||
-      (watch != NULL && legba_ws_watch_readable (watch));
+  return input->held != NULL || (input->watch != NULL &&
+      input->pollfd.events != 0 && input->pollfd.revents != 0);
 }
 
 static gboolean
@@ -720,13 +737,20 @@ legba_ws_reader_dispatch (GSource * source, GSourceFunc callback,
       (reader->input), user_data);
 }
 
+/* A reader is finalized once libsoup destroys it, after the dispatch it
+ * was destroyed in, by which time libsoup has made the next one if it
+ * reads on. With no newer reader (libsoup stopped reading, or closes),
+ * the socket is not polled until one comes, so that a level-triggered
+ * poll does not spin on input nobody takes. */
 static void
 legba_ws_reader_finalize (GSource * source)
 {
   LegbaWsReader *reader = (LegbaWsReader *) source;
 
-  if (reader->input->reader == source)
+  if (reader->input->reader == source) {
     reader->input->reader = NULL;
+    reader->input->pollfd.events = 0;
+  }
   g_clear_object (&reader->input);
 }
 
@@ -744,33 +768,28 @@ legba_ws_input_stop_watch (LegbaWsInput * self)
 {
   if (self->watch == NULL)
     return;
-  g_source_destroy (self->watch);
-  g_clear_pointer (&self->watch, g_source_unref);
+  g_source_remove_poll (self->watch, &self->pollfd);
+  legba_ws_watch_leave (g_steal_pointer (&self->watch));
 }
 
-/* The watch lives in the context the reader will be attached to: the
+/* The input waits in the context the reader will be attached to: the
  * thread-default one, as libsoup attaches its sources. */
 static void
 legba_ws_input_start_watch (LegbaWsInput * self)
 {
   GMainContext *context = g_main_context_get_thread_default ();
-  LegbaWsWatch *watch;
 
   if (context == NULL)
     context = g_main_context_default ();
   if (self->watch != NULL && g_source_get_context (self->watch) != context)
     legba_ws_input_stop_watch (self);
+  self->pollfd.events = G_IO_IN;
   if (self->watch == NULL) {
-    self->watch = g_source_new (&legba_ws_watch_funcs, sizeof (LegbaWsWatch));
-    g_source_set_static_name (self->watch, "LegbaWsWatch");
-    watch = (LegbaWsWatch *) self->watch;
-    watch->input = self;
-    watch->pollfd.fd = legba_ws_stream_fd (self->stream);
-    watch->pollfd.events = G_IO_IN;
-    g_source_add_poll (self->watch, &watch->pollfd);
-    g_source_attach (self->watch, context);
+    self->watch = legba_ws_watch_use (context);
+    self->pollfd.fd = legba_ws_stream_fd (self->stream);
+    self->pollfd.revents = 0;
+    g_source_add_poll (self->watch, &self->pollfd);
   }
-  ((LegbaWsWatch *) self->watch)->pollfd.events = G_IO_IN;
 }
 
 /* Closing: the socket is no longer waited on for libsoup. */
