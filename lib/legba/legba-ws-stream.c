@@ -90,52 +90,55 @@ legba_ws_fd_wait (int fd, GIOCondition condition, GCancellable * cancellable,
   return !g_cancellable_set_error_if_cancelled (cancellable, error);
 }
 
+/* After a recv() or send() that failed: TRUE when it is to be made
+ * again (interrupted, or it would block and the call blocks: once the
+ * socket is ready), else FALSE with error set. */
+static gboolean
+legba_ws_fd_again (int fd, GIOCondition condition, gboolean blocking,
+    GCancellable * cancellable, const char *what, GError ** error)
+{
+  int errsv = errno;
+
+  if (errsv == EINTR)
+    return TRUE;
+  if ((errsv == EAGAIN || errsv == EWOULDBLOCK) && blocking)
+    return legba_ws_fd_wait (fd, condition, cancellable, error);
+  legba_ws_fd_error (errsv, what, error);
+  return FALSE;
+}
+
 static gssize
 legba_ws_fd_recv (int fd, void *buffer, gsize count, gboolean blocking,
     GCancellable * cancellable, GError ** error)
 {
-  for (;;) {
-    gssize n;
+  gssize n;
 
+  do {
     if (legba_ws_fd_closed (fd, error))
       return -1;
     n = recv (fd, buffer, count, MSG_DONTWAIT);
     if (n >= 0)
       return n;
-    if (errno == EINTR)
-      continue;
-    if ((errno == EAGAIN || errno == EWOULDBLOCK) && blocking) {
-      if (!legba_ws_fd_wait (fd, G_IO_IN, cancellable, error))
-        return -1;
-      continue;
-    }
-    legba_ws_fd_error (errno, "Error receiving data", error);
-    return -1;
-  }
+  } while (legba_ws_fd_again (fd, G_IO_IN, blocking, cancellable,
+          "Error receiving data", error));
+  return -1;
 }
 
 static gssize
 legba_ws_fd_send (int fd, const void *buffer, gsize count, gboolean blocking,
     GCancellable * cancellable, GError ** error)
 {
-  for (;;) {
-    gssize n;
+  gssize n;
 
+  do {
     if (legba_ws_fd_closed (fd, error))
       return -1;
     n = send (fd, buffer, count, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n >= 0)
       return n;
-    if (errno == EINTR)
-      continue;
-    if ((errno == EAGAIN || errno == EWOULDBLOCK) && blocking) {
-      if (!legba_ws_fd_wait (fd, G_IO_OUT, cancellable, error))
-        return -1;
-      continue;
-    }
-    legba_ws_fd_error (errno, "Error sending data", error);
-    return -1;
-  }
+  } while (legba_ws_fd_again (fd, G_IO_OUT, blocking, cancellable,
+          "Error sending data", error));
+  return -1;
 }
 
 /* The descriptor of the stream of a direct input or output. */
