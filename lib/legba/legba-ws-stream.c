@@ -17,10 +17,10 @@ struct _LegbaWsStream
   GIOStream parent;
 
   GIOStream *base;              /* NULL when the socket is used directly */
-  /* The socket's descriptor while the stream is open, else -1. A
-   * duplicate the stream owns, or socket's, which socket keeps open. */
+  /* The socket's descriptor while the stream is open, else -1. Used
+   * directly, it is a duplicate the stream owns unless socket is set
+   * (no duplicate could be made), which then keeps it open. */
   int fd;
-  gboolean own_fd;
   GSocket *socket;
   struct _LegbaWsInput *input;
   struct _LegbaWsOutput *output;
@@ -113,9 +113,9 @@ legba_ws_fd_recv (int fd, void *buffer, gsize count, gboolean blocking,
 {
   gssize n;
 
+  if (legba_ws_fd_closed (fd, error))
+    return -1;
   do {
-    if (legba_ws_fd_closed (fd, error))
-      return -1;
     n = recv (fd, buffer, count, MSG_DONTWAIT);
     if (n >= 0)
       return n;
@@ -130,9 +130,9 @@ legba_ws_fd_send (int fd, const void *buffer, gsize count, gboolean blocking,
 {
   gssize n;
 
+  if (legba_ws_fd_closed (fd, error))
+    return -1;
   do {
-    if (legba_ws_fd_closed (fd, error))
-      return -1;
     n = send (fd, buffer, count, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n >= 0)
       return n;
@@ -141,7 +141,7 @@ legba_ws_fd_send (int fd, const void *buffer, gsize count, gboolean blocking,
   return -1;
 }
 
-/* The descriptor of the stream of a direct input or output. */
+/* The descriptor of the stream of an input or output without base. */
 static int
 legba_ws_stream_fd (LegbaWsStream * stream)
 {
@@ -183,11 +183,10 @@ struct _LegbaWsOutput
 {
   GOutputStream parent;
 
+  /* NULL when the socket is written directly, through stream: not owned
+   * (the stream owns this), NULL again once the stream is gone. */
   GOutputStream *base;
-  /* Not owned (the stream owns this); set when base is NULL and the
-   * socket is written directly, NULL again once the stream is gone. */
   LegbaWsStream *stream;
-  gboolean direct;
 
   /* Parser of the frames going out (RFC 6455 §5.2). A server never masks,
    * but the mask bit is honoured anyway. */
@@ -306,7 +305,7 @@ legba_ws_output_send (LegbaWsOutput * self, const void *buffer, gsize count,
 {
   gssize n;
 
-  if (self->direct)
+  if (self->base == NULL)
     n = legba_ws_fd_send (legba_ws_stream_fd (self->stream), buffer, count,
         blocking, cancellable, error);
   else if (blocking)
@@ -333,7 +332,7 @@ legba_ws_output_flush (GOutputStream * stream, GCancellable * cancellable,
 {
   LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
 
-  if (self->direct)
+  if (self->base == NULL)
     return TRUE;
   return g_output_stream_flush (self->base, cancellable, error);
 }
@@ -352,7 +351,7 @@ legba_ws_output_can_poll (GPollableOutputStream * stream)
 {
   LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
 
-  if (self->direct)
+  if (self->base == NULL)
     return TRUE;
   return G_IS_POLLABLE_OUTPUT_STREAM (self->base) &&
       g_pollable_output_stream_can_poll (G_POLLABLE_OUTPUT_STREAM (self->base));
@@ -363,7 +362,7 @@ legba_ws_output_is_writable (GPollableOutputStream * stream)
 {
   LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
 
-  if (self->direct)
+  if (self->base == NULL)
     return (legba_ws_fd_check (legba_ws_stream_fd (self->stream),
             G_IO_OUT) & G_IO_OUT) != 0;
   return g_pollable_output_stream_is_writable (G_POLLABLE_OUTPUT_STREAM
@@ -377,7 +376,7 @@ legba_ws_output_create_source (GPollableOutputStream * stream,
   LegbaWsOutput *self = LEGBA_WS_OUTPUT (stream);
   g_autoptr (GSource) base_source = NULL;
 
-  if (self->direct)
+  if (self->base == NULL)
     base_source = g_unix_fd_source_new (legba_ws_stream_fd (self->stream),
         G_IO_OUT);
   else
@@ -446,10 +445,9 @@ struct _LegbaWsInput
 {
   GInputStream parent;
 
-  GInputStream *base;
   /* As LegbaWsOutput's. */
+  GInputStream *base;
   LegbaWsStream *stream;
-  gboolean direct;
   GByteArray *held;             /* the peer's first bytes, read before */
   gsize held_off;
   gboolean short_read;          /* the last socket read gave less than asked */
@@ -568,7 +566,7 @@ legba_ws_input_receive (LegbaWsInput * self, void *buffer, gsize count,
 {
   if (self->held != NULL)
     return legba_ws_input_take_held (self, buffer, count);
-  if (self->direct)
+  if (self->base == NULL)
     return legba_ws_fd_recv (legba_ws_stream_fd (self->stream), buffer, count,
         blocking, cancellable, error);
   if (blocking)
@@ -604,7 +602,7 @@ legba_ws_input_can_poll (GPollableInputStream * stream)
 {
   LegbaWsInput *self = LEGBA_WS_INPUT (stream);
 
-  if (self->direct)
+  if (self->base == NULL)
     return TRUE;
   return G_IS_POLLABLE_INPUT_STREAM (self->base) &&
       g_pollable_input_stream_can_poll (G_POLLABLE_INPUT_STREAM (self->base));
@@ -617,7 +615,7 @@ legba_ws_input_is_readable (GPollableInputStream * stream)
 
   if (self->too_large || self->held != NULL)
     return TRUE;
-  if (self->direct)
+  if (self->base == NULL)
     return (legba_ws_fd_check (legba_ws_stream_fd (self->stream),
             G_IO_IN) & G_IO_IN) != 0;
   return g_pollable_input_stream_is_readable (G_POLLABLE_INPUT_STREAM
@@ -640,7 +638,7 @@ legba_ws_input_is_readable (GPollableInputStream * stream)
  *
  * The watch is one source per context that only holds the poll records
  * of the inputs waiting in it (a source of its own per socket was some
- * 190 bytes). Its records are plain poll records, not unix fds: GLib
+ * 0.2 KiB of the server's memory per socket at 5,000 sockets). Its records are plain poll records, not unix fds: GLib
  * makes a source whose unix fd polls ready ready itself, whatever its
  * check says. Their events are the inputs' to change; the context reads
  * them at every query. */
@@ -829,9 +827,9 @@ legba_ws_input_create_source (GPollableInputStream * stream,
   LegbaWsInput *self = LEGBA_WS_INPUT (stream);
   g_autoptr (GSource) base_source = NULL;
 
-  if (self->direct && !self->closed)
+  if (self->base == NULL && !self->closed)
     return legba_ws_reader_new (self, cancellable);
-  if (self->direct)
+  if (self->base == NULL)
     base_source = g_unix_fd_source_new (legba_ws_stream_fd (self->stream),
         G_IO_IN);
   else
@@ -845,7 +843,7 @@ legba_ws_input_read_nonblocking (GPollableInputStream * stream, void *buffer,
     gsize count, GError ** error)
 {
   LegbaWsInput *self = LEGBA_WS_INPUT (stream);
-  gboolean from_socket = self->direct && self->held == NULL;
+  gboolean from_socket = self->base == NULL && self->held == NULL;
   gssize n;
 
   if (self->too_large)
@@ -944,7 +942,7 @@ legba_ws_stream_close_fd (LegbaWsStream * self, GError ** error)
   self->fd = -1;
   if (self->base != NULL || fd < 0)
     return TRUE;
-  if (!self->own_fd)
+  if (self->socket != NULL)
     return g_socket_close (self->socket, error);
   if (close (fd) != 0 && errno != EINTR) {
     legba_ws_fd_error (errno, "Error closing socket", error);
@@ -1165,13 +1163,11 @@ legba_ws_stream_new (GIOStream * base, GSocket * socket, gboolean plain)
   if (socket != NULL && plain && G_IS_POLLABLE_INPUT_STREAM (base_input)) {
     legba_ws_input_take (self->input, G_POLLABLE_INPUT_STREAM (base_input));
     self->fd = fcntl (g_socket_get_fd (socket), F_DUPFD_CLOEXEC, 0);
-    self->own_fd = self->fd >= 0;
-    if (!self->own_fd) {
+    if (self->fd < 0) {
       self->socket = g_object_ref (socket);
       self->fd = g_socket_get_fd (socket);
     }
     self->input->stream = self->output->stream = self;
-    self->input->direct = self->output->direct = TRUE;
     return self;
   }
 
