@@ -877,26 +877,6 @@ handle_mute (LegbaRoomData * d, LegbaParticipant * p, JsonNode * data)
       video_muted);
 }
 
-/* g_utf8_validate(), with runs of ASCII (no NUL) checked eight bytes at a
- * time first: most messages are ASCII throughout. */
-static gboolean
-text_is_utf8 (const char *text, gsize size)
-{
-  const guint64 high = G_GUINT64_CONSTANT (0x8080808080808080);
-  const guint64 low = G_GUINT64_CONSTANT (0x0101010101010101);
-  gsize i = 0;
-
-  for (; i + sizeof (guint64) <= size; i += sizeof (guint64)) {
-    guint64 word;
-
-    memcpy (&word, text + i, sizeof word);
-    /* a byte >= 0x80, or a NUL byte */
-    if ((word & high) != 0 || ((word - low) & ~word & high) != 0)
-      break;
-  }
-  return g_utf8_validate_len (text + i, size - i, NULL);
-}
-
 /* LegbaRoom's reliability of the message reported on this thread, which
  * it returns to restore it afterwards (emissions can nest) */
 static LegbaReliability
@@ -920,8 +900,9 @@ static const char *const envelope_problems[] = {
 };
 
 /* §6: a UTF-8 JSON object {"topic": T, "data": D}, D required, T a
- * string, absent or null. Returns 0, or an index of envelope_problems;
- * @data and @topic belong to @parser. */
+ * string, absent or null (json-glib refuses text that is not UTF-8, a NUL
+ * byte included, before it parses). Returns 0, or an index of
+ * envelope_problems; @data and @topic belong to @parser. */
 static guint
 parse_envelope (JsonParser * parser, const char *text, gsize size,
     const char **topic, JsonNode ** data)
@@ -931,8 +912,7 @@ parse_envelope (JsonParser * parser, const char *text, gsize size,
 
   *topic = NULL;
   *data = NULL;
-  if (!text_is_utf8 (text, size) ||
-      !json_parser_load_from_data (parser, text, size, NULL))
+  if (!json_parser_load_from_data (parser, text, size, NULL))
     return 1;
   root = json_parser_get_root (parser);
   object = root && JSON_NODE_HOLDS_OBJECT (root) ?

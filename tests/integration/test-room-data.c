@@ -1227,6 +1227,9 @@ test_malformed (Fixture * f, gconstpointer unused)
   const char *bad[] = {
     "not json", "[1,2]", "{\"topic\":5,\"data\":1}", "{\"topic\":\"t\"}",
     "{\"topic\":\"legba.mute\",\"data\":{\"audio\":1}}", "\"just a string\"",
+    /* not UTF-8: a Latin-1 byte, an overlong '/', a UTF-16 surrogate */
+    "{\"topic\":\"t\xe9\",\"data\":1}", "{\"topic\":\"t\",\"data\":\"\xc0\xaf\"}",
+    "{\"topic\":\"t\",\"data\":\"\xed\xa0\x80\"}",
   };
   GError *e;
 
