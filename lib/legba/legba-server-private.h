@@ -20,6 +20,10 @@ LegbaHub *legba_server_get_hub (LegbaServer * server);
  * unsigned integer properties. NULL-terminated. */
 const char *const *legba_server_get_limit_names (void);
 
+/* Bytes waiting in the server to be written to its sockets, all sockets
+ * together (the legba_queued_bytes gauge of /metrics). */
+guint64 legba_server_get_queued_bytes (LegbaServer * server);
+
 /* Writes one structured log line in the "Legba" domain: field LEGBA_EVENT
  * = event, then the given (FIELD, value) string pairs, NULL-terminated,
  * and a MESSAGE "event field=value ..." for plain-text readers. Values

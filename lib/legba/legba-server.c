@@ -158,6 +158,7 @@ typedef struct
   char *socket_id;
   guint16 close_code;           /* what the server closed with, 0: peer */
   gboolean closing;
+  gboolean frames_direct;       /* the stream writes text frames itself */
 } LegbaServerConn;
 
 /* ---- Logging ---- */
@@ -371,6 +372,16 @@ legba_server_transport_send (gpointer handle, GBytes * frame,
   queued = legba_ws_stream_get_queued (conn->stream);
   if (queued > 0 && queued + size > self->limits.max_queued_bytes) {
     legba_server_conn_overflow (conn, queued + size);
+    return;
+  }
+  /* Without an extension to apply, the stream writes the frame itself:
+   * libsoup would copy the payload into a frame of its own for every
+   * socket. */
+  if (conn->frames_direct) {
+    legba_ws_stream_send_text (conn->stream, frame, conn->bucket != NULL ?
+        legba_poll_bucket_get_context (conn->bucket) : NULL);
+    if (conn->bucket != NULL && legba_ws_stream_get_queued (conn->stream) > 0)
+      legba_poll_bucket_touch (conn->bucket);
     return;
   }
   legba_ws_stream_account (conn->stream, size);
@@ -633,6 +644,8 @@ legba_server_conn_new (LegbaServer * self, LegbaUpgrade * upgrade,
     g_main_context_pop_thread_default (context);
   soup_websocket_connection_set_max_incoming_payload_size (conn->ws,
       self->limits.max_frame_bytes);
+  conn->frames_direct = self->certificate == NULL &&
+      soup_websocket_connection_get_extensions (conn->ws) == NULL;
   /* Pusher protocol 7 keeps connections alive with pusher:ping. */
   soup_websocket_connection_set_keepalive_interval (conn->ws, 0);
 
@@ -1051,6 +1064,17 @@ legba_server_get_connection_count (LegbaServer * server)
   g_return_val_if_fail (LEGBA_IS_SERVER (server), 0);
 
   return g_hash_table_size (server->conns);
+}
+
+guint64
+legba_server_get_queued_bytes (LegbaServer * server)
+{
+  LegbaMetricsGauges gauges;
+
+  g_return_val_if_fail (LEGBA_IS_SERVER (server), 0);
+
+  legba_server_get_gauges (server, &gauges);
+  return gauges.queued_bytes;
 }
 
 void

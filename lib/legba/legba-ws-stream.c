@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 struct _LegbaWsStream
@@ -204,7 +205,58 @@ struct _LegbaWsOutput
   GQueue pending;
   gsize queued;
   guint64 written;
+
+  /* Text frames the stream writes itself (legba_ws_stream_send_text) that
+   * the socket has not taken yet, oldest first, and their bytes not yet
+   * written. They go before anything libsoup writes after them; flush
+   * waits for the socket to take them. */
+  GQueue frames;
+  gsize frames_left;
+  GSource *flush;
 };
+
+/* A text frame of the stream's own: its header, made here, then the
+ * payload it shares with every other socket it goes to. */
+typedef struct
+{
+  GBytes *payload;
+  guint8 header[10];
+  guint header_len;
+  gsize sent;                   /* of header and payload together */
+} LegbaWsFrame;
+
+static void
+legba_ws_frame_free (gpointer data)
+{
+  LegbaWsFrame *frame = data;
+
+  g_bytes_unref (frame->payload);
+  g_free (frame);
+}
+
+/* RFC 6455 §5.2: a final, unmasked text frame's header; returns its
+ * length. */
+static guint
+legba_ws_text_header (guint8 * header, gsize payload_len)
+{
+  guint len = 2, i;
+
+  header[0] = 0x81;
+  if (payload_len < 126) {
+    header[1] = payload_len;
+  } else if (payload_len < 65536) {
+    header[1] = 126;
+    header[2] = payload_len >> 8;
+    header[3] = payload_len & 0xff;
+    len = 4;
+  } else {
+    header[1] = 127;
+    for (i = 0; i < 8; i++)
+      header[2 + i] = (guint64) payload_len >> (8 * (7 - i));
+    len = 10;
+  }
+  return len;
+}
 
 static void legba_ws_output_pollable_init (GPollableOutputStreamInterface *
     iface);
@@ -294,9 +346,105 @@ legba_ws_output_get_queued (LegbaWsOutput * self)
   gsize head;
 
   if (g_queue_is_empty (&self->pending))
-    return 0;
+    return self->frames_left;
   head = GPOINTER_TO_SIZE (g_queue_peek_head (&self->pending));
-  return self->queued - (gsize) MIN (self->message_written, (guint64) head);
+  return self->frames_left + self->queued -
+      (gsize) MIN (self->message_written, (guint64) head);
+}
+
+/* Writes what it can of frame's bytes not yet sent, header and payload in
+ * one call: the bytes written, or -1 with errno set. */
+static gssize
+legba_ws_frame_write (int fd, LegbaWsFrame * frame)
+{
+  struct iovec iov[2];
+  struct msghdr msg = { 0, };
+  gsize size, at = frame->sent;
+  const guint8 *payload = g_bytes_get_data (frame->payload, &size);
+  gssize n;
+
+  if (at < frame->header_len) {
+    iov[msg.msg_iovlen].iov_base = frame->header + at;
+    iov[msg.msg_iovlen++].iov_len = frame->header_len - at;
+    at = 0;
+  } else {
+    at -= frame->header_len;
+  }
+  if (at < size) {
+    iov[msg.msg_iovlen].iov_base = (guint8 *) payload + at;
+    iov[msg.msg_iovlen++].iov_len = size - at;
+  }
+  msg.msg_iov = iov;
+  do
+    n = sendmsg (fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n;
+}
+
+/* Writes the queued frames the socket takes now, never in the middle of
+ * one of libsoup's frames. TRUE once none is left; FALSE when the socket
+ * is full, or with error set when it failed. */
+static gboolean
+legba_ws_output_flush_frames (LegbaWsOutput * self, GError ** error)
+{
+  LegbaWsFrame *frame;
+
+  while ((frame = g_queue_peek_head (&self->frames)) != NULL) {
+    int fd = legba_ws_stream_fd (self->stream);
+    gssize n;
+
+    if (legba_ws_fd_closed (fd, error))
+      return FALSE;
+    if (frame->sent == 0 && !legba_ws_output_at_boundary (self))
+      return FALSE;
+    n = legba_ws_frame_write (fd, frame);
+    if (n < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        legba_ws_fd_error (errno, "Error sending data", error);
+      return FALSE;
+    }
+    frame->sent += n;
+    self->frames_left -= n;
+    self->written += n;
+    if (frame->sent < frame->header_len + g_bytes_get_size (frame->payload))
+      return FALSE;
+    legba_ws_frame_free (g_queue_pop_head (&self->frames));
+  }
+  return TRUE;
+}
+
+/* Drops the queued frames and stops waiting to write them: the socket is
+ * closed or failed. */
+static void
+legba_ws_output_drop_frames (LegbaWsOutput * self)
+{
+  g_queue_clear_full (&self->frames, legba_ws_frame_free);
+  self->frames_left = 0;
+  if (self->flush != NULL) {
+    g_source_destroy (self->flush);
+    g_clear_pointer (&self->flush, g_source_unref);
+  }
+}
+
+static gboolean
+legba_ws_output_on_writable (gint fd, GIOCondition condition,
+    gpointer user_data)
+{
+  LegbaWsOutput *self = user_data;
+  g_autoptr (GError) error = NULL;
+
+  if (!legba_ws_output_flush_frames (self, &error) && error == NULL)
+    return G_SOURCE_CONTINUE;
+  if (error != NULL) {
+    /* The peer is gone: what libsoup reads next tells it so. */
+    g_debug ("%s", error->message);
+    legba_ws_output_drop_frames (self);
+    if (self->stream != NULL)
+      legba_ws_stream_abort (self->stream);
+    return G_SOURCE_REMOVE;
+  }
+  g_clear_pointer (&self->flush, g_source_unref);
+  return G_SOURCE_REMOVE;
 }
 
 static gssize
@@ -304,6 +452,28 @@ legba_ws_output_send (LegbaWsOutput * self, const void *buffer, gsize count,
     gboolean blocking, GCancellable * cancellable, GError ** error)
 {
   gssize n;
+
+  /* The stream's own frames go first, except to finish a frame of
+   * libsoup's that is partly written. */
+  while (!g_queue_is_empty (&self->frames) &&
+      legba_ws_output_at_boundary (self)) {
+    GError *flush_error = NULL;
+
+    if (legba_ws_output_flush_frames (self, &flush_error))
+      break;
+    if (flush_error != NULL) {
+      g_propagate_error (error, flush_error);
+      return -1;
+    }
+    if (!blocking) {
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK,
+          g_strerror (EAGAIN));
+      return -1;
+    }
+    if (!legba_ws_fd_wait (legba_ws_stream_fd (self->stream), G_IO_OUT,
+            cancellable, error))
+      return -1;
+  }
 
   if (self->base == NULL)
     n = legba_ws_fd_send (legba_ws_stream_fd (self->stream), buffer, count,
@@ -408,6 +578,7 @@ legba_ws_output_finalize (GObject * object)
   LegbaWsOutput *self = LEGBA_WS_OUTPUT (object);
 
   g_queue_clear (&self->pending);
+  legba_ws_output_drop_frames (self);
   g_clear_object (&self->base);
   G_OBJECT_CLASS (legba_ws_output_parent_class)->finalize (object);
 }
@@ -428,6 +599,7 @@ static void
 legba_ws_output_init (LegbaWsOutput * self)
 {
   g_queue_init (&self->pending);
+  g_queue_init (&self->frames);
   self->header_need = 2;
 }
 
@@ -940,6 +1112,7 @@ legba_ws_stream_close_fd (LegbaWsStream * self, GError ** error)
   int fd = self->fd;
 
   self->fd = -1;
+  legba_ws_output_drop_frames (self->output);
   if (self->base != NULL || fd < 0)
     return TRUE;
   if (self->socket != NULL)
@@ -1215,6 +1388,61 @@ legba_ws_stream_get_written (LegbaWsStream * stream)
 }
 
 gboolean
+legba_ws_stream_send_text (LegbaWsStream * stream, GBytes * payload,
+    GMainContext * context)
+{
+  LegbaWsOutput *output;
+  LegbaWsFrame *frame;
+  gssize n = 0;
+
+  g_return_val_if_fail (LEGBA_IS_WS_STREAM (stream), FALSE);
+  g_return_val_if_fail (payload != NULL, FALSE);
+
+  output = stream->output;
+  if (stream->base != NULL)
+    return FALSE;
+  if (stream->fd < 0 || stream->aborted || output->close_written)
+    return TRUE;
+
+  frame = g_new (LegbaWsFrame, 1);
+  frame->payload = payload;
+  frame->header_len = legba_ws_text_header (frame->header,
+      g_bytes_get_size (payload));
+  frame->sent = 0;
+  if (g_queue_is_empty (&output->frames) &&
+      legba_ws_output_at_boundary (output)) {
+    n = legba_ws_frame_write (stream->fd, frame);
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+      /* The peer is gone: what libsoup reads next tells it so. */
+      g_debug ("Error sending data: %s", g_strerror (errno));
+      g_free (frame);
+      legba_ws_stream_abort (stream);
+      return TRUE;
+    }
+    n = MAX (n, 0);
+    output->written += n;
+    if ((gsize) n == frame->header_len + g_bytes_get_size (payload)) {
+      g_free (frame);
+      return TRUE;
+    }
+  }
+
+  frame->payload = g_bytes_ref (payload);
+  frame->sent = n;
+  g_queue_push_tail (&output->frames, frame);
+  output->frames_left += frame->header_len + g_bytes_get_size (payload) - n;
+  if (output->flush == NULL) {
+    output->flush = g_unix_fd_source_new (stream->fd, G_IO_OUT);
+    g_source_set_callback (output->flush,
+        (GSourceFunc) G_CALLBACK (legba_ws_output_on_writable), output, NULL);
+    g_source_set_static_name (output->flush, "legba-ws-flush");
+    g_source_attach (output->flush, context != NULL ? context :
+        g_main_context_get_thread_default ());
+  }
+  return TRUE;
+}
+
+gboolean
 legba_ws_stream_inject_close (LegbaWsStream * stream, guint16 code,
     const char *reason)
 {
@@ -1271,6 +1499,7 @@ legba_ws_stream_abort (LegbaWsStream * stream)
   if (stream->aborted)
     return;
   stream->aborted = TRUE;
+  legba_ws_output_drop_frames (stream->output);
   if (stream->fd < 0)
     return;
 

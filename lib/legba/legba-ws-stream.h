@@ -36,11 +36,24 @@ gsize legba_ws_frame_size (gsize payload_len);
  * counts as queued until its last byte is written to the socket. */
 void legba_ws_stream_account (LegbaWsStream * stream, gsize frame_size);
 
-/* Bytes of accounted messages not yet written. */
+/* Bytes of accounted messages, and of text frames the stream sends
+ * itself, not yet written. */
 gsize legba_ws_stream_get_queued (LegbaWsStream * stream);
 
 /* Bytes written to the socket (every frame, control frames included). */
 guint64 legba_ws_stream_get_written (LegbaWsStream * stream);
+
+/* Sends payload as one text frame, written to the socket by the stream
+ * itself rather than through libsoup's queue: over a plain socket with no
+ * extension (permessage-deflate) on the connection, while libsoup's
+ * state is OPEN. What the socket does not take now is queued (counted by
+ * legba_ws_stream_get_queued()) and written when it can take it, before
+ * anything libsoup writes after this call, by a source on context (NULL:
+ * the thread-default context). FALSE when the stream does not write to
+ * the socket itself (TLS): nothing is done. A socket that failed is
+ * aborted; the frame is dropped with it. */
+gboolean legba_ws_stream_send_text (LegbaWsStream * stream, GBytes * payload,
+    GMainContext * context);
 
 /* Writes a close frame straight to the socket when that is possible
  * without corrupting the stream (between two frames, no close frame sent

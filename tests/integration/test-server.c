@@ -1170,6 +1170,118 @@ test_slow_reader (void)
   server_free (server);
 }
 
+static void
+publish_seq (LegbaServer * server, guint seq, const char *padding)
+{
+  g_autofree char *data = g_strdup_printf ("{\"seq\":%u,\"pad\":\"%s\"}",
+      seq, padding);
+
+  server_publish (server, "seq", "numbered", data);
+}
+
+/* The next text frame, counting the pongs (RFC 6455 §5.5.3) before it
+ * that answer "p1". */
+static JsonObject *
+raw_next_json_counting_pongs (RawClient * raw, guint * pongs)
+{
+  for (;;) {
+    g_autoptr (GBytes) payload = NULL;
+    guint8 opcode = 0;
+    gsize len;
+    const char *text;
+
+    WAIT_UNTIL (raw_take_frame (raw, &opcode, &payload) || raw->eof, WAIT_S,
+        "a frame from the server");
+    g_assert_nonnull (payload);
+    text = g_bytes_get_data (payload, &len);
+    if (opcode == 0xa) {
+      g_assert_cmpmem (text, len, "p1", 2);
+      (*pongs)++;
+      continue;
+    }
+    g_assert_cmpuint (opcode, ==, 0x1);
+    return parse_object (text, len);
+  }
+}
+
+/* A socket whose reader pauses: the events the socket cannot take wait
+ * in the server, in order, with the server's answer to a pusher:ping
+ * among them where it was asked, and the pong libsoup owes the peer for
+ * a WebSocket ping goes out between two frames, never inside one. Once
+ * the reader reads again, it gets every frame whole and in order, and the
+ * connection lives on with nothing left queued. */
+static void
+test_queued_order (void)
+{
+  LegbaServer *server = server_new ("max-queued-bytes", 16 * 1024 * 1024,
+      NULL);
+  g_autoptr (RawClient) raw = raw_client_new (server, 4096);
+  g_autofree char *padding = g_strnfill (4000, 'q');
+  g_autoptr (JsonObject) ok = NULL;
+  g_autoptr (JsonObject) last = NULL;
+  const char *subscribe =
+      "{\"event\":\"pusher:subscribe\",\"data\":{\"channel\":\"seq\"}}";
+  const char *ping = "{\"event\":\"pusher:ping\",\"data\":{}}";
+  guint sent = 0, before_ping, pongs = 0, i;
+
+  g_assert_true (raw_send_frame (raw, 0x81, subscribe, strlen (subscribe)));
+  ok = raw_next_json (raw);
+  g_assert_cmpstr (frame_event (ok), ==,
+      "pusher_internal:subscription_succeeded");
+  raw_stop_reading (raw);
+
+  /* Until the socket's buffers are full and the server holds 1 MiB of
+   * events (bounded: 16 MB in all). */
+  while (legba_server_get_queued_bytes (server) < 1024 * 1024 && sent < 4000) {
+    publish_seq (server, sent++, padding);
+    drain_main_context ();
+  }
+  g_assert_cmpuint (legba_server_get_queued_bytes (server), >=, 1024 * 1024);
+  before_ping = sent;
+
+  /* A WebSocket ping, which libsoup answers itself, and a pusher:ping,
+   * which the server answers in turn with its events. */
+  g_assert_true (raw_send_frame (raw, 0x89, "p1", 2));
+  g_assert_true (raw_send_frame (raw, 0x81, ping, strlen (ping)));
+  WAIT_UNTIL (legba_hub_get_counters (legba_server_get_hub (server))->
+      messages_in >= 2, WAIT_S, "the server to read the pings");
+  g_assert_cmpuint (legba_server_get_queued_bytes (server), >, 0);
+  for (i = 0; i < 20; i++)
+    publish_seq (server, sent++, padding);
+  g_assert_cmpuint (legba_server_get_connection_count (server), ==, 1);
+
+  raw_start_reading (raw);
+  for (i = 0; i < sent; i++) {
+    g_autoptr (JsonObject) frame = NULL;
+    g_autoptr (JsonObject) data = NULL;
+
+    if (i == before_ping) {
+      g_autoptr (JsonObject) pong =
+          raw_next_json_counting_pongs (raw, &pongs);
+
+      g_assert_cmpstr (frame_event (pong), ==, "pusher:pong");
+    }
+    frame = raw_next_json_counting_pongs (raw, &pongs);
+    g_assert_cmpstr (frame_event (frame), ==, "numbered");
+    data = frame_data (frame);
+    g_assert_cmpint (json_object_get_int_member (data, "seq"), ==, i);
+    g_assert_cmpuint (strlen (json_object_get_string_member (data, "pad")),
+        ==, 4000);
+  }
+  WAIT_UNTIL (legba_server_get_queued_bytes (server) == 0, WAIT_S,
+      "the server to have written everything");
+
+  /* The connection lives on; libsoup's pong came once. */
+  g_assert_true (raw_send_frame (raw, 0x81, ping, strlen (ping)));
+  last = raw_next_json_counting_pongs (raw, &pongs);
+  g_assert_cmpstr (frame_event (last), ==, "pusher:pong");
+  g_assert_cmpuint (pongs, ==, 1);
+  g_assert_false (raw->eof);
+
+  g_clear_pointer (&raw, raw_client_free);
+  server_free (server);
+}
+
 /* ---- Many sockets ---- */
 
 #define MANY_SOCKETS 40         /* more than one poll bucket */
@@ -1719,6 +1831,7 @@ main (int argc, char **argv)
       test_client_event_flood);
   g_test_add_func ("/server/stalled/half-open", test_half_open);
   g_test_add_func ("/server/stalled/slow-reader", test_slow_reader);
+  g_test_add_func ("/server/stalled/queued-order", test_queued_order);
   g_test_add_func ("/server/scale/many-sockets", test_many_sockets);
   g_test_add_func ("/server/http/api-auth", test_http_api_auth);
   g_test_add_func ("/server/http/request-too-large", test_request_too_large);
