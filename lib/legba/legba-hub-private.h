@@ -59,8 +59,10 @@ struct _Subscription
 
 struct _LegbaHubConn
 {
-  LegbaHubApp *app;
+  /* What a broadcast reads of every recipient, together */
   gpointer handle;
+  gboolean closing;             /* asked the transport to close */
+  LegbaHubApp *app;
   char *socket_id;
   guint index;                  /* in hub->conns */
   /* Its subscriptions by channel name: the first inline, the others in a
@@ -76,7 +78,6 @@ struct _LegbaHubConn
   gint64 ping_sent_at;
   gint64 rate_window_start;
   guint rate_count;
-  gboolean closing;             /* asked the transport to close */
   gboolean closed;              /* the transport reported it closed */
 };
 

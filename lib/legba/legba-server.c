@@ -147,18 +147,19 @@ G_DEFINE_QUARK (legba - server - error - quark, legba_server_error);
 /* One WebSocket socket. */
 typedef struct
 {
-  LegbaServer *server;
+  /* What sending a frame reads, together */
+  gboolean closing;
+  gboolean frames_direct;       /* the stream writes text frames itself */
   SoupWebsocketConnection *ws;
   LegbaWsStream *stream;
-  LegbaHubConn *hub_conn;       /* NULL once the hub let it go */
   LegbaPollBucket *bucket;      /* where its sources are; NULL: main context */
+  LegbaServer *server;
+  LegbaHubConn *hub_conn;       /* NULL once the hub let it go */
   GSource *release_source;
   GSource *close_timer;         /* tears it down if the close goes unanswered */
   char *remote;
   char *socket_id;
   guint16 close_code;           /* what the server closed with, 0: peer */
-  gboolean closing;
-  gboolean frames_direct;       /* the stream writes text frames itself */
 } LegbaServerConn;
 
 /* ---- Logging ---- */

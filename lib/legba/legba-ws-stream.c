@@ -1392,7 +1392,8 @@ legba_ws_stream_send_text (LegbaWsStream * stream, GBytes * payload,
     GMainContext * context)
 {
   LegbaWsOutput *output;
-  LegbaWsFrame *frame;
+  LegbaWsFrame frame;
+  gsize size;
   gssize n = 0;
 
   g_return_val_if_fail (LEGBA_IS_WS_STREAM (stream), FALSE);
@@ -1404,33 +1405,29 @@ legba_ws_stream_send_text (LegbaWsStream * stream, GBytes * payload,
   if (stream->fd < 0 || stream->aborted || output->close_written)
     return TRUE;
 
-  frame = g_new (LegbaWsFrame, 1);
-  frame->payload = payload;
-  frame->header_len = legba_ws_text_header (frame->header,
-      g_bytes_get_size (payload));
-  frame->sent = 0;
+  size = g_bytes_get_size (payload);
+  frame.payload = payload;
+  frame.header_len = legba_ws_text_header (frame.header, size);
+  frame.sent = 0;
   if (g_queue_is_empty (&output->frames) &&
       legba_ws_output_at_boundary (output)) {
-    n = legba_ws_frame_write (stream->fd, frame);
+    n = legba_ws_frame_write (stream->fd, &frame);
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
       /* The peer is gone: what libsoup reads next tells it so. */
       g_debug ("Error sending data: %s", g_strerror (errno));
-      g_free (frame);
       legba_ws_stream_abort (stream);
       return TRUE;
     }
     n = MAX (n, 0);
     output->written += n;
-    if ((gsize) n == frame->header_len + g_bytes_get_size (payload)) {
-      g_free (frame);
+    if ((gsize) n == frame.header_len + size)
       return TRUE;
-    }
   }
 
-  frame->payload = g_bytes_ref (payload);
-  frame->sent = n;
-  g_queue_push_tail (&output->frames, frame);
-  output->frames_left += frame->header_len + g_bytes_get_size (payload) - n;
+  frame.payload = g_bytes_ref (payload);
+  frame.sent = n;
+  g_queue_push_tail (&output->frames, g_memdup2 (&frame, sizeof frame));
+  output->frames_left += frame.header_len + size - n;
   if (output->flush == NULL) {
     output->flush = g_unix_fd_source_new (stream->fd, G_IO_OUT);
     g_source_set_callback (output->flush,
