@@ -1218,6 +1218,9 @@ legba_ws_stream_close_async (GIOStream * stream, int io_priority,
   GTask *task;
 
   legba_ws_input_close_watch (self->input);
+  /* Nothing is written after the close: frames the socket did not take
+   * go, as libsoup's own queue does. */
+  legba_ws_output_drop_frames (self->output);
   task = g_task_new (stream, cancellable, callback, user_data);
   g_task_set_source_tag (task, legba_ws_stream_close_async);
   g_task_set_priority (task, io_priority);
