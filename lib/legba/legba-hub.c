@@ -886,10 +886,9 @@ handle_unsubscribe (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
  * sender wrote it and, on presence channels, the sender's "user_id". */
 static void
 handle_client_event (LegbaHub * hub, LegbaHubConn * conn, const char *event,
-    JsonObject * frame, const LegbaJsonSpan * data)
+    const char *name, const LegbaJsonSpan * data)
 {
   const LegbaLimits *limits = &conn->app->limits;
-  const char *name = legba_json_object_get_string (frame, "channel");
   g_autoptr (GBytes) bytes = NULL;
   Subscription *sub;
   GString *out;
@@ -1012,13 +1011,50 @@ handle_signin (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
 
 /* ---- Frames from clients ---- */
 
+/* The members conn_handle_frame() reads from the frame's text itself. */
+enum
+{
+  FRAME_DATA,
+  FRAME_EVENT,
+  FRAME_CHANNEL,
+  N_FRAME_SPANS
+};
+
+/* The frames that come most, client events and pings, are handled from
+ * the text's checked spans when their event and channel are plain
+ * strings; json-glib builds a tree for the others (and for these when
+ * written with escapes), which the same checks then pass again. */
+static gboolean
+conn_handle_plain_frame (LegbaHub * hub, LegbaHubConn * conn,
+    const LegbaJsonSpan * spans)
+{
+  /* longer ones take the tree's way, and its errors */
+  char event[MAX_EVENT_NAME_LENGTH + 1];
+  char name[256];
+
+  if (!legba_json_span_get_plain_string (&spans[FRAME_EVENT], event,
+          sizeof event))
+    return FALSE;
+  if (g_str_equal (event, "pusher:ping")) {
+    conn_send (hub, conn, hub->pong_frame);
+    return TRUE;
+  }
+  if (!g_str_has_prefix (event, "client-") ||
+      !legba_json_span_get_plain_string (&spans[FRAME_CHANNEL], name,
+          sizeof name))
+    return FALSE;
+  handle_client_event (hub, conn, event, name, &spans[FRAME_DATA]);
+  return TRUE;
+}
+
 static void
 conn_handle_frame (LegbaHub * hub, LegbaHubConn * conn, const char *text,
     gsize len)
 {
-  static const char *const keys[] = { "data", NULL };
+  static const char *const keys[] = { "data", "event", "channel", NULL };
   gsize max_bytes = conn->app->limits.max_frame_bytes;
-  LegbaJsonSpan data = { NULL, 0 };
+  LegbaJsonSpan spans[N_FRAME_SPANS];
+  const LegbaJsonSpan *data = &spans[FRAME_DATA];
   g_autoptr (JsonNode) root = NULL;
   g_autofree char *error = NULL;
   JsonObject *frame;
@@ -1029,7 +1065,13 @@ conn_handle_frame (LegbaHub * hub, LegbaHubConn * conn, const char *text,
         " bytes is over the limit of %" G_GSIZE_FORMAT, len, max_bytes);
     return;
   }
-  root = legba_json_parse_strict (text, len, keys, &data, &error);
+  if (!legba_json_check_strict (text, len, keys, spans, &error)) {
+    conn_error (hub, conn, LEGBA_PUSHER_GENERIC, "Bad frame: %s", error);
+    return;
+  }
+  if (conn_handle_plain_frame (hub, conn, spans))
+    return;
+  root = legba_json_parse_strict (text, len, keys, spans, &error);
   if (root == NULL) {
     conn_error (hub, conn, LEGBA_PUSHER_GENERIC, "Bad frame: %s", error);
     return;
@@ -1058,7 +1100,8 @@ conn_handle_frame (LegbaHub * hub, LegbaHubConn * conn, const char *text,
   else if (g_str_equal (event, "pusher:signin"))
     handle_signin (hub, conn, frame);
   else if (g_str_has_prefix (event, "client-"))
-    handle_client_event (hub, conn, event, frame, &data);
+    handle_client_event (hub, conn, event,
+        legba_json_object_get_string (frame, "channel"), data);
   else
     conn_error (hub, conn, LEGBA_PUSHER_GENERIC, "Unknown event \"%.64s\": "
         "clients send pusher: protocol events and client- events", event);

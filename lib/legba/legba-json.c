@@ -303,30 +303,63 @@ parse_fail (char **error_message, const char *format, ...)
   return NULL;
 }
 
+gboolean
+legba_json_check_strict (const char *text, gsize len, const char *const *keys,
+    LegbaJsonSpan * spans, char **error_message)
+{
+  JsonScan s = { text, text + len, keys, spans, NULL };
+
+  g_return_val_if_fail (text != NULL || len == 0, FALSE);
+  g_return_val_if_fail (keys == NULL || spans != NULL, FALSE);
+
+  for (guint i = 0; keys != NULL && keys[i] != NULL; i++)
+    spans[i].start = NULL, spans[i].len = 0;
+  if (len > G_MAXSSIZE || (len > 0 && !g_utf8_validate_len (text, len, NULL))) {
+    parse_fail (error_message, "not valid UTF-8 text");
+    return FALSE;
+  }
+
+  scan_ws (&s);
+  if (!scan_value (&s, 0) || (scan_ws (&s), s.p != s.end)) {
+    if (s.error != NULL)
+      parse_fail (error_message, "invalid JSON: %s", s.error);
+    else
+      parse_fail (error_message, "invalid JSON at byte %" G_GSIZE_FORMAT,
+          (gsize) (s.p - text));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+legba_json_span_get_plain_string (const LegbaJsonSpan * span, char *buffer,
+    gsize size)
+{
+  gsize n;
+
+  g_return_val_if_fail (span != NULL, FALSE);
+  g_return_val_if_fail (buffer != NULL && size > 0, FALSE);
+
+  if (span->start == NULL || span->len < 2 || span->start[0] != '"')
+    return FALSE;
+  n = span->len - 2;
+  if (n >= size || memchr (span->start + 1, '\\', n) != NULL)
+    return FALSE;
+  memcpy (buffer, span->start + 1, n);
+  buffer[n] = '\0';
+  return TRUE;
+}
+
 JsonNode *
 legba_json_parse_strict (const char *text, gsize len, const char *const *keys,
     LegbaJsonSpan * spans, char **error_message)
 {
   g_autoptr (JsonParser) parser = NULL;
   g_autoptr (GError) error = NULL;
-  JsonScan s = { text, text + len, keys, spans, NULL };
   JsonNode *root;
 
-  g_return_val_if_fail (text != NULL || len == 0, NULL);
-  g_return_val_if_fail (keys == NULL || spans != NULL, NULL);
-
-  for (guint i = 0; keys != NULL && keys[i] != NULL; i++)
-    spans[i].start = NULL, spans[i].len = 0;
-  if (len > G_MAXSSIZE || (len > 0 && !g_utf8_validate_len (text, len, NULL)))
-    return parse_fail (error_message, "not valid UTF-8 text");
-
-  scan_ws (&s);
-  if (!scan_value (&s, 0) || (scan_ws (&s), s.p != s.end)) {
-    if (s.error != NULL)
-      return parse_fail (error_message, "invalid JSON: %s", s.error);
-    return parse_fail (error_message, "invalid JSON at byte %" G_GSIZE_FORMAT,
-        (gsize) (s.p - text));
-  }
+  if (!legba_json_check_strict (text, len, keys, spans, error_message))
+    return NULL;
 
   parser = json_parser_new_immutable ();
   if (!json_parser_load_from_data (parser, text, len, &error))

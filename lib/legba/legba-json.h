@@ -37,6 +37,19 @@ typedef struct
 JsonNode *legba_json_parse_strict (const char *text, gsize len,
     const char *const *keys, LegbaJsonSpan * spans, char **error_message);
 
+/* The checks of legba_json_parse_strict() alone, spans included, with no
+ * tree built: TRUE when text is such a JSON value, else FALSE with
+ * *error_message set (free with g_free). */
+gboolean legba_json_check_strict (const char *text, gsize len,
+    const char *const *keys, LegbaJsonSpan * spans, char **error_message);
+
+/* When span (of a checked text) is a string literal without escapes whose
+ * content fits in size bytes with its NUL, copies the content to buffer
+ * and returns TRUE; otherwise FALSE (absent, not a string, an escape,
+ * too long). */
+gboolean legba_json_span_get_plain_string (const LegbaJsonSpan * span,
+    char *buffer, gsize size);
+
 /* The member name of obj when it is a string; NULL when absent or of
  * another type. Never warns. */
 const char *legba_json_object_get_string (JsonObject * obj, const char *name);

@@ -335,6 +335,16 @@ test_client_event_relay (void)
   g_assert_cmpstr (legba_json_object_get_string (json_node_get_object (frame),
           "data"), ==, "hello");
   client_expect_nothing (b);
+
+  /* Names written with escapes are the names they decode to. */
+  client_send (b, "{\"channel\":\"private-r\\u006fom\",\"data\":\"esc\","
+      "\"event\":\"client-\\u0078\"}");
+  g_clear_pointer (&frame, json_node_unref);
+  frame = client_pop (a, "client-x", "private-room");
+  g_assert_cmpstr (legba_json_object_get_string (json_node_get_object (frame),
+          "data"), ==, "esc");
+  client_expect_nothing (b);
+  g_assert_cmpuint (legba_hub_get_counters (f->hub)->client_events, ==, 3);
 }
 
 /* Pusher protocol 7: on presence channels the server adds "user_id". */
