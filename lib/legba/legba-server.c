@@ -149,7 +149,8 @@ typedef struct
 {
   /* What sending a frame reads, together */
   gboolean closing;
-  gboolean frames_direct;       /* the stream writes text frames itself */
+  gboolean frames_direct;       /* no extension: the stream may write text
+                                 * frames itself */
   SoupWebsocketConnection *ws;
   LegbaWsStream *stream;
   LegbaPollBucket *bucket;      /* where its sources are; NULL: main context */
@@ -375,12 +376,12 @@ legba_server_transport_send (gpointer handle, GBytes * frame,
     legba_server_conn_overflow (conn, queued + size);
     return;
   }
-  /* Without an extension to apply, the stream writes the frame itself:
-   * libsoup would copy the payload into a frame of its own for every
-   * socket. */
-  if (conn->frames_direct) {
-    legba_ws_stream_send_text (conn->stream, frame, conn->bucket != NULL ?
-        legba_poll_bucket_get_context (conn->bucket) : NULL);
+  /* Without an extension to apply, a stream over a plain socket writes
+   * the frame itself: libsoup would copy the payload into a frame of its
+   * own for every socket. */
+  if (conn->frames_direct &&
+      legba_ws_stream_send_text (conn->stream, frame, conn->bucket != NULL ?
+          legba_poll_bucket_get_context (conn->bucket) : NULL)) {
     if (conn->bucket != NULL && legba_ws_stream_get_queued (conn->stream) > 0)
       legba_poll_bucket_touch (conn->bucket);
     return;
@@ -645,7 +646,7 @@ legba_server_conn_new (LegbaServer * self, LegbaUpgrade * upgrade,
     g_main_context_pop_thread_default (context);
   soup_websocket_connection_set_max_incoming_payload_size (conn->ws,
       self->limits.max_frame_bytes);
-  conn->frames_direct = self->certificate == NULL &&
+  conn->frames_direct =
       soup_websocket_connection_get_extensions (conn->ws) == NULL;
   /* Pusher protocol 7 keeps connections alive with pusher:ping. */
   soup_websocket_connection_set_keepalive_interval (conn->ws, 0);
