@@ -288,6 +288,21 @@ test_presence_join_order (void)
 
 /* ---- Client events ---- */
 
+/* from sends text, a client-x event on private-room; to gets it with the
+ * string data, from nothing. */
+static void
+assert_relayed_string (Client * from, Client * to, const char *text,
+    const char *data)
+{
+  g_autoptr (JsonNode) frame = NULL;
+
+  client_send (from, text);
+  frame = client_pop (to, "client-x", "private-room");
+  g_assert_cmpstr (legba_json_object_get_string (json_node_get_object (frame),
+          "data"), ==, data);
+  client_expect_nothing (from);
+}
+
 /* Relayed to the others, never to the sender; data exactly as sent. */
 static void
 test_client_event_relay (void)
@@ -328,22 +343,11 @@ test_client_event_relay (void)
   g_assert_cmpuint (legba_hub_get_counters (f->hub)->client_events, ==, 1);
 
   /* A string stays a string. */
-  client_send (b, "{\"event\":\"client-x\",\"channel\":\"private-room\","
-      "\"data\":\"hello\"}");
-  g_clear_pointer (&frame, json_node_unref);
-  frame = client_pop (a, "client-x", "private-room");
-  g_assert_cmpstr (legba_json_object_get_string (json_node_get_object (frame),
-          "data"), ==, "hello");
-  client_expect_nothing (b);
-
+  assert_relayed_string (b, a, "{\"event\":\"client-x\","
+      "\"channel\":\"private-room\",\"data\":\"hello\"}", "hello");
   /* Names written with escapes are the names they decode to. */
-  client_send (b, "{\"channel\":\"private-r\\u006fom\",\"data\":\"esc\","
-      "\"event\":\"client-\\u0078\"}");
-  g_clear_pointer (&frame, json_node_unref);
-  frame = client_pop (a, "client-x", "private-room");
-  g_assert_cmpstr (legba_json_object_get_string (json_node_get_object (frame),
-          "data"), ==, "esc");
-  client_expect_nothing (b);
+  assert_relayed_string (b, a, "{\"channel\":\"private-r\\u006fom\","
+      "\"data\":\"esc\",\"event\":\"client-\\u0078\"}", "esc");
   g_assert_cmpuint (legba_hub_get_counters (f->hub)->client_events, ==, 3);
 }
 
