@@ -437,8 +437,13 @@ def table(series, baseline, second=None, run_ids=None):
 def gnuplot(script):
     """Runs a chart script; a chart gnuplot cannot draw is left out (and
     said), never the report."""
-    proc = subprocess.run(["gnuplot"], input=script, text=True,
-                          capture_output=True)
+    try:
+        proc = subprocess.run(["gnuplot"], input=script, text=True,
+                              capture_output=True)
+    except FileNotFoundError:
+        print("report.py: chart left out: gnuplot is not installed "
+              "(bench/setup.sh installs it)")
+        return False
     if proc.returncode != 0:
         print("report.py: chart left out: " + proc.stderr.strip())
     return proc.returncode == 0
