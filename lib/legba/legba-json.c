@@ -20,12 +20,16 @@ typedef struct
 
 static gboolean scan_value (JsonScan * s, guint depth);
 
-static void
+static inline void
 scan_ws (JsonScan * s)
 {
-  while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n'
-          || *s->p == '\r'))
-    s->p++;
+  const char *p = s->p;
+
+  /* whitespace is at most ' ': one comparison for anything else */
+  while (p < s->end && (guchar) * p <= ' ' && (*p == ' ' || *p == '\t'
+          || *p == '\n' || *p == '\r'))
+    p++;
+  s->p = p;
 }
 
 static gint
@@ -81,55 +85,98 @@ unpaired:
   return FALSE;
 }
 
-static gboolean
-scan_string (JsonScan * s)
-{
-  s->p++;                       /* '"' */
-  while (s->p < s->end) {
-    guchar c = *s->p++;
+/* Bytes a string's scan stops at: the closing quote, a backslash, a
+ * control character (refused) and the first byte of a multi-byte UTF-8
+ * sequence (validated). */
+static const guint8 string_stop[256] = {
+  [0x00 ... 0x1f] = 1,
+  ['"'] = 1,
+  ['\\'] = 1,
+  [0x80 ... 0xff] = 1,
+};
 
-    if (c == '"')
-      return TRUE;
-    if (c < 0x20)
-      return FALSE;
-    if (c == '\\' && !scan_escape (s))
-      return FALSE;
+/* At a byte of string_stop other than the closing quote, at p: an escape
+ * or a multi-byte character is scanned and the position after it
+ * returned; NULL refuses the string. */
+G_GNUC_NO_INLINE static const char *
+scan_string_stop (JsonScan * s, const char *p)
+{
+  guchar c = *p;
+
+  if (c == '\\') {
+    s->p = p + 1;
+    return scan_escape (s) ? s->p : NULL;
   }
-  return FALSE;
+  if (c >= 0x80) {
+    /* one character: the rest of the text bounds it */
+    if (g_utf8_get_char_validated (p, s->end - p) < (gunichar) - 2)
+      return g_utf8_next_char (p);
+    s->p = p;
+    s->error = "not valid UTF-8 text";
+    return NULL;
+  }
+  s->p = p;                     /* a control character */
+  return NULL;
 }
 
 static gboolean
-scan_digits (JsonScan * s)
+scan_string (JsonScan * s)
 {
-  const char *begin = s->p;
+  const char *p = s->p + 1, *end = s->end;      /* after '"' */
 
-  while (s->p < s->end && g_ascii_isdigit (*s->p))
-    s->p++;
-  return s->p > begin;
+  for (;;) {
+    while (p < end && !string_stop[(guchar) * p])
+      p++;
+    if (p >= end) {
+      s->p = p;
+      return FALSE;
+    }
+    if (*p == '"') {
+      s->p = p + 1;
+      return TRUE;
+    }
+    if ((p = scan_string_stop (s, p)) == NULL)
+      return FALSE;
+  }
+}
+
+static const char *
+scan_digits (const char *p, const char *end)
+{
+  while (p < end && (guchar) (*p - '0') < 10)
+    p++;
+  return p;
 }
 
 static gboolean
 scan_number (JsonScan * s)
 {
-  if (*s->p == '-')
-    s->p++;
-  if (s->p < s->end && *s->p == '0')
-    s->p++;
-  else if (!scan_digits (s))
-    return FALSE;
-  if (s->p < s->end && *s->p == '.') {
-    s->p++;
-    if (!scan_digits (s))
-      return FALSE;
+  const char *p = s->p, *end = s->end, *digits;
+
+  if (*p == '-')
+    p++;
+  if (p < end && *p == '0')
+    p++;
+  else if ((digits = p, p = scan_digits (p, end)) == digits)
+    goto fail;
+  if (p < end && *p == '.') {
+    p++;
+    if ((digits = p, p = scan_digits (p, end)) == digits)
+      goto fail;
   }
-  if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
-    s->p++;
-    if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
-      s->p++;
-    if (!scan_digits (s))
-      return FALSE;
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    p++;
+    if (p < end && (*p == '+' || *p == '-'))
+      p++;
+    if ((digits = p, p = scan_digits (p, end)) == digits)
+      goto fail;
   }
+  s->p = p;
   return TRUE;
+
+fail:
+  s->p = p;
+  return FALSE;
 }
 
 static gboolean
@@ -314,8 +361,10 @@ legba_json_check_strict (const char *text, gsize len, const char *const *keys,
 
   for (guint i = 0; keys != NULL && keys[i] != NULL; i++)
     spans[i].start = NULL, spans[i].len = 0;
-  if (len > G_MAXSSIZE || (len > 0 && !g_utf8_validate_len (text, len, NULL))) {
-    parse_fail (error_message, "not valid UTF-8 text");
+  /* outside strings the grammar admits ASCII alone: strings are where
+   * UTF-8 is checked */
+  if (len > G_MAXSSIZE) {
+    parse_fail (error_message, "text too long");
     return FALSE;
   }
 

@@ -894,37 +894,67 @@ set_receiving (LegbaReliability rel)
 /* What parse_envelope() made of a text message; the problems name it. */
 static const char *const envelope_problems[] = {
   NULL,
-  "a text message that is not JSON",
+  "a text message that is not JSON (RFC 8259 UTF-8 text, nested at most "
+      G_STRINGIFY (LEGBA_JSON_MAX_DEPTH) " deep)",
   "a message whose topic is not a string",
   "a text message that is not a {\"topic\", \"data\"} object",
 };
 
-/* §6: a UTF-8 JSON object {"topic": T, "data": D}, D required, T a
- * string, absent or null (json-glib refuses text that is not UTF-8, a NUL
- * byte included, before it parses). Returns 0, or an index of
- * envelope_problems; @data and @topic belong to @parser. */
-static guint
-parse_envelope (JsonParser * parser, const char *text, gsize size,
-    const char **topic, JsonNode ** data)
+/* A text message's envelope, as parse_envelope() read it. */
+typedef struct
 {
-  JsonNode *root, *topic_node;
-  JsonObject *object;
+  const char *topic;            /* NULL, topic_buf or topic_owned */
+  JsonNode *data;               /* the parser's */
+  char *topic_owned;
+  char topic_buf[64];
+} Envelope;
 
-  *topic = NULL;
-  *data = NULL;
-  if (!json_parser_load_from_data (parser, text, size, NULL))
+static void
+envelope_clear (Envelope * e)
+{
+  g_clear_pointer (&e->topic_owned, g_free);
+}
+
+static const char *const envelope_keys[] = { "topic", "data", NULL };
+
+/* §6: a JSON object {"topic": T, "data": D}, D required, T a string,
+ * absent or null. The text is checked against RFC 8259 (UTF-8, no NUL,
+ * nesting bounded: legba-json.h) with the spans of its two members noted;
+ * json-glib then builds D alone, from its own span, so the envelope costs
+ * no tree of its own. A topic without escapes is copied as it is; one with
+ * escapes is read by json-glib. Returns 0, or an index of
+ * envelope_problems; @e->data belongs to @parser until its next load. */
+static guint
+parse_envelope (JsonParser * parser, const char *text, gsize size, Envelope * e)
+{
+  LegbaJsonSpan spans[2];
+  const LegbaJsonSpan *topic = &spans[0], *data = &spans[1];
+
+  e->topic = NULL;
+  e->data = NULL;
+  e->topic_owned = NULL;
+  if (!legba_json_check_strict (text, size, envelope_keys, spans, NULL))
     return 1;
-  root = json_parser_get_root (parser);
-  object = root && JSON_NODE_HOLDS_OBJECT (root) ?
-      json_node_get_object (root) : NULL;
-  *data = object ? json_object_get_member (object, "data") : NULL;
-  topic_node = object ? json_object_get_member (object, "topic") : NULL;
-  if (topic_node != NULL && !JSON_NODE_HOLDS_NULL (topic_node)) {
-    if (json_node_get_value_type (topic_node) != G_TYPE_STRING)
+  /* members are noted only when the text is an object */
+  if (data->start == NULL)
+    return 3;
+  if (topic->start != NULL && topic->start[0] != 'n') {
+    if (topic->start[0] != '"')
       return 2;
-    *topic = json_node_get_string (topic_node);
+    if (legba_json_span_get_plain_string (topic, e->topic_buf,
+            sizeof e->topic_buf)) {
+      e->topic = e->topic_buf;
+    } else {
+      if (!json_parser_load_from_data (parser, topic->start, topic->len, NULL))
+        return 1;
+      e->topic = e->topic_owned =
+          g_strdup (json_node_get_string (json_parser_get_root (parser)));
+    }
   }
-  return *data == NULL ? 3 : 0;
+  if (!json_parser_load_from_data (parser, data->start, data->len, NULL))
+    return 1;
+  e->data = json_parser_get_root (parser);
+  return 0;
 }
 
 static gboolean
@@ -938,24 +968,20 @@ handle_text (LegbaRoomData * d, LegbaParticipant * p, GBytes * bytes)
 {
   gsize size;
   const char *text = g_bytes_get_data (bytes, &size);
-  const char *topic;
-  JsonNode *data;
-  guint problem = parse_envelope (d->parser, text, size, &topic, &data);
+  Envelope e;
+  guint problem = parse_envelope (d->parser, text, size, &e);
 
-  if (problem != 0) {
+  if (problem != 0)
     report_malformed (d, p, envelope_problems[problem]);
-    return;
-  }
-  if (topic != NULL && strcmp (topic, MUTE_TOPIC) == 0) {
-    handle_mute (d, p, data);
-    return;
-  }
-  if (topic_is_reserved (topic)) {
+  else if (e.topic != NULL && strcmp (e.topic, MUTE_TOPIC) == 0)
+    handle_mute (d, p, e.data);
+  else if (topic_is_reserved (e.topic))
     GST_INFO ("dropping a message from %s on unknown reserved topic %s",
-        p->id, topic);
-    return;
-  }
-  g_signal_emit (d->room, signals[SIGNAL_DATA_RECEIVED], 0, p, topic, data);
+        p->id, e.topic);
+  else
+    g_signal_emit (d->room, signals[SIGNAL_DATA_RECEIVED], 0, p, e.topic,
+        e.data);
+  envelope_clear (&e);
 }
 
 static void
@@ -1082,8 +1108,7 @@ report_sync (Watch * w, const char *text, gsize size, GBytes * bytes)
    * waits for before it lets the room go */
   LegbaRoom *room = peer->room;
   LegbaReliability before;
-  const char *topic = NULL;
-  JsonNode *data = NULL;
+  Envelope e = { NULL, };
   gboolean later;
 
   if (room == NULL || !g_atomic_int_get (&room->data->sync_enabled))
@@ -1096,9 +1121,11 @@ report_sync (Watch * w, const char *text, gsize size, GBytes * bytes)
   if (bytes == NULL) {
     if (w->parser == NULL)
       w->parser = json_parser_new_immutable ();
-    if (parse_envelope (w->parser, text, size, &topic, &data) != 0 ||
-        topic_is_reserved (topic))
+    if (parse_envelope (w->parser, text, size, &e) != 0 ||
+        topic_is_reserved (e.topic)) {
+      envelope_clear (&e);
       return FALSE;
+    }
   }
   later = g_signal_has_handler_pending (room,
       signals[bytes ? SIGNAL_BYTES_RECEIVED : SIGNAL_DATA_RECEIVED], 0, FALSE);
@@ -1110,8 +1137,9 @@ report_sync (Watch * w, const char *text, gsize size, GBytes * bytes)
         peer->participant, bytes);
   else
     g_signal_emit (room, signals[SIGNAL_SYNC_DATA_RECEIVED], 0,
-        peer->participant, topic, data);
+        peer->participant, e.topic, e.data);
   set_receiving (before);
+  envelope_clear (&e);
   return !later;
 }
 
@@ -1217,8 +1245,7 @@ legba_peer_data_watch_channel (LegbaPeer * peer, GstWebRTCDataChannel * channel)
   w = g_atomic_rc_box_new0 (Watch);
   w->peer = legba_peer_ref (peer);
   w->channel = g_object_ref (channel);
-  w->reliability = lossy ? LEGBA_RELIABILITY_LOSSY :
-      LEGBA_RELIABILITY_RELIABLE;
+  w->reliability = lossy ? LEGBA_RELIABILITY_LOSSY : LEGBA_RELIABILITY_RELIABLE;
   g_ptr_array_add (peer->data->watches, w);
   connect_watch (w, "on-message-string", G_CALLBACK (on_string));
   connect_watch (w, "on-message-data", G_CALLBACK (on_data));

@@ -8,6 +8,7 @@
  * the 64 KiB limit, malformed messages, mute and the backend's events.
  */
 #include "room-test.h"
+#include "legba-json.h"
 
 #include <legba-test.h>
 
@@ -551,8 +552,7 @@ drop_while_stalled (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 static void
 stall_input (Participant * p, gint * stalled)
 {
-  g_autoptr (GPtrArray) sources = elements_by_factory (p->pipeline,
-      "nicesrc");
+  g_autoptr (GPtrArray) sources = elements_by_factory (p->pipeline, "nicesrc");
 
   g_assert_cmpuint (sources->len, >, 0);
   for (guint i = 0; i < sources->len; i++) {
@@ -1218,6 +1218,10 @@ on_peer_bin (GstBin * pipeline, GstElement * element,
       G_CALLBACK (on_raw_channel), out);
 }
 
+/* longer than a room copies in place */
+#define LONG_TOPIC "a-topic-of-more-than-sixty-four-bytes-" \
+  "written-without-any-escape-in-it"
+
 static void
 test_malformed (Fixture * f, gconstpointer unused)
 {
@@ -1228,15 +1232,42 @@ test_malformed (Fixture * f, gconstpointer unused)
     "not json", "[1,2]", "{\"topic\":5,\"data\":1}", "{\"topic\":\"t\"}",
     "{\"topic\":\"legba.mute\",\"data\":{\"audio\":1}}", "\"just a string\"",
     /* not UTF-8: a Latin-1 byte, an overlong '/', a UTF-16 surrogate */
-    "{\"topic\":\"t\xe9\",\"data\":1}", "{\"topic\":\"t\",\"data\":\"\xc0\xaf\"}",
+    "{\"topic\":\"t\xe9\",\"data\":1}",
+    "{\"topic\":\"t\",\"data\":\"\xc0\xaf\"}",
     "{\"topic\":\"t\",\"data\":\"\xed\xa0\x80\"}",
+    /* text json-glib alone would take: single quotes, a comment, an
+     * unpaired surrogate escape, \u0000, nesting over the bound */
+    "{'topic':'t','data':1}", "{\"data\":1 /* c */}",
+    "{\"topic\":\"t\",\"data\":\"\\ud800\"}",
+    "{\"topic\":\"t\\u0000\",\"data\":1}", NULL,
   };
+  /* envelopes written by hand, well formed: each arrives as it says */
+  const struct
+  {
+    const char *text, *topic, *json;
+  } good[] = {
+    {"{\"topic\":\"caf\\u00e9 \\\"au lait\\\"\",\"data\":[1]}",
+        "caf\xc3\xa9 \"au lait\"", "[1]"},
+    {"{\"topic\":\"" LONG_TOPIC "\",\"data\":true}", LONG_TOPIC, "true"},
+    {" {\"data\" : 1, \"topic\" : null, \"data\" : {\"topic\":\"x\"}} ",
+        NULL, "{\"topic\":\"x\"}"},
+    {"{\"d\\u0061ta\":\"\\ud83d\\ude00\",\"topic\":\"\"}", "",
+        "\"\xf0\x9f\x98\x80\""},
+  };
+  GString *deep = g_string_new ("{\"topic\":\"t\",\"data\":");
   GError *e;
 
   /* alice is there first: bob offers, alice's webrtcbin announces the
    * channels, and the test writes into alice's end as is */
   g_signal_connect (a->p->pipeline, "element-added",
       G_CALLBACK (on_peer_bin), &raw);
+  /* the last bad one: data nested one level deeper than the bound */
+  for (guint i = 0; i < LEGBA_JSON_MAX_DEPTH; i++)
+    g_string_append_c (deep, '[');
+  for (guint i = 0; i < LEGBA_JSON_MAX_DEPTH; i++)
+    g_string_append_c (deep, ']');
+  g_string_append_c (deep, '}');
+  bad[G_N_ELEMENTS (bad) - 1] = deep->str;
   connect_all (all, 2);
   ROOM_WAIT_FOR (raw != NULL, "alice's end of the channel");
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
@@ -1245,9 +1276,22 @@ test_malformed (Fixture * f, gconstpointer unused)
     g_assert_true (gst_webrtc_data_channel_send_string_full (raw, bad[i],
             &error));
   }
+  for (guint i = 0; i < G_N_ELEMENTS (good); i++) {
+    g_autoptr (GError) error = NULL;
+
+    g_assert_true (gst_webrtc_data_channel_send_string_full (raw,
+            good[i].text, &error));
+  }
   send_json (a, "42", "ok", LEGBA_RELIABILITY_RELIABLE, NULL);
-  ROOM_WAIT_FOR (b->got->len == 1, "the good message after the bad ones");
-  g_assert_cmpstr (got (b, 0)->topic, ==, "ok");
+  /* one channel, in order: "ok" comes last */
+  ROOM_WAIT_FOR (b->got->len > 0 &&
+      g_strcmp0 (got (b, b->got->len - 1)->topic, "ok") == 0,
+      "the good messages after the bad ones");
+  g_assert_cmpuint (b->got->len, ==, G_N_ELEMENTS (good) + 1);
+  for (guint i = 0; i < G_N_ELEMENTS (good); i++) {
+    g_assert_cmpstr (got (b, i)->topic, ==, good[i].topic);
+    g_assert_cmpstr (got (b, i)->json, ==, good[i].json);
+  }
   g_assert_cmpuint (b->p->errors->len, ==, G_N_ELEMENTS (bad));
   for (guint i = 0; i < b->p->errors->len; i++) {
     e = b->p->errors->pdata[i];
@@ -1258,6 +1302,7 @@ test_malformed (Fixture * f, gconstpointer unused)
   g_assert_true (participant_connected_to (b->p, a->p));
   g_ptr_array_set_size (b->p->errors, 0);
   g_object_unref (raw);
+  g_string_free (deep, TRUE);
   assert_no_room_errors (a->p);
   free_all (all, 2);
 }
@@ -1396,7 +1441,7 @@ test_sync (Fixture * f, gconstpointer unused)
 {
   Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
   Data *all[] = { a, b };
-  Sync s = { .main_thread = g_thread_self (), .room = b->p->room };
+  Sync s = {.main_thread = g_thread_self (),.room = b->p->room };
   guint signal_ids[2] = {
     g_signal_lookup ("data-received", LEGBA_TYPE_ROOM),
     g_signal_lookup ("bytes-received", LEGBA_TYPE_ROOM),
@@ -1632,7 +1677,7 @@ test_any_thread (Fixture * f, gconstpointer unused)
 {
   Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
   Data *all[] = { a, b };
-  Echo e = { .main_thread = g_thread_self (), .alice = a->p->room };
+  Echo e = {.main_thread = g_thread_self (),.alice = a->p->room };
   GThread *thread;
   guint taken;
 
