@@ -17,6 +17,6 @@ if [ ! -f build-fuzz/build.ninja ]; then
 else
   meson configure build-fuzz -Dfuzz_seconds="$seconds"
 fi
-ninja -C build-fuzz tests/fuzz/fuzz-frame tests/fuzz/fuzz-http-api \
+ninja -C build-fuzz tests/fuzz/fuzz-frame tests/fuzz/fuzz-http-api tests/fuzz/fuzz-json \
   tests/fuzz/fuzz-signal
 meson test -C build-fuzz --suite fuzz --no-rebuild --print-errorlogs

@@ -8,81 +8,85 @@
 #include <string.h>
 
 /* A recursive-descent check of RFC 8259 that also notes where the chosen
- * members of the top-level object (depth 1) start and end. */
+ * members of the top-level object (depth 1) start and end. Each step takes
+ * the position it starts at and returns the one after what it read, or
+ * NULL with the position of the fault (and a reason when there is one
+ * worth giving) noted. */
 typedef struct
 {
-  const char *p;
   const char *end;
   const char *const *keys;      /* NULL-terminated */
   LegbaJsonSpan *spans;         /* one per key */
   const char *error;
+  const char *error_at;
+  LegbaJsonCheckFlags flags;
 } JsonScan;
 
-static gboolean scan_value (JsonScan * s, guint depth);
+static const char *scan_value (JsonScan * s, const char *p, guint depth);
 
-static inline void
-scan_ws (JsonScan * s)
+static const char *
+scan_fail (JsonScan * s, const char *p, const char *error)
 {
-  const char *p = s->p;
+  s->error_at = p;
+  s->error = error;
+  return NULL;
+}
 
-  /* whitespace is at most ' ': one comparison for anything else */
-  while (p < s->end && (guchar) * p <= ' ' && (*p == ' ' || *p == '\t'
+/* whitespace is at most ' ': one comparison for anything else */
+static inline const char *
+scan_ws (const char *p, const char *end)
+{
+  while (p < end && (guchar) * p <= ' ' && (*p == ' ' || *p == '\t'
           || *p == '\n' || *p == '\r'))
     p++;
-  s->p = p;
+  return p;
 }
 
 static gint
-scan_hex4 (JsonScan * s)
+scan_hex4 (const char *p, const char *end)
 {
   gint v = 0;
 
+  if (end - p < 4)
+    return -1;
   for (guint i = 0; i < 4; i++) {
-    if (s->p >= s->end || !g_ascii_isxdigit (*s->p))
+    if (!g_ascii_isxdigit (p[i]))
       return -1;
-    v = v * 16 + g_ascii_xdigit_value (*s->p++);
+    v = v * 16 + g_ascii_xdigit_value (p[i]);
   }
   return v;
 }
 
 /* After a backslash. json-glib cannot hold U+0000 in a string and turns
  * unpaired surrogates into invalid UTF-8: both are refused. */
-static gboolean
-scan_escape (JsonScan * s)
+static const char *
+scan_escape (JsonScan * s, const char *p)
 {
   gint u;
-  char c;
 
-  if (s->p >= s->end)
-    return FALSE;
-  c = *s->p++;
-  if (c != 'u')
-    return c != '\0' && strchr ("\"\\/bfnrt", c) != NULL;
-
-  u = scan_hex4 (s);
-  if (u < 0)
-    return FALSE;
-  if (u == 0) {
-    s->error = "\\u0000 in a string is not supported";
-    return FALSE;
+  if (p >= s->end)
+    return scan_fail (s, p, NULL);
+  if (*p != 'u') {
+    if (*p != '\0' && strchr ("\"\\/bfnrt", *p) != NULL)
+      return p + 1;
+    return scan_fail (s, p, NULL);
   }
-  if (u >= 0xdc00 && u <= 0xdfff) {
-    s->error = "unpaired UTF-16 surrogate in a string";
-    return FALSE;
-  }
+  if ((u = scan_hex4 (p + 1, s->end)) < 0)
+    return scan_fail (s, p, NULL);
+  p += 5;
+  if (u == 0)
+    return scan_fail (s, p, "\\u0000 in a string is not supported");
+  if (u >= 0xdc00 && u <= 0xdfff)
+    return scan_fail (s, p, "unpaired UTF-16 surrogate in a string");
   if (u >= 0xd800 && u <= 0xdbff) {
-    if (s->end - s->p < 2 || s->p[0] != '\\' || s->p[1] != 'u')
-      goto unpaired;
-    s->p += 2;
-    u = scan_hex4 (s);
+    if (s->end - p < 2 || p[0] != '\\' || p[1] != 'u')
+      return scan_fail (s, p, "unpaired UTF-16 surrogate in a string");
+    u = scan_hex4 (p + 2, s->end);
     if (u < 0xdc00 || u > 0xdfff)
-      goto unpaired;
+      return scan_fail (s, p, "unpaired UTF-16 surrogate in a string");
+    p += 6;
   }
-  return TRUE;
-
-unpaired:
-  s->error = "unpaired UTF-16 surrogate in a string";
-  return FALSE;
+  return p;
 }
 
 /* Bytes a string's scan stops at: the closing quote, a backslash, a
@@ -95,52 +99,44 @@ static const guint8 string_stop[256] = {
   [0x80 ... 0xff] = 1,
 };
 
-/* At a byte of string_stop other than the closing quote, at p: an escape
- * or a multi-byte character is scanned and the position after it
- * returned; NULL refuses the string. */
+/* At a byte of string_stop other than the closing quote: an escape or a
+ * multi-byte character, or the string's fault. */
 G_GNUC_NO_INLINE static const char *
 scan_string_stop (JsonScan * s, const char *p)
 {
   guchar c = *p;
 
-  if (c == '\\') {
-    s->p = p + 1;
-    return scan_escape (s) ? s->p : NULL;
-  }
+  if (c == '\\')
+    return scan_escape (s, p + 1);
   if (c >= 0x80) {
     /* one character: the rest of the text bounds it */
     if (g_utf8_get_char_validated (p, s->end - p) < (gunichar) - 2)
       return g_utf8_next_char (p);
-    s->p = p;
-    s->error = "not valid UTF-8 text";
-    return NULL;
+    return scan_fail (s, p, "not valid UTF-8 text");
   }
-  s->p = p;                     /* a control character */
-  return NULL;
+  return scan_fail (s, p, NULL);        /* a control character */
 }
 
-static gboolean
-scan_string (JsonScan * s)
+/* At the opening quote. */
+static const char *
+scan_string (JsonScan * s, const char *p)
 {
-  const char *p = s->p + 1, *end = s->end;      /* after '"' */
+  const char *end = s->end;
 
+  p++;
   for (;;) {
     while (p < end && !string_stop[(guchar) * p])
       p++;
-    if (p >= end) {
-      s->p = p;
-      return FALSE;
-    }
-    if (*p == '"') {
-      s->p = p + 1;
-      return TRUE;
-    }
+    if (p >= end)
+      return scan_fail (s, p, NULL);
+    if (*p == '"')
+      return p + 1;
     if ((p = scan_string_stop (s, p)) == NULL)
-      return FALSE;
+      return NULL;
   }
 }
 
-static const char *
+static inline const char *
 scan_digits (const char *p, const char *end)
 {
   while (p < end && (guchar) (*p - '0') < 10)
@@ -148,46 +144,58 @@ scan_digits (const char *p, const char *end)
   return p;
 }
 
+/* Whether the digits of an integer, n of them at p, negative or not, are
+ * beyond what a gint64 holds. */
 static gboolean
-scan_number (JsonScan * s)
+scan_integer_too_big (const char *p, gsize n, gboolean negative)
 {
-  const char *p = s->p, *end = s->end, *digits;
+  const char *max = negative ? "9223372036854775808" : "9223372036854775807";
 
-  if (*p == '-')
+  return n > 19 || (n == 19 && memcmp (p, max, 19) > 0);
+}
+
+static const char *
+scan_number (JsonScan * s, const char *p)
+{
+  const char *end = s->end, *digits, *integer;
+  gboolean negative = *p == '-';
+
+  if (negative)
     p++;
-  if (p < end && *p == '0')
+  integer = p;
+  if (p < end && *p == '0') {
     p++;
-  else if ((digits = p, p = scan_digits (p, end)) == digits)
-    goto fail;
+  } else {
+    digits = p;
+    if ((p = scan_digits (p, end)) == digits)
+      return scan_fail (s, p, NULL);
+  }
+  if ((s->flags & LEGBA_JSON_CHECK_INT64) && p - integer >= 19 &&
+      (p >= end || (*p != '.' && *p != 'e' && *p != 'E')) &&
+      scan_integer_too_big (integer, p - integer, negative))
+    return scan_fail (s, integer, "an integer beyond 64 bits");
   if (p < end && *p == '.') {
-    p++;
-    if ((digits = p, p = scan_digits (p, end)) == digits)
-      goto fail;
+    digits = ++p;
+    if ((p = scan_digits (p, end)) == digits)
+      return scan_fail (s, p, NULL);
   }
   if (p < end && (*p == 'e' || *p == 'E')) {
     p++;
     if (p < end && (*p == '+' || *p == '-'))
       p++;
-    if ((digits = p, p = scan_digits (p, end)) == digits)
-      goto fail;
+    digits = p;
+    if ((p = scan_digits (p, end)) == digits)
+      return scan_fail (s, p, NULL);
   }
-  s->p = p;
-  return TRUE;
-
-fail:
-  s->p = p;
-  return FALSE;
+  return p;
 }
 
-static gboolean
-scan_literal (JsonScan * s, const char *word)
+static const char *
+scan_literal (JsonScan * s, const char *p, const char *word, gsize n)
 {
-  gsize n = strlen (word);
-
-  if ((gsize) (s->end - s->p) < n || memcmp (s->p, word, n) != 0)
-    return FALSE;
-  s->p += n;
-  return TRUE;
+  if ((gsize) (s->end - p) < n || memcmp (p, word, n) != 0)
+    return scan_fail (s, p, NULL);
+  return p + n;
 }
 
 /* Whether the raw string token (with its quotes) decodes to the ASCII
@@ -226,109 +234,98 @@ scan_key_equals (const char *raw, gsize len, const char *want)
 static LegbaJsonSpan *
 scan_wanted (JsonScan * s, const char *key, gsize len)
 {
-  for (guint i = 0; s->keys && s->keys[i]; i++)
+  for (guint i = 0; s->keys[i]; i++)
     if (scan_key_equals (key, len, s->keys[i]))
       return &s->spans[i];
   return NULL;
 }
 
-static gboolean
-scan_object (JsonScan * s, guint depth)
+/* At '{'; depth counts it. */
+static const char *
+scan_object (JsonScan * s, const char *p, guint depth)
 {
-  s->p++;                       /* '{' */
-  scan_ws (s);
-  if (s->p < s->end && *s->p == '}') {
-    s->p++;
-    return TRUE;
-  }
-  for (;;) {
-    const char *key, *value;
-    LegbaJsonSpan *wanted;
+  const char *end = s->end;
 
-    scan_ws (s);
-    if (s->p >= s->end || *s->p != '"')
-      return FALSE;
-    key = s->p;
-    if (!scan_string (s))
-      return FALSE;
-    wanted = depth == 1 ? scan_wanted (s, key, s->p - key) : NULL;
-    scan_ws (s);
-    if (s->p >= s->end || *s->p != ':')
-      return FALSE;
-    s->p++;
-    scan_ws (s);
-    value = s->p;
-    if (!scan_value (s, depth))
-      return FALSE;
+  p = scan_ws (p + 1, end);
+  if (p < end && *p == '}')
+    return p + 1;
+  for (;;) {
+    const char *key = p, *value;
+    LegbaJsonSpan *wanted = NULL;
+
+    if (p >= end || *p != '"')
+      return scan_fail (s, p, NULL);
+    if ((p = scan_string (s, p)) == NULL)
+      return NULL;
+    if (depth == 1 && s->keys != NULL)
+      wanted = scan_wanted (s, key, p - key);
+    p = scan_ws (p, end);
+    if (p >= end || *p != ':')
+      return scan_fail (s, p, NULL);
+    value = p = scan_ws (p + 1, end);
+    if ((p = scan_value (s, p, depth)) == NULL)
+      return NULL;
     if (wanted) {
       /* Duplicate names: the last one counts, as in json-glib. */
       wanted->start = value;
-      wanted->len = s->p - value;
+      wanted->len = p - value;
     }
-    scan_ws (s);
-    if (s->p >= s->end)
-      return FALSE;
-    if (*s->p == '}') {
-      s->p++;
-      return TRUE;
-    }
-    if (*s->p++ != ',')
-      return FALSE;
+    p = scan_ws (p, end);
+    if (p < end && *p == '}')
+      return p + 1;
+    if (p >= end || *p != ',')
+      return scan_fail (s, p, NULL);
+    p = scan_ws (p + 1, end);
   }
 }
 
-static gboolean
-scan_array (JsonScan * s, guint depth)
+/* At '['; depth counts it. */
+static const char *
+scan_array (JsonScan * s, const char *p, guint depth)
 {
-  s->p++;                       /* '[' */
-  scan_ws (s);
-  if (s->p < s->end && *s->p == ']') {
-    s->p++;
-    return TRUE;
-  }
+  const char *end = s->end;
+
+  p = scan_ws (p + 1, end);
+  if (p < end && *p == ']')
+    return p + 1;
   for (;;) {
-    scan_ws (s);
-    if (!scan_value (s, depth))
-      return FALSE;
-    scan_ws (s);
-    if (s->p >= s->end)
-      return FALSE;
-    if (*s->p == ']') {
-      s->p++;
-      return TRUE;
-    }
-    if (*s->p++ != ',')
-      return FALSE;
+    if ((p = scan_value (s, p, depth)) == NULL)
+      return NULL;
+    p = scan_ws (p, end);
+    if (p < end && *p == ']')
+      return p + 1;
+    if (p >= end || *p != ',')
+      return scan_fail (s, p, NULL);
+    p = scan_ws (p + 1, end);
   }
 }
 
-static gboolean
-scan_value (JsonScan * s, guint depth)
+static const char *
+scan_value (JsonScan * s, const char *p, guint depth)
 {
-  if (s->p >= s->end)
-    return FALSE;
-  switch (*s->p) {
+  if (p >= s->end)
+    return scan_fail (s, p, NULL);
+  switch (*p) {
+    case '"':
+      return scan_string (s, p);
     case '{':
     case '[':
-      if (depth >= LEGBA_JSON_MAX_DEPTH) {
-        s->error = "nested too deeply";
-        return FALSE;
-      }
-      if (*s->p == '{')
-        return scan_object (s, depth + 1);
-      return scan_array (s, depth + 1);
-    case '"':
-      return scan_string (s);
+      if (depth >= LEGBA_JSON_MAX_DEPTH)
+        return scan_fail (s, p, "nested too deeply");
+      if (*p == '{')
+        return scan_object (s, p, depth + 1);
+      return scan_array (s, p, depth + 1);
     case 't':
-      return scan_literal (s, "true");
+      return scan_literal (s, p, "true", 4);
     case 'f':
-      return scan_literal (s, "false");
+      return scan_literal (s, p, "false", 5);
     case 'n':
-      return scan_literal (s, "null");
+      return scan_literal (s, p, "null", 4);
+    case '-':
+    case '0' ... '9':
+      return scan_number (s, p);
     default:
-      if (*s->p == '-' || g_ascii_isdigit (*s->p))
-        return scan_number (s);
-      return FALSE;
+      return scan_fail (s, p, NULL);
   }
 }
 
@@ -354,30 +351,41 @@ gboolean
 legba_json_check_strict (const char *text, gsize len, const char *const *keys,
     LegbaJsonSpan * spans, char **error_message)
 {
-  JsonScan s = { text, text + len, keys, spans, NULL };
+  return legba_json_check_strict_full (text, len, 0, keys, spans,
+      error_message);
+}
+
+gboolean
+legba_json_check_strict_full (const char *text, gsize len,
+    LegbaJsonCheckFlags flags, const char *const *keys, LegbaJsonSpan * spans,
+    char **error_message)
+{
+  JsonScan s = { text + len, keys, spans, NULL, text, flags };
+  const char *p;
 
   g_return_val_if_fail (text != NULL || len == 0, FALSE);
   g_return_val_if_fail (keys == NULL || spans != NULL, FALSE);
 
   for (guint i = 0; keys != NULL && keys[i] != NULL; i++)
     spans[i].start = NULL, spans[i].len = 0;
-  /* outside strings the grammar admits ASCII alone: strings are where
-   * UTF-8 is checked */
   if (len > G_MAXSSIZE) {
     parse_fail (error_message, "text too long");
     return FALSE;
   }
 
-  scan_ws (&s);
-  if (!scan_value (&s, 0) || (scan_ws (&s), s.p != s.end)) {
-    if (s.error != NULL)
-      parse_fail (error_message, "invalid JSON: %s", s.error);
-    else
-      parse_fail (error_message, "invalid JSON at byte %" G_GSIZE_FORMAT,
-          (gsize) (s.p - text));
-    return FALSE;
-  }
-  return TRUE;
+  /* outside strings the grammar admits ASCII alone: strings are where
+   * UTF-8 is checked */
+  p = scan_value (&s, scan_ws (text, s.end), 0);
+  if (p != NULL && (p = scan_ws (p, s.end)) != s.end)
+    scan_fail (&s, p, NULL);
+  if (p == s.end)
+    return TRUE;
+  if (s.error != NULL)
+    parse_fail (error_message, "invalid JSON: %s", s.error);
+  else
+    parse_fail (error_message, "invalid JSON at byte %" G_GSIZE_FORMAT,
+        (gsize) (s.error_at - text));
+  return FALSE;
 }
 
 gboolean

@@ -43,6 +43,20 @@ JsonNode *legba_json_parse_strict (const char *text, gsize len,
 gboolean legba_json_check_strict (const char *text, gsize len,
     const char *const *keys, LegbaJsonSpan * spans, char **error_message);
 
+/* What legba_json_check_strict_full() checks beyond RFC 8259. */
+typedef enum
+{
+  /* Integers (numbers written without a fraction or an exponent) fit in
+   * a gint64: json-glib 1.6 reads a larger one wrapped round (2^64 as 0)
+   * instead of failing. */
+  LEGBA_JSON_CHECK_INT64 = 1 << 0,
+} LegbaJsonCheckFlags;
+
+/* legba_json_check_strict(), with flags. */
+gboolean legba_json_check_strict_full (const char *text, gsize len,
+    LegbaJsonCheckFlags flags, const char *const *keys, LegbaJsonSpan * spans,
+    char **error_message);
+
 /* When span (of a checked text) is a string literal without escapes whose
  * content fits in size bytes with its NUL, copies the content to buffer
  * and returns TRUE; otherwise FALSE (absent, not a string, an escape,

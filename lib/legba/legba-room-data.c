@@ -894,8 +894,7 @@ set_receiving (LegbaReliability rel)
 /* What parse_envelope() made of a text message; the problems name it. */
 static const char *const envelope_problems[] = {
   NULL,
-  "a text message that is not JSON (RFC 8259 UTF-8 text, nested at most "
-      G_STRINGIFY (LEGBA_JSON_MAX_DEPTH) " deep)",
+  "a text message that is not JSON as a room reads it",
   "a message whose topic is not a string",
   "a text message that is not a {\"topic\", \"data\"} object",
 };
@@ -919,13 +918,16 @@ static const char *const envelope_keys[] = { "topic", "data", NULL };
 
 /* §6: a JSON object {"topic": T, "data": D}, D required, T a string,
  * absent or null. The text is checked against RFC 8259 (UTF-8, no NUL,
- * nesting bounded: legba-json.h) with the spans of its two members noted;
+ * nesting bounded: legba-json.h; and integers within 64 bits, which
+ * json-glib would wrap round) with the spans of its two members noted;
  * json-glib then builds D alone, from its own span, so the envelope costs
  * no tree of its own. A topic without escapes is copied as it is; one with
  * escapes is read by json-glib. Returns 0, or an index of
- * envelope_problems; @e->data belongs to @parser until its next load. */
+ * envelope_problems, with the reason the text is not JSON in @why when it
+ * is given; @e->data belongs to @parser until its next load. */
 static guint
-parse_envelope (JsonParser * parser, const char *text, gsize size, Envelope * e)
+parse_envelope (JsonParser * parser, const char *text, gsize size,
+    Envelope * e, char **why)
 {
   LegbaJsonSpan spans[2];
   const LegbaJsonSpan *topic = &spans[0], *data = &spans[1];
@@ -933,7 +935,8 @@ parse_envelope (JsonParser * parser, const char *text, gsize size, Envelope * e)
   e->topic = NULL;
   e->data = NULL;
   e->topic_owned = NULL;
-  if (!legba_json_check_strict (text, size, envelope_keys, spans, NULL))
+  if (!legba_json_check_strict_full (text, size, LEGBA_JSON_CHECK_INT64,
+          envelope_keys, spans, why))
     return 1;
   /* members are noted only when the text is an object */
   if (data->start == NULL)
@@ -969,9 +972,15 @@ handle_text (LegbaRoomData * d, LegbaParticipant * p, GBytes * bytes)
   gsize size;
   const char *text = g_bytes_get_data (bytes, &size);
   Envelope e;
-  guint problem = parse_envelope (d->parser, text, size, &e);
+  g_autofree char *why = NULL;
+  guint problem = parse_envelope (d->parser, text, size, &e, &why);
 
-  if (problem != 0)
+  if (problem != 0 && why != NULL) {
+    g_autofree char *what = g_strdup_printf ("%s (%s)",
+        envelope_problems[problem], why);
+
+    report_malformed (d, p, what);
+  } else if (problem != 0)
     report_malformed (d, p, envelope_problems[problem]);
   else if (e.topic != NULL && strcmp (e.topic, MUTE_TOPIC) == 0)
     handle_mute (d, p, e.data);
@@ -1121,7 +1130,7 @@ report_sync (Watch * w, const char *text, gsize size, GBytes * bytes)
   if (bytes == NULL) {
     if (w->parser == NULL)
       w->parser = json_parser_new_immutable ();
-    if (parse_envelope (w->parser, text, size, &e) != 0 ||
+    if (parse_envelope (w->parser, text, size, &e, NULL) != 0 ||
         topic_is_reserved (e.topic)) {
       envelope_clear (&e);
       return FALSE;

@@ -1239,7 +1239,9 @@ test_malformed (Fixture * f, gconstpointer unused)
      * unpaired surrogate escape, \u0000, nesting over the bound */
     "{'topic':'t','data':1}", "{\"data\":1 /* c */}",
     "{\"topic\":\"t\",\"data\":\"\\ud800\"}",
-    "{\"topic\":\"t\\u0000\",\"data\":1}", NULL,
+    "{\"topic\":\"t\\u0000\",\"data\":1}",
+    /* 2^64, which json-glib would hand on wrapped round */
+    "{\"topic\":\"t\",\"data\":18446744073709551616}", NULL,
   };
   /* envelopes written by hand, well formed: each arrives as it says */
   const struct
@@ -1253,6 +1255,8 @@ test_malformed (Fixture * f, gconstpointer unused)
         NULL, "{\"topic\":\"x\"}"},
     {"{\"d\\u0061ta\":\"\\ud83d\\ude00\",\"topic\":\"\"}", "",
         "\"\xf0\x9f\x98\x80\""},
+    {"{\"data\":[-9223372036854775808,9223372036854775807]}", NULL,
+        "[-9223372036854775808,9223372036854775807]"},
   };
   GString *deep = g_string_new ("{\"topic\":\"t\",\"data\":");
   GError *e;

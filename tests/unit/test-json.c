@@ -114,6 +114,33 @@ test_depth (void)
   g_assert_nonnull (strstr (error, "nested too deeply"));
 }
 
+static void
+test_int64 (void)
+{
+  const char *within[] = {
+    "9223372036854775807", "-9223372036854775808", "-0", "[1,-1]",
+    /* a fraction or an exponent makes a double, which json-glib reads */
+    "18446744073709551616.0", "18446744073709551616e0", "1e400",
+  };
+  const char *beyond[] = {
+    "9223372036854775808", "-9223372036854775809", "18446744073709551616",
+    "{\"a\":[100000000000000000000]}",
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (within); i++)
+    g_assert_true (legba_json_check_strict_full (within[i],
+            strlen (within[i]), LEGBA_JSON_CHECK_INT64, NULL, NULL, NULL));
+  for (guint i = 0; i < G_N_ELEMENTS (beyond); i++) {
+    g_autofree char *error = NULL;
+
+    /* RFC 8259 text: refused only when asked */
+    g_assert_true (check (beyond[i], strlen (beyond[i]), NULL));
+    g_assert_false (legba_json_check_strict_full (beyond[i],
+            strlen (beyond[i]), LEGBA_JSON_CHECK_INT64, NULL, NULL, &error));
+    g_assert_nonnull (strstr (error, "beyond 64 bits"));
+  }
+}
+
 static char *
 span_text (const LegbaJsonSpan * span)
 {
@@ -181,6 +208,7 @@ main (int argc, char **argv)
   g_test_add_func ("/json/check/valid", test_valid);
   g_test_add_func ("/json/check/invalid", test_invalid);
   g_test_add_func ("/json/check/depth", test_depth);
+  g_test_add_func ("/json/check/int64", test_int64);
   g_test_add_func ("/json/check/spans", test_spans);
   g_test_add_func ("/json/span/plain-string", test_plain_string);
   return g_test_run ();
