@@ -122,11 +122,15 @@ struct _LegbaRoomData
   gint sync_enabled;            /* (atomic) */
 };
 
+/* A message for the room's context: one allocation, its link in the inbox
+ * and, for a text message, the text (and a NUL) included. */
 typedef struct
 {
-  GBytes *bytes;
-  gboolean text;
+  GList link;                   /* data: the Incoming */
+  GBytes *bytes;                /* a binary message; NULL for text */
+  gsize size;
   LegbaReliability reliability;
+  char text[];
 } Incoming;
 
 /* (lock: peer->lock) */
@@ -967,10 +971,9 @@ topic_is_reserved (const char *topic)
 }
 
 static void
-handle_text (LegbaRoomData * d, LegbaParticipant * p, GBytes * bytes)
+handle_text (LegbaRoomData * d, LegbaParticipant * p, const char *text,
+    gsize size)
 {
-  gsize size;
-  const char *text = g_bytes_get_data (bytes, &size);
   Envelope e;
   g_autofree char *why = NULL;
   guint problem = parse_envelope (d->parser, text, size, &e, &why);
@@ -997,7 +1000,7 @@ static void
 handle_incoming (LegbaRoomData * d, LegbaPeer * peer, Incoming * in)
 {
   LegbaParticipant *p = peer->participant;
-  gsize size = g_bytes_get_size (in->bytes);
+  gsize size = in->size;
   LegbaReliability before;
   Recipient *r;
 
@@ -1016,20 +1019,27 @@ handle_incoming (LegbaRoomData * d, LegbaPeer * peer, Incoming * in)
     return;
   }
   before = set_receiving (in->reliability);
-  if (in->text)
-    handle_text (d, p, in->bytes);
+  if (in->bytes == NULL)
+    handle_text (d, p, in->text, size);
   else
     g_signal_emit (d->room, signals[SIGNAL_BYTES_RECEIVED], 0, p, in->bytes);
   set_receiving (before);
 }
 
 static void
-incoming_free (gpointer data)
+incoming_free (Incoming * in)
 {
-  Incoming *in = data;
-
-  g_bytes_unref (in->bytes);
+  g_clear_pointer (&in->bytes, g_bytes_unref);
   g_free (in);
+}
+
+static void
+inbox_clear (GQueue * inbox)
+{
+  GList *link;
+
+  while ((link = g_queue_pop_head_link (inbox)) != NULL)
+    incoming_free (link->data);
 }
 
 /* On the room's context. */
@@ -1039,18 +1049,18 @@ empty_inbox (gpointer data)
   /* a handler may close the peer and drop the room's reference */
   LegbaPeer *peer = legba_peer_ref (data);
   GQueue batch;
-  Incoming *in;
+  GList *link;
 
   g_mutex_lock (&peer->lock);
   batch = peer->data->inbox;
   g_queue_init (&peer->data->inbox);
   peer->data->scheduled = FALSE;
   g_mutex_unlock (&peer->lock);
-  while ((in = g_queue_pop_head (&batch)) != NULL) {
+  while ((link = g_queue_pop_head_link (&batch)) != NULL) {
     /* a handler may have closed the peer or left the room */
     if (peer->room != NULL)
-      handle_incoming (peer->room->data, peer, in);
-    incoming_free (in);
+      handle_incoming (peer->room->data, peer, link->data);
+    incoming_free (link->data);
   }
   legba_peer_unref (peer);
   return G_SOURCE_CONTINUE;
@@ -1152,18 +1162,30 @@ report_sync (Watch * w, const char *text, gsize size, GBytes * bytes)
   return !later;
 }
 
-/* On the peer connection's thread: for the room's context. */
+/* On the peer connection's thread: for the room's context, @text (of
+ * @size bytes) or @bytes (taken). */
 static void
-receive (LegbaPeer * peer, GBytes * bytes, gboolean text, LegbaReliability rel)
+receive (LegbaPeer * peer, const char *text, gsize size, GBytes * bytes,
+    LegbaReliability rel)
 {
-  Incoming *in = g_new (Incoming, 1);
+  Incoming *in;
   gboolean schedule;
 
+  if (bytes == NULL) {
+    in = g_malloc (G_STRUCT_OFFSET (Incoming, text) + size + 1);
+    memcpy (in->text, text, size);
+    in->text[size] = '\0';
+    in->size = size;
+  } else {
+    in = g_malloc (sizeof (Incoming));
+    in->size = g_bytes_get_size (bytes);
+  }
+  in->link.data = in;
+  in->link.prev = in->link.next = NULL;
   in->bytes = bytes;
-  in->text = text;
   in->reliability = rel;
   g_mutex_lock (&peer->lock);
-  g_queue_push_tail (&peer->data->inbox, in);
+  g_queue_push_tail_link (&peer->data->inbox, &in->link);
   schedule = !peer->data->scheduled;
   peer->data->scheduled = TRUE;
   /* under the lock: legba_peer_data_close() takes the source away under
@@ -1186,15 +1208,15 @@ on_string (GstWebRTCDataChannel * c, const char *str, Watch * w)
   gsize size = str ? strlen (str) : 0;
 
   if (!report_sync (w, str ? str : "", size, NULL))
-    receive (w->peer, g_bytes_new (str, size), TRUE, w->reliability);
+    receive (w->peer, str ? str : "", size, NULL, w->reliability);
 }
 
 static void
 on_data (GstWebRTCDataChannel * c, GBytes * data, Watch * w)
 {
   if (data == NULL || !report_sync (w, NULL, 0, data))
-    receive (w->peer, data ? g_bytes_ref (data) : g_bytes_new (NULL, 0),
-        FALSE, w->reliability);
+    receive (w->peer, NULL, 0, data ? g_bytes_ref (data) :
+        g_bytes_new (NULL, 0), w->reliability);
 }
 
 static void
@@ -1324,7 +1346,7 @@ legba_peer_data_free (LegbaPeerData * data)
 {
   if (data == NULL)
     return;
-  g_queue_clear_full (&data->inbox, incoming_free);
+  inbox_clear (&data->inbox);
   legba_clear_source (&data->inbox_source);
   g_clear_pointer (&data->watches, g_ptr_array_unref);
   g_free (data);
