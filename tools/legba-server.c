@@ -418,6 +418,30 @@ run (LegbaServer * server)
   return EXIT_SUCCESS;
 }
 
+/* Whether G_MESSAGES_DEBUG asked for libsoup's debug messages. */
+static gboolean soup_debug;
+
+/* libsoup writes debug messages for every WebSocket frame it reads, and
+ * GLib's default handler looks G_MESSAGES_DEBUG up in the environment
+ * for each one before dropping it; the server looks once. */
+static void
+on_soup_debug (const char *domain, GLogLevelFlags level, const char *message,
+    gpointer unused)
+{
+  if (soup_debug)
+    g_log_default_handler (domain, level, message, NULL);
+}
+
+static void
+watch_soup_debug (void)
+{
+  const char *wanted = g_getenv ("G_MESSAGES_DEBUG");
+
+  soup_debug = wanted != NULL && (strstr (wanted, "all") != NULL ||
+      strstr (wanted, "libsoup") != NULL);
+  g_log_set_handler ("libsoup", G_LOG_LEVEL_DEBUG, on_soup_debug, NULL);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -427,6 +451,7 @@ main (int argc, char **argv)
   GOptionEntry *limits;
 
   g_log_writer_default_set_use_stderr (TRUE);
+  watch_soup_debug ();
   server = legba_server_new ();
 
   context = g_option_context_new ("- Pusher protocol 7 signalling server");

@@ -175,6 +175,17 @@ legba_test_process_start (LegbaTestProcess * p, const char *const *argv,
 {
   g_autoptr (GSubprocessLauncher) launcher =
       g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+
+  legba_test_process_start_with (p, launcher, argv, wanted, timeout_s);
+}
+
+/* legba_test_process_start() with a launcher of the caller's (its
+ * environment, where its stderr goes); it must pipe stdout. */
+void
+legba_test_process_start_with (LegbaTestProcess * p,
+    GSubprocessLauncher * launcher, const char *const *argv,
+    const char *wanted, guint timeout_s)
+{
   g_autoptr (GError) error = NULL;
 
   p->wanted = wanted;

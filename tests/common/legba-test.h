@@ -75,6 +75,9 @@ typedef struct
 
 void legba_test_process_start (LegbaTestProcess * p, const char *const *argv,
     const char *wanted, guint timeout_s);
+void legba_test_process_start_with (LegbaTestProcess * p,
+    GSubprocessLauncher * launcher, const char *const *argv,
+    const char *wanted, guint timeout_s);
 void legba_test_process_signal (LegbaTestProcess * p, int signum,
     guint timeout_s);
 void legba_test_process_clear (LegbaTestProcess * p);

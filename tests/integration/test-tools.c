@@ -441,6 +441,48 @@ test_sigterm (void)
   g_free (server);
 }
 
+/* libsoup's debug messages (several for every frame it reads) are
+ * dropped unless G_MESSAGES_DEBUG names libsoup, as GLib does. */
+static void
+test_soup_debug (void)
+{
+  for (guint named = 0; named < 2; named++) {
+    g_autoptr (GSubprocessLauncher) launcher =
+        g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+    g_autofree char *dir = g_dir_make_tmp ("legba-debug-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename (dir, "stderr", NULL);
+    g_autofree char *err = NULL;
+    g_autoptr (JsonObject) data = NULL;
+    const char *argv[] = { legba_test_tool_path ("LEGBA_SERVER"), "--port",
+      "0", "--app-id", "1", "--app-key", "key", "--app-secret", "secret",
+      NULL
+    };
+    Server *server = g_new0 (Server, 1);
+    Client *client;
+
+    g_assert_nonnull (dir);
+    g_subprocess_launcher_setenv (launcher, "G_MESSAGES_DEBUG",
+        named ? "Legba libsoup" : "Legba", TRUE);
+    g_subprocess_launcher_set_stderr_file_path (launcher, path);
+    legba_test_process_start_with (&server->p, launcher, argv, NULL, WAIT_S);
+    server->port = legba_test_server_port (&server->p);
+    /* a frame read: pusher:connection_established answers the upgrade,
+     * then the client's subscribe is read */
+    client = client_connect (server, "key", &data);
+    client_free (client);
+    server_stop (server);
+    g_assert_true (g_file_get_contents (path, &err, NULL, NULL));
+    /* the server's own lines come either way */
+    g_assert_nonnull (strstr (err, "Legba-INFO"));
+    if (named)
+      g_assert_nonnull (strstr (err, "libsoup-DEBUG"));
+    else
+      g_assert_null (strstr (err, "libsoup-DEBUG"));
+    g_unlink (path);
+    g_rmdir (dir);
+  }
+}
+
 /* A supervisor may signal as soon as it reads the line. */
 static void
 test_sigterm_at_once (void)
@@ -703,6 +745,7 @@ main (int argc, char **argv)
   g_test_add_func ("/tools/server/help", test_help);
   g_test_add_func ("/tools/server/sigterm", test_sigterm);
   g_test_add_func ("/tools/server/sigterm-at-once", test_sigterm_at_once);
+  g_test_add_func ("/tools/server/soup-debug", test_soup_debug);
   g_test_add_func ("/tools/token/join", test_join_token);
   g_test_add_func ("/tools/server/turn-flags", test_turn_flags);
   g_test_add_func ("/tools/server/turn-config", test_turn_config);
