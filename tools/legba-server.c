@@ -437,7 +437,8 @@ watch_soup_debug (void)
 {
   const char *wanted = g_getenv ("G_MESSAGES_DEBUG");
 
-  soup_debug = wanted != NULL && (strstr (wanted, "all") != NULL ||
+  /* as GLib's default handler reads it */
+  soup_debug = wanted != NULL && (strcmp (wanted, "all") == 0 ||
       strstr (wanted, "libsoup") != NULL);
   g_log_set_handler ("libsoup", G_LOG_LEVEL_DEBUG, on_soup_debug, NULL);
 }

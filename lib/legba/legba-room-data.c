@@ -978,14 +978,12 @@ handle_text (LegbaRoomData * d, LegbaParticipant * p, const char *text,
   g_autofree char *why = NULL;
   guint problem = parse_envelope (d->parser, text, size, &e, &why);
 
-  if (problem != 0 && why != NULL) {
-    g_autofree char *what = g_strdup_printf ("%s (%s)",
-        envelope_problems[problem], why);
+  if (problem != 0) {
+    g_autofree char *what = why == NULL ? NULL :
+        g_strdup_printf ("%s (%s)", envelope_problems[problem], why);
 
-    report_malformed (d, p, what);
-  } else if (problem != 0)
-    report_malformed (d, p, envelope_problems[problem]);
-  else if (e.topic != NULL && strcmp (e.topic, MUTE_TOPIC) == 0)
+    report_malformed (d, p, what ? what : envelope_problems[problem]);
+  } else if (e.topic != NULL && strcmp (e.topic, MUTE_TOPIC) == 0)
     handle_mute (d, p, e.data);
   else if (topic_is_reserved (e.topic))
     GST_INFO ("dropping a message from %s on unknown reserved topic %s",

@@ -450,7 +450,7 @@ test_soup_debug (void)
     g_autoptr (GSubprocessLauncher) launcher =
         g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
     g_autofree char *dir = g_dir_make_tmp ("legba-debug-XXXXXX", NULL);
-    g_autofree char *path = g_build_filename (dir, "stderr", NULL);
+    g_autofree char *path = NULL;
     g_autofree char *err = NULL;
     g_autoptr (JsonObject) data = NULL;
     const char *argv[] = { legba_test_tool_path ("LEGBA_SERVER"), "--port",
@@ -461,6 +461,7 @@ test_soup_debug (void)
     Client *client;
 
     g_assert_nonnull (dir);
+    path = g_build_filename (dir, "stderr", NULL);
     g_subprocess_launcher_setenv (launcher, "G_MESSAGES_DEBUG",
         named ? "Legba libsoup" : "Legba", TRUE);
     g_subprocess_launcher_set_stderr_file_path (launcher, path);
