@@ -116,8 +116,8 @@ struct _LegbaRoomData
   guint64 sent;
   guint64 lossy_dropped;
   guint64 not_delivered;
-  guint64 received;             /* of closed peer connections; each open
-                                 * one counts its own */
+  guint64 received;             /* on the room's context alone, as
+                                 * malformed */
   guint64 malformed;
   gint sync_enabled;            /* (atomic) */
 };
@@ -142,8 +142,8 @@ struct _LegbaPeerData
                                  * closes */
   GPtrArray *watches;           /* Watch, of the channels whose signals we
                                  * hold */
-  gsize received;               /* (atomic) messages of the peer's
-                                 * channels, not yet in the room's counts */
+  gsize received;               /* (atomic) reported by the sync- signals
+                                 * alone, not yet in the room's counts */
 };
 
 /* A data channel whose messages the room takes: its handlers' data, held
@@ -1000,9 +1000,13 @@ handle_incoming (LegbaRoomData * d, LegbaPeer * peer, Incoming * in)
   LegbaParticipant *p = peer->participant;
   gsize size = in->size;
   LegbaReliability before;
+  Recipient *r;
 
-  /* counted where the sync- signals count theirs: no lock, no lookup */
-  g_atomic_pointer_add (&peer->data->received, 1);
+  g_mutex_lock (&d->lock);
+  if ((r = g_hash_table_lookup (d->recipients, p->id)) != NULL)
+    r->received++;
+  g_mutex_unlock (&d->lock);
+  d->received++;
   /* §6: what we accept is what our SDP says, GStreamer's default */
   if (size > LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE) {
     g_autofree char *what = g_strdup_printf ("a message of %" G_GSIZE_FORMAT
@@ -1346,7 +1350,8 @@ legba_peer_data_free (LegbaPeerData * data)
   g_free (data);
 }
 
-/* Messages of the peer's channels, not yet in the room's counts. */
+/* Messages the sync- signals alone reported on the peer's streaming
+ * threads, not yet in the room's counts. */
 static guint64
 peer_received (LegbaPeer * peer)
 {
