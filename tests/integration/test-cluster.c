@@ -989,6 +989,10 @@ test_redis_restart (void)
   }
   steady = client_connect (cl.servers[0]);
   message_free (client_join (steady, room, "steady"));
+  /* B knows of steady before watch_b subscribes: steady is then in
+   * watch_b's subscription, and any member_added it gets later is one the
+   * restart made. */
+  wait_users (cl.servers[1], room, "steady");
   watch_b = client_connect (cl.servers[1]);
   message_free (client_join (watch_b, room, "watch-b"));
   for (guint i = 0; i < 2; i++)
