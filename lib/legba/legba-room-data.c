@@ -362,6 +362,8 @@ drain (LegbaRoomData * d, const char *id, LegbaReliability rel)
               "than it accepts (%" G_GUINT64_FORMAT " bytes); it was "
               "dropped", m->size, r->id, r->max_message_size));
     } else {
+      GST_LOG ("sent %s a message of %" G_GSIZE_FORMAT " bytes that waited",
+          r->id, m->size);
       r->sent++;
       d->sent++;
     }
@@ -447,6 +449,8 @@ deliver (LegbaRoomData * d, Recipient * r, LegbaReliability rel, Message * m)
       g_autoptr (GError) error = NULL;
 
       if (channel_send (channel, m, &error)) {
+        GST_LOG ("sent %s a message of %" G_GSIZE_FORMAT " bytes", r->id,
+            m->size);
         r->sent++;
         d->sent++;
         return TRUE;
@@ -995,9 +999,8 @@ handle_text (LegbaRoomData * d, LegbaParticipant * p, const char *text,
 }
 
 static void
-handle_incoming (LegbaRoomData * d, LegbaPeer * peer, Incoming * in)
+handle_incoming (LegbaRoomData * d, LegbaParticipant * p, Incoming * in)
 {
-  LegbaParticipant *p = peer->participant;
   gsize size = in->size;
   LegbaReliability before;
   Recipient *r;
@@ -1007,6 +1010,7 @@ handle_incoming (LegbaRoomData * d, LegbaPeer * peer, Incoming * in)
     r->received++;
   g_mutex_unlock (&d->lock);
   d->received++;
+  GST_LOG ("a message of %" G_GSIZE_FORMAT " bytes from %s", size, p->id);
   /* §6: what we accept is what our SDP says, GStreamer's default */
   if (size > LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE) {
     g_autofree char *what = g_strdup_printf ("a message of %" G_GSIZE_FORMAT
@@ -1057,7 +1061,7 @@ empty_inbox (gpointer data)
   while ((link = g_queue_pop_head_link (&batch)) != NULL) {
     /* a handler may have closed the peer or left the room */
     if (peer->room != NULL)
-      handle_incoming (peer->room->data, peer, link->data);
+      handle_incoming (peer->room->data, peer->participant, link->data);
     incoming_free (link->data);
   }
   legba_peer_unref (peer);
@@ -1182,6 +1186,8 @@ receive (LegbaPeer * peer, const char *text, gsize size, GBytes * bytes,
   in->link.prev = in->link.next = NULL;
   in->bytes = bytes;
   in->reliability = rel;
+  GST_LOG ("pc %s: a message of %" G_GSIZE_FORMAT " bytes for the room's "
+      "context", peer->pc, in->size);
   g_mutex_lock (&peer->lock);
   g_queue_push_tail_link (&peer->data->inbox, &in->link);
   schedule = !peer->data->scheduled;
@@ -1317,8 +1323,47 @@ legba_peer_data_close (LegbaPeer * peer)
   legba_clear_source (&inbox_source);
 }
 
+/* What a closed peer's participant had sent and the room's context had
+ * not yet reported (it arrived while the connection closed, or the
+ * context ran late): reported after the closing, as if the connection
+ * had lived until then, unless the room was left meanwhile (as a
+ * handler that leaves stops the reports of a batch). */
+typedef struct
+{
+  GWeakRef room;
+  LegbaParticipant *participant;
+  GQueue inbox;
+} Leftover;
+
+static gboolean
+report_leftover (gpointer data)
+{
+  Leftover *l = data;
+  g_autoptr (LegbaRoom) room = g_weak_ref_get (&l->room);
+  GList *link;
+
+  while (room != NULL && room->state != LEGBA_ROOM_STATE_DISCONNECTED &&
+      (link = g_queue_pop_head_link (&l->inbox)) != NULL) {
+    handle_incoming (room->data, l->participant, link->data);
+    incoming_free (link->data);
+  }
+  return G_SOURCE_REMOVE;
+}
+
+static void
+leftover_free (gpointer data)
+{
+  Leftover *l = data;
+
+  inbox_clear (&l->inbox);
+  g_object_unref (l->participant);
+  g_weak_ref_clear (&l->room);
+  g_free (l);
+}
+
 /* The peer's threads have stopped: what the sync- signals alone
- * reported becomes the room's. */
+ * reported becomes the room's, and what waited for the room's context is
+ * reported on it. */
 void
 legba_peer_data_closed (LegbaPeer * peer)
 {
@@ -1328,6 +1373,15 @@ legba_peer_data_closed (LegbaPeer * peer)
 
   if (peer->data == NULL)
     return;
+  if (!g_queue_is_empty (&peer->data->inbox)) {
+    Leftover *l = g_new0 (Leftover, 1);
+
+    g_weak_ref_init (&l->room, peer->room);
+    l->participant = g_object_ref (peer->participant);
+    l->inbox = peer->data->inbox;
+    g_queue_init (&peer->data->inbox);
+    legba_room_invoke (peer->room, report_leftover, l, leftover_free);
+  }
   /* stopped: nothing adds to it any more */
   received = g_atomic_pointer_get (&peer->data->received);
   peer->data->received = 0;

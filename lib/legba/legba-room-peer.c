@@ -784,13 +784,27 @@ on_connection_state (GstElement * webrtcbin, GParamSpec * pspec,
       NULL);
 }
 
+static void
+connect_expired (LegbaPeer * peer, gpointer data)
+{
+  if (peer->connected || !peer->connect_expired)
+    return;
+  peer->connect_expired = FALSE;
+  legba_room_peer_failed (peer->room, peer, "not connected in time");
+}
+
+/* The deadline passed on the room's context, which may not have seen
+ * yet what webrtcbin's threads queued for it before (a busy context runs
+ * late): the connection fails only if none of that was a step, which the
+ * check, queued behind it, knows. */
 static gboolean
 connect_timed_out (gpointer data)
 {
   LegbaPeer *peer = data;
 
   legba_clear_source (&peer->connect_timeout);
-  legba_room_peer_failed (peer->room, peer, "not connected in time");
+  peer->connect_expired = TRUE;
+  legba_peer_invoke (peer, connect_expired, NULL, NULL);
   return G_SOURCE_REMOVE;
 }
 
@@ -799,8 +813,10 @@ connect_timed_out (gpointer data)
 static void
 progress (LegbaPeer * peer)
 {
-  if (peer->connected || peer->connect_timeout == NULL)
+  if (peer->connected ||
+      (peer->connect_timeout == NULL && !peer->connect_expired))
     return;
+  peer->connect_expired = FALSE;
   legba_clear_source (&peer->connect_timeout);
   peer->connect_timeout = legba_room_timeout (peer->room,
       LEGBA_ROOM_PEER_CONNECT_TIMEOUT_MS, connect_timed_out, peer, NULL);
@@ -1671,6 +1687,7 @@ legba_peer_close (LegbaPeer * peer)
     return;
   legba_clear_source (&peer->batch_source);
   legba_clear_source (&peer->connect_timeout);
+  peer->connect_expired = FALSE;
   g_mutex_lock (&peer->lock);
   peer->closing = TRUE;
   g_mutex_unlock (&peer->lock);

@@ -220,6 +220,8 @@ struct _LegbaPeer
   gboolean local_candidates_end;
   GSource *batch_source;
   GSource *connect_timeout;
+  gboolean connect_expired;     /* the deadline passed: failed unless a
+                                 * step already queued says otherwise */
 
   GstWebRTCPeerConnectionState connection_state;
   GstWebRTCDataChannel *channels[2];    /* legba, legba-lossy (NULL until

@@ -9,6 +9,7 @@
  */
 #include "room-test.h"
 #include "legba-json.h"
+#include "legba-room-private.h"
 
 #include <legba-test.h>
 
@@ -1141,6 +1142,170 @@ test_queued (Fixture * f, gconstpointer unused)
   data_free (a);
 }
 
+/* ---- A busy context ---- */
+
+typedef struct
+{
+  gint held;                    /* (atomic) the context was held */
+  guint reconnecting;           /* participants seen reconnecting or failed */
+} Busy;
+
+/* Longer than a peer connection may go without a step. */
+static gboolean
+hold_past_deadline (gpointer data)
+{
+  g_usleep ((LEGBA_ROOM_PEER_CONNECT_TIMEOUT_MS + 2000) *
+      G_TIME_SPAN_MILLISECOND);
+  return G_SOURCE_REMOVE;
+}
+
+/* On webrtcbin's thread, after the room's own handler queued the step
+ * for the room's context: that context is held, once, before it runs it. */
+static void
+on_connection_state (GstElement * webrtcbin, GParamSpec * pspec, Busy * busy)
+{
+  GstWebRTCPeerConnectionState state;
+
+  g_object_get (webrtcbin, "connection-state", &state, NULL);
+  if (state == GST_WEBRTC_PEER_CONNECTION_STATE_CONNECTED &&
+      g_atomic_int_compare_and_exchange (&busy->held, 0, 1)) {
+    GSource *hold = g_idle_source_new ();
+
+    g_source_set_priority (hold, G_PRIORITY_HIGH);
+    g_source_set_callback (hold, hold_past_deadline, NULL, NULL);
+    g_source_attach (hold, NULL);
+    g_source_unref (hold);
+  }
+}
+
+static void
+watch_peer_bin (GstBin * pipeline, GstElement * element, Busy * busy)
+{
+  g_autoptr (GstElement) webrtcbin = NULL;
+
+  if (!g_str_has_prefix (GST_OBJECT_NAME (element), "legba-peer-"))
+    return;
+  webrtcbin = gst_bin_get_by_name (GST_BIN (element), "webrtcbin");
+  g_assert_nonnull (webrtcbin);
+  g_signal_connect (webrtcbin, "notify::connection-state",
+      G_CALLBACK (on_connection_state), busy);
+}
+
+static void
+on_participant_state (LegbaParticipant * p, GParamSpec * pspec, Busy * busy)
+{
+  LegbaParticipantState state;
+
+  g_object_get (p, "state", &state, NULL);
+  if (state == LEGBA_PARTICIPANT_STATE_RECONNECTING ||
+      state == LEGBA_PARTICIPANT_STATE_FAILED)
+    busy->reconnecting++;
+}
+
+static void
+watch_participant (LegbaRoom * room, LegbaParticipant * p, Busy * busy)
+{
+  g_signal_connect (p, "notify::state", G_CALLBACK (on_participant_state),
+      busy);
+}
+
+/* The room's context is held (a handler, or a machine too busy to run
+ * it) for longer than the connection deadline, just as webrtcbin reports
+ * the connection up: the steps it queued meanwhile count, the connection
+ * is not given up on and made again, and the messages queued for the
+ * newcomer arrive once each. */
+static void
+test_busy_context (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
+  Busy busy = { 0, };
+
+  participant_connect_and_wait (a->p);
+  g_signal_connect (a->p->room, "participant-joined",
+      G_CALLBACK (send_early), a);
+  g_signal_connect (a->p->room, "participant-joined",
+      G_CALLBACK (watch_participant), &busy);
+  g_signal_connect (b->p->room, "participant-joined",
+      G_CALLBACK (watch_participant), &busy);
+  g_signal_connect (b->p->pipeline, "element-added",
+      G_CALLBACK (watch_peer_bin), &busy);
+  participant_connect_and_wait (b->p);
+  ROOM_WAIT_FOR (participant_connected_to (a->p, b->p) &&
+      participant_connected_to (b->p, a->p) && b->got->len == 5,
+      "the connection and the messages queued before it");
+  g_assert_cmpint (g_atomic_int_get (&busy.held), ==, 1);
+  g_assert_cmpuint (busy.reconnecting, ==, 0);
+  for (guint i = 0; i < 5; i++) {
+    g_autofree char *json = g_strdup_printf ("%u", i);
+
+    g_assert_cmpstr (got (b, i)->json, ==, json);
+  }
+  g_assert_cmpuint (participant_peer_bins (a->p), ==, 1);
+  g_assert_cmpuint (participant_peer_bins (b->p), ==, 1);
+  g_signal_handlers_disconnect_by_data (b->p->pipeline, &busy);
+  assert_no_room_errors (a->p);
+  assert_no_room_errors (b->p);
+  data_free (b);
+  data_free (a);
+}
+
+/* ---- A connection that fails with messages waiting ---- */
+
+static void
+count_arrival (LegbaRoom * room, LegbaParticipant * from, const char *topic,
+    JsonNode * data, gint * arrived)
+{
+  g_atomic_int_inc (arrived);
+}
+
+/* Bob's connection with alice fails while five messages of hers have
+ * arrived (webrtcbin handed them over) and wait for the room's context,
+ * which the test does not run meanwhile: they are reported all the same,
+ * once each and in order, and the connection is made again. */
+static void
+test_failed_with_inbox (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
+  Data *all[] = { a, b };
+  gint64 deadline = g_get_monotonic_time () +
+      ROOM_WAIT_MS * G_TIME_SPAN_MILLISECOND;
+  gint arrived = 0;
+  LegbaParticipant *alice;
+
+  connect_all (all, 2);
+  g_signal_connect (b->p->room, "sync-data-received",
+      G_CALLBACK (count_arrival), &arrived);
+  legba_room_enable_sync_data_emission (b->p->room);
+  for (guint i = 0; i < 5; i++) {
+    g_autofree char *json = g_strdup_printf ("%u", i);
+
+    send_json (a, json, NULL, LEGBA_RELIABILITY_RELIABLE, NULL);
+  }
+  while (g_atomic_int_get (&arrived) < 5 &&
+      g_get_monotonic_time () < deadline)
+    g_usleep (10 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpint (g_atomic_int_get (&arrived), ==, 5);
+  g_assert_cmpuint (b->got->len, ==, 0);
+  alice = participant_find (b->p, a->p);
+  legba_room_peer_failed (b->p->room, alice->peer, "failed by the test");
+
+  ROOM_WAIT_FOR (b->got->len == 5 && participant_connected_to (a->p, b->p) &&
+      participant_connected_to (b->p, a->p), "alice's messages and the "
+      "connection made again");
+  for (guint i = 0; i < 5; i++) {
+    g_autofree char *json = g_strdup_printf ("%u", i);
+
+    g_assert_cmpstr (got (b, i)->from, ==, id_of (a));
+    g_assert_cmpstr (got (b, i)->json, ==, json);
+  }
+  /* through the new connection, after them */
+  send_json (a, "5", NULL, LEGBA_RELIABILITY_RELIABLE, NULL);
+  ROOM_WAIT_FOR (b->got->len == 6, "a message on the new connection");
+  g_assert_cmpstr (got (b, 5)->json, ==, "5");
+  legba_room_disable_sync_data_emission (b->p->room);
+  free_all (all, 2);
+}
+
 /* ---- Size ---- */
 
 /* {"topic":"big","data":"xxx...x"}: 25 bytes around the string */
@@ -1764,6 +1929,8 @@ main (int argc, char **argv)
   ADD_DATA ("lossy-on-demand", test_lossy_on_demand);
   ADD_DATA ("stalled-recipient", test_stalled);
   ADD_DATA ("queued-before-open", test_queued);
+  ADD_DATA ("busy-context", test_busy_context);
+  ADD_DATA ("failed-with-inbox", test_failed_with_inbox);
   ADD_DATA ("size", test_size);
   ADD_DATA ("malformed", test_malformed);
   ADD_DATA ("mute", test_mute);
