@@ -70,6 +70,10 @@ def conditions(build):
     }
 
 
+# How an AddressSanitizer report begins.
+SANITIZER_ERROR = "ERROR: AddressSanitizer"
+
+
 def last_line(text):
     """The last line of a process's output, to say why it failed."""
     return (text.strip().splitlines() or ["?"])[-1]
@@ -146,6 +150,9 @@ class Runner:
         return record.get("result")
 
     def rounds(self, peers, rounds, body):
+        only = getattr(self.args, "peers", None)
+        if only:
+            peers = [p for p in peers if p in only.split(",")]
         for r in range(rounds):
             order = peers if r % 2 == 0 else list(reversed(peers))
             for peer in order:
@@ -1049,13 +1056,27 @@ class MeshProcess:
         try:
             self.proc.wait(60)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+            # a sanitizer's report takes long to symbolize on a busy
+            # machine: it is let finish, so that it says where
+            try:
+                if SANITIZER_ERROR in self.stderr():
+                    self.proc.wait(300)
+            except subprocess.TimeoutExpired:
+                pass
+            if self.proc.returncode is None:
+                self.proc.kill()
+                self.proc.wait()
         rc = self.proc.returncode
         problem = (None if rc == 0 else
                    f"{self.identity} exit {rc}: {self.stderr_tail()}")
         self.proc.stdout.close()
         return problem
+
+    def sanitizer_report(self):
+        """Its AddressSanitizer report, whole, or None."""
+        text = self.stderr()
+        start = text.find(SANITIZER_ERROR)
+        return None if start < 0 else text[text.rfind("\n", 0, start) + 1:]
 
 
 # How long a mesh is still waited for once one of its participants said a
@@ -1177,6 +1198,9 @@ def mesh_run(r, peer, n, window, settle, label, loss=0.0):
         problems = [x for x in (p.close() for p in procs) if x]
         if problems and "error" not in record:
             record["error"] = "; ".join(problems)
+        reports = [x for x in (p.sanitizer_report() for p in procs) if x]
+        if reports:
+            record["sanitizer"] = reports
         if server:
             server.stop()
         record["wall_s"] = time.time() - record["started"]
@@ -1370,6 +1394,9 @@ def main():
     parser.add_argument("--smoke", action="store_true",
                         help="data, first-frame, mesh: a few messages, calls "
                         "or seconds, to test the suite")
+    parser.add_argument("--peers", default="",
+                        help="run these of the suite's peers alone "
+                        "(comma-separated), every one by default")
     args = parser.parse_args()
     r = Runner(args)
     series, notes = {}, []
