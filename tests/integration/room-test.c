@@ -354,6 +354,18 @@ participant_peer_bins (Participant * p)
   return n;
 }
 
+GstElement *
+peer_bin_webrtcbin (GstElement * element)
+{
+  GstElement *webrtcbin;
+
+  if (!g_str_has_prefix (GST_OBJECT_NAME (element), "legba-peer-"))
+    return NULL;
+  webrtcbin = gst_bin_get_by_name (GST_BIN (element), "webrtcbin");
+  g_assert_nonnull (webrtcbin);
+  return webrtcbin;
+}
+
 GPtrArray *
 elements_by_factory (GstElement * bin, const char *factory_name)
 {

@@ -100,3 +100,6 @@ void wait_until_all_decode (Participant ** all, guint n, guint64 frames);
 /* The elements made by factory_name anywhere inside bin (a reference to
  * each), read again from the start if the bin changes meanwhile. */
 GPtrArray *elements_by_factory (GstElement * bin, const char *factory_name);
+/* For a pipeline's element-added: the webrtcbin of element when it is a
+ * room's peer bin (a new reference), else NULL. */
+GstElement *peer_bin_webrtcbin (GstElement * element);

@@ -474,11 +474,10 @@ count_channel (GstElement * webrtcbin, GstWebRTCDataChannel * channel,
 static void
 count_peer_channels (GstBin * pipeline, GstElement * element, Channels * seen)
 {
-  g_autoptr (GstElement) webrtcbin = NULL;
+  g_autoptr (GstElement) webrtcbin = peer_bin_webrtcbin (element);
 
-  if (!g_str_has_prefix (GST_OBJECT_NAME (element), "legba-peer-"))
+  if (webrtcbin == NULL)
     return;
-  webrtcbin = gst_bin_get_by_name (GST_BIN (element), "webrtcbin");
   g_signal_connect (webrtcbin, "on-data-channel", G_CALLBACK (count_channel),
       seen);
 }
@@ -1181,12 +1180,10 @@ on_connection_state (GstElement * webrtcbin, GParamSpec * pspec, Busy * busy)
 static void
 watch_peer_bin (GstBin * pipeline, GstElement * element, Busy * busy)
 {
-  g_autoptr (GstElement) webrtcbin = NULL;
+  g_autoptr (GstElement) webrtcbin = peer_bin_webrtcbin (element);
 
-  if (!g_str_has_prefix (GST_OBJECT_NAME (element), "legba-peer-"))
+  if (webrtcbin == NULL)
     return;
-  webrtcbin = gst_bin_get_by_name (GST_BIN (element), "webrtcbin");
-  g_assert_nonnull (webrtcbin);
   g_signal_connect (webrtcbin, "notify::connection-state",
       G_CALLBACK (on_connection_state), busy);
 }
@@ -1374,11 +1371,10 @@ static void
 on_peer_bin (GstBin * pipeline, GstElement * element,
     GstWebRTCDataChannel ** out)
 {
-  g_autoptr (GstElement) webrtcbin = NULL;
+  g_autoptr (GstElement) webrtcbin = peer_bin_webrtcbin (element);
 
-  if (!g_str_has_prefix (GST_OBJECT_NAME (element), "legba-peer-"))
+  if (webrtcbin == NULL)
     return;
-  webrtcbin = gst_bin_get_by_name (GST_BIN (element), "webrtcbin");
   g_signal_connect (webrtcbin, "on-data-channel",
       G_CALLBACK (on_raw_channel), out);
 }
