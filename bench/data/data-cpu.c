@@ -35,7 +35,12 @@
  * sink_send() (legba_room_data_set_send_func) instead of webrtcbin's SCTP
  * encoder, and the floor and json-glib configurations call the same
  * function; received messages are emitted on webrtcbin data-channel objects
- * (on-message-string) that have no association behind them. Every
+ * (on-message-string) that have no association behind them. In a
+ * connection the room takes its messages earlier, from their SCTP stream
+ * (legba-room-tap.c), into the same function (legba_peer_data_take) that
+ * its on-message-string handler calls here: what this counts is the room's
+ * work from there, as the other configurations' is the application's
+ * from on-message-string. Every
  * configuration copies the message's bytes once in sink_send(), as
  * webrtcbin does when it takes a message. The thread holds the default
  * main context throughout (g_main_context_acquire), as an application's

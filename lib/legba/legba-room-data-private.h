@@ -29,6 +29,14 @@ void legba_peer_data_closed (LegbaPeer * peer);
 void legba_peer_data_free (LegbaPeerData * data);
 void legba_peer_data_add_stats (LegbaPeer * peer, GstStructure * summary);
 
+/* legba-room-tap.c */
+gboolean legba_peer_data_open (LegbaPeer * peer);
+gboolean legba_peer_data_stream_reliability (LegbaPeer * peer,
+    guint16 stream, LegbaReliability * reliability);
+void legba_peer_data_take (LegbaPeer * peer, LegbaReliability reliability,
+    JsonParser ** parser, const char *text, gsize size, GBytes * bytes);
+void legba_peer_tap_decoder (LegbaPeer * peer, GstElement * sctpdec);
+
 /* The benchmarks of the library's own cost (bench/data): hands each
  * message over in place of gst_webrtc_data_channel_send_string_full() (a
  * text message, @text) or _send_data_full() (binary, @bytes), so the

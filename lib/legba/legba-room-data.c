@@ -18,13 +18,15 @@
  * make) is done there by the kick source, and signals and reports are
  * made once the lock is released.
  *
- * Receiving: webrtcbin 1.22 hands messages over on its own thread (one
- * per peer connection), holding the connection's lock. Handlers of the
- * sync- signals, once enabled, get them there, parsed by the channel's
- * own parser; what the room's context has to see (a message someone
- * handles there, a reserved topic, a malformed message) is queued on the
- * peer (under its lock) and reported, in order, by one dispatch per batch
- * on the room's main context.
+ * Receiving: the room takes its channels' messages on the thread of their
+ * SCTP stream, before webrtcbin (legba-room-tap.c); a message the tap
+ * leaves to webrtcbin comes from webrtcbin's on-message-string or
+ * on-message-data, on its own thread (one per peer connection). Handlers
+ * of the sync- signals, once enabled, get them on that thread, parsed by
+ * the stream's or the channel's own parser; what the room's context has to
+ * see (a message someone handles there, a reserved topic, a malformed
+ * message) is queued on the peer (under its lock) and reported, in order,
+ * by one dispatch per batch on the room's main context.
  */
 #include "legba-room-data-private.h"
 #include "legba-json.h"
@@ -146,8 +148,9 @@ struct _LegbaPeerData
                                  * alone, not yet in the room's counts */
 };
 
-/* A data channel whose messages the room takes: its handlers' data, held
- * by each of them. */
+/* A data channel of the room's: its handlers' data, held by each of them.
+ * Its messages come to on_string() and on_data() only when the tap left
+ * them to webrtcbin (legba-room-tap.c). */
 typedef struct
 {
   LegbaPeer *peer;              /* owned */
@@ -1116,15 +1119,15 @@ inbox_source_new (LegbaPeer * peer)
   return source;
 }
 
-/* On the peer connection's thread: reports a message, JSON text or
+/* On the thread the message arrived on: reports a message, JSON text or
  * @bytes, with the sync- signals when they are enabled and the message is
- * one to report. TRUE when nothing is left for the room's context: no
- * handler waits for it there, and it is well formed and on no reserved
- * topic. */
+ * one to report, parsed by *@parser (made on first need). TRUE when
+ * nothing is left for the room's context: no handler waits for it there,
+ * and it is well formed and on no reserved topic. */
 static gboolean
-report_sync (Watch * w, const char *text, gsize size, GBytes * bytes)
+report_sync (LegbaPeer * peer, LegbaReliability rel, JsonParser ** parser,
+    const char *text, gsize size, GBytes * bytes)
 {
-  LegbaPeer *peer = w->peer;
   /* valid until the peer's threads stopped, which closing the peer
    * waits for before it lets the room go */
   LegbaRoom *room = peer->room;
@@ -1140,9 +1143,9 @@ report_sync (Watch * w, const char *text, gsize size, GBytes * bytes)
       LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE)
     return FALSE;
   if (bytes == NULL) {
-    if (w->parser == NULL)
-      w->parser = json_parser_new_immutable ();
-    if (parse_envelope (w->parser, text, size, &e, NULL) != 0 ||
+    if (*parser == NULL)
+      *parser = json_parser_new_immutable ();
+    if (parse_envelope (*parser, text, size, &e, NULL) != 0 ||
         topic_is_reserved (e.topic)) {
       envelope_clear (&e);
       return FALSE;
@@ -1152,7 +1155,7 @@ report_sync (Watch * w, const char *text, gsize size, GBytes * bytes)
       signals[bytes ? SIGNAL_BYTES_RECEIVED : SIGNAL_DATA_RECEIVED], 0, FALSE);
   if (!later)
     g_atomic_pointer_add (&peer->data->received, 1);
-  before = set_receiving (w->reliability);
+  before = set_receiving (rel);
   if (bytes != NULL)
     g_signal_emit (room, signals[SIGNAL_SYNC_BYTES_RECEIVED], 0,
         peer->participant, bytes);
@@ -1164,8 +1167,8 @@ report_sync (Watch * w, const char *text, gsize size, GBytes * bytes)
   return !later;
 }
 
-/* On the peer connection's thread: for the room's context, @text (of
- * @size bytes) or @bytes (taken). */
+/* On the thread the message arrived on: for the room's context, @text
+ * (of @size bytes) or @bytes (taken). */
 static void
 receive (LegbaPeer * peer, const char *text, gsize size, GBytes * bytes,
     LegbaReliability rel)
@@ -1206,21 +1209,31 @@ receive (LegbaPeer * peer, const char *text, gsize size, GBytes * bytes,
   g_mutex_unlock (&peer->lock);
 }
 
+/* On the thread a message of the peer's arrived on, which the room takes
+ * from its channel: reports it. */
+void
+legba_peer_data_take (LegbaPeer * peer, LegbaReliability reliability,
+    JsonParser ** parser, const char *text, gsize size, GBytes * bytes)
+{
+  if (!report_sync (peer, reliability, parser, text, size, bytes))
+    receive (peer, text, size, bytes ? g_bytes_ref (bytes) : NULL,
+        reliability);
+}
+
 static void
 on_string (GstWebRTCDataChannel * c, const char *str, Watch * w)
 {
-  gsize size = str ? strlen (str) : 0;
-
-  if (!report_sync (w, str ? str : "", size, NULL))
-    receive (w->peer, str ? str : "", size, NULL, w->reliability);
+  legba_peer_data_take (w->peer, w->reliability, &w->parser, str ? str : "",
+      str ? strlen (str) : 0, NULL);
 }
 
 static void
 on_data (GstWebRTCDataChannel * c, GBytes * data, Watch * w)
 {
-  if (data == NULL || !report_sync (w, NULL, 0, data))
-    receive (w->peer, NULL, 0, data ? g_bytes_ref (data) :
-        g_bytes_new (NULL, 0), w->reliability);
+  g_autoptr (GBytes) empty = data ? NULL : g_bytes_new (NULL, 0);
+
+  legba_peer_data_take (w->peer, w->reliability, &w->parser, NULL, 0,
+      data ? data : empty);
 }
 
 static void
@@ -1248,6 +1261,64 @@ connect_watch (Watch * w, const char *name, GCallback callback)
       g_atomic_rc_box_acquire (w), watch_closure_unref, 0);
 }
 
+/* (lock: peer->lock) Makes the peer's data, unless it is closing. */
+static gboolean
+open_locked (LegbaPeer * peer)
+{
+  if (peer->closing)
+    return FALSE;
+  if (peer->data == NULL) {
+    peer->data = g_new0 (LegbaPeerData, 1);
+    g_queue_init (&peer->data->inbox);
+    peer->data->inbox_source = inbox_source_new (peer);
+    peer->data->watches = g_ptr_array_new_with_free_func (watch_unref);
+  }
+  return TRUE;
+}
+
+/* Any thread: before a message of the peer's is taken
+ * (legba_peer_data_take). FALSE when the peer is closing. */
+gboolean
+legba_peer_data_open (LegbaPeer * peer)
+{
+  gboolean open;
+
+  g_mutex_lock (&peer->lock);
+  open = open_locked (peer);
+  g_mutex_unlock (&peer->lock);
+  return open;
+}
+
+/* Any thread: whether the SCTP stream @stream is that of a channel the
+ * room watches (one it made: a channel the other side made is known by
+ * the tap from its DCEP open), and its reliability. */
+gboolean
+legba_peer_data_stream_reliability (LegbaPeer * peer, guint16 stream,
+    LegbaReliability * reliability)
+{
+  g_autoptr (GPtrArray) watches = g_ptr_array_new_with_free_func (watch_unref);
+  gboolean found = FALSE;
+
+  /* the ids are read without the peer's lock: webrtcbin's */
+  g_mutex_lock (&peer->lock);
+  for (guint i = 0; peer->data && peer->data->watches &&
+      i < peer->data->watches->len; i++)
+    g_ptr_array_add (watches,
+        g_atomic_rc_box_acquire (peer->data->watches->pdata[i]));
+  g_mutex_unlock (&peer->lock);
+  for (guint i = 0; i < watches->len && !found; i++) {
+    Watch *w = watches->pdata[i];
+    gint id = -1;
+
+    g_object_get (w->channel, "id", &id, NULL);
+    if (id == stream) {
+      *reliability = w->reliability;
+      found = TRUE;
+    }
+  }
+  return found;
+}
+
 /* Any thread: as soon as a channel exists (webrtcbin's on-data-channel
  * comes before the channel's first message), so nothing is missed. */
 void
@@ -1267,15 +1338,9 @@ legba_peer_data_watch_channel (LegbaPeer * peer, GstWebRTCDataChannel * channel)
   g_object_set (channel, "buffered-amount-low-threshold",
       (guint64) CHANNEL_LOW_WATER, NULL);
   g_mutex_lock (&peer->lock);
-  if (peer->closing) {
+  if (!open_locked (peer)) {
     g_mutex_unlock (&peer->lock);
     return;
-  }
-  if (peer->data == NULL) {
-    peer->data = g_new0 (LegbaPeerData, 1);
-    g_queue_init (&peer->data->inbox);
-    peer->data->inbox_source = inbox_source_new (peer);
-    peer->data->watches = g_ptr_array_new_with_free_func (watch_unref);
   }
   w = g_atomic_rc_box_new0 (Watch);
   w->peer = legba_peer_ref (peer);
@@ -1765,26 +1830,26 @@ legba_room_data_class_init (GObjectClass * klass)
    * @data: (transfer none): the message; valid during the emission only
    *
    * #LegbaRoom::data-received, emitted on the thread the message arrived
-   * on, before it: for messages of participants, the thread of the
-   * participant's peer connection (webrtcbin 1.22 reports a data
-   * channel's messages on its connection's own thread, holding the
-   * connection's lock); §7 events arrive on the room's main context. It
-   * is not emitted by default: legba_room_enable_sync_data_emission()
-   * turns it on. One participant's messages come one at a time, those of
-   * a channel in order; different participants' can come at once on
-   * different threads. Reserved topics and malformed messages are not
-   * emitted here; the room handles them on its context as always.
+   * on, before it: for messages of participants, the thread of the data
+   * channel's SCTP stream, which the room takes them from before
+   * webrtcbin hands them to its own thread; §7 events arrive on the
+   * room's main context. It is not emitted by default:
+   * legba_room_enable_sync_data_emission() turns it on. A channel's
+   * messages come one at a time, in order; a participant's two channels,
+   * and different participants, can come at once on different threads.
+   * Reserved topics and malformed messages are not emitted here; the room
+   * handles them on its context as always.
    *
    * A room hands a message to its main context only when something
    * handles it there, so an application (or an element) that handles
    * messages here alone saves that hand-over: a main-loop wakeup and
    * dispatch per message, and its latency.
    *
-   * The handler runs on the peer connection's thread: it must not block
-   * (the connection's data and negotiation wait behind it), must not wait
-   * for the room's main context (closing a participant's peer connection
-   * stops this thread from that context) and must not call into the
-   * connection's webrtcbin. It may send: legba_room_send_json() and
+   * The handler runs on a streaming thread of the peer connection: it
+   * must not block (the channel's later messages wait behind it), must
+   * not wait for the room's main context (closing a participant's peer
+   * connection stops this thread from that context) and must not call
+   * into the connection's webrtcbin. It may send: legba_room_send_json() and
    * legba_room_send_bytes() may be called from any thread, so a handler
    * can answer a message where it arrives. The room's other functions
    * are called on the room's context, as everywhere.
@@ -1802,8 +1867,8 @@ legba_room_data_class_init (GObjectClass * klass)
    * @participant: the sender
    * @bytes: the message
    *
-   * #LegbaRoom::bytes-received, emitted on the thread of the sender's
-   * peer connection before it, as #LegbaRoom::sync-data-received is for
+   * #LegbaRoom::bytes-received, emitted on the thread the message arrived
+   * on (its data channel's SCTP stream's) before it, as #LegbaRoom::sync-data-received is for
    * JSON, once legba_room_enable_sync_data_emission() turned it on.
    */
   signals[SIGNAL_SYNC_BYTES_RECEIVED] = g_signal_new ("sync-bytes-received",

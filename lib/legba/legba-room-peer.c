@@ -1356,6 +1356,8 @@ on_deep_element_added (GstBin * bin, GstBin * sub_bin, GstElement * element,
       g_mutex_lock (&peer->lock);
       gst_object_replace ((GstObject **) & peer->sctpenc, GST_OBJECT (element));
       g_mutex_unlock (&peer->lock);
+    } else {
+      legba_peer_tap_decoder (peer, element);
     }
   } else if (strcmp (name, "nicesrc") == 0) {
     legba_peer_media_watch_input (peer, element);

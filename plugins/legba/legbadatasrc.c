@@ -105,7 +105,7 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
 /* ---- On the threads messages arrive on ---- */
 
 /* The room reports messages with its sync- signals, on the thread each
- * arrives on (the thread of the sender's peer connection), so that a
+ * arrives on (the thread of its data channel's SCTP stream), so that a
  * message goes straight into the queue, with no hand-over to the room's
  * thread. */
 
@@ -141,7 +141,6 @@ enqueue (GstLegbaDataSrc * self, LegbaRoom * room, LegbaParticipant * p,
 {
   gboolean warn = FALSE;
 
-  GST_BUFFER_PTS (buffer) = running_time_now (self);
   legba_buffer_add_data_meta (buffer, legba_participant_get_id (p), topic,
       legba_room_get_received_reliability (room), NULL);
   g_mutex_lock (&self->lock);
@@ -151,6 +150,9 @@ enqueue (GstLegbaDataSrc * self, LegbaRoom * room, LegbaParticipant * p,
     gst_buffer_unref (buffer);
     return;
   }
+  /* under the lock: messages come on several threads (a stream each), and
+   * the queue's timestamps only grow */
+  GST_BUFFER_PTS (buffer) = running_time_now (self);
   g_queue_push_tail (&self->queue, buffer);
   self->received++;
   while (g_queue_get_length (&self->queue) > self->max_buffers) {

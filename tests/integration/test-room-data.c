@@ -18,6 +18,7 @@
 #include <gst/app/app.h>
 #include <glib/gstdio.h>
 #include <signal.h>
+#include <sys/prctl.h>
 
 /* one received message */
 typedef struct
@@ -1537,6 +1538,7 @@ typedef struct
   GPtrArray *got;               /* Got */
   GThread *main_thread;
   guint on_main;                /* emissions on the test's thread */
+  guint on_stream;              /* on an SCTP stream's thread (sctpdec's) */
   LegbaRoom *room;
   gint handed_over;             /* (atomic) data-received and
                                  * bytes-received emissions on room */
@@ -1557,12 +1559,18 @@ count_handed_over (GSignalInvocationHint * hint, guint n_values,
 static void
 sync_add (Sync * s, LegbaRoom * room, LegbaParticipant * from, Got * g)
 {
+  char thread[16] = "";
+
   g->from = g_strdup (legba_participant_get_id (from));
   g->reliability = legba_room_get_received_reliability (room);
+  /* GStreamer names a pad's task thread after its element and pad */
+  prctl (PR_GET_NAME, thread);
   g_mutex_lock (&s->lock);
   g_ptr_array_add (s->got, g);
   if (g_thread_self () == s->main_thread)
     s->on_main++;
+  if (g_str_has_prefix (thread, "sctpdec"))
+    s->on_stream++;
   g_mutex_unlock (&s->lock);
 }
 
@@ -1687,8 +1695,11 @@ test_sync (Fixture * f, gconstpointer unused)
       g_assert_cmpint (g->reliability, ==, LEGBA_RELIABILITY_LOSSY);
     }
   }
-  /* the backend's event alone came on the room's context */
+  /* the backend's event alone came on the room's context; alice's
+   * messages on the threads of their SCTP streams, where the room takes
+   * them before webrtcbin would hand them to its own thread */
   g_assert_cmpuint (s.on_main, ==, 1);
+  g_assert_cmpuint (s.on_stream, ==, SYNC_RELIABLE + 3);
   g_mutex_unlock (&s.lock);
   /* nothing handled on bob's context: no message went there to be
    * reported, but the backend's event, which arrives there */
