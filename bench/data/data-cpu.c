@@ -9,43 +9,45 @@
  *
  * The same message, three ways:
  *   floor      the envelope's bytes, encoded beforehand, handed to the
- *              channel (send) / taken from the channel's on-message-string
+ *              channel (send) / reported by plain webrtcbin's channel
  *              (receive): what plain webrtcbin costs an application here
  *   json-glib  plain webrtcbin with json-glib doing the same JSON work: the
  *              envelope {"topic", "data"} built and serialized (send), or
  *              parsed and its members checked (receive): the honest baseline
  *   legba      legba_room_send_json() down to the hand-over to the channel
- *              (send), and from the channel's on-message-string to
- *              LegbaRoom::data-received (receive): the real LegbaRoom code,
- *              with one participant whose channels are open
+ *              (send), and from SCTP to LegbaRoom::data-received (receive):
+ *              the real LegbaRoom code, with one participant whose channels
+ *              are open
  * and, on receive only:
  *   legba-burst    legba with the messages of a batch arriving before the
  *                  room's main context runs (it reports them in one
  *                  dispatch, as it does when they come faster than that)
  *   json-glib-hop  json-glib with the hand-over LegbaRoom does: each
- *                  message's text copied onto the application's main
- *                  context and parsed there (webrtcbin reports messages on
- *                  its peer connection's thread; the room reports them on
- *                  its context)
+ *                  message's text copied from webrtcbin's thread onto the
+ *                  application's main context and parsed there, as the
+ *                  room reports messages on its context
  *   legba-sync     legba with the application handling messages on the
  *                  thread they arrive on (LegbaRoom::sync-data-received)
  *                  alone: no hand-over to the room's context
  *
- * The transport is left out on both sides: the room hands each message to
- * sink_send() (legba_room_data_set_send_func) instead of webrtcbin's SCTP
- * encoder, and the floor and json-glib configurations call the same
- * function; received messages are emitted on webrtcbin data-channel objects
- * (on-message-string) that have no association behind them. In a
- * connection the room takes its messages earlier, from their SCTP stream
- * (legba-room-tap.c), into the same function (legba_peer_data_take) that
- * its on-message-string handler calls here: what this counts is the room's
- * work from there, as the other configurations' is the application's
- * from on-message-string. Every
- * configuration copies the message's bytes once in sink_send(), as
- * webrtcbin does when it takes a message. The thread holds the default
- * main context throughout (g_main_context_acquire), as an application's
- * running main loop does: a hand-over made on it then needs no wakeup,
- * whichever way it is made.
+ * The transport is left out on both sides. Sending, the room hands each
+ * message to sink_send() (legba_room_data_set_send_func) instead of
+ * webrtcbin's SCTP encoder, and the floor and json-glib configurations
+ * call the same function, which copies the message's bytes once, as
+ * webrtcbin does when it takes a message. Receiving starts where SCTP
+ * hands a message over: a buffer with its receive meta, made before the
+ * batch is timed, pushed on the channel's stream (a pad named as
+ * sctpdec's), as sctpdec 1.22 does. For plain webrtcbin the stream is
+ * linked to an appsink that does what its data channel's does (the text
+ * copied out, a task on webrtcbin's thread that emits on-message-string
+ * under the connection's lock); for Legba it is linked the same way, and
+ * the room's tap (legba-room-tap.c), on the stream since it was added,
+ * takes the messages before that appsink, after the channel's DCEP open.
+ * The tasks of "webrtcbin's thread" and the room's reports both run on
+ * this thread's context, which the thread holds throughout
+ * (g_main_context_acquire), as a running main loop does: a hand-over made
+ * on it then needs no wakeup, whichever way it is made, and the thread
+ * switch a real hand-over also costs is counted for no configuration.
  *
  * Each batch of N messages is timed on the thread's CPU clock
  * (CLOCK_THREAD_CPUTIME_ID: time the scheduler gives to other processes
@@ -59,6 +61,8 @@
  */
 #include <legba/legba.h>
 #include "legba-room-data-private.h"
+#include <gst/app/app.h>
+#include <gst/sctp/sctpreceivemeta.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -104,7 +108,19 @@ static struct
   JsonParser *parser;
   JsonNode *data;
   char *text;                   /* the envelope, as Legba writes it */
+  /* receive: where SCTP hands each channel's messages over */
+  GstElement *sctp;             /* a pipeline: the pads' elements, the
+                                 * channels' appsinks */
+  GstPad *stream[N_CONFIGS];    /* by config: the channel's stream */
+  GMutex pc_lock;               /* stands for webrtcbin's */
+  guint on_message_string;      /* the channels' signal */
+  GstBuffer **arrived;          /* the batch's messages, as SCTP gives
+                                 * them: made before the batch is timed */
 } b;
+
+/* RFC 8831 §8 */
+#define PPID_DCEP 50
+#define PPID_STRING 51
 
 G_GNUC_NO_INLINE static gboolean
 sink_send (GstWebRTCDataChannel * channel, const char *text, GBytes * bytes,
@@ -247,13 +263,8 @@ handle_sync (gboolean sync)
   }
 }
 
-static void
-recv_plain (GstWebRTCDataChannel * channel)
-{
-  g_signal_emit_by_name (channel, "on-message-string", b.text);
-}
-
-/* until the room reported everything it was handed */
+/* until the room (or the context standing for webrtcbin's thread)
+ * reported everything it was handed */
 static void
 dispatch_until (guint64 msgs)
 {
@@ -261,12 +272,20 @@ dispatch_until (guint64 msgs)
     g_main_context_iteration (NULL, TRUE);
 }
 
+/* A message as SCTP hands it over (sctpdec 1.22: the bytes wrapped in a
+ * buffer, with its receive meta), pushed on the channel's stream. */
 static void
-recv_legba (void)
+arrive (Config config, guint i)
+{
+  gst_pad_push (b.stream[config], g_steal_pointer (&b.arrived[i]));
+}
+
+static void
+recv_one (Config config, guint i)
 {
   guint64 before = app_msgs;
 
-  g_signal_emit_by_name (b.legba[0], "on-message-string", b.text);
+  arrive (config, i);
   dispatch_until (before + 1);
 }
 
@@ -283,27 +302,26 @@ run_batch (gboolean send, Config config, guint n)
         if (send)
           send_floor ();
         else
-          recv_plain (b.floor);
+          recv_one (config, i);
         break;
       case JSON_GLIB:
         if (send)
           send_json ();
         else
-          recv_plain (b.json);
+          recv_one (config, i);
         break;
       case LEGBA:
         if (send)
           send_legba ();
         else
-          recv_legba ();
+          recv_one (config, i);
         break;
       case JSON_HOP:
-        recv_plain (b.hop);
-        dispatch_until (app_msgs + 1);
+        recv_one (config, i);
         break;
       case LEGBA_BURST:
       case LEGBA_SYNC:
-        g_signal_emit_by_name (b.legba[0], "on-message-string", b.text);
+        arrive (config, i);
         break;
       default:
         g_assert_not_reached ();
@@ -335,6 +353,160 @@ thread_ns (void)
 
   clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
   return (gint64) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- receive: a channel's stream, as SCTP hands it over ---- */
+
+/* What webrtcbin 1.22 does with each message of a channel's stream: its
+ * appsink takes the buffer (sctpdec's pad is linked to it), the text is
+ * copied out, and a task on webrtcbin's thread (an idle source on its
+ * context, run under the connection's lock) emits on-message-string. The
+ * task runs on this thread's context here, as the room's does. */
+typedef struct
+{
+  GstWebRTCDataChannel *channel;
+  char *text;
+} Task;
+
+static void
+task_free (gpointer data)
+{
+  Task *t = data;
+
+  g_free (t->text);
+  g_object_unref (t->channel);
+  g_free (t);
+}
+
+static gboolean
+task_emit (gpointer data)
+{
+  Task *t = data;
+
+  g_mutex_lock (&b.pc_lock);
+  g_signal_emit (t->channel, b.on_message_string, 0, t->text);
+  g_mutex_unlock (&b.pc_lock);
+  return G_SOURCE_REMOVE;
+}
+
+static GstFlowReturn
+plain_sample (GstAppSink * sink, gpointer channel)
+{
+  GstSample *sample = gst_app_sink_pull_sample (sink);
+  GstBuffer *buffer = gst_sample_get_buffer (sample);
+  GstSctpReceiveMeta *meta = gst_sctp_buffer_get_receive_meta (buffer);
+  GstMapInfo map;
+  GSource *source;
+  Task *t;
+
+  if (meta == NULL || meta->ppid != PPID_STRING ||
+      !gst_buffer_map (buffer, &map, GST_MAP_READ))
+    g_error ("a message webrtcbin would not take");
+  t = g_new (Task, 1);
+  t->channel = g_object_ref (channel);
+  t->text = g_strndup ((const char *) map.data, map.size);
+  gst_buffer_unmap (buffer, &map);
+  gst_sample_unref (sample);
+  source = g_idle_source_new ();
+  g_source_set_callback (source, task_emit, t, task_free);
+  g_source_attach (source, NULL);
+  g_source_unref (source);
+  return GST_FLOW_OK;
+}
+
+/* the DCEP open of the room's stream: the room takes the rest */
+static GstFlowReturn
+drop_sample (GstAppSink * sink, gpointer unused)
+{
+  gst_sample_unref (gst_app_sink_pull_sample (sink));
+  return GST_FLOW_OK;
+}
+
+static GstBuffer *
+sctp_buffer (const void *data, gsize size, guint32 ppid)
+{
+  GstBuffer *buffer = gst_buffer_new_wrapped (g_memdup2 (data, size), size);
+
+  gst_sctp_buffer_add_receive_meta (buffer, ppid);
+  return buffer;
+}
+
+/* stream @id of @parent, linked to an appsink that webrtcbin would have
+ * made for its channel */
+static GstPad *
+stream_new (GstElement * parent, guint id, GstAppSinkCallbacks * callbacks,
+    gpointer channel)
+{
+  g_autofree char *name = g_strdup_printf ("src_%u", id);
+  GstPad *pad = gst_pad_new (name, GST_PAD_SRC);
+  GstElement *sink = gst_element_factory_make ("appsink", NULL);
+  g_autoptr (GstPad) sinkpad = NULL;
+  g_autoptr (GstCaps) caps = gst_caps_new_any ();
+  GstSegment segment;
+
+  g_object_set (sink, "sync", FALSE, "async", FALSE, "caps", caps, NULL);
+  gst_app_sink_set_callbacks (GST_APP_SINK (sink), callbacks, channel, NULL);
+  gst_bin_add (GST_BIN (b.sctp), sink);
+  gst_element_sync_state_with_parent (sink);
+  /* a plain GstBin takes any pad: the room's tap sees it added */
+  gst_element_add_pad (parent, pad);
+  gst_pad_set_active (pad, TRUE);
+  sinkpad = gst_element_get_static_pad (sink, "sink");
+  if (gst_pad_link (pad, sinkpad) != GST_PAD_LINK_OK)
+    g_error ("could not link stream %u", id);
+  gst_pad_push_event (pad, gst_event_new_stream_start (name));
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  gst_pad_push_event (pad, gst_event_new_segment (&segment));
+  return pad;
+}
+
+static void
+streams_setup (void)
+{
+  static GstAppSinkCallbacks plain = {.new_sample = plain_sample };
+  static GstAppSinkCallbacks dcep = {.new_sample = drop_sample };
+  /* RFC 8832 §5.1: DATA_CHANNEL_OPEN, reliable, label "legba" */
+  static const guint8 open[] = {
+    0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00,
+    'l', 'e', 'g', 'b', 'a'
+  };
+  GstElement *plain_dec = gst_bin_new ("sctpdec-plain");
+  GstElement *dec = gst_bin_new ("sctpdec");
+
+  g_mutex_init (&b.pc_lock);
+  b.on_message_string = g_signal_lookup ("on-message-string",
+      GST_TYPE_WEBRTC_DATA_CHANNEL);
+  b.sctp = gst_pipeline_new ("sctp");
+  gst_bin_add_many (GST_BIN (b.sctp), plain_dec, dec, NULL);
+  if (gst_element_set_state (b.sctp, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE)
+    g_error ("the streams' pipeline does not start");
+  /* as the room's peer connection does when webrtcbin adds its sctpdec */
+  legba_peer_tap_decoder (b.peer, dec);
+  b.stream[FLOOR] = stream_new (plain_dec, 1, &plain, b.floor);
+  b.stream[JSON_GLIB] = stream_new (plain_dec, 3, &plain, b.json);
+  b.stream[JSON_HOP] = stream_new (plain_dec, 5, &plain, b.hop);
+  b.stream[LEGBA] = stream_new (dec, 1, &dcep, NULL);
+  b.stream[LEGBA_BURST] = b.stream[LEGBA_SYNC] = b.stream[LEGBA];
+  gst_pad_push (b.stream[LEGBA], sctp_buffer (open, sizeof open, PPID_DCEP));
+}
+
+static void
+streams_teardown (void)
+{
+  gst_element_set_state (b.sctp, GST_STATE_NULL);
+  gst_clear_object (&b.sctp);
+  g_mutex_clear (&b.pc_lock);
+}
+
+/* the next batch's messages, as SCTP gives them (not timed) */
+static void
+arrivals (guint n)
+{
+  gsize size = strlen (b.text);
+
+  for (guint i = 0; i < n; i++)
+    b.arrived[i] = sctp_buffer (b.text, size, PPID_STRING);
 }
 
 /* ---- the room, with one participant whose channels are open ---- */
@@ -409,6 +581,8 @@ setup (void)
   legba_room_peer_connected (b.room, b.peer);
   /* the room's own first message (its mute state) */
   while (g_main_context_iteration (NULL, FALSE));
+  if (receiving)
+    streams_setup ();
 }
 
 static void
@@ -416,6 +590,9 @@ teardown (void)
 {
   LegbaPeer *peer = g_steal_pointer (&b.participant->peer);
   guint position;
+
+  if (receiving)
+    streams_teardown ();
 
   g_hash_table_remove (b.room->peers, peer->pc);
   legba_peer_close (peer);
@@ -529,15 +706,22 @@ main (int argc, char **argv)
 
   for (guint c = 0; c < N_CONFIGS; c++)
     ns[c] = g_array_new (FALSE, FALSE, sizeof (double));
+  b.arrived = g_new0 (GstBuffer *, batch);
   /* one warm-up batch each, not counted */
-  for (guint i = 0; i < n_configs; i++)
+  for (guint i = 0; i < n_configs; i++) {
+    if (receiving)
+      arrivals (batch);
     run_batch (send, configs[i], batch);
+  }
   for (guint r = 0; r < batches; r++) {
     for (guint i = 0; i < n_configs; i++) {
       Config c = configs[r % 2 ? n_configs - 1 - i : i];
-      gint64 t0 = thread_ns ();
+      gint64 t0;
       double v;
 
+      if (receiving)
+        arrivals (batch);
+      t0 = thread_ns ();
       measured_batch (send, c, batch);
       v = (double) (thread_ns () - t0) / batch;
       g_array_append_val (ns[c], v);
@@ -566,6 +750,7 @@ main (int argc, char **argv)
   for (guint c = 0; c < N_CONFIGS; c++)
     g_array_unref (ns[c]);
   teardown ();
+  g_free (b.arrived);
   g_main_context_release (NULL);
   g_free (dir);
   g_free (size);

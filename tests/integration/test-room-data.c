@@ -1529,6 +1529,58 @@ test_server_event (Fixture * f, gconstpointer unused)
   free_all (all, 2);
 }
 
+/* ---- Messages webrtcbin reports ---- */
+
+/* A stream the room cannot tell at its first message is left to webrtcbin
+ * (legba-room-tap.c): its messages then come from the channel's
+ * on-message-string and on-message-data, on webrtcbin's thread, and the
+ * room reports them as any other, in order with what it took itself. Here
+ * webrtcbin's emissions are made on alice's end of the channel by hand. */
+static void
+test_left_to_webrtcbin (Fixture * f, gconstpointer unused)
+{
+  Data *a = data_new (f, "alice"), *b = data_new (f, "bob");
+  Data *all[] = { a, b };
+  GstWebRTCDataChannel *raw = NULL;
+  g_autoptr (GBytes) bytes = g_bytes_new_static ("\0\1\2", 3);
+  g_autoptr (GBytes) empty = g_bytes_new (NULL, 0);
+
+  g_signal_connect (a->p->pipeline, "element-added",
+      G_CALLBACK (on_peer_bin), &raw);
+  connect_all (all, 2);
+  ROOM_WAIT_FOR (raw != NULL && a->mutes == 1,
+      "alice's end of the channel and bob's mute state");
+
+  send_json (b, "1", "taken", LEGBA_RELIABILITY_RELIABLE, NULL);
+  ROOM_WAIT_FOR (a->got->len == 1, "a message the room took itself");
+  g_signal_emit_by_name (raw, "on-message-string",
+      "{\"topic\":\"left\",\"data\":{\"n\":2}}");
+  g_signal_emit_by_name (raw, "on-message-data", bytes);
+  g_signal_emit_by_name (raw, "on-message-data", NULL);
+  g_signal_emit_by_name (raw, "on-message-string", "not json");
+  send_json (b, "3", "taken", LEGBA_RELIABILITY_RELIABLE, NULL);
+  ROOM_WAIT_FOR (a->got->len == 5 && a->p->errors->len == 1,
+      "the messages webrtcbin reported, then one more");
+
+  for (guint i = 0; i < a->got->len; i++)
+    g_assert_cmpstr (got (a, i)->from, ==, id_of (b));
+  g_assert_cmpstr (got (a, 1)->topic, ==, "left");
+  g_assert_cmpstr (got (a, 1)->json, ==, "{\"n\":2}");
+  g_assert_cmpint (got (a, 1)->reliability, ==, LEGBA_RELIABILITY_RELIABLE);
+  g_assert_true (g_bytes_equal (got (a, 2)->bytes, bytes));
+  g_assert_true (g_bytes_equal (got (a, 3)->bytes, empty));
+  g_assert_cmpstr (got (a, 4)->json, ==, "3");
+  g_assert_error ((GError *) a->p->errors->pdata[0], LEGBA_ROOM_ERROR,
+      LEGBA_ROOM_ERROR_MALFORMED);
+  g_ptr_array_set_size (a->p->errors, 0);
+  /* bob's mute state, two messages taken, four left, one of them
+   * malformed */
+  g_assert_cmpuint (data_stat (a, "messages-received"), ==, 1 + 2 + 4);
+  g_object_unref (raw);
+  assert_no_room_errors (b->p);
+  free_all (all, 2);
+}
+
 /* ---- The sync- signals ---- */
 
 /* what the sync- handlers saw, from whatever thread */
@@ -1942,6 +1994,7 @@ main (int argc, char **argv)
   ADD_DATA ("malformed", test_malformed);
   ADD_DATA ("mute", test_mute);
   ADD_DATA ("server-event", test_server_event);
+  ADD_DATA ("left-to-webrtcbin", test_left_to_webrtcbin);
   ADD_DATA ("sync", test_sync);
   ADD_DATA ("any-thread", test_any_thread);
   ADD_DATA ("elements", test_elements);
