@@ -635,10 +635,24 @@ def memory_baseline(suite, series):
 # Legba's targets (issue of the suites): (suite, metric, target text,
 # check(legba median, series) -> True / False / None when not decidable)
 def _vs(series, metric, peer, factor, who="legba"):
+    """Whether who's series is within factor x the peer's: decided, as any
+    comparison (BENCHMARKING.md), by the bootstrap interval of the
+    difference of medians, here to factor x the peer's series: met when it
+    is below 0, not met when above, and "inconclusive" when it spans 0,
+    whatever the point estimate says. Series of fewer runs than an interval
+    needs (counts of instructions, one deterministic run each) are decided
+    by their medians."""
     per = series.get(metric, {})
     if who not in per or peer not in per:
         return None
-    return stats.median(per[who]) <= factor * stats.median(per[peer])
+    row = stats.compare(per[who], [factor * v for v in per[peer]])
+    if row.get("few_runs"):
+        return stats.median(per[who]) <= factor * stats.median(per[peer])
+    if row["verdict"].startswith("lower"):
+        return True
+    if row["verdict"].startswith("higher"):
+        return False
+    return "inconclusive"
 
 
 def _ratio(suite, metric, text, peer, factor, who="legba"):
@@ -725,7 +739,9 @@ def targets_lines(results_dir):
         m = stats.median(values)
         verdict = check(m, series)
         word = {True: "met", False: "not met",
-                None: "not decided by this run"}[verdict]
+                None: "not decided by this run",
+                "inconclusive": "not decided: the interval of the "
+                "difference spans the target"}[verdict]
         if metric.startswith("latency_p") and \
                 "legba" in unreliable_peers(series):
             word = ("not decided: " + unreliable_peers(series)["legba"])

@@ -10,6 +10,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
+import report  # noqa: E402
 import stats  # noqa: E402
 
 
@@ -131,6 +132,33 @@ class Stats(unittest.TestCase):
         self.assertEqual(stats.percentile(values, 50), 50)
         self.assertEqual(stats.percentile(values, 95), 95)
         self.assertEqual(stats.percentile([3.0], 99), 3.0)
+
+    def test_ratio_target_decided_by_interval(self):
+        # A target "within 1.05 x the baseline" is decided like any
+        # comparison: by the interval of the difference to 1.05 x the
+        # baseline, whatever the point estimate says.
+        rng = random.Random(7)
+        base = [rng.gauss(100.0, 1.0) for _ in range(60)]
+
+        def verdict(who):
+            return report._vs({"m": {"legba": who, "base": base}}, "m",
+                              "base", 1.05)
+        self.assertIs(verdict([rng.gauss(90.0, 1.0) for _ in range(60)]),
+                      True)
+        self.assertIs(verdict([rng.gauss(120.0, 1.0) for _ in range(60)]),
+                      False)
+        # a bimodal series whose median lands above the target: not
+        # decided, where the point estimate alone said "not met"
+        noisy = bimodal(rng, 60, 60.0, 150.0)
+        self.assertGreater(stats.median(noisy), 105.0 * 1.01)
+        self.assertEqual(verdict(noisy), "inconclusive")
+        # one deterministic count a side (callgrind): the medians decide
+        self.assertIs(report._vs({"m": {"legba": [104.0], "base": [100.0]}},
+                                 "m", "base", 1.05), True)
+        self.assertIs(report._vs({"m": {"legba": [106.0], "base": [100.0]}},
+                                 "m", "base", 1.05), False)
+        self.assertIsNone(report._vs({"m": {"base": [1.0]}}, "m", "base",
+                                     1.05))
 
 
 if __name__ == "__main__":
