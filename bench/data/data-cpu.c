@@ -297,31 +297,23 @@ run_batch (gboolean send, Config config, guint n)
   if (config == LEGBA_SYNC)
     handle_sync (TRUE);
   for (guint i = 0; i < n; i++) {
+    if (!send) {
+      /* legba-burst and legba-sync: no dispatch per message */
+      if (config == LEGBA_BURST || config == LEGBA_SYNC)
+        arrive (config, i);
+      else
+        recv_one (config, i);
+      continue;
+    }
     switch (config) {
       case FLOOR:
-        if (send)
-          send_floor ();
-        else
-          recv_one (config, i);
+        send_floor ();
         break;
       case JSON_GLIB:
-        if (send)
-          send_json ();
-        else
-          recv_one (config, i);
+        send_json ();
         break;
       case LEGBA:
-        if (send)
-          send_legba ();
-        else
-          recv_one (config, i);
-        break;
-      case JSON_HOP:
-        recv_one (config, i);
-        break;
-      case LEGBA_BURST:
-      case LEGBA_SYNC:
-        arrive (config, i);
+        send_legba ();
         break;
       default:
         g_assert_not_reached ();

@@ -1868,8 +1868,9 @@ legba_room_data_class_init (GObjectClass * klass)
    * @bytes: the message
    *
    * #LegbaRoom::bytes-received, emitted on the thread the message arrived
-   * on (its data channel's SCTP stream's) before it, as #LegbaRoom::sync-data-received is for
-   * JSON, once legba_room_enable_sync_data_emission() turned it on.
+   * on (its data channel's SCTP stream's) before it, as
+   * #LegbaRoom::sync-data-received is for JSON, once
+   * legba_room_enable_sync_data_emission() turned it on.
    */
   signals[SIGNAL_SYNC_BYTES_RECEIVED] = g_signal_new ("sync-bytes-received",
       type, G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 2,

@@ -102,15 +102,21 @@ read_open (Tap * t, GstBuffer * buffer)
   gst_buffer_unmap (buffer, &map);
 }
 
-static void
-unmap_and_unref (gpointer data)
+/* A binary message's bytes: the buffer's, mapped while they live. */
+typedef struct
 {
-  GstMapInfo *map = data;
-  GstBuffer *buffer = map->user_data[0];
+  GstBuffer *buffer;
+  GstMapInfo map;
+} Mapped;
 
-  gst_buffer_unmap (buffer, map);
-  gst_buffer_unref (buffer);
-  g_free (map);
+static void
+mapped_free (gpointer data)
+{
+  Mapped *m = data;
+
+  gst_buffer_unmap (m->buffer, &m->map);
+  gst_buffer_unref (m->buffer);
+  g_free (m);
 }
 
 /* Hands a message of the stream to the room. FALSE when the peer is
@@ -119,34 +125,34 @@ unmap_and_unref (gpointer data)
 static gboolean
 take (Tap * t, GstBuffer * buffer, guint32 ppid)
 {
-  GstMapInfo *map;
   g_autoptr (GBytes) bytes = NULL;
+  GstMapInfo map;
+  Mapped *m;
 
   if (!legba_peer_data_open (t->peer))
     return FALSE;
   if (ppid == PPID_STRING_EMPTY) {
     legba_peer_data_take (t->peer, t->reliability, &t->parser, "", 0, NULL);
-    return TRUE;
-  }
-  if (ppid == PPID_BINARY_EMPTY) {
-    bytes = g_bytes_new (NULL, 0);
-    legba_peer_data_take (t->peer, t->reliability, &t->parser, NULL, 0,
-        bytes);
-    return TRUE;
-  }
-  map = g_new (GstMapInfo, 1);
-  if (!gst_buffer_map (buffer, map, GST_MAP_READ)) {
-    g_free (map);
-    return FALSE;
-  }
-  map->user_data[0] = gst_buffer_ref (buffer);
-  if (ppid == PPID_STRING || ppid == PPID_STRING_PARTIAL) {
+  } else if (ppid == PPID_STRING || ppid == PPID_STRING_PARTIAL) {
+    /* the room copies what it keeps of a text */
+    if (!gst_buffer_map (buffer, &map, GST_MAP_READ))
+      return FALSE;
     legba_peer_data_take (t->peer, t->reliability, &t->parser,
-        (const char *) map->data, map->size, NULL);
-    unmap_and_unref (map);
+        (const char *) map.data, map.size, NULL);
+    gst_buffer_unmap (buffer, &map);
   } else {
-    bytes = g_bytes_new_with_free_func (map->data, map->size,
-        unmap_and_unref, map);
+    if (ppid == PPID_BINARY_EMPTY) {
+      bytes = g_bytes_new (NULL, 0);
+    } else {
+      m = g_new (Mapped, 1);
+      if (!gst_buffer_map (buffer, &m->map, GST_MAP_READ)) {
+        g_free (m);
+        return FALSE;
+      }
+      m->buffer = gst_buffer_ref (buffer);
+      bytes = g_bytes_new_with_free_func (m->map.data, m->map.size,
+          mapped_free, m);
+    }
     legba_peer_data_take (t->peer, t->reliability, &t->parser, NULL, 0,
         bytes);
   }
