@@ -18,6 +18,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import select
 import shutil
 import socket
@@ -70,8 +71,10 @@ def conditions(build):
     }
 
 
-# How an AddressSanitizer report begins.
-SANITIZER_ERROR = "ERROR: AddressSanitizer"
+# How a sanitizer's report begins: AddressSanitizer's, LeakSanitizer's (at
+# exit) or UndefinedBehaviorSanitizer's.
+SANITIZER_ERROR = re.compile(
+    r"ERROR: (?:Address|Leak)Sanitizer|: runtime error: ")
 
 
 def last_line(text):
@@ -1065,7 +1068,7 @@ class MeshProcess:
             # a sanitizer's report takes long to symbolize on a busy
             # machine: it is let finish, so that it says where
             try:
-                if SANITIZER_ERROR in self.stderr():
+                if SANITIZER_ERROR.search(self.stderr()):
                     self.proc.wait(300)
             except subprocess.TimeoutExpired:
                 pass
@@ -1079,10 +1082,11 @@ class MeshProcess:
         return problem
 
     def sanitizer_report(self):
-        """Its AddressSanitizer report, whole, or None."""
+        """Its sanitizer's report, whole, or None."""
         text = self.stderr()
-        start = text.find(SANITIZER_ERROR)
-        return None if start < 0 else text[text.rfind("\n", 0, start) + 1:]
+        found = SANITIZER_ERROR.search(text)
+        return None if found is None else \
+            text[text.rfind("\n", 0, found.start()) + 1:]
 
 
 # How long a mesh is still waited for once one of its participants said a

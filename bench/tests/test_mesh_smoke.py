@@ -123,9 +123,11 @@ class MeshSmoke(unittest.TestCase):
         (a sanitized build on a busy machine decodes a few frames a
         second); its result."""
         proc, res = run_suite(tmp, suite, 1500)
-        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
-        self.assertEqual(self.errors(res), [], "\n".join(
-            report for r in res["runs"] for report in r.get("sanitizer", [])))
+        reports = "\n".join(report for r in res["runs"]
+                            for report in r.get("sanitizer", []))
+        self.assertEqual(proc.returncode, 0,
+                         proc.stdout + proc.stderr + reports)
+        self.assertEqual(self.errors(res), [], reports)
         self.assert_no_criticals(res)
         self.assertEqual(sorted(run["peer"] for run in mesh_runs(res)),
                          peers())
