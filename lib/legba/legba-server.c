@@ -496,6 +496,19 @@ legba_server_conn_message (SoupWebsocketConnection * ws, gint type,
   }
 }
 
+/* A whole text frame the socket's stream took itself: handled as the
+ * message it is, without libsoup's reading. */
+static gboolean
+legba_server_conn_text (gpointer owner, const char *text, gsize len)
+{
+  LegbaServerConn *conn = owner;
+
+  if (conn->closing || conn->hub_conn == NULL)
+    return FALSE;
+  legba_hub_receive (conn->server->hub, conn->hub_conn, text, len);
+  return !conn->closing && conn->hub_conn != NULL;
+}
+
 static void
 legba_server_conn_error (SoupWebsocketConnection * ws, GError * error,
     gpointer user_data)
@@ -652,6 +665,8 @@ legba_server_conn_new (LegbaServer * self, LegbaUpgrade * upgrade,
   soup_websocket_connection_set_keepalive_interval (conn->ws, 0);
 
   legba_ws_stream_set_owner (conn->stream, conn);
+  if (conn->frames_direct)
+    legba_ws_stream_set_text_func (conn->stream, legba_server_conn_text);
   for (guint i = 0; i < G_N_ELEMENTS (ws_signals); i++)
     g_signal_connect_closure (conn->ws, ws_signals[i], self->ws_handlers[i],
         FALSE);

@@ -89,4 +89,20 @@ int legba_ws_stream_get_fd (LegbaWsStream * stream);
 void legba_ws_stream_set_owner (LegbaWsStream * stream, gpointer owner);
 gpointer legba_ws_stream_get_owner (LegbaWsStream * stream);
 
+/* Called with the payload of a whole text frame (RFC 6455 §5.6: final,
+ * masked, valid UTF-8, within the bound of legba_ws_stream_set_max_message)
+ * that the stream read from the socket itself; text, len bytes, is not
+ * NUL-terminated and is valid during the call only. Returns FALSE when the
+ * owner takes no more messages this way: libsoup then reads the rest. */
+typedef gboolean (*LegbaWsTextFunc) (gpointer owner, const char *text,
+    gsize len);
+
+/* Over a plain socket, with a bound set and an owner, the stream takes
+ * whole text frames itself and calls func with each, in order with the
+ * messages libsoup reads (control frames, fragmented messages and
+ * anything invalid, which libsoup answers as before). Only for a
+ * connection without extensions: their frames are not plain text. */
+void legba_ws_stream_set_text_func (LegbaWsStream * stream,
+    LegbaWsTextFunc func);
+
 G_END_DECLS

@@ -19,6 +19,7 @@
 #include <json-glib/json-glib.h>
 #include <libsoup/soup.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -947,6 +948,185 @@ test_input_batches (void)
   server_free (server);
 }
 
+/* Appends a pusher:subscribe to a public channel as one text frame, or
+ * as two fragments with a WebSocket ping between them (RFC 6455 §5.4). */
+static void
+raw_subscribe_append (GByteArray * wire, const char *channel,
+    gboolean fragmented)
+{
+  g_autofree char *text =
+      g_strdup_printf ("{\"event\":\"pusher:subscribe\",\"data\":"
+      "{\"channel\":\"%s\"}}", channel);
+  gsize len = strlen (text);
+
+  if (!fragmented) {
+    raw_frame_append (wire, 0x81, text, len);
+    return;
+  }
+  raw_frame_append (wire, 0x01, text, len / 2);
+  raw_frame_append (wire, 0x89, "in", 2);
+  raw_frame_append (wire, 0x80, text + len / 2, len - len / 2);
+}
+
+static void
+raw_expect_subscribed (RawClient * raw, const char *channel)
+{
+  g_autoptr (JsonObject) frame = raw_next_json (raw);
+
+  g_assert_cmpstr (frame_event (frame), ==,
+      "pusher_internal:subscription_succeeded");
+  g_assert_cmpstr (json_object_get_string_member (frame, "channel"), ==,
+      channel);
+}
+
+static void
+raw_expect_ws_pong (RawClient * raw, const char *payload)
+{
+  g_autoptr (GBytes) pong = raw_next_frame (raw, 0xa);
+  gsize len;
+  const char *data = g_bytes_get_data (pong, &len);
+
+  g_assert_cmpmem (data, len, payload, strlen (payload));
+}
+
+/* Writes wire in pieces of 1 to 7 bytes, letting the server read after
+ * each: every frame is cut at most of its bytes. Each piece is sent at
+ * once (no Nagle delay), so the server reads them one by one. FALSE when
+ * the server closed the connection first. */
+static gboolean
+raw_write_in_pieces (RawClient * raw, GByteArray * wire)
+{
+  gsize at = 0, piece = 1;
+
+  g_assert_true (g_socket_set_option (raw->socket, IPPROTO_TCP, TCP_NODELAY,
+          1, NULL));
+
+  while (at < wire->len) {
+    gsize n = MIN (piece, wire->len - at);
+
+    if (!raw_write (raw, wire->data + at, n))
+      return FALSE;
+    at += n;
+    piece = piece % 7 + 1;
+    while (g_main_context_iteration (NULL, FALSE));
+  }
+  return TRUE;
+}
+
+/* Whole text frames, WebSocket pings, and fragmented messages with a
+ * ping inside, in one write and then cut into small pieces: each is
+ * answered, in the order it came. */
+static void
+test_mixed_frames (void)
+{
+  LegbaServer *server = server_new (NULL);
+  g_autoptr (RawClient) raw = raw_client_new (server, 0);
+  guint round;
+
+  for (round = 0; round < 2; round++) {
+    g_autoptr (GByteArray) wire = g_byte_array_new ();
+    char channel[32];
+    guint i;
+
+    for (i = 0; i < 6; i++) {
+      g_snprintf (channel, sizeof channel, "mixed-%u-%u", round, i);
+      raw_subscribe_append (wire, channel, i % 3 == 2);
+      if (i % 2 == 1)
+        raw_frame_append (wire, 0x89, "ws", 2);
+    }
+    if (round == 0)
+      g_assert_true (raw_write (raw, wire->data, wire->len));
+    else
+      g_assert_true (raw_write_in_pieces (raw, wire));
+
+    for (i = 0; i < 6; i++) {
+      g_snprintf (channel, sizeof channel, "mixed-%u-%u", round, i);
+      if (i % 3 == 2)
+        raw_expect_ws_pong (raw, "in");
+      raw_expect_subscribed (raw, channel);
+      if (i % 2 == 1)
+        raw_expect_ws_pong (raw, "ws");
+    }
+  }
+
+  g_clear_pointer (&raw, raw_client_free);
+  server_free (server);
+}
+
+/* What is not a whole, masked, valid text frame is refused as RFC 6455
+ * says, after the frames before it were answered; nothing after a close
+ * frame is. */
+static void
+test_invalid_frames (void)
+{
+  static const struct
+  {
+    guint8 first;
+    const char *payload;
+    gboolean unmasked;
+    guint code;
+  } cases[] = {
+    {0x81, "{\"event\":\"pusher:ping\",\"data\":\"\xff\xfe\"}", FALSE, 1007},
+    {0x81, "{\"event\":\"pusher:ping\",\"data\":{}}", TRUE, 1002},
+    {0xc1, "{\"event\":\"pusher:ping\",\"data\":{}}", FALSE, 1002},
+    {0x83, "{}", FALSE, 1002},
+    {0x88, "\x03\xe8", FALSE, 1000},
+  };
+  LegbaServer *server = server_new (NULL);
+  g_autoptr (WsClient) neighbour = ws_client_new (server);
+  guint i;
+
+  for (i = 0; i < 2 * G_N_ELEMENTS (cases); i++) {
+    g_autoptr (RawClient) raw = raw_client_new (server, 0);
+    g_autoptr (GByteArray) wire = g_byte_array_new ();
+    gboolean pieces = i >= G_N_ELEMENTS (cases);
+    guint c = i % G_N_ELEMENTS (cases);
+    gsize len = strlen (cases[c].payload);
+
+    g_test_message ("first byte 0x%02x%s%s", cases[c].first,
+        cases[c].unmasked ? ", unmasked" : "", pieces ? ", in pieces" : "");
+    raw_subscribe_append (wire, "before", FALSE);
+    if (cases[c].unmasked) {
+      guint8 header[2] = { cases[c].first, len };
+
+      g_byte_array_append (wire, header, 2);
+      g_byte_array_append (wire, (const guint8 *) cases[c].payload, len);
+    } else {
+      raw_frame_append (wire, cases[c].first, cases[c].payload, len);
+    }
+    raw_subscribe_append (wire, "after", FALSE);
+    /* The server may close before the last piece. */
+    if (pieces)
+      raw_write_in_pieces (raw, wire);
+    else
+      g_assert_true (raw_write (raw, wire->data, wire->len));
+
+    raw_expect_subscribed (raw, "before");
+    g_assert_cmpuint (raw_next_close (raw), ==, cases[c].code);
+    WAIT_UNTIL (raw->eof, WAIT_S, "the server to close the socket");
+    g_assert_cmpuint (raw->in->len, ==, 0);
+  }
+
+  /* A data frame inside a fragmented message. */
+  {
+    g_autoptr (RawClient) raw = raw_client_new (server, 0);
+    g_autoptr (GByteArray) wire = g_byte_array_new ();
+
+    raw_frame_append (wire, 0x01, "{\"event\":", 9);
+    raw_subscribe_append (wire, "inside", FALSE);
+    raw_write_in_pieces (raw, wire);
+    g_assert_cmpuint (raw_next_close (raw), ==, 1002);
+    WAIT_UNTIL (raw->eof, WAIT_S, "the server to close the socket");
+    g_assert_cmpuint (raw->in->len, ==, 0);
+  }
+
+  WAIT_UNTIL (legba_server_get_connection_count (server) == 1, WAIT_S,
+      "the server to drop the refused sockets");
+  ws_client_assert_alive (neighbour);
+  g_clear_pointer (&neighbour, ws_client_free);
+  server_free (server);
+}
+
 /* Over max-frame-bytes: close 1009, whether the message comes as one
  * frame or as fragments (RFC 6455 §5.4) that only add up to too much. */
 static void
@@ -1833,6 +2013,8 @@ main (int argc, char **argv)
   g_test_add_func ("/server/ws/compression", test_compression);
   g_test_add_func ("/server/ws/input-batches", test_input_batches);
   g_test_add_func ("/server/bad-input/frames", test_bad_frames);
+  g_test_add_func ("/server/ws/mixed-frames", test_mixed_frames);
+  g_test_add_func ("/server/bad-input/invalid-frames", test_invalid_frames);
   g_test_add_func ("/server/bad-input/oversize-frames", test_oversize_frames);
   g_test_add_func ("/server/bad-input/frame-at-limit", test_frame_at_limit);
   g_test_add_func ("/server/bad-input/client-event-flood",
