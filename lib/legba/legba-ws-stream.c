@@ -836,22 +836,31 @@ typedef enum
 } LegbaWsScan;
 
 /* Classifies the frame at the start of data; a text frame's header size
- * and payload length go to *header_len and *payload_len. */
+ * and payload length go to *header_len and *payload_len. A frame libsoup
+ * refuses by its length (over the bound, or a length not written in the
+ * fewest bytes, RFC 6455 §5.2) is libsoup's as soon as the length is
+ * there, before its mask: libsoup answers it at that point too. */
 static LegbaWsScan
 legba_ws_scan_frame (const guint8 * data, gsize len, guint64 max,
     guint * header_len, guint64 * payload_len)
 {
+  guint len7;
+
   if (len < 2)
     return LEGBA_WS_SCAN_PARTIAL;
   /* FIN, no reserved bit, text; masked, as a client's frames are. */
   if (data[0] != 0x81 || !(data[1] & 0x80))
     return LEGBA_WS_SCAN_OTHER;
   *header_len = legba_ws_header_need (data);
-  if (len < *header_len)
+  if (len < *header_len - 4)
     return LEGBA_WS_SCAN_PARTIAL;
   *payload_len = legba_ws_header_payload_len (data);
-  if (*payload_len > max)
+  len7 = data[1] & 0x7f;
+  if (*payload_len > max || (len7 == 126 && *payload_len < 126) ||
+      (len7 == 127 && *payload_len <= G_MAXUINT16))
     return LEGBA_WS_SCAN_OTHER;
+  if (len < *header_len)
+    return LEGBA_WS_SCAN_PARTIAL;
   if (len - *header_len < *payload_len)
     return LEGBA_WS_SCAN_PARTIAL;
   return LEGBA_WS_SCAN_TEXT;

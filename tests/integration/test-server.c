@@ -1055,7 +1055,8 @@ test_mixed_frames (void)
 
 /* What is not a whole, masked, valid text frame is refused as RFC 6455
  * says, after the frames before it were answered; nothing after a close
- * frame is. */
+ * frame is. A length written in more bytes than it needs is refused too
+ * (§5.2: "the minimal number of bytes MUST be used"). */
 static void
 test_invalid_frames (void)
 {
@@ -1065,12 +1066,14 @@ test_invalid_frames (void)
     const char *payload;
     gboolean unmasked;
     guint code;
+    gboolean long_form;
   } cases[] = {
     {0x81, "{\"event\":\"pusher:ping\",\"data\":\"\xff\xfe\"}", FALSE, 1007},
     {0x81, "{\"event\":\"pusher:ping\",\"data\":{}}", TRUE, 1002},
     {0xc1, "{\"event\":\"pusher:ping\",\"data\":{}}", FALSE, 1002},
     {0x83, "{}", FALSE, 1002},
     {0x88, "\x03\xe8", FALSE, 1000},
+    {0x81, "{\"event\":\"pusher:ping\",\"data\":{}}", FALSE, 1002, TRUE},
   };
   LegbaServer *server = server_new (NULL);
   g_autoptr (WsClient) neighbour = ws_client_new (server);
@@ -1083,10 +1086,18 @@ test_invalid_frames (void)
     guint c = i % G_N_ELEMENTS (cases);
     gsize len = strlen (cases[c].payload);
 
-    g_test_message ("first byte 0x%02x%s%s", cases[c].first,
-        cases[c].unmasked ? ", unmasked" : "", pieces ? ", in pieces" : "");
+    g_test_message ("first byte 0x%02x%s%s%s", cases[c].first,
+        cases[c].unmasked ? ", unmasked" : "",
+        cases[c].long_form ? ", 16-bit length" : "",
+        pieces ? ", in pieces" : "");
     raw_subscribe_append (wire, "before", FALSE);
-    if (cases[c].unmasked) {
+    if (cases[c].long_form) {
+      /* Masked with a zero mask: the payload goes as it is. */
+      guint8 header[8] = { cases[c].first, 0x80 | 126, 0, len };
+
+      g_byte_array_append (wire, header, sizeof header);
+      g_byte_array_append (wire, (const guint8 *) cases[c].payload, len);
+    } else if (cases[c].unmasked) {
       guint8 header[2] = { cases[c].first, len };
 
       g_byte_array_append (wire, header, 2);
@@ -1424,8 +1435,8 @@ test_queued_order (void)
    * which the server answers in turn with its events. */
   g_assert_true (raw_send_frame (raw, 0x89, "p1", 2));
   g_assert_true (raw_send_frame (raw, 0x81, ping, strlen (ping)));
-  WAIT_UNTIL (legba_hub_get_counters (legba_server_get_hub (server))->
-      messages_in >= 2, WAIT_S, "the server to read the pings");
+  WAIT_UNTIL (legba_hub_get_counters (legba_server_get_hub
+          (server))->messages_in >= 2, WAIT_S, "the server to read the pings");
   g_assert_cmpuint (legba_server_get_queued_bytes (server), >, 0);
   for (i = 0; i < 20; i++)
     publish_seq (server, sent++, padding);
@@ -1444,8 +1455,7 @@ test_queued_order (void)
     g_autoptr (JsonObject) data = NULL;
 
     if (i == before_ping) {
-      g_autoptr (JsonObject) pong =
-          raw_next_json_counting_pongs (raw, &pongs);
+      g_autoptr (JsonObject) pong = raw_next_json_counting_pongs (raw, &pongs);
 
       g_assert_cmpstr (frame_event (pong), ==, "pusher:pong");
     }
@@ -2026,8 +2036,7 @@ main (int argc, char **argv)
   g_test_add_func ("/server/http/api-auth", test_http_api_auth);
   g_test_add_func ("/server/http/request-too-large", test_request_too_large);
   g_test_add_func ("/server/http/up", test_up);
-  g_test_add_func ("/server/http/closed-connections",
-      test_closed_connections);
+  g_test_add_func ("/server/http/closed-connections", test_closed_connections);
   g_test_add_func ("/server/http/metrics", test_metrics);
   g_test_add_func ("/server/http/metrics-listener", test_metrics_listener);
   g_test_add_func ("/server/http/cors", test_cors);

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of fuzz-ws-input (tests/fuzz/corpus/ws-input/).
+
+Each seed is one byte choosing how the input is cut (0: all at once, else
+pieces of 1 + byte % 32 bytes), then what a client sends after the
+upgrade: frames as RFC 6455 section 5.2 lays them out.
+"""
+import os
+import struct
+import sys
+
+MASK = b"\x37\xfa\x21\x3d"
+
+
+def frame(opcode, payload=b"", fin=True, masked=True, rsv=0, mask=MASK):
+    head = bytes([(0x80 if fin else 0) | rsv | opcode])
+    n = len(payload)
+    bit = 0x80 if masked else 0
+    if n < 126:
+        head += bytes([bit | n])
+    elif n < 65536:
+        head += bytes([bit | 126]) + struct.pack(">H", n)
+    else:
+        head += bytes([bit | 127]) + struct.pack(">Q", n)
+    if not masked:
+        return head + payload
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def long_form(payload, bits):
+    """A masked text frame whose length is written in the 16- or 64-bit
+    form whatever its size (RFC 6455 wants the fewest bytes)."""
+    if bits == 16:
+        head = bytes([0x81, 0x80 | 126]) + struct.pack(">H", len(payload))
+    else:
+        head = bytes([0x81, 0x80 | 127]) + struct.pack(">Q", len(payload))
+    return head + MASK + bytes(b ^ MASK[i % 4] for i, b in enumerate(payload))
+
+
+def text(s, **kw):
+    return frame(0x1, s if isinstance(s, bytes) else s.encode(), **kw)
+
+
+def close(code=1000, reason=b""):
+    return frame(0x8, struct.pack(">H", code) + reason)
+
+
+EVENT = b'{"event":"client-move","channel":"presence-room","data":{"x":1}}'
+
+SEEDS = {
+    "mixed-whole": (0, text(EVENT) + frame(0x9, b"p") + text("second")
+                    + frame(0x2, b"\x00\x01") + text("") + close()),
+    "mixed-pieces": (2, text(EVENT) + frame(0x9, b"p") + text("second")
+                     + frame(0x2, b"\x00\x01") + text("") + close()),
+    "many-texts": (31, b"".join(text('{"n":%d}' % i) for i in range(20))),
+    "fragments-ping": (5, text("ab", fin=False) + frame(0x9, b"in")
+                       + frame(0x0, b"cd", fin=False) + frame(0x0, b"ef")
+                       + text("after")),
+    "data-inside-fragments": (3, text("ab", fin=False) + text("cd")),
+    "invalid-utf8": (0, text("before") + text(b"\xff\xfe") + text("after")),
+    "utf8-four-byte": (0, text("before") + text("\U0001F600 \u00e9") + text("after")),
+    "utf8-surrogate": (0, text("before") + text(b"\xed\xa0\x80") + text("after")),
+    "utf8-overlong": (0, text("before") + text(b"\xc0\xaf") + text("after")),
+    "utf8-beyond": (0, text("before") + text(b"\xf4\x90\x80\x80") + text("after")),
+    "utf8-cut": (2, text("before") + text(b"ab\xe2\x82") + text("after")),
+    "nul": (1, text("before") + text(b"a\x00b") + text("after")),
+    "close-then-text": (0, text("before") + close() + text("late")),
+    "close-reason": (4, close(1001, b"going") + text("late")),
+    "close-bad-code": (0, text("before") + close(999)),
+    "unmasked": (0, text("before") + text("bare", masked=False)),
+    "rsv": (6, text("before") + text("rsv", rsv=0x40)),
+    "opcode-3": (0, text("before") + frame(0x3, b"x")),
+    "oversize": (7, text("before") + text("x" * 1025) + text("after")),
+    "at-bound": (6, text("y" * 1024) + text("after")),
+    "length-64": (0, text("before") + bytes([0x81, 0xff]) + struct.pack(">Q", 70000)
+                  + MASK),
+    "partial-at-eof": (0, text("whole") + text("0123456789")[:9]),
+    "partial-header-at-eof": (2, text("whole") + b"\x81"),
+    "length-not-minimal-16": (0, text("before") + long_form(b"hello", 16)
+                              + text("after")),
+    "length-not-minimal-64": (3, text("before") + long_form(b"hello", 64)
+                              + text("after")),
+    "pong-and-texts": (9, frame(0xA, b"unasked") + text("one") + text("two")),
+    "fragmented-oversize": (0, text("a" * 600, fin=False)
+                            + frame(0x0, b"b" * 600) + text("after")),
+}
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "corpus", "ws-input")
+    os.makedirs(out, exist_ok=True)
+    for name, (cut, body) in SEEDS.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(bytes([cut]) + body)
+
+
+if __name__ == "__main__":
+    main()
