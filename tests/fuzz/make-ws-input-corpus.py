@@ -80,6 +80,11 @@ SEEDS = {
                               + text("after")),
     "length-not-minimal-64": (3, text("before") + long_form(b"hello", 64)
                               + text("after")),
+    "frames-after-own-close": (0, text("before") + text(b"\xff")
+                               + b"".join(text("x") for _ in range(300))
+                               + text("bare", masked=False)
+                               + b"".join(text("y") for _ in range(300))
+                               + close()),
     "pong-and-texts": (9, frame(0xA, b"unasked") + text("one") + text("two")),
     "fragmented-oversize": (0, text("a" * 600, fin=False)
                             + frame(0x0, b"b" * 600) + text("after")),
