@@ -859,9 +859,7 @@ legba_ws_scan_frame (const guint8 * data, gsize len, guint64 max,
   if (*payload_len > max || (len7 == 126 && *payload_len < 126) ||
       (len7 == 127 && *payload_len <= G_MAXUINT16))
     return LEGBA_WS_SCAN_OTHER;
-  if (len < *header_len)
-    return LEGBA_WS_SCAN_PARTIAL;
-  if (len - *header_len < *payload_len)
+  if (len < *header_len || len - *header_len < *payload_len)
     return LEGBA_WS_SCAN_PARTIAL;
   return LEGBA_WS_SCAN_TEXT;
 }
