@@ -31,6 +31,7 @@
 
 #define MAX_MESSAGE 1024
 #define MAX_ITERATIONS 100000
+#define CLOSE_DEADLINE_S 10
 
 int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
 
@@ -193,22 +194,32 @@ side_send (Side * side, const uint8_t * data, size_t len)
   }
 }
 
+static gboolean
+on_close_deadline (gpointer user_data)
+{
+  g_printerr ("the connection did not close within %u s of the end of "
+      "its input\n", CLOSE_DEADLINE_S);
+  abort ();
+}
+
 /* The client's end of input: the connection must close, whatever came
- * before it. */
+ * before it (libsoup waits at most 5 s for a peer's close). */
 static void
 side_finish (Side * side)
 {
-  guint i = 0;
+  GSource *deadline = g_timeout_source_new_seconds (CLOSE_DEADLINE_S);
 
+  g_source_set_callback (deadline, on_close_deadline, NULL, NULL);
+  g_source_attach (deadline, side->context);
   shutdown (side->client, SHUT_WR);
   g_main_context_push_thread_default (side->context);
   while (!side->closed) {
-    g_main_context_iteration (side->context, FALSE);
+    g_main_context_iteration (side->context, TRUE);
     side_drain (side);
-    if (++i == MAX_ITERATIONS)
-      abort ();
   }
   g_main_context_pop_thread_default (side->context);
+  g_source_destroy (deadline);
+  g_source_unref (deadline);
   side_drain (side);
 }
 

@@ -12,28 +12,22 @@ import sys
 MASK = b"\x37\xfa\x21\x3d"
 
 
-def frame(opcode, payload=b"", fin=True, masked=True, rsv=0, mask=MASK):
+def frame(opcode, payload=b"", fin=True, masked=True, rsv=0, length_bits=None):
+    """A frame; length_bits (16 or 64) writes the length in that form
+    whatever its size, where RFC 6455 wants the fewest bytes."""
     head = bytes([(0x80 if fin else 0) | rsv | opcode])
     n = len(payload)
     bit = 0x80 if masked else 0
-    if n < 126:
+    if length_bits is None:
+        length_bits = 7 if n < 126 else 16 if n < 65536 else 64
+    if length_bits == 7:
         head += bytes([bit | n])
-    elif n < 65536:
+    elif length_bits == 16:
         head += bytes([bit | 126]) + struct.pack(">H", n)
     else:
         head += bytes([bit | 127]) + struct.pack(">Q", n)
     if not masked:
         return head + payload
-    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-
-
-def long_form(payload, bits):
-    """A masked text frame whose length is written in the 16- or 64-bit
-    form whatever its size (RFC 6455 wants the fewest bytes)."""
-    if bits == 16:
-        head = bytes([0x81, 0x80 | 126]) + struct.pack(">H", len(payload))
-    else:
-        head = bytes([0x81, 0x80 | 127]) + struct.pack(">Q", len(payload))
     return head + MASK + bytes(b ^ MASK[i % 4] for i, b in enumerate(payload))
 
 
@@ -76,9 +70,9 @@ SEEDS = {
                   + MASK),
     "partial-at-eof": (0, text("whole") + text("0123456789")[:9]),
     "partial-header-at-eof": (2, text("whole") + b"\x81"),
-    "length-not-minimal-16": (0, text("before") + long_form(b"hello", 16)
+    "length-not-minimal-16": (0, text("before") + text("hello", length_bits=16)
                               + text("after")),
-    "length-not-minimal-64": (3, text("before") + long_form(b"hello", 64)
+    "length-not-minimal-64": (3, text("before") + text("hello", length_bits=64)
                               + text("after")),
     "frames-after-own-close": (0, text("before") + text(b"\xff")
                                + b"".join(text("x") for _ in range(300))
