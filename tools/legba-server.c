@@ -6,9 +6,9 @@
  */
 #include <legba/legba.h>
 
-#include "legba-server-private.h"
-#include "legba-relay.h"
-#include "legba-turn.h"
+#include <legba/server/legba-server-private.h>
+#include <legba/server/legba-relay.h>
+#include <legba/common/legba-turn.h>
 
 #include <glib-unix.h>
 #include <signal.h>

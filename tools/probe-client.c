@@ -8,7 +8,7 @@
  */
 #include "probe.h"
 
-#include <legba/legba-auth.h>
+#include <legba/common/legba-auth.h>
 #include <libsoup/soup.h>
 #include <stdlib.h>
 #include <string.h>

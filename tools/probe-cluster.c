@@ -19,7 +19,7 @@
  */
 #include "probe.h"
 
-#include "legba-auth.h"
+#include <legba/common/legba-auth.h>
 
 #include <libsoup/soup.h>
 #include <string.h>

@@ -13,7 +13,7 @@
 #include "probe.h"
 
 #include <errno.h>
-#include <legba/legba-auth.h>
+#include <legba/common/legba-auth.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string.h>

@@ -60,7 +60,7 @@
  * --toggle-collect=measured_batch.
  */
 #include <legba/legba.h>
-#include "legba-room-data-private.h"
+#include <legba/room/legba-room-data-private.h>
 #include <gst/app/app.h>
 #include <gst/sctp/sctpreceivemeta.h>
 #include <stdio.h>

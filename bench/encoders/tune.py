@@ -44,7 +44,7 @@ CONTENT = {
     "smpte": "videotestsrc pattern=smpte horizontal-speed=4",
     "zoneplate": "videotestsrc pattern=zone-plate kx2=20 ky2=20 kt=1",
 }
-# The family rows of lib/legba/legba-encoder-family.c, speed "fastest";
+# The family rows of lib/legba/encoder/legba-encoder-family.c, speed "fastest";
 # {cap} is the cap in the property's unit.
 BASE = {
     "openh264enc": "rate-control=bitrate usage-type=camera complexity=low "

@@ -1096,7 +1096,7 @@ typedef struct
 
 /* once the session is negotiated (on the main context): our track, one
  * more branch of the tee */
-/* As in a room (lib/legba/legba-room-media.c send_query): the allocation
+/* As in a room (lib/legba/room/legba-room-media.c send_query): the allocation
  * and drain queries the encoder sends down the tee are answered at the
  * entry of each remote's copy, not kept waiting behind a queue whose
  * remote takes nothing yet (webrtcbin holds a track's data until DTLS is

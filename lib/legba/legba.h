@@ -5,13 +5,13 @@
 
 #define LEGBA_INSIDE
 #include <legba/legba-version.h>
-#include <legba/legba-encoder.h>
-#include <legba/legba-server.h>
-#include <legba/legba-signaller.h>
-#include <legba/legba-signal-client.h>
-#include <legba/legba-token.h>
-#include <legba/legba-participant.h>
-#include <legba/legba-room.h>
-#include <legba/legba-room-data.h>
-#include <legba/legba-call.h>
+#include <legba/encoder/legba-encoder.h>
+#include <legba/server/legba-server.h>
+#include <legba/signal/legba-signaller.h>
+#include <legba/signal/legba-signal-client.h>
+#include <legba/server/legba-token.h>
+#include <legba/room/legba-participant.h>
+#include <legba/room/legba-room.h>
+#include <legba/room/legba-room-data.h>
+#include <legba/call/legba-call.h>
 #undef LEGBA_INSIDE

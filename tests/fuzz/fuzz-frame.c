@@ -26,9 +26,9 @@
  * Every frame the hub sends must be a strict JSON object with a string
  * "event": anything else aborts.
  */
-#include "legba-auth.h"
-#include "legba-hub.h"
-#include "legba-json.h"
+#include <legba/common/legba-auth.h>
+#include <legba/server/legba-hub.h>
+#include <legba/common/legba-json.h>
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -13,8 +13,8 @@
  * for that app and time reach past the signature check; the join-token
  * endpoint needs no signature, so mutations of its body go deep.
  */
-#include "legba-http-api.h"
-#include "legba-auth.h"
+#include <legba/server/legba-http-api.h>
+#include <legba/common/legba-auth.h>
 
 #include <stdint.h>
 #include <string.h>

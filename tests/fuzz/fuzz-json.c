@@ -11,7 +11,7 @@
  * - json-glib's tree of a span is the tree of that member in the whole
  *   text, written the same.
  */
-#include "legba-json.h"
+#include <legba/common/legba-json.h>
 
 #include <stdint.h>
 #include <stdlib.h>

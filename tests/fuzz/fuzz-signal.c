@@ -22,8 +22,8 @@
  *   from any one of them (wrapping round), reassemble to a signal that is
  *   written exactly as the original.
  */
-#include "legba-json.h"
-#include "legba-signal-codec.h"
+#include <legba/common/legba-json.h>
+#include <legba/signal/legba-signal-codec.h>
 
 #include <stdint.h>
 #include <stdlib.h>

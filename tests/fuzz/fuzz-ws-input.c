@@ -19,7 +19,7 @@
  * error) is left out: it depends on how much libsoup had read when it
  * decided, which differs with how the bytes came anyway.
  */
-#include "legba-ws-stream.h"
+#include <legba/server/legba-ws-stream.h>
 
 #include <errno.h>
 #include <libsoup/soup.h>

@@ -7,7 +7,7 @@
  */
 #include "signal-test.h"
 
-#include "legba-auth.h"
+#include <legba/common/legba-auth.h>
 
 #include <legba-test.h>
 

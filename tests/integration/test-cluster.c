@@ -12,7 +12,7 @@
  */
 #include <legba/legba.h>
 
-#include "legba-auth.h"
+#include <legba/common/legba-auth.h>
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>

@@ -8,8 +8,8 @@
  * the 64 KiB limit, malformed messages, mute and the backend's events.
  */
 #include "room-test.h"
-#include "legba-json.h"
-#include "legba-room-private.h"
+#include <legba/common/legba-json.h>
+#include <legba/room/legba-room-private.h>
 
 #include <legba-test.h>
 

@@ -10,8 +10,8 @@
  */
 #include <legba/legba.h>
 
-#include "legba-auth.h"
-#include "legba-server-private.h"
+#include <legba/common/legba-auth.h>
+#include <legba/server/legba-server-private.h>
 #include "legba-test.h"
 
 #include <glib-unix.h>

@@ -8,8 +8,8 @@
  */
 #include "signal-test.h"
 
-#include "legba-auth.h"
-#include "legba-signal-codec.h"
+#include <legba/common/legba-auth.h>
+#include <legba/signal/legba-signal-codec.h>
 
 #include <string.h>
 

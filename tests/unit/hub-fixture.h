@@ -8,9 +8,9 @@
  */
 #pragma once
 
-#include "legba-auth.h"
-#include "legba-hub.h"
-#include "legba-json.h"
+#include <legba/common/legba-auth.h>
+#include <legba/server/legba-hub.h>
+#include <legba/common/legba-json.h>
 
 #include <string.h>
 

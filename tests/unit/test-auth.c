@@ -4,8 +4,8 @@
  * Signatures (Pusher's documented examples), HTTP API request verification
  * and join tokens.
  */
-#include "legba-auth.h"
-#include "legba-token.h"
+#include <legba/common/legba-auth.h>
+#include <legba/server/legba-token.h>
 
 #include <string.h>
 

@@ -10,7 +10,7 @@
  */
 #include <json-glib/json-glib.h>
 #include <legba/legba.h>
-#include <legba/legba-encoder-private.h>
+#include <legba/encoder/legba-encoder-private.h>
 #include <stdlib.h>
 
 static JsonObject *facts;       /* element name -> { source, properties } */

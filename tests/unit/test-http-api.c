@@ -5,9 +5,9 @@
  * legba_http_api_handle against a real LegbaHub whose transport records
  * what it is asked to send and close.
  */
-#include "legba-http-api.h"
-#include "legba-auth.h"
-#include "legba-token.h"
+#include <legba/server/legba-http-api.h>
+#include <legba/common/legba-auth.h>
+#include <legba/server/legba-token.h>
 
 #include <string.h>
 

@@ -9,7 +9,7 @@
  */
 #include "hub-fixture.h"
 
-#include "legba-relay.h"
+#include <legba/server/legba-relay.h>
 
 /* ---- A recording relay ---- */
 

@@ -6,7 +6,7 @@
  * (room members only), and their conversion into webrtcbin URIs.
  */
 #include "hub-fixture.h"
-#include "legba-turn.h"
+#include <legba/common/legba-turn.h>
 
 #define TURN_SECRET "legba-test-turn-secret"
 #define TURN_TTL 600

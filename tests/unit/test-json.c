@@ -5,7 +5,7 @@
  * refused with a reason, and the spans of the top-level members a caller
  * asks for.
  */
-#include "legba-json.h"
+#include <legba/common/legba-json.h>
 
 #include <string.h>
 

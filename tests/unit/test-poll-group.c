@@ -5,7 +5,7 @@
  * parent context. Real sockets (socket pairs), real GSources; every wait
  * runs the parent context until a condition holds, with a deadline.
  */
-#include "legba-poll-group.h"
+#include <legba/server/legba-poll-group.h>
 
 #include <gio/gio.h>
 #include <string.h>

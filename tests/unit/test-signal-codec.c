@@ -6,7 +6,7 @@
  */
 #include <legba/legba.h>
 
-#include "legba-signal-codec.h"
+#include <legba/signal/legba-signal-codec.h>
 
 #include <math.h>
 #include <string.h>

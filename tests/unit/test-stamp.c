@@ -8,7 +8,7 @@
  */
 #include <legba/legba.h>
 
-#include "legba-stamp.h"
+#include <legba/stamp/legba-stamp.h>
 
 #include <string.h>
 

@@ -1,0 +1,1781 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * One peer connection of a LegbaRoom: a webrtcbin in a bin of its own,
+ * its negotiation (ROOM-PROTOCOL.md §3-§6), trickle ICE with batching and
+ * queueing (§4), and the knobs WEBRTCBIN-1.22.md measured.
+ *
+ * Threads: webrtcbin calls back on its own threads (promises, ICE, data
+ * channels, connection state). Every such callback only hands a closure
+ * holding a peer reference to the room's main context; the closure drops
+ * itself when the peer was closed meanwhile (peer->room is NULL).
+ */
+#include <legba/room/legba-room-private.h>
+#include <legba/room/legba-room-data-private.h>
+#include <legba/common/legba-json.h>
+#include <legba/signal/legba-signal-client-private.h>
+
+#include <nice/agent.h>
+#include <stdlib.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+/* ---- Process-wide: certificate, SCTP ids, the first dtlsdec ---- */
+
+/* WEBRTCBIN-1.22.md: an ECDSA P-256 certificate shakes hands faster than
+ * webrtcbin's RSA-2048 one, and shared by every connection (and held by
+ * one long-lived dtlsdec) it is built once per process. */
+typedef struct
+{
+  char *pem;                    /* certificate and private key */
+  char *fingerprint;            /* "sha-256 AB:CD:…", of the certificate */
+} Certificate;
+
+/* RFC 8122: the hash of the certificate's DER encoding, in uppercase hex
+ * pairs joined by colons. */
+static char *
+certificate_fingerprint (X509 * cert)
+{
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  GString *out;
+
+  if (X509_digest (cert, EVP_sha256 (), md, &len) == 0 || len == 0)
+    return NULL;
+  out = g_string_new ("sha-256 ");
+  for (unsigned int i = 0; i < len; i++)
+    g_string_append_printf (out, i ? ":%02X" : "%02X", md[i]);
+  return g_string_free (out, FALSE);
+}
+
+static gboolean
+make_certificate (Certificate * out)
+{
+  EVP_PKEY *key = EVP_EC_gen ("P-256");
+  X509 *cert = X509_new ();
+  X509_NAME *name;
+  BIO *bio = BIO_new (BIO_s_mem ());
+  char *data = NULL;
+  long len;
+
+  if (key == NULL || cert == NULL || bio == NULL)
+    goto out;
+  X509_set_version (cert, 2);
+  ASN1_INTEGER_set (X509_get_serialNumber (cert), g_random_int () >> 1);
+  X509_gmtime_adj (X509_getm_notBefore (cert), -24 * 3600);
+  X509_gmtime_adj (X509_getm_notAfter (cert), 30L * 24 * 3600);
+  X509_set_pubkey (cert, key);
+  name = X509_get_subject_name (cert);
+  X509_NAME_add_entry_by_txt (name, "CN", MBSTRING_ASC,
+      (const unsigned char *) "legba", -1, -1, 0);
+  X509_set_issuer_name (cert, name);
+  if (X509_sign (cert, key, EVP_sha256 ()) == 0 ||
+      !PEM_write_bio_X509 (bio, cert) ||
+      !PEM_write_bio_PrivateKey (bio, key, NULL, NULL, 0, NULL, NULL))
+    goto out;
+  out->fingerprint = certificate_fingerprint (cert);
+  if (out->fingerprint == NULL)
+    goto out;
+  len = BIO_get_mem_data (bio, &data);
+  out->pem = g_strndup (data, len);
+
+out:
+  BIO_free (bio);
+  X509_free (cert);
+  EVP_PKEY_free (key);
+  return out->pem != NULL;
+}
+
+static const Certificate *
+certificate (void)
+{
+  static gsize made;
+  static Certificate cert;
+
+  if (g_once_init_enter (&made)) {
+    if (!make_certificate (&cert)) {
+      g_warning ("Could not make an ECDSA certificate; webrtcbin's own "
+          "will be used");
+      g_clear_pointer (&cert.fingerprint, g_free);
+    }
+    g_once_init_leave (&made, 1);
+  }
+  return &cert;
+}
+
+const char *
+legba_room_certificate_pem (void)
+{
+  return certificate ()->pem;
+}
+
+/* webrtcbin 1.22 derives a=fingerprint from everything base64 in the
+ * dtlssrtpdec's `pem`: with a private key in it, the hash covers the key
+ * too and matches no certificate (a browser then refuses the handshake).
+ * Each fingerprint of a local description is set to the certificate's
+ * own. Nothing changes when webrtcbin's own certificate is in use. */
+static void
+fix_fingerprints (GstSDPMessage * sdp)
+{
+  const char *fingerprint = certificate ()->fingerprint;
+  GstSDPAttribute attr;
+
+  if (fingerprint == NULL)
+    return;
+  for (guint i = 0; i < gst_sdp_message_attributes_len (sdp); i++) {
+    if (g_strcmp0 (gst_sdp_message_get_attribute (sdp, i)->key,
+            "fingerprint") != 0)
+      continue;
+    gst_sdp_attribute_set (&attr, "fingerprint", fingerprint);
+    gst_sdp_message_replace_attribute (sdp, i, &attr);
+  }
+  for (guint m = 0; m < gst_sdp_message_medias_len (sdp); m++) {
+    GstSDPMedia *media = (GstSDPMedia *) gst_sdp_message_get_media (sdp, m);
+
+    for (guint i = 0; i < gst_sdp_media_attributes_len (media); i++) {
+      if (g_strcmp0 (gst_sdp_media_get_attribute (media, i)->key,
+              "fingerprint") != 0)
+        continue;
+      gst_sdp_attribute_set (&attr, "fingerprint", fingerprint);
+      gst_sdp_media_replace_attribute (media, i, &attr);
+    }
+  }
+}
+
+/* WEBRTCBIN-1.22.md: webrtcbin draws SCTP association ids at random and
+ * pairs in one process collide; Legba hands out distinct ones. */
+guint16
+legba_room_next_sctp_association_id (void)
+{
+  static gint next;
+  guint id = (guint) g_atomic_int_add (&next, 1);
+
+  return (guint16) (id % 65535 + 1);
+}
+
+static struct
+{
+  GThread *thread;
+  GThread *decoders;            /* legba_room_media_load_decoders() */
+  GstElement *dtls;             /* keeps the certificate's DTLS agent */
+} prepared;
+static GMutex prepared_lock;    /* prepared.thread, prepared.decoders */
+
+/* Sets what a warm-up connection needs of the knobs: a process-unique
+ * SCTP association id, and the shared certificate. */
+static void
+warm_up_element_added (GstBin * bin, GstBin * sub_bin, GstElement * element,
+    gpointer data)
+{
+  GstElementFactory *factory = gst_element_get_factory (element);
+  const char *name = factory ? GST_OBJECT_NAME (factory) : "";
+
+  if (strcmp (name, "sctpenc") == 0 || strcmp (name, "sctpdec") == 0)
+    g_object_set (element, "sctp-association-id",
+        (guint) GPOINTER_TO_UINT (data), NULL);
+  else if (strcmp (name, "dtlssrtpdec") == 0 &&
+      legba_room_certificate_pem () != NULL)
+    g_object_set (element, "pem", legba_room_certificate_pem (), NULL);
+}
+
+static gboolean
+warm_up_step (GstElement * webrtcbin, const char *action, gpointer argument,
+    const char *field, GstWebRTCSessionDescription ** out)
+{
+  GstPromise *promise = gst_promise_new ();
+  const GstStructure *reply;
+  gboolean ok;
+
+  g_signal_emit_by_name (webrtcbin, action, argument, promise);
+  ok = gst_promise_wait (promise) == GST_PROMISE_RESULT_REPLIED;
+  reply = ok ? gst_promise_get_reply (promise) : NULL;
+  if (out != NULL && reply != NULL)
+    gst_structure_get (reply, field, GST_TYPE_WEBRTC_SESSION_DESCRIPTION, out,
+        NULL);
+  ok = ok && (reply == NULL || !gst_structure_has_field (reply, "error"));
+  gst_promise_unref (promise);
+  return ok && (out == NULL || *out != NULL);
+}
+
+/* The first peer connection of a process spends tens of milliseconds on
+ * one-time work: loading the webrtc, nice, dtls, srtp, sctp and
+ * rtpmanager plugins, registering their types, libnice's and usrsctp's
+ * first use. A throwaway connection that describes a session like a
+ * room's (two transceivers, a data channel) and gathers on 127.0.0.1 does
+ * it here instead. It never sends a packet to anyone. */
+static void
+warm_up_webrtcbin (void)
+{
+  GstElement *bin = gst_bin_new ("legba-warm-up");
+  GstElement *webrtcbin = gst_element_factory_make ("webrtcbin", NULL);
+  GstWebRTCSessionDescription *offer = NULL;
+  GstWebRTCDataChannel *channel = NULL;
+  const char *caps[] = {
+    "application/x-rtp,media=video,encoding-name=VP8,payload=96,"
+        "clock-rate=90000",
+    "application/x-rtp,media=audio,encoding-name=OPUS,payload=111,"
+        "clock-rate=48000,encoding-params=(string)2",
+  };
+  GObject *ice = NULL, *agent = NULL;
+
+  gst_object_ref_sink (bin);
+  if (webrtcbin == NULL)
+    goto out;
+  g_signal_connect (bin, "deep-element-added",
+      G_CALLBACK (warm_up_element_added),
+      GUINT_TO_POINTER (legba_room_next_sctp_association_id ()));
+  g_object_set (webrtcbin, "bundle-policy",
+      GST_WEBRTC_BUNDLE_POLICY_MAX_BUNDLE, NULL);
+  g_object_get (webrtcbin, "ice-agent", &ice, NULL);
+  if (ice != NULL &&
+      g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent"))
+    g_object_get (ice, "agent", &agent, NULL);
+  if (agent != NULL && NICE_IS_AGENT (agent)) {
+    NiceAddress address;
+
+    g_object_set (agent, "upnp", FALSE, NULL);
+    nice_address_init (&address);
+    nice_address_set_from_string (&address, "127.0.0.1");
+    nice_agent_add_local_address (NICE_AGENT (agent), &address);
+  }
+  g_clear_object (&agent);
+  g_clear_object (&ice);
+  gst_bin_add (GST_BIN (bin), webrtcbin);
+  if (gst_element_set_state (bin, GST_STATE_READY) == GST_STATE_CHANGE_FAILURE)
+    goto out;
+  for (guint i = 0; i < G_N_ELEMENTS (caps); i++) {
+    GstCaps *c = gst_caps_from_string (caps[i]);
+    GstWebRTCRTPTransceiver *transceiver = NULL;
+
+    g_signal_emit_by_name (webrtcbin, "add-transceiver",
+        GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY, c, &transceiver);
+    g_clear_object (&transceiver);
+    gst_caps_unref (c);
+  }
+  g_signal_emit_by_name (webrtcbin, "create-data-channel", "legba-warm-up",
+      NULL, &channel);
+  if (warm_up_step (webrtcbin, "create-offer", NULL, "offer", &offer))
+    warm_up_step (webrtcbin, "set-local-description", offer, NULL, NULL);
+
+out:
+  g_clear_pointer (&offer, gst_webrtc_session_description_free);
+  gst_element_set_state (bin, GST_STATE_NULL);
+  g_clear_object (&channel);
+  gst_object_unref (bin);
+}
+
+static gpointer
+decoders_thread (gpointer data)
+{
+  legba_room_media_load_decoders ();
+  return NULL;
+}
+
+/* Loads the decoders' plugins (legba_room_media_load_decoders) on a
+ * thread of its own, once per process; legba_room_prepare_wait() waits
+ * for it as for the rest. */
+void
+legba_room_prepare_decoders (void)
+{
+  static gsize started;
+
+  if (g_once_init_enter (&started)) {
+    g_mutex_lock (&prepared_lock);
+    prepared.decoders = g_thread_new ("legba-decoders", decoders_thread,
+        NULL);
+    g_mutex_unlock (&prepared_lock);
+    g_once_init_leave (&started, 1);
+  }
+}
+
+static gpointer
+prepare_thread (gpointer data)
+{
+  const char *pem = legba_room_certificate_pem ();
+  GstElement *dec = gst_element_factory_make ("dtlsdec", "legba-dtls-keeper");
+
+  if (dec == NULL)
+    return NULL;
+  if (pem != NULL)
+    g_object_set (dec, "pem", pem, NULL);
+  prepared.dtls = gst_object_ref_sink (dec);
+  warm_up_webrtcbin ();
+  /* the signalling client's first connection loads GIO's proxy modules
+   * (libproxy, GSettings): ~15 ms on the first call's path otherwise */
+  g_proxy_resolver_get_default ();
+  return NULL;
+}
+
+/**
+ * legba_room_prepare_wait:
+ *
+ * Waits until what legba_room_prepare() started is made. An application
+ * that must not overlap that work with its first call (a measurement of
+ * the first call, a "ready" indicator) calls it; rooms wait for it when
+ * they are disposed, and the process when it exits (a process that exits
+ * while that thread is inside OpenSSL crashes in OpenSSL's cleanup).
+ * Returns at once when legba_room_prepare() was never called or is done.
+ */
+void
+legba_room_prepare_wait (void)
+{
+  GThread *thread, *decoders;
+
+  g_mutex_lock (&prepared_lock);
+  thread = g_steal_pointer (&prepared.thread);
+  decoders = g_steal_pointer (&prepared.decoders);
+  g_mutex_unlock (&prepared_lock);
+  if (thread != NULL) {
+    g_thread_join (thread);
+    GST_DEBUG ("DTLS prepared: %" GST_PTR_FORMAT, prepared.dtls);
+  }
+  if (decoders != NULL)
+    g_thread_join (decoders);
+}
+
+static void
+prepare_finish_at_exit (void)
+{
+  legba_room_prepare_wait ();
+}
+
+/**
+ * legba_room_prepare:
+ *
+ * Makes, on a thread of its own, what the first call of a process would
+ * otherwise make on its way: the process's DTLS certificate, the key
+ * GStreamer's DTLS plugin generates when its first element is created (an
+ * RSA key, 80–560 ms), and GStreamer's one-time work for a first peer
+ * connection (loading and initialising the webrtc, nice, dtls, srtp, sctp
+ * and rtpmanager plugins, through a throwaway connection that gathers on
+ * 127.0.0.1 and sends nothing; GIO's proxy resolver, which the first
+ * signalling connection would load). legba_room_connect_async() calls
+ * it, and so do #LegbaCall when it starts and the `legbaroom` element when
+ * it goes to READY; an application calls it earlier
+ * (after gst_init()) to take it further off its first call's path, and
+ * legba_room_prepare_wait() waits for it. Only the first call does
+ * anything.
+ */
+void
+legba_room_prepare (void)
+{
+  static gsize started;
+
+  if (g_once_init_enter (&started)) {
+    legba_room_debug_init ();
+    /* Initialised here first, OpenSSL is told not to clean up at exit:
+     * GStreamer's pooled streaming threads that used it (DTLS, SRTP) can
+     * still be ending when the process does, and its exit-time cleanup
+     * would free their per-thread state under them (a double free). What
+     * it would free is the process's until it ends anyway. The process
+     * still waits at exit for the thread below. (With no option at all,
+     * OPENSSL_init_crypto() returns at once.) */
+    OPENSSL_init_crypto (OPENSSL_INIT_ADD_ALL_CIPHERS |
+        OPENSSL_INIT_ADD_ALL_DIGESTS | OPENSSL_INIT_NO_ATEXIT, NULL);
+    atexit (prepare_finish_at_exit);
+    g_mutex_lock (&prepared_lock);
+    prepared.thread = g_thread_new ("legba-prepare", prepare_thread, NULL);
+    g_mutex_unlock (&prepared_lock);
+    g_once_init_leave (&started, 1);
+  }
+}
+
+/* ---- The peer's bin: its elements' errors are the peer's ---- */
+
+/* A GstBin that keeps the errors of its elements (a socket that failed, a
+ * webrtcbin that gave up) from reaching the pipeline, where they would
+ * stop every participant: each one fails this peer connection only. */
+#define LEGBA_TYPE_PEER_BIN (legba_peer_bin_get_type ())
+G_DECLARE_FINAL_TYPE (LegbaPeerBin, legba_peer_bin, LEGBA, PEER_BIN, GstBin);
+
+struct _LegbaPeerBin
+{
+  GstBin parent;
+  LegbaPeer *peer;              /* unowned, NULL once closed (object lock) */
+};
+
+G_DEFINE_FINAL_TYPE (LegbaPeerBin, legba_peer_bin, GST_TYPE_BIN);
+
+static void element_failed (LegbaPeer * peer, gpointer data);
+
+static void
+legba_peer_bin_handle_message (GstBin * bin, GstMessage * message)
+{
+  LegbaPeerBin *self = LEGBA_PEER_BIN (bin);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *debug = NULL;
+  LegbaPeer *peer;
+
+  if (GST_MESSAGE_TYPE (message) != GST_MESSAGE_ERROR) {
+    GST_BIN_CLASS (legba_peer_bin_parent_class)->handle_message (bin, message);
+    return;
+  }
+  gst_message_parse_error (message, &error, &debug);
+  GST_WARNING_OBJECT (bin, "error from %s: %s (%s)",
+      GST_MESSAGE_SRC_NAME (message), error->message, debug ? debug : "");
+  GST_OBJECT_LOCK (self);
+  peer = self->peer ? legba_peer_ref (self->peer) : NULL;
+  GST_OBJECT_UNLOCK (self);
+  if (peer != NULL) {
+    legba_peer_invoke (peer, element_failed, g_strdup_printf ("%s: %s",
+            GST_MESSAGE_SRC_NAME (message), error->message), g_free);
+    legba_peer_unref (peer);
+  }
+  gst_message_unref (message);
+}
+
+static void
+legba_peer_bin_class_init (LegbaPeerBinClass * klass)
+{
+  GST_BIN_CLASS (klass)->handle_message = legba_peer_bin_handle_message;
+}
+
+static void
+legba_peer_bin_init (LegbaPeerBin * self)
+{
+}
+
+static void
+peer_bin_set_peer (GstBin * bin, LegbaPeer * peer)
+{
+  GST_OBJECT_LOCK (bin);
+  LEGBA_PEER_BIN (bin)->peer = peer;
+  GST_OBJECT_UNLOCK (bin);
+}
+
+/* ---- Reference counting ---- */
+
+LegbaPeer *
+legba_peer_ref (LegbaPeer * peer)
+{
+  g_atomic_ref_count_inc (&peer->ref);
+  return peer;
+}
+
+void
+legba_peer_unref (LegbaPeer * peer)
+{
+  if (!g_atomic_ref_count_dec (&peer->ref))
+    return;
+  g_assert (peer->room == NULL);
+  g_clear_object (&peer->bin);
+  g_clear_object (&peer->webrtcbin);
+  g_clear_object (&peer->participant);
+  gst_clear_object (&peer->sctpenc);
+  for (guint i = 0; i < G_N_ELEMENTS (peer->channels); i++)
+    g_clear_object (&peer->channels[i]);
+  for (guint i = 0; i < G_N_ELEMENTS (peer->transceivers); i++)
+    g_clear_object (&peer->transceivers[i]);
+  for (guint i = 0; i < G_N_ELEMENTS (peer->mids); i++)
+    g_free (peer->mids[i]);
+  g_clear_pointer (&peer->answer, gst_sdp_message_free);
+  g_clear_pointer (&peer->offer, gst_sdp_message_free);
+  g_clear_pointer (&peer->last_stats, gst_structure_free);
+  g_ptr_array_unref (peer->remote_candidates);
+  g_ptr_array_unref (peer->local_candidates);
+  g_ptr_array_unref (peer->promises);
+  g_clear_pointer (&peer->pending_offer, gst_webrtc_session_description_free);
+  g_free (peer->pc);
+  legba_peer_data_free (peer->data);
+  g_mutex_clear (&peer->lock);
+  g_free (peer);
+}
+
+void
+legba_peer_closure_unref (gpointer peer, GClosure * closure)
+{
+  legba_peer_unref (peer);
+}
+
+/* ---- Handing over to the room's context ---- */
+
+typedef struct
+{
+  LegbaPeer *peer;
+  PeerFunc func;
+  gpointer data;
+  GDestroyNotify free_data;
+} PeerCall;
+
+static gboolean
+peer_call_run (gpointer data)
+{
+  PeerCall *call = data;
+
+  if (call->peer->room != NULL)
+    call->func (call->peer, call->data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+peer_call_free (gpointer data)
+{
+  PeerCall *call = data;
+
+  if (call->free_data != NULL && call->data != NULL)
+    call->free_data (call->data);
+  legba_peer_unref (call->peer);
+  g_free (call);
+}
+
+/* From any thread: runs func (peer, data) on the room's main context
+ * unless the peer is closed by then; data is freed either way. */
+void
+legba_peer_invoke (LegbaPeer * peer, PeerFunc func, gpointer data,
+    GDestroyNotify free_data)
+{
+  PeerCall *call = g_new0 (PeerCall, 1);
+  LegbaRoom *room = peer->room;
+
+  call->peer = legba_peer_ref (peer);
+  call->func = func;
+  call->data = data;
+  call->free_data = free_data;
+  if (room == NULL) {
+    peer_call_free (call);
+    return;
+  }
+  legba_room_invoke (room, peer_call_run, call, peer_call_free);
+}
+
+static void progress (LegbaPeer * peer);
+
+/* ---- ICE (§4: trickle, batched every 50 ms) ---- */
+
+static gboolean
+flush_candidates (gpointer data)
+{
+  LegbaPeer *peer = data;
+  g_autoptr (JsonObject) signal = json_object_new ();
+  JsonArray *list = json_array_new ();
+
+  legba_clear_source (&peer->batch_source);
+  if (!peer->local_sent ||
+      (peer->local_candidates->len == 0 && !peer->local_candidates_end))
+    return G_SOURCE_REMOVE;
+  for (guint i = 0; i < peer->local_candidates->len; i++)
+    json_array_add_object_element (list,
+        json_object_ref (peer->local_candidates->pdata[i]));
+  g_ptr_array_set_size (peer->local_candidates, 0);
+  json_object_set_string_member (signal, "pc", peer->pc);
+  json_object_set_string_member (signal, "type", "candidates");
+  json_object_set_array_member (signal, "candidates", list);
+  if (peer->local_candidates_end)
+    json_object_set_boolean_member (signal, "end", TRUE);
+  peer->local_candidates_end = FALSE;
+  legba_room_send_signal (peer->room, peer, signal);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+schedule_flush (LegbaPeer * peer)
+{
+  if (peer->batch_source == NULL)
+    peer->batch_source = legba_room_timeout (peer->room,
+        LEGBA_ROOM_CANDIDATE_BATCH_MS, flush_candidates, peer, NULL);
+}
+
+typedef struct
+{
+  guint mline;
+  char *candidate;
+} LocalCandidate;
+
+static void
+local_candidate_free (gpointer data)
+{
+  LocalCandidate *c = data;
+
+  g_free (c->candidate);
+  g_free (c);
+}
+
+static void
+add_local_candidate (LegbaPeer * peer, gpointer data)
+{
+  LocalCandidate *c = data;
+  JsonObject *object = json_object_new ();
+
+  json_object_set_string_member (object, "candidate", c->candidate);
+  if (c->mline < G_N_ELEMENTS (peer->mids) && peer->mids[c->mline] != NULL)
+    json_object_set_string_member (object, "sdpMid", peer->mids[c->mline]);
+  json_object_set_int_member (object, "sdpMLineIndex", c->mline);
+  g_ptr_array_add (peer->local_candidates, object);
+  progress (peer);
+  schedule_flush (peer);
+}
+
+static void
+on_ice_candidate (GstElement * webrtcbin, guint mline, const char *candidate,
+    LegbaPeer * peer)
+{
+  LocalCandidate *c;
+
+  if (candidate == NULL || candidate[0] == '\0')
+    return;
+  c = g_new0 (LocalCandidate, 1);
+  c->mline = mline;
+  c->candidate = g_strdup (candidate);
+  legba_peer_invoke (peer, add_local_candidate, c, local_candidate_free);
+}
+
+/* §4: candidates are gathered for up to 50 ms; when gathering is over
+ * sooner (host candidates only, as on one machine) they leave at once. */
+static void
+end_of_candidates (LegbaPeer * peer, gpointer data)
+{
+  peer->local_candidates_end = TRUE;
+  legba_clear_source (&peer->batch_source);
+  flush_candidates (peer);
+}
+
+static void
+on_gathering_state (GstElement * webrtcbin, GParamSpec * pspec,
+    LegbaPeer * peer)
+{
+  GstWebRTCICEGatheringState state;
+
+  g_object_get (webrtcbin, "ice-gathering-state", &state, NULL);
+  if (state == GST_WEBRTC_ICE_GATHERING_STATE_COMPLETE)
+    legba_peer_invoke (peer, end_of_candidates, NULL, NULL);
+}
+
+static void
+add_remote_candidate (LegbaPeer * peer, JsonNode * node)
+{
+  JsonObject *object;
+  JsonNode *index;
+  const char *candidate;
+  gint64 mline;
+
+  if (!JSON_NODE_HOLDS_OBJECT (node)) {
+    g_message ("pc %s: dropping a candidate that is not an object", peer->pc);
+    return;
+  }
+  object = json_node_get_object (node);
+  candidate = legba_json_object_get_string (object, "candidate");
+  index = json_object_get_member (object, "sdpMLineIndex");
+  /* with max-bundle every candidate is the first m-line's */
+  mline = index && JSON_NODE_HOLDS_VALUE (index) &&
+      json_node_get_value_type (index) == G_TYPE_INT64 ?
+      json_node_get_int (index) : 0;
+  if (candidate != NULL && candidate[0] == '\0')
+    return;                     /* an end-of-candidates marker */
+  if (candidate == NULL || mline < 0 || mline > 255 ||
+      !(g_str_has_prefix (candidate, "candidate:") ||
+          g_str_has_prefix (candidate, "a=candidate:"))) {
+    g_message ("pc %s: dropping a malformed candidate", peer->pc);
+    return;
+  }
+  g_signal_emit_by_name (peer->webrtcbin, "add-ice-candidate", (guint) mline,
+      candidate);
+}
+
+void
+legba_peer_handle_candidates (LegbaPeer * peer, JsonArray * candidates)
+{
+  guint n = json_array_get_length (candidates);
+
+  progress (peer);
+  for (guint i = 0; i < n; i++) {
+    JsonNode *node = json_array_get_element (candidates, i);
+
+    /* §4: kept until the description they belong to is set */
+    if (!peer->remote_set)
+      g_ptr_array_add (peer->remote_candidates, json_node_copy (node));
+    else
+      add_remote_candidate (peer, node);
+  }
+}
+
+static void
+apply_remote_candidates (LegbaPeer * peer)
+{
+  g_autoptr (GPtrArray) pending = g_steal_pointer (&peer->remote_candidates);
+
+  peer->remote_candidates =
+      g_ptr_array_new_with_free_func ((GDestroyNotify) json_node_unref);
+  for (guint i = 0; i < pending->len; i++)
+    add_remote_candidate (peer, pending->pdata[i]);
+}
+
+/* ---- Connection state and data channels ---- */
+
+static void
+check_connected (LegbaPeer * peer)
+{
+  if (peer->connected ||
+      peer->connection_state != GST_WEBRTC_PEER_CONNECTION_STATE_CONNECTED ||
+      !peer->channel_open[0])
+    return;
+  peer->connected = TRUE;
+  legba_clear_source (&peer->connect_timeout);
+  GST_INFO ("pc %s: connected to %s in %" G_GINT64_FORMAT " us", peer->pc,
+      peer->participant->id, g_get_monotonic_time () - peer->created);
+  legba_room_peer_connected (peer->room, peer);
+}
+
+/* The DTLS transport the connection's streams share (max-bundle): under
+ * the SCTP transport, or else under the first transceiver */
+static GObject *
+shared_dtls_transport (LegbaPeer * peer)
+{
+  g_autoptr (GObject) sctp = NULL;
+  g_autoptr (GObject) transceiver = NULL;
+  g_autoptr (GObject) receiver = NULL;
+  GObject *dtls = NULL;
+
+  g_object_get (peer->webrtcbin, "sctp-transport", &sctp, NULL);
+  if (sctp != NULL) {
+    g_object_get (sctp, "transport", &dtls, NULL);
+    return dtls;
+  }
+  g_signal_emit_by_name (peer->webrtcbin, "get-transceiver", 0, &transceiver);
+  if (transceiver != NULL)
+    g_object_get (transceiver, "receiver", &receiver, NULL);
+  if (receiver != NULL)
+    g_object_get (receiver, "transport", &dtls, NULL);
+  return dtls;
+}
+
+/* webrtcbin 1.22 folds ICE and DTLS into one failed connection state:
+ * which of the two it was, for the error */
+static const char *
+failure_reason (LegbaPeer * peer)
+{
+  g_autoptr (GObject) dtls = shared_dtls_transport (peer);
+  GstWebRTCICEConnectionState ice;
+  GstWebRTCDTLSTransportState state = GST_WEBRTC_DTLS_TRANSPORT_STATE_NEW;
+
+  g_object_get (peer->webrtcbin, "ice-connection-state", &ice, NULL);
+  if (ice == GST_WEBRTC_ICE_CONNECTION_STATE_FAILED)
+    return "ICE failed: no pair of candidates reached the participant";
+  if (dtls != NULL)
+    g_object_get (dtls, "state", &state, NULL);
+  if (state == GST_WEBRTC_DTLS_TRANSPORT_STATE_FAILED)
+    return "DTLS failed: the handshake with the participant failed";
+  return "ICE or DTLS failed";
+}
+
+static void
+connection_state_changed (LegbaPeer * peer, gpointer data)
+{
+  GstWebRTCPeerConnectionState state = GPOINTER_TO_INT (data);
+
+  GST_DEBUG ("pc %s: connection state %d", peer->pc, state);
+  peer->connection_state = state;
+  progress (peer);
+  if (state == GST_WEBRTC_PEER_CONNECTION_STATE_FAILED)
+    legba_room_peer_failed (peer->room, peer, failure_reason (peer));
+  else
+    check_connected (peer);
+}
+
+static void
+on_connection_state (GstElement * webrtcbin, GParamSpec * pspec,
+    LegbaPeer * peer)
+{
+  GstWebRTCPeerConnectionState state;
+
+  g_object_get (webrtcbin, "connection-state", &state, NULL);
+  legba_peer_invoke (peer, connection_state_changed, GINT_TO_POINTER (state),
+      NULL);
+}
+
+static void
+connect_expired (LegbaPeer * peer, gpointer data)
+{
+  if (peer->connected || !peer->connect_expired)
+    return;
+  peer->connect_expired = FALSE;
+  legba_room_peer_failed (peer->room, peer, "not connected in time");
+}
+
+/* The deadline passed on the room's context, which may not have seen
+ * yet what webrtcbin's threads queued for it before (a busy context runs
+ * late): the connection fails only if none of that was a step, which the
+ * check, queued behind it, knows. */
+static gboolean
+connect_timed_out (gpointer data)
+{
+  LegbaPeer *peer = data;
+
+  legba_clear_source (&peer->connect_timeout);
+  peer->connect_expired = TRUE;
+  legba_peer_invoke (peer, connect_expired, NULL, NULL);
+  return G_SOURCE_REMOVE;
+}
+
+/* A step towards connected: the deadline starts again. A loaded machine
+ * takes long between steps, a dead connection takes no step. */
+static void
+progress (LegbaPeer * peer)
+{
+  if (peer->connected ||
+      (peer->connect_timeout == NULL && !peer->connect_expired))
+    return;
+  peer->connect_expired = FALSE;
+  legba_clear_source (&peer->connect_timeout);
+  peer->connect_timeout = legba_room_timeout (peer->room,
+      LEGBA_ROOM_PEER_CONNECT_TIMEOUT_MS, connect_timed_out, peer, NULL);
+}
+
+static int
+channel_index (GstWebRTCDataChannel * channel)
+{
+  g_autofree char *label = NULL;
+
+  g_object_get (channel, "label", &label, NULL);
+  if (g_strcmp0 (label, LEGBA_ROOM_CHANNEL_RELIABLE) == 0)
+    return 0;
+  if (g_strcmp0 (label, LEGBA_ROOM_CHANNEL_LOSSY) == 0)
+    return 1;
+  return -1;
+}
+
+/* Channel i of the peer is open: the reliable one may complete the
+ * connection, the lossy one takes what waited for it. */
+static void
+mark_channel_open (LegbaPeer * peer, int i)
+{
+  peer->channel_open[i] = TRUE;
+  check_connected (peer);
+  if (i == 1 && peer->connected)
+    legba_room_data_lossy_open (peer->room, peer);
+}
+
+static void
+channel_opened (LegbaPeer * peer, gpointer data)
+{
+  GstWebRTCDataChannel *channel = data;
+  int i = channel_index (channel);
+
+  if (i < 0 || peer->channels[i] != channel)
+    return;
+  GST_DEBUG ("pc %s: data channel %d open", peer->pc, i);
+  progress (peer);
+  mark_channel_open (peer, i);
+}
+
+static void
+on_channel_open (GstWebRTCDataChannel * channel, LegbaPeer * peer)
+{
+  legba_peer_invoke (peer, channel_opened, g_object_ref (channel),
+      g_object_unref);
+}
+
+static void
+watch_channel (LegbaPeer * peer, GstWebRTCDataChannel * channel)
+{
+  int i = channel_index (channel);
+  GstWebRTCDataChannelState state;
+
+  if (i < 0) {
+    GST_INFO ("pc %s: ignoring a data channel of another protocol", peer->pc);
+    return;
+  }
+  if (peer->channels[i] != NULL) {
+    GST_INFO ("pc %s: ignoring a second data channel %d", peer->pc, i);
+    return;
+  }
+  peer->channels[i] = g_object_ref (channel);
+  g_signal_connect_data (channel, "on-open", G_CALLBACK (on_channel_open),
+      legba_peer_ref (peer), legba_peer_closure_unref, 0);
+  g_object_get (channel, "ready-state", &state, NULL);
+  if (state == GST_WEBRTC_DATA_CHANNEL_STATE_OPEN)
+    mark_channel_open (peer, i);
+}
+
+static void
+remote_channel (LegbaPeer * peer, gpointer data)
+{
+  watch_channel (peer, data);
+}
+
+static void
+on_data_channel (GstElement * webrtcbin, GstWebRTCDataChannel * channel,
+    LegbaPeer * peer)
+{
+  legba_peer_data_watch_channel (peer, channel);
+  legba_peer_invoke (peer, remote_channel, g_object_ref (channel),
+      g_object_unref);
+}
+
+/* §6: the offerer creates the reliable channel before its offer. */
+static gboolean
+create_channels (LegbaPeer * peer)
+{
+  GstWebRTCDataChannel *reliable = NULL;
+
+  g_signal_emit_by_name (peer->webrtcbin, "create-data-channel",
+      LEGBA_ROOM_CHANNEL_RELIABLE, NULL, &reliable);
+  if (reliable != NULL) {
+    legba_peer_data_watch_channel (peer, reliable);
+    watch_channel (peer, reliable);
+  }
+  g_clear_object (&reliable);
+  return peer->channels[0] != NULL;
+}
+
+/* §6: the lossy channel is made by the side that first has a lossy
+ * message for the other, once the connection is up, unless the other
+ * side made one already. A channel each way when both sides make one at
+ * once: each side sends on the first it has, and receives on both. Its
+ * webrtcbin gives it a stream id of its side's parity (RFC 8832), so two
+ * made at once never collide. */
+void
+legba_peer_open_lossy (LegbaPeer * peer)
+{
+  GstWebRTCDataChannel *lossy = NULL;
+  g_autoptr (GstStructure) options =
+      gst_structure_new ("options", "ordered", G_TYPE_BOOLEAN, FALSE,
+      "max-retransmits", G_TYPE_INT, 0, NULL);
+
+  if (peer->channels[1] != NULL || !peer->connected)
+    return;
+  GST_DEBUG ("pc %s: opening the lossy channel", peer->pc);
+  g_signal_emit_by_name (peer->webrtcbin, "create-data-channel",
+      LEGBA_ROOM_CHANNEL_LOSSY, options, &lossy);
+  if (lossy == NULL) {
+    GST_WARNING ("pc %s: webrtcbin made no lossy channel", peer->pc);
+    return;
+  }
+  legba_peer_data_watch_channel (peer, lossy);
+  watch_channel (peer, lossy);
+  g_object_unref (lossy);
+}
+
+/* ---- Negotiation (§3, §5) ---- */
+
+/* A promise handed to webrtcbin is kept in peer->promises until its
+ * change function runs (the reply), or until the peer is closed: then the
+ * ones webrtcbin will never answer are expired (GstPromise must not be
+ * freed pending). */
+static void
+emit_with_promise (LegbaPeer * peer, const char *action, gpointer argument,
+    GstPromise * promise)
+{
+  g_mutex_lock (&peer->lock);
+  g_ptr_array_add (peer->promises, promise);
+  g_mutex_unlock (&peer->lock);
+  g_signal_emit_by_name (peer->webrtcbin, action, argument, promise);
+}
+
+/* The destroy notify of a promise's peer reference. GStreamer 1.22's
+ * gst_promise_expire() clears the change data before it calls the change
+ * function, so the notify of an expired promise gets NULL: the change
+ * function releases that reference itself (promise_done). */
+static void
+promise_peer_unref (gpointer peer)
+{
+  if (peer != NULL)
+    legba_peer_unref (peer);
+}
+
+/* Last thing of a change function, on any thread: drops the peer's
+ * reference to a promise that has been answered, and the promise's
+ * reference to the peer when it expired. */
+static void
+promise_done (LegbaPeer * peer, GstPromise * promise)
+{
+  gboolean kept;
+  gboolean expired = gst_promise_wait (promise) == GST_PROMISE_RESULT_EXPIRED;
+
+  g_mutex_lock (&peer->lock);
+  kept = g_ptr_array_remove_fast (peer->promises, promise);
+  g_mutex_unlock (&peer->lock);
+  if (kept)
+    gst_promise_unref (promise);
+  if (expired)
+    legba_peer_unref (peer);
+}
+
+static void
+expire_promises (LegbaPeer * peer)
+{
+  g_autoptr (GPtrArray) pending = NULL;
+
+  g_mutex_lock (&peer->lock);
+  pending = g_steal_pointer (&peer->promises);
+  peer->promises = g_ptr_array_new ();
+  g_mutex_unlock (&peer->lock);
+  for (guint i = 0; i < pending->len; i++) {
+    gst_promise_expire (pending->pdata[i]);
+    gst_promise_unref (pending->pdata[i]);
+  }
+}
+
+static void
+fail_peer (LegbaPeer * peer, const char *why)
+{
+  legba_room_peer_failed (peer->room, peer, why);
+}
+
+static void
+element_failed (LegbaPeer * peer, gpointer data)
+{
+  fail_peer (peer, data);
+}
+
+static char *
+promise_error (GstPromise * promise)
+{
+  const GstStructure *reply;
+  g_autoptr (GError) error = NULL;
+
+  if (gst_promise_wait (promise) != GST_PROMISE_RESULT_REPLIED)
+    return g_strdup ("webrtcbin did not answer");
+  reply = gst_promise_get_reply (promise);
+  if (reply != NULL && gst_structure_has_field (reply, "error")) {
+    gst_structure_get (reply, "error", G_TYPE_ERROR, &error, NULL);
+    return g_strdup (error ? error->message : "webrtcbin failed");
+  }
+  return NULL;
+}
+
+static void
+description_applied (LegbaPeer * peer, gpointer data)
+{
+  const char *error = data;
+  g_autoptr (GError) link_error = NULL;
+
+  if (error != NULL) {
+    fail_peer (peer, error);
+    return;
+  }
+  progress (peer);
+  if (++peer->applied < 2 || peer->negotiated)
+    return;
+  peer->negotiated = TRUE;
+  GST_DEBUG ("pc %s: negotiated", peer->pc);
+  if (!legba_peer_media_link_send (peer, &link_error))
+    legba_room_report (peer->room, link_error->code, "%s", link_error->message);
+  /* the copies served the negotiation; webrtcbin keeps its descriptions */
+  g_clear_pointer (&peer->answer, gst_sdp_message_free);
+  g_clear_pointer (&peer->offer, gst_sdp_message_free);
+}
+
+static void
+on_applied (GstPromise * promise, gpointer data)
+{
+  LegbaPeer *peer = data;
+
+  legba_peer_invoke (peer, description_applied, promise_error (promise),
+      g_free);
+  promise_done (peer, promise);
+}
+
+static GstPromise *
+applied_promise (LegbaPeer * peer)
+{
+  return gst_promise_new_with_change_func (on_applied, legba_peer_ref (peer),
+      promise_peer_unref);
+}
+
+static void
+remember_mids (LegbaPeer * peer, const GstSDPMessage * sdp)
+{
+  guint n = MIN (gst_sdp_message_medias_len (sdp), G_N_ELEMENTS (peer->mids));
+
+  for (guint i = 0; i < n; i++) {
+    const GstSDPMedia *media = gst_sdp_message_get_media (sdp, i);
+
+    g_free (peer->mids[i]);
+    peer->mids[i] = g_strdup (gst_sdp_media_get_attribute_val (media, "mid"));
+  }
+}
+
+static void
+description_created (LegbaPeer * peer, gpointer data)
+{
+  GstWebRTCSessionDescription *desc = data;
+  gboolean offer = peer->role == LEGBA_PEER_OFFERER;
+  g_autoptr (JsonObject) signal = json_object_new ();
+  g_autofree char *text = NULL;
+
+  if (desc == NULL) {
+    fail_peer (peer, offer ? "could not create an offer" :
+        "could not answer the offer");
+    return;
+  }
+  progress (peer);
+  fix_fingerprints (desc->sdp);
+  if (!offer && peer->offer != NULL)
+    legba_room_media_complete_answer (peer->offer, desc->sdp);
+  remember_mids (peer, desc->sdp);
+  if (!offer)
+    gst_sdp_message_copy (desc->sdp, &peer->answer);
+  emit_with_promise (peer, "set-local-description", desc,
+      applied_promise (peer));
+  text = gst_sdp_message_as_text (desc->sdp);
+  json_object_set_string_member (signal, "pc", peer->pc);
+  json_object_set_string_member (signal, "type", offer ? "offer" : "answer");
+  json_object_set_string_member (signal, "sdp", text);
+  GST_DEBUG ("pc %s: sending the %s", peer->pc, offer ? "offer" : "answer");
+  legba_room_send_signal (peer->room, peer, signal);
+  /* §4: the description leaves before any of its candidates */
+  peer->local_sent = TRUE;
+  if (peer->local_candidates->len > 0 || peer->local_candidates_end)
+    schedule_flush (peer);
+}
+
+static void
+on_description_created (GstPromise * promise, gpointer data)
+{
+  LegbaPeer *peer = data;
+  GstWebRTCSessionDescription *desc = NULL;
+  const char *field = peer->role == LEGBA_PEER_OFFERER ? "offer" : "answer";
+
+  if (gst_promise_wait (promise) == GST_PROMISE_RESULT_REPLIED &&
+      gst_promise_get_reply (promise) != NULL)
+    gst_structure_get (gst_promise_get_reply (promise), field,
+        GST_TYPE_WEBRTC_SESSION_DESCRIPTION, &desc, NULL);
+  legba_peer_invoke (peer, description_created, desc,
+      (GDestroyNotify) gst_webrtc_session_description_free);
+  promise_done (peer, promise);
+}
+
+static GstPromise *
+created_promise (LegbaPeer * peer)
+{
+  return gst_promise_new_with_change_func (on_description_created,
+      legba_peer_ref (peer), promise_peer_unref);
+}
+
+/* §5: exactly one video and one audio transceiver, sendrecv for a kind
+ * this participant publishes, recvonly otherwise; NACK/RTX on video. */
+static void
+add_transceivers (LegbaPeer * peer)
+{
+  for (LegbaTrackKind kind = 0; kind < 2; kind++) {
+    g_autoptr (GstCaps) caps = legba_room_media_codec_preferences (peer->room,
+        kind, peer->role);
+    GstWebRTCRTPTransceiverDirection direction = peer->room->tracks[kind] ?
+        GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDRECV :
+        GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY;
+    GstWebRTCRTPTransceiver *transceiver = NULL;
+
+    /* The SSRC we send under, announced in the description: webrtcbin
+     * 1.22 knows none before the payloader's caps reach it (after
+     * negotiation), and then writes an RTX group for SSRC 0 and gives the
+     * track's msid to the RTX stream; a browser decodes the stream sent
+     * under an unannounced SSRC but hands its frames to no track. */
+    if (direction == GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDRECV) {
+      peer->media[kind].ssrc = (guint32) g_random_int_range (1, G_MAXINT32);
+      caps = gst_caps_make_writable (caps);
+      for (guint i = 0; i < gst_caps_get_size (caps); i++)
+        gst_structure_set (gst_caps_get_structure (caps, i), "ssrc",
+            G_TYPE_UINT, peer->media[kind].ssrc, NULL);
+    }
+    g_signal_emit_by_name (peer->webrtcbin, "add-transceiver", direction, caps,
+        &transceiver);
+    if (transceiver != NULL && kind == LEGBA_TRACK_KIND_VIDEO)
+      g_object_set (transceiver, "do-nack", TRUE, NULL);
+    peer->transceivers[kind] = g_steal_pointer (&transceiver);
+  }
+}
+
+static void
+start_offer (LegbaPeer * peer)
+{
+  add_transceivers (peer);
+  if (!create_channels (peer)) {
+    fail_peer (peer, "could not create the data channels (is the sctp "
+        "plugin installed?)");
+    return;
+  }
+  /* WEBRTCBIN-1.22.md: on-negotiation-needed may fire before the session
+   * is fully described; the offer is made here, once it is. */
+  emit_with_promise (peer, "create-offer", NULL, created_promise (peer));
+}
+
+static GstWebRTCSessionDescription *
+parse_description (LegbaPeer * peer, GstWebRTCSDPType type, const char *sdp)
+{
+  GstSDPMessage *message = NULL;
+
+  if (gst_sdp_message_new_from_text (sdp, &message) != GST_SDP_OK ||
+      gst_sdp_message_medias_len (message) == 0) {
+    g_message ("pc %s: dropping an unreadable %s", peer->pc,
+        gst_webrtc_sdp_type_to_string (type));
+    g_clear_pointer (&message, gst_sdp_message_free);
+    return NULL;
+  }
+  return gst_webrtc_session_description_new (type, message);
+}
+
+/* §5: an m-line none of our transceivers took (a codec we do not
+ * publish, a second track of a kind) is only received. */
+static void
+receive_only_the_rest (LegbaPeer * peer)
+{
+  GArray *transceivers = NULL;
+
+  g_signal_emit_by_name (peer->webrtcbin, "get-transceivers", &transceivers);
+  for (guint i = 0; transceivers != NULL && i < transceivers->len; i++) {
+    GstWebRTCRTPTransceiver *t = g_array_index (transceivers,
+        GstWebRTCRTPTransceiver *, i);
+
+    if (t != peer->transceivers[0] && t != peer->transceivers[1])
+      g_object_set (t, "direction",
+          GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY, NULL);
+  }
+  g_clear_pointer (&transceivers, g_array_unref);
+}
+
+static void
+offer_applied (LegbaPeer * peer, gpointer data)
+{
+  if (data != NULL) {
+    fail_peer (peer, data);
+    return;
+  }
+  peer->applied++;
+  progress (peer);
+  receive_only_the_rest (peer);
+  emit_with_promise (peer, "create-answer", NULL, created_promise (peer));
+}
+
+static void
+on_offer_applied (GstPromise * promise, gpointer data)
+{
+  LegbaPeer *peer = data;
+
+  legba_peer_invoke (peer, offer_applied, promise_error (promise), g_free);
+  promise_done (peer, promise);
+}
+
+static void
+answer_offer (LegbaPeer * peer)
+{
+  GstWebRTCSessionDescription *offer = g_steal_pointer (&peer->pending_offer);
+
+  add_transceivers (peer);
+  g_clear_pointer (&peer->offer, gst_sdp_message_free);
+  gst_sdp_message_copy (offer->sdp, &peer->offer);
+  emit_with_promise (peer, "set-remote-description", offer,
+      gst_promise_new_with_change_func (on_offer_applied,
+          legba_peer_ref (peer), promise_peer_unref));
+  gst_webrtc_session_description_free (offer);
+  /* webrtcbin applies operations in order: candidates may follow now */
+  peer->remote_set = TRUE;
+  apply_remote_candidates (peer);
+}
+
+void
+legba_peer_start (LegbaPeer * peer)
+{
+  g_return_if_fail (peer->role == LEGBA_PEER_OFFERER);
+
+  if (!legba_room_media_ready (peer->room)) {
+    GST_DEBUG ("pc %s: waiting for the local tracks' caps", peer->pc);
+    peer->waiting_media = TRUE;
+    return;
+  }
+  start_offer (peer);
+}
+
+void
+legba_peer_handle_offer (LegbaPeer * peer, const char *sdp)
+{
+  g_return_if_fail (peer->role == LEGBA_PEER_ANSWERER);
+
+  peer->pending_offer = parse_description (peer, GST_WEBRTC_SDP_TYPE_OFFER,
+      sdp);
+  if (peer->pending_offer == NULL) {
+    fail_peer (peer, "unreadable offer");
+    return;
+  }
+  legba_room_media_remote_description (peer->pending_offer->sdp);
+  if (!legba_room_media_ready (peer->room)) {
+    GST_DEBUG ("pc %s: waiting for the local tracks' caps", peer->pc);
+    peer->waiting_media = TRUE;
+    return;
+  }
+  answer_offer (peer);
+}
+
+void
+legba_peer_media_ready (LegbaPeer * peer)
+{
+  if (!peer->waiting_media)
+    return;
+  peer->waiting_media = FALSE;
+  if (peer->role == LEGBA_PEER_OFFERER)
+    start_offer (peer);
+  else
+    answer_offer (peer);
+}
+
+void
+legba_peer_handle_answer (LegbaPeer * peer, const char *sdp)
+{
+  GstWebRTCSessionDescription *answer;
+
+  if (peer->role != LEGBA_PEER_OFFERER || peer->remote_set || !peer->local_sent) {
+    g_message ("pc %s: dropping an answer that was not asked for", peer->pc);
+    return;
+  }
+  answer = parse_description (peer, GST_WEBRTC_SDP_TYPE_ANSWER, sdp);
+  if (answer == NULL)
+    return;
+  gst_sdp_message_copy (answer->sdp, &peer->answer);
+  legba_room_media_remote_description (answer->sdp);
+  emit_with_promise (peer, "set-remote-description", answer,
+      applied_promise (peer));
+  gst_webrtc_session_description_free (answer);
+  peer->remote_set = TRUE;
+  apply_remote_candidates (peer);
+}
+
+gboolean
+legba_peer_awaits_answer (LegbaPeer * peer)
+{
+  return peer->role == LEGBA_PEER_OFFERER && !peer->remote_set;
+}
+
+/* ---- Knobs (WEBRTCBIN-1.22.md) ---- */
+
+static void
+on_deep_element_added (GstBin * bin, GstBin * sub_bin, GstElement * element,
+    LegbaPeer * peer)
+{
+  GstElementFactory *factory = gst_element_get_factory (element);
+  const char *name = factory ? GST_OBJECT_NAME (factory) : "";
+
+  if (strcmp (name, "dtlssrtpdec") == 0) {
+    const char *pem = legba_room_certificate_pem ();
+
+    if (pem != NULL)
+      g_object_set (element, "pem", pem, NULL);
+  } else if (strcmp (name, "sctpenc") == 0 || strcmp (name, "sctpdec") == 0) {
+    g_object_set (element, "sctp-association-id", (guint) peer->sctp_id, NULL);
+    if (name[4] == 'e') {
+      g_mutex_lock (&peer->lock);
+      gst_object_replace ((GstObject **) & peer->sctpenc, GST_OBJECT (element));
+      g_mutex_unlock (&peer->lock);
+    } else {
+      legba_peer_tap_decoder (peer, element);
+    }
+  } else if (strcmp (name, "nicesrc") == 0) {
+    legba_peer_media_watch_input (peer, element);
+  }
+}
+
+static char **
+effective_local_addresses (LegbaRoom * room)
+{
+  g_autofree char *url = NULL;
+
+  if (room->local_addresses != NULL)
+    return g_strdupv (room->local_addresses);
+  if (g_object_class_find_property (G_OBJECT_GET_CLASS (room->signaller),
+          "server-url") != NULL)
+    g_object_get (room->signaller, "server-url", &url, NULL);
+  if (legba_url_is_loopback (url)) {
+    char *loopback[] = { (char *) "127.0.0.1", NULL };
+
+    return g_strdupv (loopback);
+  }
+  return NULL;
+}
+
+static void
+configure_ice (LegbaPeer * peer)
+{
+  LegbaRoom *room = peer->room;
+  g_autoptr (GObject) ice = NULL;
+  g_autoptr (GObject) agent = NULL;
+  g_auto (GStrv) addresses = effective_local_addresses (room);
+
+  g_object_get (peer->webrtcbin, "ice-agent", &ice, NULL);
+  if (ice != NULL &&
+      g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "ice-tcp"))
+    g_object_set (ice, "ice-tcp", room->ice_tcp, NULL);
+  if (ice == NULL ||
+      g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent") == NULL)
+    return;
+  g_object_get (ice, "agent", &agent, NULL);
+  if (agent == NULL || !NICE_IS_AGENT (agent))
+    return;
+  g_object_set (agent, "upnp", FALSE, "stun-pacing-timer",
+      room->stun_pacing_timer, NULL);
+  if (g_object_class_find_property (G_OBJECT_GET_CLASS (agent),
+          "idle-timeout") != NULL)
+    g_object_set (agent, "idle-timeout", room->ice_idle_timeout, NULL);
+  for (guint i = 0; addresses != NULL && addresses[i] != NULL; i++) {
+    NiceAddress address;
+
+    nice_address_init (&address);
+    if (nice_address_set_from_string (&address, addresses[i]))
+      nice_agent_add_local_address (NICE_AGENT (agent), &address);
+    else
+      g_warning ("local-addresses: '%s' is not an IP address", addresses[i]);
+  }
+}
+
+/* webrtcbin 1.22 answers rtpbin's request-fec-decoder-full with a ULPFEC
+ * decoder for every stream it receives, and rtpbin 1.22 records that
+ * decoder in two lists of its own from the stream's thread, with no lock
+ * (gstrtpbin.c, expose_recv_src_pad): a participant's audio and video,
+ * starting together on their two jitter buffer threads, can lose an
+ * entry, and the decoder is then never freed. A room negotiates no FEC
+ * (ROOM-PROTOCOL.md §5: the codecs it offers and accepts are H.264, VP8
+ * and Opus), so that decoder would only pass packets on: webrtcbin's
+ * handler is taken off, and rtpbin gets no decoder to record. The packets
+ * webrtcbin has each session's rtpstorage keep for such a decoder (the
+ * jitter buffer's latency plus 50 ms of them) are not kept either. */
+static void
+on_new_storage (GstElement * rtpbin, GstElement * storage, guint session,
+    gpointer data)
+{
+  g_object_set (storage, "size-time", (guint64) 0, NULL);
+}
+
+static void
+refuse_fec (GstElement * webrtcbin)
+{
+  g_autoptr (GstElement) rtpbin = gst_bin_get_by_name (GST_BIN (webrtcbin),
+      "rtpbin");
+  guint id;
+
+  if (rtpbin == NULL)
+    return;
+  id = g_signal_lookup ("request-fec-decoder-full", G_OBJECT_TYPE (rtpbin));
+  if (id != 0)
+    g_signal_handlers_disconnect_matched (rtpbin, G_SIGNAL_MATCH_ID |
+        G_SIGNAL_MATCH_DATA, id, 0, NULL, NULL, webrtcbin);
+  /* after webrtcbin's own handler, which sets the size */
+  g_signal_connect (rtpbin, "new-storage", G_CALLBACK (on_new_storage), NULL);
+}
+
+static void
+configure_webrtcbin (LegbaPeer * peer)
+{
+  LegbaRoom *room = peer->room;
+
+  g_object_set (peer->webrtcbin, "bundle-policy",
+      GST_WEBRTC_BUNDLE_POLICY_MAX_BUNDLE, "latency", room->latency,
+      "ice-transport-policy", room->ice_transport_policy, NULL);
+  if (room->stun_server != NULL)
+    g_object_set (peer->webrtcbin, "stun-server", room->stun_server, NULL);
+  /* An explicit turn-server wins over those the signaller handed out */
+  if (room->turn_server != NULL) {
+    g_object_set (peer->webrtcbin, "turn-server", room->turn_server, NULL);
+    peer->uses_turn = TRUE;
+  } else {
+    for (guint i = 0; room->ice_servers && room->ice_servers[i]; i++) {
+      gboolean added = FALSE;
+
+      g_signal_emit_by_name (peer->webrtcbin, "add-turn-server",
+          room->ice_servers[i], &added);
+      peer->uses_turn |= added;
+    }
+  }
+  configure_ice (peer);
+  refuse_fec (peer->webrtcbin);
+}
+
+static gboolean
+check_plugins (GError ** error)
+{
+  static const char *const needed[][2] = {
+    {"webrtcbin", "webrtcbin (gst-plugins-bad, the webrtc plugin)"},
+    {"nicesrc", "the nice plugin (gstreamer1.0-nice)"},
+    {"dtlssrtpdec", "the dtls plugin (gst-plugins-bad)"},
+    {"srtpdec", "the srtp plugin (gst-plugins-bad)"},
+    {"sctpenc", "the sctp plugin (gst-plugins-bad)"},
+    {"rtpbin", "the rtpmanager plugin (gst-plugins-good)"},
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (needed); i++) {
+    g_autoptr (GstElementFactory) factory =
+        gst_element_factory_find (needed[i][0]);
+
+    if (factory == NULL) {
+      g_set_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_MISSING_PLUGIN,
+          "The GStreamer element %s is missing: install %s", needed[i][0],
+          needed[i][1]);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static void
+connect_webrtcbin (LegbaPeer * peer)
+{
+  struct
+  {
+    const char *name;
+    GCallback callback;
+  } handlers[] = {
+    {"on-ice-candidate", G_CALLBACK (on_ice_candidate)},
+    {"notify::ice-gathering-state", G_CALLBACK (on_gathering_state)},
+    {"notify::connection-state", G_CALLBACK (on_connection_state)},
+    {"on-data-channel", G_CALLBACK (on_data_channel)},
+    {"pad-added", G_CALLBACK (legba_peer_media_on_pad_added)},
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (handlers); i++)
+    g_signal_connect_data (peer->webrtcbin, handlers[i].name,
+        handlers[i].callback, legba_peer_ref (peer),
+        legba_peer_closure_unref, 0);
+  g_signal_connect_data (peer->bin, "deep-element-added",
+      G_CALLBACK (on_deep_element_added), legba_peer_ref (peer),
+      legba_peer_closure_unref, 0);
+}
+
+LegbaPeer *
+legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
+    const char *pc, LegbaPeerRole role, GError ** error)
+{
+  LegbaPeer *peer;
+  g_autofree char *name = NULL;
+
+  if (!check_plugins (error))
+    return NULL;
+  peer = g_new0 (LegbaPeer, 1);
+  g_atomic_ref_count_init (&peer->ref);
+  g_mutex_init (&peer->lock);
+  peer->room = room;
+  peer->participant = g_object_ref (participant);
+  peer->pc = g_strdup (pc);
+  peer->role = role;
+  peer->created = g_get_monotonic_time ();
+  peer->sctp_id = legba_room_next_sctp_association_id ();
+  peer->remote_candidates =
+      g_ptr_array_new_with_free_func ((GDestroyNotify) json_node_unref);
+  peer->local_candidates =
+      g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
+  peer->promises = g_ptr_array_new ();
+
+  name = g_strdup_printf ("legba-peer-%s", pc);
+  peer->bin = GST_BIN (gst_object_ref_sink (g_object_new (LEGBA_TYPE_PEER_BIN,
+              "name", name, NULL)));
+  peer_bin_set_peer (peer->bin, peer);
+  peer->webrtcbin = gst_object_ref_sink (gst_element_factory_make ("webrtcbin",
+          "webrtcbin"));
+  configure_webrtcbin (peer);
+  connect_webrtcbin (peer);
+  gst_bin_add (peer->bin, peer->webrtcbin);
+  gst_bin_add (room->bin, GST_ELEMENT (peer->bin));
+  gst_element_sync_state_with_parent (GST_ELEMENT (peer->bin));
+  /* negotiation needs webrtcbin running, media only the parent's PLAYING */
+  if (GST_STATE_TARGET (peer->bin) < GST_STATE_READY)
+    gst_element_set_state (GST_ELEMENT (peer->bin), GST_STATE_READY);
+  peer->connect_timeout = legba_room_timeout (room,
+      LEGBA_ROOM_PEER_CONNECT_TIMEOUT_MS, connect_timed_out, peer, NULL);
+  return peer;
+}
+
+static void
+unlink_sctp_pad (const GValue * item, gpointer data)
+{
+  GstPad *pad = g_value_get_object (item);
+  GstPad *peer_pad = gst_pad_get_peer (pad);
+  GstElement *source;
+
+  if (peer_pad == NULL)
+    return;
+  source = gst_pad_get_parent_element (peer_pad);
+  if (source != NULL) {
+    gst_element_set_locked_state (source, TRUE);
+    gst_element_set_state (source, GST_STATE_NULL);
+    gst_object_unref (source);
+  }
+  gst_pad_unlink (peer_pad, pad);
+  gst_object_unref (peer_pad);
+}
+
+/* webrtcbin 1.22: a data channel that closes (the remote reset its
+ * stream, or it failed) releases its sctpenc pad from a task on
+ * webrtcbin's thread, while sctpenc, going down to READY, removes the same
+ * pads on ours: whichever comes second releases a pad that is no longer
+ * sctpenc's. So before the peer's bin stops, the channels are unlinked
+ * from sctpenc (a closing channel then finds nothing to release), and a
+ * task already past that point is waited for: webrtcbin runs its tasks in
+ * order, so the reply to a request queued now comes after it.
+ * Each channel's source is stopped before its pad is unlinked: a source
+ * still running would push into the unlinked pad and post an error,
+ * which the channel's bin in 1.22 takes without ever freeing it (the
+ * message, and with it the source, would outlive the pipeline). */
+static void
+detach_data_channels (LegbaPeer * peer)
+{
+  GstElement *sctpenc;
+  GstIterator *it;
+  GstPromise *promise;
+
+  g_mutex_lock (&peer->lock);
+  sctpenc = peer->sctpenc ? gst_object_ref (peer->sctpenc) : NULL;
+  g_mutex_unlock (&peer->lock);
+  if (sctpenc == NULL)
+    return;
+  it = gst_element_iterate_sink_pads (sctpenc);
+  while (gst_iterator_foreach (it, unlink_sctp_pad, NULL) ==
+      GST_ITERATOR_RESYNC)
+    gst_iterator_resync (it);
+  gst_iterator_free (it);
+  gst_object_unref (sctpenc);
+  /* a closed webrtcbin replies at once */
+  promise = gst_promise_new ();
+  g_signal_emit_by_name (peer->webrtcbin, "get-stats", NULL, promise);
+  gst_promise_wait (promise);
+  gst_promise_unref (promise);
+}
+
+static void
+agent_closed (GObject * agent, GAsyncResult * result, gpointer data)
+{
+  *(gboolean *) data = TRUE;
+}
+
+static gboolean
+close_expired (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* Allocations on a TURN server outlive the connection unless released
+ * (the server keeps them for their lifetime, 10 min by default, and may
+ * count them against the user), and webrtcbin 1.22 never releases them.
+ * They are released while the connection still runs, so that the
+ * server's replies are read: a wait of at most 2 s, for connections that
+ * use a TURN server only. */
+static void
+release_turn_allocations (LegbaPeer * peer)
+{
+  g_autoptr (GObject) ice = NULL;
+  g_autoptr (GObject) agent = NULL;
+  g_autoptr (GMainContext) context = NULL;
+  GSource *deadline;
+  gboolean closed = FALSE, expired = FALSE;
+
+  if (!peer->uses_turn)
+    return;
+  g_object_get (peer->webrtcbin, "ice-agent", &ice, NULL);
+  if (ice == NULL ||
+      g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent") == NULL)
+    return;
+  g_object_get (ice, "agent", &agent, NULL);
+  if (agent == NULL || !NICE_IS_AGENT (agent))
+    return;
+  context = g_main_context_new ();
+  g_main_context_push_thread_default (context);
+  nice_agent_close_async (NICE_AGENT (agent), agent_closed, &closed);
+  deadline = g_timeout_source_new (2000);
+  g_source_set_callback (deadline, close_expired, &expired, NULL);
+  g_source_attach (deadline, context);
+  while (!closed && !expired)
+    g_main_context_iteration (context, TRUE);
+  g_source_destroy (deadline);
+  g_source_unref (deadline);
+  g_main_context_pop_thread_default (context);
+  if (!closed)
+    GST_WARNING ("pc %s: the TURN server did not confirm the release of "
+        "its allocations within 2 s", peer->pc);
+}
+
+void
+legba_peer_close (LegbaPeer * peer)
+{
+  LegbaRoom *room = peer->room;
+
+  if (room == NULL)
+    return;
+  legba_clear_source (&peer->batch_source);
+  legba_clear_source (&peer->connect_timeout);
+  peer->connect_expired = FALSE;
+  g_mutex_lock (&peer->lock);
+  peer->closing = TRUE;
+  g_mutex_unlock (&peer->lock);
+  legba_peer_data_close (peer);
+  legba_peer_media_unlink (peer);
+  g_signal_handlers_disconnect_by_data (peer->webrtcbin, peer);
+  g_signal_handlers_disconnect_by_data (peer->bin, peer);
+  peer_bin_set_peer (peer->bin, NULL);
+  for (guint i = 0; i < G_N_ELEMENTS (peer->channels); i++)
+    if (peer->channels[i] != NULL)
+      g_signal_handlers_disconnect_by_data (peer->channels[i], peer);
+  detach_data_channels (peer);
+  release_turn_allocations (peer);
+  gst_element_set_locked_state (GST_ELEMENT (peer->bin), TRUE);
+  gst_element_set_state (GST_ELEMENT (peer->bin), GST_STATE_NULL);
+  legba_peer_data_closed (peer);
+  expire_promises (peer);
+  if (room->bin != NULL)
+    gst_bin_remove (room->bin, GST_ELEMENT (peer->bin));
+  peer->room = NULL;
+  GST_DEBUG ("pc %s: closed", peer->pc);
+}
+
+gboolean
+legba_peer_is_live (LegbaPeer * peer)
+{
+  gint64 last;
+
+  g_mutex_lock (&peer->lock);
+  last = peer->last_rx;
+  g_mutex_unlock (&peer->lock);
+  return peer->connected && last > 0 &&
+      g_get_monotonic_time () - last < LEGBA_ROOM_LIVENESS_MS * 1000;
+}
+
+/* ---- Stats ---- */
+
+static void
+stats_ready (LegbaPeer * peer, gpointer data)
+{
+  GstStructure *summary = legba_peer_media_summarize (peer, data);
+
+  legba_peer_data_add_stats (peer, summary);
+  if (peer->participant->peer == peer)
+    legba_participant_take_stats (peer->participant, summary);
+  else
+    gst_structure_free (summary);
+}
+
+static void
+on_stats (GstPromise * promise, gpointer data)
+{
+  LegbaPeer *peer = data;
+  const GstStructure *reply = NULL;
+
+  if (gst_promise_wait (promise) == GST_PROMISE_RESULT_REPLIED)
+    reply = gst_promise_get_reply (promise);
+  if (reply != NULL)
+    legba_peer_invoke (peer, stats_ready, gst_structure_copy (reply),
+        (GDestroyNotify) gst_structure_free);
+  promise_done (peer, promise);
+}
+
+void
+legba_peer_update_stats (LegbaPeer * peer)
+{
+  GstPromise *promise;
+
+  /* nothing to count before, and webrtcbin 1.22 is safest left alone
+   * while it negotiates */
+  if (!peer->connected)
+    return;
+  /* until an RTP stream flows either way webrtcbin has nothing of the
+   * participant's to count, and its get-stats is not cheap: in a
+   * process of a thousand data-only rooms the refreshes alone would
+   * take much of the CPU */
+  if (!peer->rtp_seen)
+    peer->rtp_seen = legba_peer_media_has_streams (peer);
+  if (!peer->rtp_seen) {
+    GstStructure *none = gst_structure_new_empty ("webrtc-stats");
+
+    stats_ready (peer, none);
+    gst_structure_free (none);
+    return;
+  }
+  promise = gst_promise_new_with_change_func (on_stats, legba_peer_ref (peer),
+      promise_peer_unref);
+  emit_with_promise (peer, "get-stats", NULL, promise);
+}

@@ -1,0 +1,298 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * What the parts of LegbaRoom share: legba-room.c (state, participants,
+ * signalling), legba-room-peer.c (one webrtcbin per peer connection:
+ * negotiation, ICE, knobs), legba-room-media.c (local tracks teed to every
+ * peer, received tracks, stats).
+ *
+ * Threads: everything here belongs to the room's main context unless a
+ * field says otherwise. Streaming threads touch only what is marked
+ * "(lock)", under the lock named, and hand the rest over with
+ * legba_room_invoke().
+ */
+#pragma once
+
+#include <legba/room/legba-room.h>
+
+#include <string.h>
+#define GST_USE_UNSTABLE_API
+#include <gst/webrtc/webrtc.h>
+
+G_BEGIN_DECLS
+
+GST_DEBUG_CATEGORY_EXTERN (legba_room_debug);
+#define GST_CAT_DEFAULT legba_room_debug
+void legba_room_debug_init (void);
+
+/* ROOM-PROTOCOL.md §3 */
+#define LEGBA_ROOM_OFFER_WAIT_MS 3000
+#define LEGBA_ROOM_GRACE_MS 10000
+/* §3: after a bye from the smaller id (its end of the connection failed)
+ * the greater id offers a fresh connection this much later: long enough
+ * for the member_removed of a participant that said bye because it left,
+ * short beside the offer wait. A second bye in a row waits the full
+ * LEGBA_ROOM_OFFER_WAIT_MS. */
+#define LEGBA_ROOM_REOFFER_MS 250
+/* ROOM-PROTOCOL.md §4 */
+#define LEGBA_ROOM_CANDIDATE_BATCH_MS 50
+#define LEGBA_ROOM_EARLY_SIGNAL_MS 10000
+/* A peer connection that makes no progress towards connected (a
+ * description, a candidate, a state change, a data channel open) for this
+ * long counts as failed. */
+#define LEGBA_ROOM_PEER_CONNECT_TIMEOUT_MS 20000
+/* A peer whose packets stopped this long ago is not "still connected"
+ * when the server reports it gone (§3 grace period). */
+#define LEGBA_ROOM_LIVENESS_MS 1500
+/* At most one key-frame request upstream per this interval: ten key
+ * frames a second at most, whatever the peers ask, and a receiver whose
+ * first key frame came incomplete gets the next within about a jitter
+ * buffer's latency (docs/rooms.md, Key frames). */
+#define LEGBA_ROOM_KEY_UNIT_INTERVAL_US (100 * G_TIME_SPAN_MILLISECOND)
+/* what a peer's send queue holds before its frames are dropped */
+#define LEGBA_ROOM_SEND_QUEUE_TIME (1 * GST_SECOND)
+
+#define LEGBA_ROOM_CHANNEL_RELIABLE "legba"
+#define LEGBA_ROOM_CHANNEL_LOSSY "legba-lossy"
+
+#define LEGBA_TWCC_URI \
+  "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"
+
+typedef struct _LegbaPeer LegbaPeer;
+/* legba-room-data.c */
+typedef struct _LegbaRoomData LegbaRoomData;
+typedef struct _LegbaPeerData LegbaPeerData;
+
+/* ---- Participants (legba-participant.c) ---- */
+
+struct _LegbaParticipant
+{
+  GObject parent;
+
+  char *id;
+  char *identity;
+  char *name;
+  LegbaParticipantState state;
+  GstStructure *stats;
+
+  /* the room's bookkeeping */
+  LegbaPeer *peer;              /* current peer connection, owned */
+  GSource *offer_timeout;       /* §3: the 3 s rule */
+  GSource *grace_timeout;       /* §3: member_removed grace period */
+  gint64 away_since;            /* monotonic time of member_removed */
+  guint attempts;               /* failed peer connections in a row */
+  gboolean listed;              /* in the room's list model */
+  gboolean removed;             /* the server lists it no more */
+};
+
+LegbaParticipant *legba_participant_new (const char *id,
+    LegbaSignalMember * member);
+void legba_participant_set_state (LegbaParticipant * self,
+    LegbaParticipantState state);
+void legba_participant_take_stats (LegbaParticipant * self,
+    GstStructure * stats);
+
+/* ---- Local tracks (legba-room-media.c) ---- */
+
+typedef struct
+{
+  LegbaRoom *room;              /* unowned: the track lives in the room */
+  LegbaTrackKind kind;
+  GstElement *tee;
+  GstElement *capsfilter;       /* the accepted caps, before the tee */
+  GstPad *sinkpad;              /* the capsfilter's sink pad, the app's */
+  /* (lock: room->lock) */
+  GstCaps *caps;                /* of the encoded stream, NULL until known */
+  gint64 last_key_unit;         /* monotonic time of the last request */
+  GSource *key_unit_later;      /* a request held back by the rate limit */
+} LegbaLocalTrack;
+
+/* ---- The room ---- */
+
+struct _LegbaRoom
+{
+  GObject parent;
+
+  GMainContext *context;
+  LegbaSignaller *signaller;
+  GstBin *bin;                  /* weak: the room lives inside it */
+  gulong signaller_handlers[7];
+
+  /* configuration */
+  char *room_name;
+  char *identity;
+  char *display_name;
+  char *participant_id;
+  guint max_participants;
+  guint latency;
+  char *stun_server;
+  char *turn_server;
+  char **ice_servers;           /* TURN URIs the signaller handed out */
+  GstWebRTCICETransportPolicy ice_transport_policy;
+  char **local_addresses;
+  guint stun_pacing_timer;
+  guint ice_idle_timeout;
+  gboolean ice_tcp;
+  guint stats_interval;
+
+  LegbaRoomState state;
+  GTask *connect_task;
+  gulong cancel_handler;
+  GListStore *participants;     /* LegbaParticipant, listed ones */
+  GHashTable *by_id;            /* participant id -> LegbaParticipant */
+  GHashTable *peers;            /* pc id -> LegbaPeer (unowned) */
+  GHashTable *early;            /* "from\npc" -> EarlySignals */
+  GSource *stats_source;
+
+  GMutex lock;
+  LegbaLocalTrack *tracks[2];   /* by LegbaTrackKind */
+
+  LegbaRoomData *data;          /* application data (§6, §7) */
+};
+
+void legba_room_invoke (LegbaRoom * self, GSourceFunc func, gpointer data,
+    GDestroyNotify notify);
+GSource *legba_room_timeout (LegbaRoom * self, guint ms, GSourceFunc func,
+    gpointer data, GDestroyNotify notify);
+void legba_clear_source (GSource ** source);
+gboolean legba_room_send_signal (LegbaRoom * self, LegbaPeer * peer,
+    JsonObject * signal);
+void legba_room_report (LegbaRoom * self, LegbaRoomError code,
+    const char *format, ...) G_GNUC_PRINTF (3, 4);
+gboolean legba_room_local_is_greater (LegbaRoom * self, const char *other);
+void legba_room_peer_connected (LegbaRoom * self, LegbaPeer * peer);
+void legba_room_peer_failed (LegbaRoom * self, LegbaPeer * peer,
+    const char *why);
+const char *legba_enum_nick (GType type, int value);
+
+/* ---- Peer connections (legba-room-peer.c) ---- */
+
+typedef enum
+{
+  LEGBA_PEER_OFFERER,
+  LEGBA_PEER_ANSWERER,
+} LegbaPeerRole;
+
+typedef struct
+{
+  /* sending: a branch from the local track's tee into webrtcbin */
+  GstPad *tee_pad;              /* request pad of the local tee */
+  GstPad *bin_sink;             /* ghost pad of the peer's bin */
+  GstElement *elements[4];      /* queue, payloader, capsfilter, NULL */
+  GstPad *webrtc_sink;          /* request pad of webrtcbin */
+  guint32 ssrc;                 /* announced in the codec preferences */
+
+  /* receiving: the depayloaded stream of the participant */
+  GstPad *track_pad;            /* ghost src pad of the peer's bin (lock) */
+  gboolean receiving;           /* a receive branch exists (lock) */
+  gboolean track_announced;
+} LegbaPeerMedia;
+
+struct _LegbaPeer
+{
+  gatomicrefcount ref;
+  LegbaRoom *room;              /* unowned; NULL once closed */
+  LegbaParticipant *participant;        /* owned */
+  char *pc;
+  LegbaPeerRole role;
+
+  GstBin *bin;                  /* holds webrtcbin and the media branches */
+  GstElement *webrtcbin;
+  gboolean uses_turn;           /* given a TURN server */
+  guint16 sctp_id;              /* unique in the process */
+  GstElement *sctpenc;          /* webrtcbin's, once it made one (lock) */
+  GstWebRTCRTPTransceiver *transceivers[2];     /* ours, by kind */
+  GstSDPMessage *answer;        /* the negotiated media, from the answer
+                                 * until the media is linked (negotiated) */
+  char *mids[3];                /* of our description's first m-lines */
+
+  gboolean remote_set;          /* the remote description is applied */
+  gboolean local_sent;          /* our description left */
+  guint applied;                /* descriptions webrtcbin applied */
+  gboolean negotiated;          /* offer and answer both applied */
+  gboolean waiting_media;       /* negotiation waits for local caps */
+  GstWebRTCSessionDescription *pending_offer; /* answerer: the offer,
+                                                 * while it waits */
+  GstSDPMessage *offer;         /* answerer: the offer, from its
+                                 * application until negotiated */
+  GPtrArray *remote_candidates; /* JsonObject, until remote_set */
+  GPtrArray *local_candidates;  /* JsonObject, batched (§4: 50 ms) */
+  gboolean local_candidates_end;
+  GSource *batch_source;
+  GSource *connect_timeout;
+  gboolean connect_expired;     /* the deadline passed: failed unless a
+                                 * step already queued says otherwise */
+
+  GstWebRTCPeerConnectionState connection_state;
+  GstWebRTCDataChannel *channels[2];    /* legba, legba-lossy (NULL until
+                                         * either side sends lossy) */
+  gboolean channel_open[2];
+  gboolean connected;           /* reported to the room */
+  gint64 created;               /* monotonic, for the logs */
+
+  LegbaPeerMedia media[2];      /* by LegbaTrackKind */
+  GstStructure *last_stats;     /* previous summary, for bitrates */
+  gboolean rtp_seen;            /* a stream flowed: stats from webrtcbin */
+  gint64 last_stats_time;
+
+  GMutex lock;
+  /* (lock) */
+  gint64 last_rx;               /* monotonic time of the last packet in */
+  GPtrArray *promises;          /* GstPromise handed to webrtcbin, pending */
+  guint64 frames[2];            /* depayloaded frames, by kind */
+  gboolean closing;             /* no new receive branches */
+  LegbaPeerData *data;          /* received messages, channels watched */
+};
+
+typedef void (*PeerFunc) (LegbaPeer * peer, gpointer data);
+
+void legba_peer_invoke (LegbaPeer * peer, PeerFunc func, gpointer data,
+    GDestroyNotify free_data);
+LegbaPeer *legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
+    const char *pc, LegbaPeerRole role, GError ** error);
+LegbaPeer *legba_peer_ref (LegbaPeer * peer);
+void legba_peer_unref (LegbaPeer * peer);
+void legba_peer_closure_unref (gpointer peer, GClosure * closure);
+void legba_peer_start (LegbaPeer * peer);
+void legba_peer_handle_offer (LegbaPeer * peer, const char *sdp);
+void legba_peer_handle_answer (LegbaPeer * peer, const char *sdp);
+void legba_peer_handle_candidates (LegbaPeer * peer, JsonArray * candidates);
+void legba_peer_media_ready (LegbaPeer * peer);
+void legba_peer_close (LegbaPeer * peer);
+gboolean legba_peer_is_live (LegbaPeer * peer);
+gboolean legba_peer_awaits_answer (LegbaPeer * peer);
+void legba_peer_open_lossy (LegbaPeer * peer);
+void legba_peer_update_stats (LegbaPeer * peer);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (LegbaPeer, legba_peer_unref)
+
+/* ---- Media (legba-room-media.c) ---- */
+
+gboolean legba_room_media_ready (LegbaRoom * self);
+void legba_room_media_load_decoders (void);
+void legba_room_media_remote_description (const GstSDPMessage * sdp);
+GstCaps *legba_room_media_codec_preferences (LegbaRoom * self,
+    LegbaTrackKind kind, LegbaPeerRole role);
+void legba_room_media_free_track (LegbaLocalTrack * track);
+void legba_room_media_complete_answer (const GstSDPMessage * offer,
+    GstSDPMessage * answer);
+gboolean legba_peer_media_link_send (LegbaPeer * peer, GError ** error);
+void legba_peer_media_unlink (LegbaPeer * peer);
+void legba_peer_media_on_pad_added (GstElement * webrtcbin, GstPad * pad,
+    LegbaPeer * peer);
+void legba_peer_media_watch_input (LegbaPeer * peer, GstElement * nicesrc);
+gboolean legba_peer_media_has_streams (LegbaPeer * peer);
+GstStructure *legba_peer_media_summarize (LegbaPeer * peer,
+    const GstStructure * webrtc_stats);
+
+/* Signals of LegbaRoom the other parts emit. */
+void legba_room_emit_track (LegbaRoom * self, LegbaParticipant * participant,
+    LegbaTrackKind kind, GstPad * pad, gboolean added);
+
+/* ---- Process-wide (legba-room-peer.c) ---- */
+
+const char *legba_room_certificate_pem (void);
+guint16 legba_room_next_sctp_association_id (void);
+void legba_room_prepare_decoders (void);
+
+G_END_DECLS

@@ -1,0 +1,1633 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+/**
+ * SECTION:legba-room
+ * @title: LegbaRoom
+ * @short_description: one participant of a real-time room
+ *
+ * A #LegbaRoom joins a room through a #LegbaSignaller as one participant
+ * and runs the room protocol (ROOM-PROTOCOL.md): it keeps the list of the
+ * other participants, makes one peer connection (one webrtcbin) with each
+ * of them inside the #GstBin it was given, sends every local track to all
+ * of them and hands out what each of them sends.
+ *
+ * |[<!-- language="C" -->
+ * LegbaRoom *room = legba_room_new (LEGBA_SIGNALLER (client),
+ *     GST_BIN (pipeline));
+ * GstPad *video = legba_room_add_track (room, LEGBA_TRACK_KIND_VIDEO, NULL);
+ *
+ * gst_pad_link (gst_element_get_static_pad (encoder, "src"), video);
+ * g_object_set (room, "room", "demo", "identity", "alice", NULL);
+ * g_signal_connect (room, "track-added", G_CALLBACK (on_track), NULL);
+ * gst_element_set_state (pipeline, GST_STATE_PLAYING);
+ * legba_room_connect_async (room, NULL, on_connected, NULL);
+ * ]|
+ *
+ * Threads: see legba-room.h. Callbacks from GStreamer's streaming threads
+ * (webrtcbin's signals, pads, data channels) are handed to the room's main
+ * context; the room never calls into webrtcbin nor emits a signal while it
+ * holds its lock.
+ */
+#include <legba/room/legba-room-private.h>
+#include <legba/room/legba-room-data-private.h>
+#include <legba/common/legba-json.h>
+
+GST_DEBUG_CATEGORY (legba_room_debug);
+
+G_DEFINE_QUARK (legba - room - error - quark, legba_room_error);
+
+G_DEFINE_ENUM_TYPE (LegbaRoomState, legba_room_state,
+    G_DEFINE_ENUM_VALUE (LEGBA_ROOM_STATE_DISCONNECTED, "disconnected"),
+    G_DEFINE_ENUM_VALUE (LEGBA_ROOM_STATE_CONNECTING, "connecting"),
+    G_DEFINE_ENUM_VALUE (LEGBA_ROOM_STATE_CONNECTED, "connected"),
+    G_DEFINE_ENUM_VALUE (LEGBA_ROOM_STATE_RECONNECTING, "reconnecting"),
+    G_DEFINE_ENUM_VALUE (LEGBA_ROOM_STATE_FAILED, "failed"));
+
+G_DEFINE_ENUM_TYPE (LegbaTrackKind, legba_track_kind,
+    G_DEFINE_ENUM_VALUE (LEGBA_TRACK_KIND_VIDEO, "video"),
+    G_DEFINE_ENUM_VALUE (LEGBA_TRACK_KIND_AUDIO, "audio"));
+
+/* Defaults, and why (docs/rooms.md says the same). */
+/* a mesh: each participant encodes once but sends one copy per peer and
+ * decodes every peer; six keeps a 640x360 call within a home uplink */
+#define DEFAULT_MAX_PARTICIPANTS 6
+/* jitter buffer: calls want low latency; 100 ms still leaves time for one
+ * retransmission on a path of up to ~80 ms round trip */
+#define DEFAULT_LATENCY 100
+/* WEBRTCBIN-1.22.md: libnice paces checks at 20 ms by default, three
+ * ticks of which are most of a call's setup time; 1 ms brings a warm
+ * setup on loopback from ~74 ms to ~13 ms */
+#define DEFAULT_STUN_PACING_TIMER 1
+/* and a fast pacing timer stays hot for idle-timeout (5 s in libnice)
+ * once the checks are done: ~80% of a core for 50 pairs. It is also how
+ * long the controlled side waits for a nomination before declaring the
+ * connection failed: 100 ms failed calls on a loaded machine (the test
+ * suite under AddressSanitizer); 1 s keeps a margin and bounds the timer */
+#define DEFAULT_ICE_IDLE_TIMEOUT 1000
+/* ICE-TCP host candidates: each peer connection would keep a listening
+ * TCP socket and its checks leave TCP connections open (about four file
+ * descriptors a connection); TURN over TCP or TLS, which crosses networks
+ * that block UDP, does not need them */
+#define DEFAULT_ICE_TCP FALSE
+#define DEFAULT_STATS_INTERVAL 1000
+#define DEFAULT_ICE_TRANSPORT_POLICY GST_WEBRTC_ICE_TRANSPORT_POLICY_ALL
+
+enum
+{
+  PROP_0,
+  PROP_SIGNALLER,
+  PROP_BIN,
+  PROP_ROOM,
+  PROP_IDENTITY,
+  PROP_DISPLAY_NAME,
+  PROP_PARTICIPANT_ID,
+  PROP_STATE,
+  PROP_MAX_PARTICIPANTS,
+  PROP_LATENCY,
+  PROP_STUN_SERVER,
+  PROP_TURN_SERVER,
+  PROP_ICE_SERVERS,
+  PROP_ICE_TRANSPORT_POLICY,
+  PROP_LOCAL_ADDRESSES,
+  PROP_STUN_PACING_TIMER,
+  PROP_ICE_IDLE_TIMEOUT,
+  PROP_ICE_TCP,
+  PROP_STATS_INTERVAL,
+  N_PROPERTIES
+};
+
+enum
+{
+  SIGNAL_PARTICIPANT_JOINED,
+  SIGNAL_PARTICIPANT_LEFT,
+  SIGNAL_TRACK_ADDED,
+  SIGNAL_TRACK_REMOVED,
+  SIGNAL_ERROR,
+  N_SIGNALS
+};
+
+static GParamSpec *properties[N_PROPERTIES];
+static guint signals[N_SIGNALS];
+
+G_DEFINE_FINAL_TYPE (LegbaRoom, legba_room, G_TYPE_OBJECT);
+
+/* Signals that came before anything else of their peer connection (§4). */
+typedef struct
+{
+  LegbaRoom *room;
+  char *key;
+  GPtrArray *candidates;        /* JsonArray */
+  GSource *expiry;
+} EarlySignals;
+
+static void remove_participant (LegbaRoom * self, LegbaParticipant * p);
+static void detach_peer (LegbaRoom * self, LegbaParticipant * p);
+
+/* ---- Helpers ---- */
+
+const char *
+legba_enum_nick (GType type, int value)
+{
+  GEnumClass *klass = g_type_class_ref (type);
+  GEnumValue *v = g_enum_get_value (klass, value);
+
+  g_type_class_unref (klass);
+  return v ? v->value_nick : "?";
+}
+
+void
+legba_room_invoke (LegbaRoom * self, GSourceFunc func, gpointer data,
+    GDestroyNotify notify)
+{
+  /* Always queued, never run at once: a callback from inside webrtcbin
+   * must not call back into it (it may hold its locks). */
+  GSource *source = g_idle_source_new ();
+
+  g_source_set_priority (source, G_PRIORITY_DEFAULT);
+  g_source_set_callback (source, func, data, notify);
+  g_source_set_static_name (source, "legba-room-invoke");
+  g_source_attach (source, self->context);
+  g_source_unref (source);
+}
+
+static GSource *
+attach_timeout (LegbaRoom * self, GSource * source, GSourceFunc func,
+    gpointer data, GDestroyNotify notify)
+{
+  g_source_set_callback (source, func, data, notify);
+  g_source_set_static_name (source, "legba-room-timeout");
+  g_source_attach (source, self->context);
+  return source;
+}
+
+GSource *
+legba_room_timeout (LegbaRoom * self, guint ms, GSourceFunc func,
+    gpointer data, GDestroyNotify notify)
+{
+  return attach_timeout (self, g_timeout_source_new (ms), func, data, notify);
+}
+
+void
+legba_clear_source (GSource ** source)
+{
+  if (*source == NULL)
+    return;
+  g_source_destroy (*source);
+  g_clear_pointer (source, g_source_unref);
+}
+
+gboolean
+legba_room_local_is_greater (LegbaRoom * self, const char *other)
+{
+  /* §3: ids compare byte-wise */
+  return strcmp (self->participant_id, other) > 0;
+}
+
+void
+legba_room_report (LegbaRoom * self, LegbaRoomError code,
+    const char *format, ...)
+{
+  g_autoptr (GError) error = NULL;
+  va_list args;
+
+  va_start (args, format);
+  error = g_error_new_valist (LEGBA_ROOM_ERROR, code, format, args);
+  va_end (args);
+  GST_WARNING ("room %s: %s", self->room_name, error->message);
+  g_signal_emit (self, signals[SIGNAL_ERROR], 0, error);
+}
+
+static void
+set_state (LegbaRoom * self, LegbaRoomState state)
+{
+  if (self->state == state)
+    return;
+  GST_INFO ("room %s: %s -> %s", self->room_name,
+      legba_enum_nick (LEGBA_TYPE_ROOM_STATE, self->state),
+      legba_enum_nick (LEGBA_TYPE_ROOM_STATE, state));
+  self->state = state;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);
+}
+
+gboolean
+legba_room_send_signal (LegbaRoom * self, LegbaPeer * peer, JsonObject * signal)
+{
+  g_autoptr (GError) error = NULL;
+
+  if (legba_signaller_send (self->signaller, peer->participant->id, signal,
+          &error))
+    return TRUE;
+  GST_WARNING ("room %s: could not send a %s to %s: %s", self->room_name,
+      legba_json_object_get_string (signal, "type"),
+      peer->participant->id, error->message);
+  return FALSE;
+}
+
+static void
+send_bye (LegbaRoom * self, LegbaPeer * peer)
+{
+  g_autoptr (JsonObject) bye = json_object_new ();
+
+  json_object_set_string_member (bye, "pc", peer->pc);
+  json_object_set_string_member (bye, "type", "bye");
+  legba_room_send_signal (self, peer, bye);
+}
+
+/* ---- Participants ---- */
+
+static guint
+count_participants (LegbaRoom * self)
+{
+  return g_list_model_get_n_items (G_LIST_MODEL (self->participants));
+}
+
+static LegbaParticipant *
+ensure_participant (LegbaRoom * self, const char *id,
+    LegbaSignalMember * member)
+{
+  LegbaParticipant *p = g_hash_table_lookup (self->by_id, id);
+
+  if (p != NULL)
+    return p;
+  p = legba_participant_new (id, member);
+  g_hash_table_insert (self->by_id, p->id, p);
+  /* the list model owns the participant */
+  g_list_store_append (self->participants, p);
+  g_object_unref (p);
+  p->listed = TRUE;
+  legba_room_data_participant_joined (self, p);
+  GST_INFO ("room %s: participant %s joined", self->room_name, id);
+  g_signal_emit (self, signals[SIGNAL_PARTICIPANT_JOINED], 0, p);
+  return p;
+}
+
+static void
+remove_participant (LegbaRoom * self, LegbaParticipant * p)
+{
+  guint position;
+
+  /* the list and the table may hold the last references */
+  g_object_ref (p);
+  legba_clear_source (&p->offer_timeout);
+  legba_clear_source (&p->grace_timeout);
+  detach_peer (self, p);
+  if (g_list_store_find (self->participants, p, &position))
+    g_list_store_remove (self->participants, position);
+  p->listed = FALSE;
+  g_hash_table_remove (self->by_id, p->id);
+  legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_LEFT);
+  GST_INFO ("room %s: participant %s left", self->room_name, p->id);
+  g_signal_emit (self, signals[SIGNAL_PARTICIPANT_LEFT], 0, p);
+  g_object_unref (p);
+}
+
+static void
+remove_all_participants (LegbaRoom * self, gboolean say_bye)
+{
+  while (count_participants (self) > 0) {
+    g_autoptr (LegbaParticipant) p =
+        g_list_model_get_item (G_LIST_MODEL (self->participants), 0);
+
+    if (say_bye && p->peer != NULL)
+      send_bye (self, p->peer);
+    remove_participant (self, p);
+  }
+}
+
+/* ---- Peer connections ---- */
+
+static void
+detach_peer (LegbaRoom * self, LegbaParticipant * p)
+{
+  LegbaPeer *peer = g_steal_pointer (&p->peer);
+
+  if (peer == NULL)
+    return;
+  g_hash_table_remove (self->peers, peer->pc);
+  legba_peer_close (peer);
+  legba_peer_unref (peer);
+}
+
+static char *
+new_pc_id (void)
+{
+  return g_strdup_printf ("%08x%08x", g_random_int (), g_random_int ());
+}
+
+static LegbaPeer *
+attach_peer (LegbaRoom * self, LegbaParticipant * p, const char *pc,
+    LegbaPeerRole role)
+{
+  g_autoptr (GError) error = NULL;
+  LegbaPeer *peer;
+
+  legba_clear_source (&p->offer_timeout);
+  peer = legba_peer_new (self, p, pc, role, &error);
+  if (peer == NULL) {
+    legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_FAILED);
+    legba_room_report (self, error->code, "%s", error->message);
+    return NULL;
+  }
+  p->peer = peer;
+  g_hash_table_insert (self->peers, peer->pc, peer);
+  legba_participant_set_state (p, p->attempts > 0 ?
+      LEGBA_PARTICIPANT_STATE_RECONNECTING :
+      LEGBA_PARTICIPANT_STATE_CONNECTING);
+  return peer;
+}
+
+static void
+offer_to (LegbaRoom * self, LegbaParticipant * p)
+{
+  g_autofree char *pc = new_pc_id ();
+  LegbaPeer *peer;
+
+  GST_INFO ("room %s: offering to %s (pc %s)", self->room_name, p->id, pc);
+  peer = attach_peer (self, p, pc, LEGBA_PEER_OFFERER);
+  if (peer != NULL)
+    legba_peer_start (peer);
+}
+
+/* §3: the newcomer offers; if its offer has not come within 3 s, the
+ * participant with the greater id offers instead. */
+static gboolean
+offer_wait_expired (gpointer data)
+{
+  LegbaParticipant *p = data;
+  LegbaRoom *self = g_object_get_data (G_OBJECT (p), "legba-room");
+
+  legba_clear_source (&p->offer_timeout);
+  if (p->peer == NULL && p->listed && !p->removed &&
+      legba_room_local_is_greater (self, p->id) &&
+      (self->state == LEGBA_ROOM_STATE_CONNECTED ||
+          self->state == LEGBA_ROOM_STATE_RECONNECTING))
+    offer_to (self, p);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+wait_for_offer_ms (LegbaRoom * self, LegbaParticipant * p, guint ms)
+{
+  legba_clear_source (&p->offer_timeout);
+  g_object_set_data (G_OBJECT (p), "legba-room", self);
+  p->offer_timeout = legba_room_timeout (self, ms, offer_wait_expired, p, NULL);
+}
+
+static void
+wait_for_offer (LegbaRoom * self, LegbaParticipant * p)
+{
+  wait_for_offer_ms (self, p, LEGBA_ROOM_OFFER_WAIT_MS);
+}
+
+void
+legba_room_peer_connected (LegbaRoom * self, LegbaPeer * peer)
+{
+  LegbaParticipant *p = peer->participant;
+
+  if (p->peer != peer)
+    return;
+  p->attempts = 0;
+  if (!p->removed)
+    legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_CONNECTED);
+  legba_room_data_peer_connected (self, peer);
+}
+
+/* §3: a failed peer connection is replaced by a fresh one, offered by the
+ * participant with the greater id; if that fails too it is reported. */
+void
+legba_room_peer_failed (LegbaRoom * self, LegbaPeer * peer, const char *why)
+{
+  g_autoptr (LegbaParticipant) p = g_object_ref (peer->participant);
+  gboolean greater = legba_room_local_is_greater (self, p->id);
+
+  if (p->peer != peer)
+    return;
+  GST_WARNING ("room %s: peer connection %s with %s failed: %s",
+      self->room_name, peer->pc, p->id, why);
+  p->attempts++;
+  /* the greater id replaces the connection with a fresh offer; the other
+   * side, or a side that gives up, says so */
+  if (!greater || p->attempts >= 2)
+    send_bye (self, peer);
+  detach_peer (self, p);
+  if (p->removed) {
+    remove_participant (self, p);
+    return;
+  }
+  if (p->attempts >= 2) {
+    legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_FAILED);
+    legba_room_report (self, LEGBA_ROOM_ERROR_PEER,
+        "Could not connect to participant %s: %s", p->id, why);
+    return;
+  }
+  legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_RECONNECTING);
+  if (greater)
+    offer_to (self, p);
+  else
+    wait_for_offer (self, p);
+}
+
+/* ---- Signals from peers (§4) ---- */
+
+static void
+early_free (gpointer data)
+{
+  EarlySignals *early = data;
+
+  legba_clear_source (&early->expiry);
+  g_ptr_array_unref (early->candidates);
+  g_free (early->key);
+  g_free (early);
+}
+
+static gboolean
+early_expired (gpointer data)
+{
+  EarlySignals *early = data;
+
+  GST_INFO ("room %s: dropping signals for unknown pc %s after %d ms",
+      early->room->room_name, early->key, LEGBA_ROOM_EARLY_SIGNAL_MS);
+  g_hash_table_remove (early->room->early, early->key);
+  return G_SOURCE_REMOVE;
+}
+
+static char *
+early_key (const char *from, const char *pc)
+{
+  return g_strconcat (from, "\n", pc, NULL);
+}
+
+static void
+keep_early_candidates (LegbaRoom * self, const char *from, const char *pc,
+    JsonArray * candidates)
+{
+  g_autofree char *key = early_key (from, pc);
+  EarlySignals *early = g_hash_table_lookup (self->early, key);
+
+  if (early == NULL) {
+    early = g_new0 (EarlySignals, 1);
+    early->room = self;
+    early->key = g_steal_pointer (&key);
+    early->candidates =
+        g_ptr_array_new_with_free_func ((GDestroyNotify) json_array_unref);
+    early->expiry = legba_room_timeout (self, LEGBA_ROOM_EARLY_SIGNAL_MS,
+        early_expired, early, NULL);
+    g_hash_table_insert (self->early, early->key, early);
+  }
+  g_ptr_array_add (early->candidates, json_array_ref (candidates));
+}
+
+static void
+apply_early_candidates (LegbaRoom * self, LegbaPeer * peer)
+{
+  g_autofree char *key = early_key (peer->participant->id, peer->pc);
+  EarlySignals *early = g_hash_table_lookup (self->early, key);
+  g_autoptr (GPtrArray) candidates = NULL;
+
+  if (early == NULL)
+    return;
+  candidates = g_ptr_array_ref (early->candidates);
+  g_hash_table_remove (self->early, key);
+  for (guint i = 0; i < candidates->len; i++)
+    legba_peer_handle_candidates (peer, candidates->pdata[i]);
+}
+
+static void
+handle_offer (LegbaRoom * self, const char *from, const char *pc,
+    const char *sdp)
+{
+  LegbaParticipant *p;
+  LegbaPeer *peer;
+  GstSDPMessage *message = NULL;
+  gboolean readable;
+
+  /* an unreadable offer must not replace a working connection */
+  readable = gst_sdp_message_new_from_text (sdp, &message) == GST_SDP_OK &&
+      gst_sdp_message_medias_len (message) > 0;
+  g_clear_pointer (&message, gst_sdp_message_free);
+  if (!readable) {
+    g_message ("room %s: dropping an unreadable offer from %s",
+        self->room_name, from);
+    return;
+  }
+  if (g_hash_table_contains (self->peers, pc)) {
+    GST_INFO ("room %s: dropping a second offer for pc %s", self->room_name,
+        pc);
+    return;
+  }
+  p = ensure_participant (self, from, NULL);
+  if (p->peer != NULL) {
+    if (legba_peer_awaits_answer (p->peer) &&
+        legba_room_local_is_greater (self, from)) {
+      /* §3 glare: the offer of the greater id wins */
+      GST_INFO ("room %s: glare with %s, our offer wins", self->room_name,
+          from);
+      return;
+    }
+    /* glare lost, or the peer replaced its connection (§3) */
+    GST_INFO ("room %s: %s offers pc %s, replacing pc %s", self->room_name,
+        from, pc, p->peer->pc);
+    detach_peer (self, p);
+  }
+  peer = attach_peer (self, p, pc, LEGBA_PEER_ANSWERER);
+  if (peer == NULL)
+    return;
+  legba_peer_handle_offer (peer, sdp);
+  apply_early_candidates (self, peer);
+}
+
+static LegbaPeer *
+find_peer (LegbaRoom * self, const char *from, const char *pc)
+{
+  LegbaPeer *peer = g_hash_table_lookup (self->peers, pc);
+
+  if (peer != NULL && strcmp (peer->participant->id, from) != 0) {
+    GST_WARNING ("room %s: %s sent a signal for pc %s, which is %s's",
+        self->room_name, from, pc, peer->participant->id);
+    return NULL;
+  }
+  return peer;
+}
+
+static void
+handle_bye (LegbaRoom * self, LegbaPeer * peer)
+{
+  LegbaParticipant *p = peer->participant;
+
+  if (p->peer != peer)
+    return;
+  GST_INFO ("room %s: %s closed pc %s", self->room_name, p->id, peer->pc);
+  detach_peer (self, p);
+  if (p->removed) {
+    remove_participant (self, p);
+    return;
+  }
+  legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_NEW);
+  /* §3: the greater id replaces the connection; soon after the first bye
+   * in a row, since the other side is waiting for that offer */
+  p->attempts++;
+  if (p->attempts == 1 && legba_room_local_is_greater (self, p->id))
+    wait_for_offer_ms (self, p, LEGBA_ROOM_REOFFER_MS);
+  else
+    wait_for_offer (self, p);
+}
+
+static void
+on_signal_received (LegbaSignaller * signaller, const char *from,
+    JsonObject * signal, LegbaRoom * self)
+{
+  const char *type = legba_json_object_get_string (signal, "type");
+  const char *pc = legba_json_object_get_string (signal, "pc");
+  const char *claimed = json_object_has_member (signal, "from") ?
+      legba_json_object_get_string (signal, "from") : from;
+  LegbaPeer *peer;
+
+  if (claimed == NULL || strcmp (claimed, from) != 0) {
+    g_message ("room %s: dropping a signal from %s claiming to be from %s",
+        self->room_name, from, claimed ? claimed : "(not a string)");
+    return;
+  }
+  if (type == NULL || pc == NULL) {
+    g_message ("room %s: dropping a signal from %s without type or pc",
+        self->room_name, from);
+    return;
+  }
+  if (strcmp (type, "offer") == 0) {
+    const char *sdp = legba_json_object_get_string (signal, "sdp");
+
+    if (sdp == NULL)
+      g_message ("room %s: dropping an offer from %s without sdp",
+          self->room_name, from);
+    else
+      handle_offer (self, from, pc, sdp);
+    return;
+  }
+  peer = find_peer (self, from, pc);
+  if (strcmp (type, "answer") == 0) {
+    const char *sdp = legba_json_object_get_string (signal, "sdp");
+
+    if (peer == NULL || sdp == NULL)
+      g_message ("room %s: dropping an answer from %s for %s pc %s",
+          self->room_name, from, peer ? "(no sdp)" : "unknown", pc);
+    else
+      legba_peer_handle_answer (peer, sdp);
+  } else if (strcmp (type, "candidates") == 0) {
+    JsonNode *node = json_object_get_member (signal, "candidates");
+
+    if (node == NULL || !JSON_NODE_HOLDS_ARRAY (node))
+      g_message ("room %s: dropping candidates from %s without an array",
+          self->room_name, from);
+    else if (peer != NULL)
+      legba_peer_handle_candidates (peer, json_node_get_array (node));
+    else if (!g_hash_table_contains (self->peers, pc))
+      keep_early_candidates (self, from, pc, json_node_get_array (node));
+  } else if (strcmp (type, "bye") == 0) {
+    if (peer == NULL)
+      g_message ("room %s: dropping a bye from %s for unknown pc %s",
+          self->room_name, from, pc);
+    else
+      handle_bye (self, peer);
+  } else {
+    g_message ("room %s: dropping a signal of type '%s' from %s",
+        self->room_name, type, from);
+  }
+}
+
+/* ---- Membership (§3) ---- */
+
+static void
+complete_connect (LegbaRoom * self, GError * error)
+{
+  g_autoptr (GTask) task = g_steal_pointer (&self->connect_task);
+
+  if (task == NULL) {
+    if (error != NULL)
+      g_error_free (error);
+    return;
+  }
+  if (self->cancel_handler != 0)
+    g_cancellable_disconnect (g_task_get_cancellable (task),
+        self->cancel_handler);
+  self->cancel_handler = 0;
+  if (error != NULL)
+    g_task_return_error (task, error);
+  else
+    g_task_return_boolean (task, TRUE);
+}
+
+static void
+fail (LegbaRoom * self, LegbaRoomError code, const char *message)
+{
+  gboolean connecting = self->connect_task != NULL;
+
+  GST_WARNING ("room %s: %s", self->room_name, message);
+  remove_all_participants (self, TRUE);
+  g_hash_table_remove_all (self->early);
+  legba_signaller_leave (self->signaller);
+  set_state (self, LEGBA_ROOM_STATE_FAILED);
+  if (connecting)
+    complete_connect (self, g_error_new_literal (LEGBA_ROOM_ERROR, code,
+            message));
+  else
+    legba_room_report (self, code, "%s", message);
+}
+
+static void
+on_joined (LegbaSignaller * signaller, GPtrArray * members, LegbaRoom * self)
+{
+  if (self->state == LEGBA_ROOM_STATE_CONNECTING &&
+      members->len + 1 > self->max_participants) {
+    g_autofree char *message = g_strdup_printf ("Room %s is full: it "
+        "holds %u participants and max-participants is %u", self->room_name,
+        members->len, self->max_participants);
+
+    fail (self, LEGBA_ROOM_ERROR_FULL, message);
+    return;
+  }
+  set_state (self, LEGBA_ROOM_STATE_CONNECTED);
+  for (guint i = 0; i < members->len; i++) {
+    LegbaSignalMember *member = members->pdata[i];
+    LegbaParticipant *p = ensure_participant (self,
+        legba_signal_member_get_id (member), member);
+
+    if (p->removed) {
+      /* listed again within the grace period: nothing is torn down */
+      p->removed = FALSE;
+      legba_clear_source (&p->grace_timeout);
+      legba_participant_set_state (p, p->peer && p->peer->connected ?
+          LEGBA_PARTICIPANT_STATE_CONNECTED :
+          LEGBA_PARTICIPANT_STATE_CONNECTING);
+    }
+    /* §3: offer to every listed member without a live peer connection */
+    if (p->peer == NULL && p->state != LEGBA_PARTICIPANT_STATE_FAILED)
+      offer_to (self, p);
+  }
+  complete_connect (self, NULL);
+}
+
+static void
+on_member_joined (LegbaSignaller * signaller, LegbaSignalMember * member,
+    LegbaRoom * self)
+{
+  const char *id = legba_signal_member_get_id (member);
+  LegbaParticipant *p = g_hash_table_lookup (self->by_id, id);
+
+  if (p != NULL && p->removed) {
+    GST_INFO ("room %s: %s is back within the grace period",
+        self->room_name, id);
+    p->removed = FALSE;
+    legba_clear_source (&p->grace_timeout);
+    legba_participant_set_state (p, p->peer && p->peer->connected ?
+        LEGBA_PARTICIPANT_STATE_CONNECTED : LEGBA_PARTICIPANT_STATE_CONNECTING);
+    return;
+  }
+  if (p != NULL)
+    return;
+  p = ensure_participant (self, id, member);
+  if (count_participants (self) + 1 > self->max_participants)
+    GST_INFO ("room %s: %s is beyond max-participants (%u); it is "
+        "expected to leave", self->room_name, id, self->max_participants);
+  else
+    wait_for_offer (self, p);
+}
+
+/* §3: keep a still-connected peer for the grace period; a peer whose
+ * packets stopped (a killed process) is not still connected. */
+static gboolean
+grace_tick (gpointer data)
+{
+  LegbaParticipant *p = data;
+  LegbaRoom *self = g_object_get_data (G_OBJECT (p), "legba-room");
+  gint64 away_ms = (g_get_monotonic_time () - p->away_since) / 1000;
+
+  if (p->peer != NULL && legba_peer_is_live (p->peer) &&
+      away_ms < LEGBA_ROOM_GRACE_MS)
+    return G_SOURCE_CONTINUE;
+  legba_clear_source (&p->grace_timeout);
+  remove_participant (self, p);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+on_member_left (LegbaSignaller * signaller, LegbaSignalMember * member,
+    LegbaRoom * self)
+{
+  const char *id = legba_signal_member_get_id (member);
+  LegbaParticipant *p = g_hash_table_lookup (self->by_id, id);
+
+  if (p == NULL || p->removed)
+    return;
+  legba_clear_source (&p->offer_timeout);
+  if (p->peer == NULL || !legba_peer_is_live (p->peer)) {
+    remove_participant (self, p);
+    return;
+  }
+  GST_INFO ("room %s: %s left the server; keeping its connection for the "
+      "grace period", self->room_name, id);
+  p->removed = TRUE;
+  p->away_since = g_get_monotonic_time ();
+  legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_AWAY);
+  g_object_set_data (G_OBJECT (p), "legba-room", self);
+  p->grace_timeout = legba_room_timeout (self, LEGBA_ROOM_LIVENESS_MS / 3,
+      grace_tick, p, NULL);
+}
+
+static void
+on_signaller_state (LegbaSignaller * signaller, GParamSpec * pspec,
+    LegbaRoom * self)
+{
+  LegbaSignallerState state = legba_signaller_get_state (signaller);
+
+  if (self->state == LEGBA_ROOM_STATE_DISCONNECTED ||
+      self->state == LEGBA_ROOM_STATE_FAILED)
+    return;
+  /* CONNECTED is reached on `joined`, with the member list in hand */
+  if (state == LEGBA_SIGNALLER_STATE_RECONNECTING &&
+      self->state == LEGBA_ROOM_STATE_CONNECTED)
+    set_state (self, LEGBA_ROOM_STATE_RECONNECTING);
+  else if (state == LEGBA_SIGNALLER_STATE_FAILED)
+    fail (self, LEGBA_ROOM_ERROR_REFUSED, "The signalling server refused "
+        "the participant");
+}
+
+/* TURN credentials from the signalling server: for the peer connections
+ * made from now on (those running keep theirs). */
+static void
+on_ice_servers (LegbaSignaller * signaller, const char *const *uris,
+    LegbaRoom * self)
+{
+  g_strfreev (self->ice_servers);
+  self->ice_servers = g_strdupv ((char **) uris);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ICE_SERVERS]);
+}
+
+static void
+on_signaller_error (LegbaSignaller * signaller, GError * error,
+    LegbaRoom * self)
+{
+  g_autofree char *message = NULL;
+
+  if (self->state == LEGBA_ROOM_STATE_DISCONNECTED ||
+      self->state == LEGBA_ROOM_STATE_FAILED)
+    return;
+  if (error->domain != LEGBA_SIGNAL_ERROR) {
+    legba_room_report (self, LEGBA_ROOM_ERROR_SIGNALLING, "%s", error->message);
+    return;
+  }
+  switch (error->code) {
+    case LEGBA_SIGNAL_ERROR_CONNECT:
+      if (self->state == LEGBA_ROOM_STATE_CONNECTING) {
+        message = g_strdup_printf ("Could not reach the signalling server: "
+            "%s", error->message);
+        fail (self, LEGBA_ROOM_ERROR_UNREACHABLE, message);
+      } else {
+        legba_room_report (self, LEGBA_ROOM_ERROR_SIGNALLING,
+            "Signalling connection lost, reconnecting: %s", error->message);
+      }
+      break;
+    case LEGBA_SIGNAL_ERROR_AUTH:
+    case LEGBA_SIGNAL_ERROR_REFUSED:
+      message = g_strdup_printf ("The signalling server refused the "
+          "participant: %s", error->message);
+      fail (self, LEGBA_ROOM_ERROR_REFUSED, message);
+      break;
+    default:
+      legba_room_report (self, LEGBA_ROOM_ERROR_SIGNALLING, "%s",
+          error->message);
+  }
+}
+
+/* ---- Stats ---- */
+
+static gboolean
+stats_tick (gpointer data)
+{
+  LegbaRoom *self = data;
+  GHashTableIter iter;
+  gpointer peer;
+
+  g_hash_table_iter_init (&iter, self->peers);
+  while (g_hash_table_iter_next (&iter, NULL, &peer))
+    legba_peer_update_stats (peer);
+  return G_SOURCE_CONTINUE;
+}
+
+/* An interval of whole seconds takes GLib's second timers, which wake
+ * together: the rooms of a context then refresh in one main-loop
+ * iteration instead of one each, and every iteration visits all of the
+ * context's sources. */
+static void
+restart_stats (LegbaRoom * self)
+{
+  guint ms = self->stats_interval;
+
+  legba_clear_source (&self->stats_source);
+  if (ms == 0 || self->state == LEGBA_ROOM_STATE_DISCONNECTED)
+    return;
+  self->stats_source = attach_timeout (self, ms % 1000 == 0 ?
+      g_timeout_source_new_seconds (ms / 1000) : g_timeout_source_new (ms),
+      stats_tick, self, NULL);
+}
+
+/* ---- GObject ---- */
+
+static void
+legba_room_dispose (GObject * object)
+{
+  LegbaRoom *self = LEGBA_ROOM (object);
+
+  if (self->signaller != NULL) {
+    legba_room_disconnect (self);
+    for (guint i = 0; i < G_N_ELEMENTS (self->signaller_handlers); i++)
+      g_clear_signal_handler (&self->signaller_handlers[i], self->signaller);
+  }
+  legba_room_data_dispose (self);
+  legba_clear_source (&self->stats_source);
+  for (guint i = 0; i < G_N_ELEMENTS (self->tracks); i++)
+    g_clear_pointer (&self->tracks[i], legba_room_media_free_track);
+  legba_room_prepare_wait ();
+  g_clear_object (&self->signaller);
+  if (self->bin != NULL)
+    g_object_remove_weak_pointer (G_OBJECT (self->bin),
+        (gpointer *) & self->bin);
+  self->bin = NULL;
+  G_OBJECT_CLASS (legba_room_parent_class)->dispose (object);
+}
+
+static void
+legba_room_finalize (GObject * object)
+{
+  LegbaRoom *self = LEGBA_ROOM (object);
+
+  g_clear_pointer (&self->data, legba_room_data_free);
+  g_hash_table_unref (self->early);
+  g_hash_table_unref (self->peers);
+  g_hash_table_unref (self->by_id);
+  g_object_unref (self->participants);
+  g_free (self->room_name);
+  g_free (self->identity);
+  g_free (self->display_name);
+  g_free (self->participant_id);
+  g_free (self->stun_server);
+  g_free (self->turn_server);
+  g_strfreev (self->ice_servers);
+  g_strfreev (self->local_addresses);
+  g_main_context_unref (self->context);
+  g_mutex_clear (&self->lock);
+  G_OBJECT_CLASS (legba_room_parent_class)->finalize (object);
+}
+
+static void
+connect_signaller (LegbaRoom * self)
+{
+  gulong *h = self->signaller_handlers;
+
+  h[0] = g_signal_connect (self->signaller, "joined",
+      G_CALLBACK (on_joined), self);
+  h[1] = g_signal_connect (self->signaller, "member-joined",
+      G_CALLBACK (on_member_joined), self);
+  h[2] = g_signal_connect (self->signaller, "member-left",
+      G_CALLBACK (on_member_left), self);
+  h[3] = g_signal_connect (self->signaller, "signal-received",
+      G_CALLBACK (on_signal_received), self);
+  h[4] = g_signal_connect (self->signaller, "notify::state",
+      G_CALLBACK (on_signaller_state), self);
+  h[5] = g_signal_connect (self->signaller, "error",
+      G_CALLBACK (on_signaller_error), self);
+  h[6] = g_signal_connect (self->signaller, "ice-servers",
+      G_CALLBACK (on_ice_servers), self);
+}
+
+static void
+legba_room_constructed (GObject * object)
+{
+  LegbaRoom *self = LEGBA_ROOM (object);
+
+  G_OBJECT_CLASS (legba_room_parent_class)->constructed (object);
+  g_return_if_fail (self->signaller != NULL && self->bin != NULL);
+  connect_signaller (self);
+  self->data = legba_room_data_new (self);
+}
+
+static void
+set_string (char **field, const GValue * value)
+{
+  g_free (*field);
+  *field = g_value_dup_string (value);
+}
+
+static void
+legba_room_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  LegbaRoom *self = LEGBA_ROOM (object);
+
+  switch (prop_id) {
+    case PROP_SIGNALLER:
+      self->signaller = g_value_dup_object (value);
+      break;
+    case PROP_BIN:
+      /* weak: the room's elements live in the bin, and the legbaroom
+       * element (a bin) owns its room */
+      self->bin = g_value_get_object (value);
+      if (self->bin != NULL)
+        g_object_add_weak_pointer (G_OBJECT (self->bin),
+            (gpointer *) & self->bin);
+      break;
+    case PROP_ROOM:
+      set_string (&self->room_name, value);
+      break;
+    case PROP_IDENTITY:
+      set_string (&self->identity, value);
+      break;
+    case PROP_DISPLAY_NAME:
+      set_string (&self->display_name, value);
+      break;
+    case PROP_MAX_PARTICIPANTS:
+      self->max_participants = g_value_get_uint (value);
+      break;
+    case PROP_LATENCY:
+      self->latency = g_value_get_uint (value);
+      break;
+    case PROP_STUN_SERVER:
+      set_string (&self->stun_server, value);
+      break;
+    case PROP_TURN_SERVER:
+      set_string (&self->turn_server, value);
+      break;
+    case PROP_ICE_TRANSPORT_POLICY:
+      self->ice_transport_policy = g_value_get_enum (value);
+      break;
+    case PROP_LOCAL_ADDRESSES:
+      g_strfreev (self->local_addresses);
+      self->local_addresses = g_value_dup_boxed (value);
+      break;
+    case PROP_STUN_PACING_TIMER:
+      self->stun_pacing_timer = g_value_get_uint (value);
+      break;
+    case PROP_ICE_IDLE_TIMEOUT:
+      self->ice_idle_timeout = g_value_get_uint (value);
+      break;
+    case PROP_ICE_TCP:
+      self->ice_tcp = g_value_get_boolean (value);
+      break;
+    case PROP_STATS_INTERVAL:
+      self->stats_interval = g_value_get_uint (value);
+      restart_stats (self);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+  }
+}
+
+static void
+legba_room_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  LegbaRoom *self = LEGBA_ROOM (object);
+
+  switch (prop_id) {
+    case PROP_SIGNALLER:
+      g_value_set_object (value, self->signaller);
+      break;
+    case PROP_BIN:
+      g_value_set_object (value, self->bin);
+      break;
+    case PROP_ROOM:
+      g_value_set_string (value, self->room_name);
+      break;
+    case PROP_IDENTITY:
+      g_value_set_string (value, self->identity);
+      break;
+    case PROP_DISPLAY_NAME:
+      g_value_set_string (value, self->display_name);
+      break;
+    case PROP_PARTICIPANT_ID:
+      g_value_set_string (value, self->participant_id);
+      break;
+    case PROP_STATE:
+      g_value_set_enum (value, self->state);
+      break;
+    case PROP_MAX_PARTICIPANTS:
+      g_value_set_uint (value, self->max_participants);
+      break;
+    case PROP_LATENCY:
+      g_value_set_uint (value, self->latency);
+      break;
+    case PROP_STUN_SERVER:
+      g_value_set_string (value, self->stun_server);
+      break;
+    case PROP_TURN_SERVER:
+      g_value_set_string (value, self->turn_server);
+      break;
+    case PROP_ICE_SERVERS:
+      g_value_set_boxed (value, self->ice_servers);
+      break;
+    case PROP_ICE_TRANSPORT_POLICY:
+      g_value_set_enum (value, self->ice_transport_policy);
+      break;
+    case PROP_LOCAL_ADDRESSES:
+      g_value_set_boxed (value, self->local_addresses);
+      break;
+    case PROP_STUN_PACING_TIMER:
+      g_value_set_uint (value, self->stun_pacing_timer);
+      break;
+    case PROP_ICE_IDLE_TIMEOUT:
+      g_value_set_uint (value, self->ice_idle_timeout);
+      break;
+    case PROP_ICE_TCP:
+      g_value_set_boolean (value, self->ice_tcp);
+      break;
+    case PROP_STATS_INTERVAL:
+      g_value_set_uint (value, self->stats_interval);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+  }
+}
+
+/* The rooms' debug category, for the code that may run before a room is
+ * made (legba_room_prepare()). */
+void
+legba_room_debug_init (void)
+{
+  static gsize done;
+
+  if (g_once_init_enter (&done)) {
+    GST_DEBUG_CATEGORY_INIT (legba_room_debug, "legbaroom", 0, "Legba rooms");
+    g_once_init_leave (&done, 1);
+  }
+}
+
+static void
+legba_room_class_init (LegbaRoomClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
+  const GParamFlags ro = G_PARAM_READABLE | G_PARAM_STATIC_STRINGS;
+
+  legba_room_debug_init ();
+
+  gobject_class->constructed = legba_room_constructed;
+  gobject_class->dispose = legba_room_dispose;
+  gobject_class->finalize = legba_room_finalize;
+  gobject_class->set_property = legba_room_set_property;
+  gobject_class->get_property = legba_room_get_property;
+
+  /**
+   * LegbaRoom:signaller:
+   *
+   * The #LegbaSignaller through which the room reaches the network. It
+   * must run on the same main context as the room.
+   */
+  properties[PROP_SIGNALLER] = g_param_spec_object ("signaller", "Signaller",
+      "How the room reaches the network", LEGBA_TYPE_SIGNALLER,
+      rw | G_PARAM_CONSTRUCT_ONLY);
+  /**
+   * LegbaRoom:bin:
+   *
+   * The #GstBin the room adds its elements to: one bin per peer
+   * connection (holding its webrtcbin) and one tee per local track.
+   */
+  properties[PROP_BIN] = g_param_spec_object ("bin", "Bin",
+      "The bin the room adds its elements to (a pipeline, or the "
+      "legbaroom element)", GST_TYPE_BIN, rw | G_PARAM_CONSTRUCT_ONLY);
+  /**
+   * LegbaRoom:room:
+   *
+   * The room name (ROOM-PROTOCOL.md §2: `[A-Za-z0-9_\-=@,.;]{1,149}`).
+   */
+  properties[PROP_ROOM] = g_param_spec_string ("room", "Room",
+      "The room to join", NULL, rw);
+  /**
+   * LegbaRoom:identity:
+   *
+   * Who the local participant is; the participant id is the identity plus
+   * a random suffix.
+   */
+  properties[PROP_IDENTITY] = g_param_spec_string ("identity", "Identity",
+      "Who the local participant is (the participant id's prefix)", NULL, rw);
+  properties[PROP_DISPLAY_NAME] = g_param_spec_string ("display-name",
+      "Display name", "The name shown to the other participants (default: "
+      "the identity)", NULL, rw);
+  /**
+   * LegbaRoom:participant-id:
+   *
+   * The local participant id, `IDENTITY-SUFFIX`, made by the first
+   * legba_room_connect_async() and kept for the room's lifetime (across
+   * signalling reconnections).
+   */
+  properties[PROP_PARTICIPANT_ID] = g_param_spec_string ("participant-id",
+      "Participant id", "The local participant id, IDENTITY-SUFFIX", NULL, ro);
+  properties[PROP_STATE] = g_param_spec_enum ("state", "State",
+      "Where the room stands", LEGBA_TYPE_ROOM_STATE,
+      LEGBA_ROOM_STATE_DISCONNECTED, ro | G_PARAM_EXPLICIT_NOTIFY);
+  /**
+   * LegbaRoom:max-participants:
+   *
+   * The mesh cap, the local participant included: joining a room that
+   * already holds this many fails with %LEGBA_ROOM_ERROR_FULL. Every
+   * participant sends one copy of its streams per peer, so a mesh beyond
+   * a few participants needs more uplink than most homes have.
+   */
+  properties[PROP_MAX_PARTICIPANTS] = g_param_spec_uint ("max-participants",
+      "Max participants", "Largest room this participant joins, itself "
+      "included (a mesh: every stream is sent once per peer)", 2, 64,
+      DEFAULT_MAX_PARTICIPANTS, rw);
+  /**
+   * LegbaRoom:latency:
+   *
+   * The jitter buffer of each received stream, in milliseconds. Low for
+   * calls; enough for one retransmission on paths of up to ~80 ms round
+   * trip. Applies to peer connections made after it is set.
+   *
+   * Once a stream has started (its first packets wait this long, for any
+   * that come late), packets that come in order pass the jitter buffer at
+   * once; it holds only those behind a lost one, for at most this long.
+   * A sink that syncs to the clock adds it in full: the pipeline's
+   * latency includes it, and the sink shows each frame that much after
+   * the frame came in. A sink with `sync=false` shows frames as they are
+   * decoded.
+   */
+  properties[PROP_LATENCY] = g_param_spec_uint ("latency", "Latency",
+      "Jitter buffer of each received stream, in milliseconds", 0, 10000,
+      DEFAULT_LATENCY, rw);
+  properties[PROP_STUN_SERVER] = g_param_spec_string ("stun-server",
+      "STUN server", "STUN server, stun://HOST:PORT (none by default)", NULL,
+      rw);
+  /**
+   * LegbaRoom:turn-server:
+   *
+   * A TURN server, `turn(s)://USER:PASSWORD@HOST:PORT`, user name and
+   * password URI-escaped. When set, it is the only one the room uses: the
+   * servers of #LegbaRoom:ice-servers are then left aside.
+   */
+  properties[PROP_TURN_SERVER] = g_param_spec_string ("turn-server",
+      "TURN server", "TURN server, turn(s)://USER:PASSWORD@HOST:PORT (none "
+      "by default; when set, ice-servers are not used)", NULL, rw);
+  /**
+   * LegbaRoom:ice-servers:
+   *
+   * The TURN servers, with time-limited credentials, that the signalling
+   * server handed out when the room was last joined
+   * (#LegbaSignaller::ice-servers; legba-server does when configured with
+   * a TURN secret), as webrtcbin URIs. Every peer connection made
+   * afterwards uses all of them, unless #LegbaRoom:turn-server is set.
+   */
+  properties[PROP_ICE_SERVERS] = g_param_spec_boxed ("ice-servers",
+      "ICE servers", "TURN servers the signalling server handed out, used "
+      "unless turn-server is set", G_TYPE_STRV,
+      G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  properties[PROP_ICE_TRANSPORT_POLICY] =
+      g_param_spec_enum ("ice-transport-policy", "ICE transport policy",
+      "all: any candidate; relay: only through the TURN server",
+      GST_TYPE_WEBRTC_ICE_TRANSPORT_POLICY, DEFAULT_ICE_TRANSPORT_POLICY, rw);
+  /**
+   * LegbaRoom:local-addresses:
+   *
+   * The local addresses ICE gathers candidates on. %NULL (the default):
+   * libnice's own choice (every interface but loopback), or only
+   * 127.0.0.1 when the signalling server is on a loopback address (a test
+   * or a demo on one machine).
+   */
+  properties[PROP_LOCAL_ADDRESSES] = g_param_spec_boxed ("local-addresses",
+      "Local addresses", "Addresses ICE gathers candidates on (default: all "
+      "but loopback, or 127.0.0.1 when the server is on loopback)",
+      G_TYPE_STRV, rw);
+  properties[PROP_STUN_PACING_TIMER] = g_param_spec_uint ("stun-pacing-timer",
+      "STUN pacing timer", "Interval between ICE connectivity checks, in "
+      "milliseconds (libnice's default is 20)", 1, 1000,
+      DEFAULT_STUN_PACING_TIMER, rw);
+  properties[PROP_ICE_IDLE_TIMEOUT] = g_param_spec_uint ("ice-idle-timeout",
+      "ICE idle timeout", "How long ICE waits, once its checks are done, "
+      "before stopping its timer (and failing if nothing was nominated), in "
+      "milliseconds (libnice's default is 5000)", 50, 60000,
+      DEFAULT_ICE_IDLE_TIMEOUT, rw);
+  /**
+   * LegbaRoom:ice-tcp:
+   *
+   * Whether ICE gathers TCP host candidates (ICE-TCP, RFC 6544) and
+   * accepts a peer's. Off by default: each peer connection would keep a
+   * listening TCP socket and its checks leave TCP connections open, and
+   * TURN over TCP or TLS (#LegbaRoom:turn-server, or the servers the
+   * signalling server hands out), which crosses networks that block UDP,
+   * works without them. Read when a peer connection is made.
+   */
+  properties[PROP_ICE_TCP] = g_param_spec_boolean ("ice-tcp", "ICE-TCP",
+      "Gather TCP host candidates and accept a peer's (RFC 6544); TURN over "
+      "TCP or TLS works without them", DEFAULT_ICE_TCP, rw);
+  /**
+   * LegbaRoom:stats-interval:
+   *
+   * How often each participant's #LegbaParticipant:stats is refreshed, in
+   * milliseconds; 0 never. A refresh asks webrtcbin for its statistics
+   * (`get-stats`, not cheap) once an RTP stream flows either way with the
+   * participant; before that, and in rooms that only exchange data, the
+   * summary comes from the room's own counters. Whole seconds are
+   * refreshed on GLib's second timers, so the rooms of one main context
+   * refresh in one wake-up.
+   */
+  properties[PROP_STATS_INTERVAL] = g_param_spec_uint ("stats-interval",
+      "Stats interval", "How often each participant's stats are refreshed, "
+      "in milliseconds (0: never)", 0, G_MAXINT, DEFAULT_STATS_INTERVAL, rw);
+
+  g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
+
+  /**
+   * LegbaRoom::participant-joined:
+   * @self: the room
+   * @participant: the newcomer
+   *
+   * A participant is listed: it was in the room when it was joined, or
+   * joined after. It is in legba_room_get_participants() already.
+   */
+  signals[SIGNAL_PARTICIPANT_JOINED] = g_signal_new ("participant-joined",
+      G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+      G_TYPE_NONE, 1, LEGBA_TYPE_PARTICIPANT);
+  /**
+   * LegbaRoom::participant-left:
+   * @self: the room
+   * @participant: the participant that left
+   *
+   * A participant left the room (after the grace period when only its
+   * signalling connection was gone), or the room was left. Its tracks
+   * were removed first.
+   */
+  signals[SIGNAL_PARTICIPANT_LEFT] = g_signal_new ("participant-left",
+      G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+      G_TYPE_NONE, 1, LEGBA_TYPE_PARTICIPANT);
+  /**
+   * LegbaRoom::track-added:
+   * @self: the room
+   * @participant: whose track it is
+   * @kind: video or audio
+   * @pad: a source pad of an element in #LegbaRoom:bin carrying the
+   *   participant's depayloaded encoded stream (H.264 byte-stream access
+   *   units, VP8 or Opus)
+   *
+   * A participant's track arrived. Link @pad in the handler to get its
+   * first frames (a key frame is requested when it is linked); an unlinked
+   * pad discards its data. The plugin of the decoder decodebin would
+   * choose for @pad's format is loaded by then, so that making that
+   * decoder here does not hold the room's context, and every other
+   * participant's signalling with it, while its plugin loads.
+   */
+  signals[SIGNAL_TRACK_ADDED] = g_signal_new ("track-added",
+      G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+      G_TYPE_NONE, 3, LEGBA_TYPE_PARTICIPANT, LEGBA_TYPE_TRACK_KIND,
+      GST_TYPE_PAD);
+  /**
+   * LegbaRoom::track-removed:
+   * @self: the room
+   * @participant: whose track it was
+   * @kind: video or audio
+   * @pad: the pad #LegbaRoom::track-added gave; it is removed after the
+   *   handlers return
+   *
+   * A participant's track ended (it left, or its peer connection closed).
+   */
+  signals[SIGNAL_TRACK_REMOVED] = g_signal_new ("track-removed",
+      G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+      G_TYPE_NONE, 3, LEGBA_TYPE_PARTICIPANT, LEGBA_TYPE_TRACK_KIND,
+      GST_TYPE_PAD);
+  /**
+   * LegbaRoom::error:
+   * @self: the room
+   * @error: what went wrong, in the %LEGBA_ROOM_ERROR domain
+   *
+   * Something the application should know about, after the room was
+   * joined (errors while joining are returned by
+   * legba_room_connect_finish()). When the state became
+   * %LEGBA_ROOM_STATE_FAILED the room is left; otherwise it carries on.
+   */
+  signals[SIGNAL_ERROR] = g_signal_new ("error", G_TYPE_FROM_CLASS (klass),
+      G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_ERROR);
+  legba_room_data_class_init (gobject_class);
+}
+
+static void
+legba_room_init (LegbaRoom * self)
+{
+  self->context = g_main_context_ref_thread_default ();
+  self->max_participants = DEFAULT_MAX_PARTICIPANTS;
+  self->latency = DEFAULT_LATENCY;
+  self->ice_transport_policy = DEFAULT_ICE_TRANSPORT_POLICY;
+  self->stun_pacing_timer = DEFAULT_STUN_PACING_TIMER;
+  self->ice_idle_timeout = DEFAULT_ICE_IDLE_TIMEOUT;
+  self->ice_tcp = DEFAULT_ICE_TCP;
+  self->stats_interval = DEFAULT_STATS_INTERVAL;
+  self->participants = g_list_store_new (LEGBA_TYPE_PARTICIPANT);
+  self->by_id = g_hash_table_new (g_str_hash, g_str_equal);
+  self->peers = g_hash_table_new (g_str_hash, g_str_equal);
+  self->early = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
+      early_free);
+  g_mutex_init (&self->lock);
+}
+
+/**
+ * legba_room_new:
+ * @signaller: (transfer none): how the room reaches the network; it runs
+ *   on the calling thread's thread-default main context, as the room will
+ * @bin: (transfer none): where the room adds its elements: the pipeline
+ *   the local tracks' encoders are in, or a bin inside it. The room does
+ *   not keep it alive: keep it for as long as the room.
+ *
+ * Creates a room on the calling thread's thread-default main context. Set
+ * #LegbaRoom:room and #LegbaRoom:identity, add the local tracks, then
+ * legba_room_connect_async().
+ *
+ * Returns: (transfer full): a new #LegbaRoom
+ */
+LegbaRoom *
+legba_room_new (LegbaSignaller * signaller, GstBin * bin)
+{
+  g_return_val_if_fail (LEGBA_IS_SIGNALLER (signaller), NULL);
+  g_return_val_if_fail (GST_IS_BIN (bin), NULL);
+
+  return g_object_new (LEGBA_TYPE_ROOM, "signaller", signaller, "bin", bin,
+      NULL);
+}
+
+/**
+ * legba_room_get_signaller:
+ * @self: a #LegbaRoom
+ *
+ * Returns: (transfer none): the #LegbaRoom:signaller
+ */
+LegbaSignaller *
+legba_room_get_signaller (LegbaRoom * self)
+{
+  g_return_val_if_fail (LEGBA_IS_ROOM (self), NULL);
+
+  return self->signaller;
+}
+
+/**
+ * legba_room_get_bin:
+ * @self: a #LegbaRoom
+ *
+ * Returns: (transfer none): the #LegbaRoom:bin
+ */
+GstBin *
+legba_room_get_bin (LegbaRoom * self)
+{
+  g_return_val_if_fail (LEGBA_IS_ROOM (self), NULL);
+
+  return self->bin;
+}
+
+/**
+ * legba_room_get_state:
+ * @self: a #LegbaRoom
+ *
+ * Returns: the #LegbaRoom:state
+ */
+LegbaRoomState
+legba_room_get_state (LegbaRoom * self)
+{
+  g_return_val_if_fail (LEGBA_IS_ROOM (self), LEGBA_ROOM_STATE_DISCONNECTED);
+
+  return self->state;
+}
+
+/**
+ * legba_room_get_participant_id:
+ * @self: a #LegbaRoom
+ *
+ * Returns: (transfer none) (nullable): the local participant id, or %NULL
+ *   before the first connect
+ */
+const char *
+legba_room_get_participant_id (LegbaRoom * self)
+{
+  g_return_val_if_fail (LEGBA_IS_ROOM (self), NULL);
+
+  return self->participant_id;
+}
+
+/**
+ * legba_room_get_participants:
+ * @self: a #LegbaRoom
+ *
+ * The other participants, in the order they were listed; watch
+ * #GListModel::items-changed for arrivals and departures.
+ *
+ * Returns: (transfer none): a #GListModel of #LegbaParticipant
+ */
+GListModel *
+legba_room_get_participants (LegbaRoom * self)
+{
+  g_return_val_if_fail (LEGBA_IS_ROOM (self), NULL);
+
+  return G_LIST_MODEL (self->participants);
+}
+
+/**
+ * legba_room_find_participant:
+ * @self: a #LegbaRoom
+ * @participant_id: a participant id
+ *
+ * Returns: (transfer none) (nullable): the listed participant with that id
+ */
+LegbaParticipant *
+legba_room_find_participant (LegbaRoom * self, const char *participant_id)
+{
+  g_return_val_if_fail (LEGBA_IS_ROOM (self), NULL);
+  g_return_val_if_fail (participant_id != NULL, NULL);
+
+  return g_hash_table_lookup (self->by_id, participant_id);
+}
+
+void
+legba_room_emit_track (LegbaRoom * self, LegbaParticipant * participant,
+    LegbaTrackKind kind, GstPad * pad, gboolean added)
+{
+  g_signal_emit (self, signals[added ? SIGNAL_TRACK_ADDED :
+          SIGNAL_TRACK_REMOVED], 0, participant, kind, pad);
+}
+
+static gboolean
+connect_cancelled (gpointer data)
+{
+  LegbaRoom *self = data;
+  GCancellable *cancellable;
+
+  if (self->connect_task == NULL)
+    return G_SOURCE_REMOVE;
+  cancellable = g_task_get_cancellable (self->connect_task);
+  if (cancellable == NULL || !g_cancellable_is_cancelled (cancellable))
+    return G_SOURCE_REMOVE;
+  remove_all_participants (self, TRUE);
+  legba_signaller_leave (self->signaller);
+  set_state (self, LEGBA_ROOM_STATE_DISCONNECTED);
+  legba_clear_source (&self->stats_source);
+  complete_connect (self, g_error_new_literal (G_IO_ERROR,
+          G_IO_ERROR_CANCELLED, "Joining the room was cancelled"));
+  return G_SOURCE_REMOVE;
+}
+
+static void
+on_connect_cancelled (GCancellable * cancellable, LegbaRoom * self)
+{
+  /* emitted on the thread that cancelled: hand over to the room's */
+  legba_room_invoke (self, connect_cancelled, g_object_ref (self),
+      g_object_unref);
+}
+
+/**
+ * legba_room_connect_async:
+ * @self: a #LegbaRoom
+ * @cancellable: (nullable): cancels joining (not the room once joined:
+ *   use legba_room_disconnect())
+ * @callback: called on the room's main context when the room is joined
+ *   or joining failed
+ * @user_data: for @callback
+ *
+ * Joins #LegbaRoom:room as #LegbaRoom:identity. The state becomes
+ * %LEGBA_ROOM_STATE_CONNECTING; @callback is called once the room is
+ * joined, the participants already there are listed and signals can be
+ * sent (state %LEGBA_ROOM_STATE_CONNECTED), or when joining failed:
+ * unknown configuration (%LEGBA_ROOM_ERROR_INVALID), the server could not
+ * be reached (%LEGBA_ROOM_ERROR_UNREACHABLE: joining fails at the first
+ * failed attempt, while a joined room reconnects on its own), refused
+ * (%LEGBA_ROOM_ERROR_REFUSED), full (%LEGBA_ROOM_ERROR_FULL), or
+ * legba_room_disconnect() was called (%LEGBA_ROOM_ERROR_CLOSED).
+ */
+void
+legba_room_connect_async (LegbaRoom * self, GCancellable * cancellable,
+    GAsyncReadyCallback callback, gpointer user_data)
+{
+  g_autoptr (GTask) task = NULL;
+  g_autoptr (GError) error = NULL;
+
+  g_return_if_fail (LEGBA_IS_ROOM (self));
+
+  task = g_task_new (self, cancellable, callback, user_data);
+  g_task_set_source_tag (task, legba_room_connect_async);
+  if (self->state != LEGBA_ROOM_STATE_DISCONNECTED &&
+      self->state != LEGBA_ROOM_STATE_FAILED) {
+    g_task_return_new_error (task, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_INVALID,
+        "The room is already %s", legba_enum_nick (LEGBA_TYPE_ROOM_STATE,
+            self->state));
+    return;
+  }
+  if (self->room_name == NULL || self->identity == NULL) {
+    g_task_return_new_error (task, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_INVALID,
+        "Set the room and the identity before connecting");
+    return;
+  }
+  if (self->participant_id == NULL ||
+      !g_str_has_prefix (self->participant_id, self->identity) ||
+      self->participant_id[strlen (self->identity)] != '-') {
+    g_free (self->participant_id);
+    self->participant_id =
+        legba_signaller_generate_participant_id (self->identity);
+    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_PARTICIPANT_ID]);
+  }
+  /* TURN credentials come with this join, when the server has any */
+  if (self->ice_servers != NULL) {
+    g_clear_pointer (&self->ice_servers, g_strfreev);
+    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ICE_SERVERS]);
+  }
+  if (!legba_signaller_join (self->signaller, self->room_name,
+          self->participant_id, self->identity, self->display_name, &error)) {
+    g_task_return_new_error (task, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_INVALID,
+        "Cannot join room %s: %s", self->room_name, error->message);
+    return;
+  }
+  /* the DTLS key is made while the room is joined, not on the first
+   * peer connection's path */
+  legba_room_prepare ();
+  self->connect_task = g_steal_pointer (&task);
+  set_state (self, LEGBA_ROOM_STATE_CONNECTING);
+  restart_stats (self);
+  if (cancellable != NULL)
+    self->cancel_handler = g_cancellable_connect (cancellable,
+        G_CALLBACK (on_connect_cancelled), self, NULL);
+}
+
+/**
+ * legba_room_connect_finish:
+ * @self: a #LegbaRoom
+ * @result: the result @callback was given
+ * @error: return location for a #GError
+ *
+ * Returns: %TRUE when the room was joined, else %FALSE with @error set
+ */
+gboolean
+legba_room_connect_finish (LegbaRoom * self, GAsyncResult * result,
+    GError ** error)
+{
+  g_return_val_if_fail (LEGBA_IS_ROOM (self), FALSE);
+  g_return_val_if_fail (g_task_is_valid (result, self), FALSE);
+
+  return g_task_propagate_boolean (G_TASK (result), error);
+}
+
+/**
+ * legba_room_disconnect:
+ * @self: a #LegbaRoom
+ *
+ * Leaves the room: says `bye` on every peer connection (best effort),
+ * closes them, reports every participant as gone (their tracks first) and
+ * leaves the signalling room. The state becomes
+ * %LEGBA_ROOM_STATE_DISCONNECTED. A pending connect fails with
+ * %LEGBA_ROOM_ERROR_CLOSED. Local tracks stay, for a later connect.
+ */
+void
+legba_room_disconnect (LegbaRoom * self)
+{
+  g_return_if_fail (LEGBA_IS_ROOM (self));
+
+  if (self->state == LEGBA_ROOM_STATE_DISCONNECTED)
+    return;
+  remove_all_participants (self, self->state != LEGBA_ROOM_STATE_FAILED);
+  g_hash_table_remove_all (self->early);
+  legba_signaller_leave (self->signaller);
+  legba_clear_source (&self->stats_source);
+  set_state (self, LEGBA_ROOM_STATE_DISCONNECTED);
+  complete_connect (self, g_error_new_literal (LEGBA_ROOM_ERROR,
+          LEGBA_ROOM_ERROR_CLOSED, "The room was left before it was joined"));
+}

@@ -1,0 +1,163 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * LegbaHub internals shared by legba-hub.c (the protocol state machine) and
+ * legba-hub-api.c (the server-side operations the HTTP API calls). Nothing
+ * else includes this header.
+ */
+#pragma once
+
+#include <legba/server/legba-hub.h>
+
+G_BEGIN_DECLS
+
+/* Pusher: event names are at most 200 characters. */
+#define MAX_EVENT_NAME_LENGTH 200
+/* Pusher protocol 7 user authentication: the channel of a signed-in user. */
+#define SERVER_TO_USER_PREFIX "#server-to-user-"
+
+typedef enum
+{
+  CHANNEL_PUBLIC,
+  CHANNEL_PRIVATE,
+  CHANNEL_ENCRYPTED,
+  CHANNEL_PRESENCE,
+} ChannelKind;
+
+typedef struct _Channel Channel;
+typedef struct _Member Member;
+typedef struct _Subscription Subscription;
+
+/* A distinct user of a presence channel, however many of its connections
+ * are subscribed. */
+struct _Member
+{
+  GList link;                   /* in Channel.member_order; data: self */
+  char *user_id;
+  char *user_info;              /* raw JSON text, or NULL when absent */
+  guint n_subscriptions;        /* this instance's connections */
+  guint n_remote;               /* other instances that have the user here */
+};
+
+struct _Channel
+{
+  char *name;
+  ChannelKind kind;
+  GPtrArray *subscriptions;     /* Subscription *, each knows its index */
+  GHashTable *members;          /* presence: user_id -> Member * (owned) */
+  GQueue member_order;          /* presence: Members in join order */
+  guint n_remote_subscriptions; /* subscriptions on other instances */
+};
+
+struct _Subscription
+{
+  LegbaHubConn *conn;
+  Channel *channel;
+  guint index;                  /* in channel->subscriptions */
+  Member *member;               /* presence channels */
+};
+
+struct _LegbaHubConn
+{
+  /* What a broadcast reads of every recipient, together */
+  gpointer handle;
+  gboolean closing;             /* asked the transport to close */
+  LegbaHubApp *app;
+  char *socket_id;
+  guint index;                  /* in hub->conns */
+  /* Its subscriptions by channel name: the first inline, the others in a
+   * table made when there are two (most sockets are on one channel, and a
+   * table is some 300 bytes a socket) */
+  Subscription *first_sub;
+  GHashTable *more_subs;        /* channel name -> Subscription *, or NULL */
+  char *user_id;                /* pusher:signin */
+  guint user_index;             /* in the app's array for user_id */
+  gint64 opened_at;
+  gint64 last_activity;
+  gboolean ping_pending;        /* a server pusher:ping is unanswered */
+  gint64 ping_sent_at;
+  gint64 rate_window_start;
+  guint rate_count;
+  gboolean closed;              /* the transport reported it closed */
+};
+
+struct _LegbaHubApp
+{
+  char *id;
+  char *key;
+  char *secret;
+  LegbaLimits limits;
+  GHashTable *channels;         /* name -> Channel * (owned) */
+  GHashTable *users;            /* signed-in user id -> GPtrArray of conns */
+  guint n_connections;
+};
+
+struct _LegbaHub
+{
+  LegbaHubTransport transport;
+  gpointer user_data;
+  LegbaLimits limits;
+  GHashTable *apps_by_id;       /* owns the apps */
+  GHashTable *apps_by_key;
+  GPtrArray *conns;             /* LegbaHubConn *, each knows its index */
+  GHashTable *conns_by_socket_id;
+  gint64 (*now) (gpointer);
+  gpointer now_data;
+  LegbaHubCounters counters;
+  guint n_subscriptions;
+  GBytes *ping_frame;
+  GBytes *pong_frame;
+  guint depth;                  /* nesting of calls from the transport */
+  GPtrArray *closed_later;      /* conns closed while depth > 0 */
+  LegbaHubCluster cluster;      /* all NULL without a relay */
+  gpointer cluster_data;
+  char **turn_urls;             /* NULL: no TURN credentials handed out */
+  char *turn_secret;
+  guint turn_ttl;
+};
+
+/* Pusher protocol 7 frame {"event", "channel" (when not NULL), "data"},
+ * data sent as a JSON string, as servers do. */
+G_GNUC_INTERNAL GBytes *hub_frame_new (const char *event, const char *channel,
+    const char *data);
+
+/* Sends frame to every connection of channel (or, for "#server-to-user-ID",
+ * signed in as ID) but except; returns how many. Every delivery goes through
+ * here. */
+G_GNUC_INTERNAL guint hub_deliver (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel, GBytes * frame, LegbaHubConn * except);
+
+/* Around every entry point that may reach the transport's callbacks. */
+G_GNUC_INTERNAL void hub_enter (LegbaHub * hub);
+G_GNUC_INTERNAL void hub_leave (LegbaHub * hub);
+
+/* ---- Cluster: channels and members shared with other instances ---- */
+
+/* Hands an event this instance originates to the relay, if any. */
+G_GNUC_INTERNAL void hub_relay_event (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel, GBytes * frame, const char *except_socket_id);
+
+/* The channel, created when absent. */
+G_GNUC_INTERNAL Channel *hub_channel_get (LegbaHubApp * app,
+    const char *name);
+/* Frees the channel when nobody, here or elsewhere, is in it any more. */
+G_GNUC_INTERNAL void hub_channel_release (LegbaHubApp * app,
+    Channel * channel);
+/* A new member at the end of the join order; takes the strings. */
+G_GNUC_INTERNAL Member *hub_member_add (Channel * channel, char *user_id,
+    char *user_info);
+/* Pusher protocol 7: member_added to the channel's subscribers but
+ * except, member_removed to all of them (the member is then freed). */
+G_GNUC_INTERNAL void hub_presence_member_joined (LegbaHub * hub,
+    LegbaHubApp * app, Channel * channel, Member * member,
+    LegbaHubConn * except);
+G_GNUC_INTERNAL void hub_presence_member_left (LegbaHub * hub,
+    LegbaHubApp * app, Channel * channel, Member * member);
+
+G_GNUC_INTERNAL void hub_conn_close (LegbaHub * hub, LegbaHubConn * conn,
+    guint16 code, const char *reason);
+G_GNUC_INTERNAL void hub_count_error (LegbaHub * hub, guint code);
+G_GNUC_INTERNAL gboolean hub_channel_name_valid (const char *name,
+    guint max_length);
+
+G_END_DECLS

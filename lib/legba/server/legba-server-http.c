@@ -1,0 +1,424 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The HTTP side of LegbaServer: the Pusher HTTP API under /apps/ (with
+ * CORS), GET /up, GET /metrics, and bounded request bodies.
+ */
+#define LEGBA_SERVER_INTERNALS
+#include <legba/server/legba-server-private.h>
+
+#include <legba/common/legba-auth.h>
+#include <legba/server/legba-http-api.h>
+
+#include <legba/legba-version.h>
+#include <string.h>
+
+static void
+legba_server_respond (SoupServerMessage * msg, guint status,
+    const char *content_type, char *body)
+{
+  soup_server_message_set_status (msg, status, NULL);
+  if (body != NULL)
+    soup_server_message_set_response (msg, content_type, SOUP_MEMORY_TAKE,
+        body, strlen (body));
+}
+
+void
+legba_server_respond_error (SoupServerMessage * msg, guint status,
+    const char *error)
+{
+  g_autoptr (JsonBuilder) builder = json_builder_new ();
+  g_autoptr (JsonNode) root = NULL;
+
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "error");
+  json_builder_add_string_value (builder, error);
+  json_builder_end_object (builder);
+  root = json_builder_get_root (builder);
+  legba_server_respond (msg, status, "application/json",
+      json_to_string (root, FALSE));
+}
+
+char *
+legba_server_remote (SoupServerMessage * msg)
+{
+  GSocketAddress *address = soup_server_message_get_remote_address (msg);
+  g_autofree char *host = NULL;
+
+  if (!G_IS_INET_SOCKET_ADDRESS (address))
+    return g_strdup ("-");
+  host = g_inet_address_to_string (g_inet_socket_address_get_address
+      (G_INET_SOCKET_ADDRESS (address)));
+  if (strchr (host, ':'))
+    return g_strdup_printf ("[%s]:%u", host,
+        g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (address)));
+  return g_strdup_printf ("%s:%u", host,
+      g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (address)));
+}
+
+gboolean
+legba_server_origin_allowed (LegbaServer * self, const char *origin)
+{
+  char **o;
+
+  if (self->allowed_origins == NULL || origin == NULL)
+    return TRUE;
+  for (o = self->allowed_origins; *o != NULL; o++) {
+    if (g_str_equal (*o, "*") || g_ascii_strcasecmp (*o, origin) == 0)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* Request bodies are bounded by max-request-bytes: a declared length over
+ * it is refused before the body is read, and a chunked body stops being
+ * kept once over it. Either way the body is read and dropped, and the
+ * connection closed after the 413. */
+static void
+legba_server_refuse_body (SoupServerMessage * msg)
+{
+  SoupMessageBody *body = soup_server_message_get_request_body (msg);
+
+  soup_message_body_set_accumulate (body, FALSE);
+  soup_message_body_truncate (body);
+  soup_message_headers_replace (soup_server_message_get_response_headers
+      (msg), "Connection", "close");
+  legba_server_respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE,
+      "request body too large");
+}
+
+/* libsoup before 3.3 never lets go of a kept-alive connection that its
+ * client closes while it waits for the next request (fixed upstream by
+ * "server: do not leak idle connections closed by the client"): the
+ * socket stays in CLOSE_WAIT and the connection in memory for the
+ * server's life, one for every HTTP client that came and went. With such
+ * a libsoup every response closes its connection, but the 101 of a
+ * WebSocket upgrade (legba_server_keep_connection). */
+static gboolean
+legba_server_closes_idle (void)
+{
+  return soup_get_major_version () > 3 ||
+      (soup_get_major_version () == 3 && soup_get_minor_version () >= 3);
+}
+
+void
+legba_server_keep_connection (SoupServerMessage * msg)
+{
+  soup_message_headers_remove (soup_server_message_get_response_headers
+      (msg), "Connection");
+}
+
+static void
+legba_server_got_headers (SoupServerMessage * msg, gpointer user_data)
+{
+  LegbaServer *self = user_data;
+  SoupMessageHeaders *headers = soup_server_message_get_request_headers (msg);
+
+  if (!legba_server_closes_idle ())
+    soup_message_headers_replace (soup_server_message_get_response_headers
+        (msg), "Connection", "close");
+  if (soup_server_message_get_status (msg) != 0)
+    return;
+  if (soup_message_headers_get_encoding (headers) ==
+      SOUP_ENCODING_CONTENT_LENGTH &&
+      soup_message_headers_get_content_length (headers) >
+      self->max_request_bytes)
+    legba_server_refuse_body (msg);
+}
+
+static void
+legba_server_got_chunk (SoupServerMessage * msg, GBytes * chunk,
+    gpointer user_data)
+{
+  LegbaServer *self = user_data;
+  SoupMessageBody *body = soup_server_message_get_request_body (msg);
+
+  if (soup_server_message_get_status (msg) == 0 &&
+      body->length > self->max_request_bytes)
+    legba_server_refuse_body (msg);
+}
+
+/* libsoup before 3.4 keeps the reference g_socket_accept() returned to its
+ * listener for ever (fixed upstream by "soup-listener: Plug a leak"), so
+ * every connection leaks its GSocket. The first request of a connection
+ * starts while libsoup sets the connection up: the socket is then held by
+ * the connection alone (1 reference), plus the listener's when it leaks
+ * (2). Only in that case is the listener's reference dropped, once per
+ * socket, so a libsoup with the fix (even as a 3.2 backport) is left
+ * alone. */
+static void
+legba_server_fix_socket_leak (SoupServerMessage * msg)
+{
+  static GQuark seen;
+  GSocket *socket = soup_server_message_get_socket (msg);
+
+  if (socket == NULL || soup_get_major_version () != 3 ||
+      soup_get_minor_version () >= 4)
+    return;
+  if (seen == 0)
+    seen = g_quark_from_static_string ("legba-socket-seen");
+  if (g_object_get_qdata (G_OBJECT (socket), seen) != NULL)
+    return;
+  g_object_set_qdata (G_OBJECT (socket), seen, GINT_TO_POINTER (1));
+  if (g_atomic_int_get (&G_OBJECT (socket)->ref_count) == 2)
+    g_object_unref (socket);
+}
+
+static void
+legba_server_request_started (SoupServer * soup, SoupServerMessage * msg,
+    gpointer user_data)
+{
+  legba_server_fix_socket_leak (msg);
+  g_signal_connect_object (msg, "got-headers",
+      G_CALLBACK (legba_server_got_headers), user_data, 0);
+  g_signal_connect_object (msg, "got-chunk",
+      G_CALLBACK (legba_server_got_chunk), user_data, 0);
+}
+
+static void
+legba_server_request_finished (SoupServer * soup, SoupServerMessage * msg,
+    gpointer user_data)
+{
+  LegbaServer *self = user_data;
+  GUri *uri = soup_server_message_get_uri (msg);
+
+  legba_metrics_count_http (self->metrics,
+      legba_metrics_route (uri ? g_uri_get_path (uri) : NULL),
+      soup_server_message_get_status (msg));
+}
+
+/* ---- HTTP routes ---- */
+
+void
+legba_server_handle_default (SoupServer * soup, SoupServerMessage * msg,
+    const char *path, GHashTable * query, gpointer user_data)
+{
+  legba_server_respond_error (msg, SOUP_STATUS_NOT_FOUND, "not found");
+}
+
+static gboolean
+legba_server_is_get (SoupServerMessage * msg)
+{
+  const char *method = soup_server_message_get_method (msg);
+
+  if (method == SOUP_METHOD_GET || method == SOUP_METHOD_HEAD)
+    return TRUE;
+  soup_message_headers_replace (soup_server_message_get_response_headers
+      (msg), "Allow", "GET, HEAD");
+  legba_server_respond_error (msg, SOUP_STATUS_METHOD_NOT_ALLOWED,
+      "method not allowed");
+  return FALSE;
+}
+
+static void
+legba_server_handle_up (SoupServer * soup, SoupServerMessage * msg,
+    const char *path, GHashTable * query, gpointer user_data)
+{
+  if (!g_str_equal (path, "/up")) {
+    legba_server_handle_default (soup, msg, path, query, user_data);
+    return;
+  }
+  if (legba_server_is_get (msg))
+    legba_server_respond (msg, SOUP_STATUS_OK, "text/plain", g_strdup ("OK\n"));
+}
+
+/* /demo/NAME: the demo page's files, from a flat directory (no
+ * subdirectories, so no path leaves it). */
+static void
+legba_server_handle_demo (SoupServer * soup, SoupServerMessage * msg,
+    const char *path, GHashTable * query, gpointer user_data)
+{
+  LegbaServer *self = user_data;
+  const char *name, *dir, *type;
+  g_autofree char *file = NULL;
+  char *contents;
+  gsize length;
+
+  if (!g_str_equal (path, "/demo") && !g_str_has_prefix (path, "/demo/")) {
+    legba_server_handle_default (soup, msg, path, query, user_data);
+    return;
+  }
+  if (!legba_server_is_get (msg))
+    return;
+  if (g_str_equal (path, "/demo")) {
+    soup_server_message_set_redirect (msg, SOUP_STATUS_MOVED_PERMANENTLY,
+        "/demo/");
+    return;
+  }
+  name = path + strlen ("/demo/");
+  if (*name == '\0')
+    name = "index.html";
+  dir = g_str_equal (name, "pusher.min.js") ? self->pusher_js_dir :
+      self->web_dir;
+  if (dir == NULL) {
+    legba_server_respond_error (msg, SOUP_STATUS_NOT_FOUND,
+        "no demo page here (legba-server --web-dir and --pusher-js-dir)");
+    return;
+  }
+  if (strchr (name, '/') != NULL || name[0] == '.') {
+    legba_server_respond_error (msg, SOUP_STATUS_NOT_FOUND, "not found");
+    return;
+  }
+  file = g_build_filename (dir, name, NULL);
+  if (!g_file_get_contents (file, &contents, &length, NULL)) {
+    legba_server_respond_error (msg, SOUP_STATUS_NOT_FOUND, "not found");
+    return;
+  }
+  type = g_str_has_suffix (name, ".html") ? "text/html; charset=utf-8" :
+      g_str_has_suffix (name, ".js") ? "text/javascript; charset=utf-8" :
+      g_str_has_suffix (name, ".css") ? "text/css; charset=utf-8" :
+      "application/octet-stream";
+  soup_message_headers_replace (soup_server_message_get_response_headers
+      (msg), "Cache-Control", "no-cache");
+  soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
+  soup_server_message_set_response (msg, type, SOUP_MEMORY_TAKE, contents,
+      length);
+}
+
+static gboolean
+legba_server_metrics_authorized (LegbaServer * self, SoupServerMessage * msg)
+{
+  const char *auth;
+  g_autofree char *expected = NULL;
+
+  if (self->metrics_token == NULL || *self->metrics_token == '\0')
+    return TRUE;
+  auth = soup_message_headers_get_one (soup_server_message_get_request_headers
+      (msg), "Authorization");
+  if (auth == NULL)
+    return FALSE;
+  expected = g_strconcat ("Bearer ", self->metrics_token, NULL);
+  return legba_auth_equal (auth, expected);
+}
+
+static void
+legba_server_serve_metrics (LegbaServer * self, SoupServerMessage * msg)
+{
+  if (!legba_server_is_get (msg))
+    return;
+  if (!legba_server_metrics_authorized (self, msg)) {
+    soup_message_headers_replace (soup_server_message_get_response_headers
+        (msg), "WWW-Authenticate", "Bearer realm=\"legba-metrics\"");
+    legba_server_respond_error (msg, SOUP_STATUS_UNAUTHORIZED,
+        "metrics token required");
+    return;
+  }
+
+  legba_server_respond (msg, SOUP_STATUS_OK,
+      "text/plain; version=0.0.4; charset=utf-8",
+      legba_server_render_metrics (self));
+}
+
+static void
+legba_server_handle_metrics (SoupServer * soup, SoupServerMessage * msg,
+    const char *path, GHashTable * query, gpointer user_data)
+{
+  LegbaServer *self = user_data;
+
+  /* With a listener of its own, /metrics is not on the public one. */
+  if (!g_str_equal (path, "/metrics") ||
+      (self->metrics_soup != NULL && soup != self->metrics_soup)) {
+    legba_server_handle_default (soup, msg, path, query, user_data);
+    return;
+  }
+  legba_server_serve_metrics (self, msg);
+}
+
+/* CORS (Fetch standard): allowed origins may read /apps/ responses. */
+static gboolean
+legba_server_cors (LegbaServer * self, SoupServerMessage * msg)
+{
+  SoupMessageHeaders *req = soup_server_message_get_request_headers (msg);
+  SoupMessageHeaders *resp = soup_server_message_get_response_headers (msg);
+  const char *origin = soup_message_headers_get_one (req, "Origin");
+
+  if (origin == NULL)
+    return TRUE;
+  soup_message_headers_append (resp, "Vary", "Origin");
+  if (!legba_server_origin_allowed (self, origin))
+    return FALSE;
+  soup_message_headers_replace (resp, "Access-Control-Allow-Origin", origin);
+  return TRUE;
+}
+
+static void
+legba_server_preflight (LegbaServer * self, SoupServerMessage * msg,
+    gboolean allowed)
+{
+  SoupMessageHeaders *req = soup_server_message_get_request_headers (msg);
+  SoupMessageHeaders *resp = soup_server_message_get_response_headers (msg);
+  const char *wanted = soup_message_headers_get_one (req,
+      "Access-Control-Request-Headers");
+
+  if (!allowed) {
+    legba_server_respond_error (msg, SOUP_STATUS_FORBIDDEN,
+        "origin not allowed");
+    return;
+  }
+  soup_message_headers_replace (resp, "Access-Control-Allow-Methods",
+      "GET, POST, OPTIONS");
+  soup_message_headers_replace (resp, "Access-Control-Allow-Headers",
+      wanted ? wanted : "Authorization, Content-Type");
+  soup_message_headers_replace (resp, "Access-Control-Max-Age", "600");
+  soup_server_message_set_status (msg, SOUP_STATUS_NO_CONTENT, NULL);
+}
+
+void
+legba_server_handle_apps (SoupServer * soup, SoupServerMessage * msg,
+    const char *path, GHashTable * query, gpointer user_data)
+{
+  LegbaServer *self = user_data;
+  const char *method = soup_server_message_get_method (msg);
+  SoupMessageBody *body = soup_server_message_get_request_body (msg);
+  g_autoptr (GHashTable) params = NULL;
+  g_autofree char *remote = NULL;
+  g_autofree char *status_s = NULL;
+  LegbaHttpRequest request = { 0, };
+  LegbaHttpResponse response = { 0, };
+  gboolean allowed = legba_server_cors (self, msg);
+
+  if (method == SOUP_METHOD_OPTIONS) {
+    legba_server_preflight (self, msg, allowed);
+    return;
+  }
+
+  params = query ? g_hash_table_ref (query) :
+      g_hash_table_new (g_str_hash, g_str_equal);
+  request.method = method;
+  request.path = path;
+  request.params = params;
+  request.body = body->length > 0 ? body->data : NULL;
+  request.body_len = body->length;
+  request.authorization = soup_message_headers_get_one
+      (soup_server_message_get_request_headers (msg), "Authorization");
+  request.now_s = g_get_real_time () / G_USEC_PER_SEC;
+
+  legba_http_api_handle (self->hub, &request, &response);
+  legba_server_respond (msg, response.status, "application/json",
+      g_steal_pointer (&response.body));
+  legba_http_response_clear (&response);
+
+  /* Only the method, path and status: queries hold signatures. */
+  remote = legba_server_remote (msg);
+  status_s = g_strdup_printf ("%u", soup_server_message_get_status (msg));
+  legba_server_log (G_LOG_LEVEL_INFO, "http-api", "METHOD", method,
+      "PATH", path, "STATUS", status_s, "REMOTE", remote, NULL);
+}
+
+SoupServer *
+legba_server_new_soup (LegbaServer * self)
+{
+  SoupServer *soup = soup_server_new ("server-header",
+      "legba-server/" LEGBA_VERSION, NULL);
+
+  g_signal_connect_object (soup, "request-started",
+      G_CALLBACK (legba_server_request_started), self, 0);
+  g_signal_connect_object (soup, "request-finished",
+      G_CALLBACK (legba_server_request_finished), self, 0);
+  soup_server_add_handler (soup, NULL, legba_server_handle_default, self, NULL);
+  soup_server_add_handler (soup, "/up", legba_server_handle_up, self, NULL);
+  soup_server_add_handler (soup, "/demo", legba_server_handle_demo, self, NULL);
+  soup_server_add_handler (soup, "/metrics", legba_server_handle_metrics,
+      self, NULL);
+  return soup;
+}

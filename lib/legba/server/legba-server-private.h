@@ -1,0 +1,121 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * What legba-server's own parts (config file, tools, in-process tests)
+ * reach beyond the public API.
+ */
+#pragma once
+
+#include <legba/server/legba-server.h>
+#include <legba/server/legba-hub.h>
+
+G_BEGIN_DECLS
+
+/* The hub behind the server. Apps added before the server listens reach
+ * the hub when it starts listening. */
+LegbaHub *legba_server_get_hub (LegbaServer * server);
+
+/* The names of the properties that are limits: the keys of the config
+ * file's [limits] group and the limit flags of legba-server. All are
+ * unsigned integer properties. NULL-terminated. */
+const char *const *legba_server_get_limit_names (void);
+
+/* Bytes waiting in the server to be written to its sockets, all sockets
+ * together (the legba_queued_bytes gauge of /metrics). */
+guint64 legba_server_get_queued_bytes (LegbaServer * server);
+
+/* Writes one structured log line in the "Legba" domain: field LEGBA_EVENT
+ * = event, then the given (FIELD, value) string pairs, NULL-terminated,
+ * and a MESSAGE "event field=value ..." for plain-text readers. Values
+ * must never hold secrets; NULL values are left out. */
+void legba_server_log (GLogLevelFlags level, const char *event, ...)
+    G_GNUC_NULL_TERMINATED;
+
+/* ---- Internal to lib/legba/legba-server*.c ---- */
+#ifdef LEGBA_SERVER_INTERNALS
+
+#include <libsoup/soup.h>
+#include <legba/server/legba-metrics.h>
+#include <legba/server/legba-relay.h>
+
+struct _LegbaServer
+{
+  GObject parent;
+
+  GMainContext *context;
+  LegbaHub *hub;
+  LegbaLimits limits;
+  guint max_request_bytes;
+  char **allowed_origins;       /* NULL: any */
+  gboolean compression;
+  char *metrics_token;
+  char *web_dir;                /* the /demo page's files; NULL: no page */
+  char *pusher_js_dir;          /* where /demo/pusher.min.js comes from */
+  char *listen_address;
+  guint listen_port;
+  char *metrics_address;
+  guint metrics_port;
+
+  SoupServer *soup;
+  SoupServer *metrics_soup;
+  GTlsCertificate *certificate;
+  GPtrArray *extension_types;   /* permessage-deflate, when compressing */
+  guint port;
+  guint bound_metrics_port;
+  char *url_host;
+
+  GPtrArray *pending_apps;      /* until the first listen */
+  gboolean started;
+  gboolean shutting_down;
+
+  GHashTable *conns;            /* LegbaServerConn set, owns them */
+  /* Every socket's SoupWebsocketConnection handlers (message, error,
+   * closed): one closure each for all of them, which find their socket
+   * through its stream, where a closure a socket would cost some 70 bytes */
+  GClosure *ws_handlers[3];
+  GUri *ws_uri;                 /* the WebSocket's address, for all sockets */
+  struct _LegbaPollGroup *poll_group;   /* where the sockets' sources are */
+  LegbaMetrics *metrics;
+  guint64 written_closed;       /* bytes written by sockets now gone */
+
+  /* Scale-out through Redis (docs/scale-out.md) */
+  char *redis_url;              /* NULL: a single instance */
+  char *instance_id;            /* NULL until started: a default one */
+  char *redis_prefix;
+  guint redis_retention;
+  guint redis_instance_ttl;
+  LegbaRelay *relay;
+
+  /* TURN credentials for room members (docs/server.md) */
+  char **turn_urls;
+  char *turn_secret;
+  guint turn_ttl;
+
+  GSource *tick;
+  GSource *shutdown_timer;
+};
+
+/* legba-server.c */
+void legba_server_get_gauges (LegbaServer * self, LegbaMetricsGauges * gauges);
+/* /metrics: the transport's and hub's, then the relay's. */
+char *legba_server_render_metrics (LegbaServer * self);
+
+/* legba-server-http.c: the HTTP side (/apps/, /up, /metrics, CORS, bounded
+ * request bodies). */
+SoupServer *legba_server_new_soup (LegbaServer * self);
+void legba_server_handle_apps (SoupServer * soup, SoupServerMessage * msg,
+    const char *path, GHashTable * query, gpointer user_data);
+void legba_server_handle_default (SoupServer * soup, SoupServerMessage * msg,
+    const char *path, GHashTable * query, gpointer user_data);
+void legba_server_respond_error (SoupServerMessage * msg, guint status,
+    const char *error);
+char *legba_server_remote (SoupServerMessage * msg);
+/* Lets the response keep its connection open, for a WebSocket upgrade:
+ * with a libsoup that leaks kept-alive connections, every other response
+ * closes its connection. */
+void legba_server_keep_connection (SoupServerMessage * msg);
+gboolean legba_server_origin_allowed (LegbaServer * self, const char *origin);
+
+#endif /* LEGBA_SERVER_INTERNALS */
+
+G_END_DECLS
