@@ -10,6 +10,7 @@
  * media and data flowed every way.
  */
 #include <legba/legba.h>
+#include <legba/server/server.h>
 
 #include <locale.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * legba-server: the Pusher protocol 7 signalling server of Legba rooms,
  * configured by flags and/or a configuration file (docs/server.md).
  */
-#include <legba/legba.h>
+#include <legba/server/server.h>
 
 #include <legba/server/legba-server-private.h>
 #include <legba/server/legba-relay.h>

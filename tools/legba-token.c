@@ -5,7 +5,7 @@
  * identity to one room of a legba-server app, so a participant never
  * holds the app secret.
  */
-#include <legba/legba.h>
+#include <legba/server/server.h>
 
 #include <locale.h>
 #include <stdio.h>

@@ -82,6 +82,7 @@
  * candidates on 127.0.0.1, no STUN server).
  */
 #include <legba/legba.h>
+#include <legba/server/server.h>
 #include <sys/resource.h>
 #include <malloc.h>
 #include <string.h>

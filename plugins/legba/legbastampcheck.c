@@ -44,7 +44,7 @@
 #include "legba-elements.h"
 
 #include <gst/video/gstvideofilter.h>
-#include <legba/stamp/legba-stamp.h>
+#include "legba-stamp.h"
 
 GST_DEBUG_CATEGORY_STATIC (legba_stamp_check_debug);
 #define GST_CAT_DEFAULT legba_stamp_check_debug

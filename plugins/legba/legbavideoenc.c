@@ -77,7 +77,7 @@
 #include "legba-elements.h"
 
 #include <gst/video/video.h>
-#include <legba/encoder/legba-encoder.h>
+#include <legba/legba.h>
 
 GST_DEBUG_CATEGORY_STATIC (legba_video_enc_debug);
 #define GST_CAT_DEFAULT legba_video_enc_debug

@@ -7,6 +7,7 @@
  */
 #include <gst/check/gstcheck.h>
 #include <legba/legba.h>
+#include <legba/server/server.h>
 
 #define APP_ID "1"
 #define APP_KEY "room-key"

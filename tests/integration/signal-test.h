@@ -6,6 +6,7 @@
 #pragma once
 
 #include <legba/legba.h>
+#include <legba/server/server.h>
 
 #include <libsoup/soup.h>
 

@@ -10,7 +10,7 @@
  *
  * Without redis-server installed, the test exits 77 (skipped).
  */
-#include <legba/legba.h>
+#include <legba/server/server.h>
 
 #include <legba/common/legba-auth.h>
 

@@ -23,7 +23,7 @@
  */
 #include "room-test.h"
 
-#include <legba/stamp/legba-stamp.h>
+#include "legba-stamp.h"
 
 #include <string.h>
 

@@ -5,7 +5,7 @@
  * LEGBA_TOKEN): legba-server's command line, configuration file, errors
  * and signals, and a legba-token join token accepted by the server.
  */
-#include <legba/legba.h>
+#include <legba/server/server.h>
 
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>

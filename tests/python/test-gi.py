@@ -2,7 +2,7 @@
 # Legba: real-time rooms for GStreamer
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# The introspection data (Legba-1.0.typelib) through Debian's PyGObject:
+# The introspection data (Legba-1.0, LegbaServer-1.0) through Debian's PyGObject:
 # a Python participant (LegbaServer in this process, a LegbaCall) and a C
 # participant (the legba-call program) send each other video, audio and a
 # data message. TAP output.
@@ -18,7 +18,8 @@ gi.require_version('GLib', '2.0')
 gi.require_version('Gst', '1.0')
 gi.require_version('Json', '1.0')
 gi.require_version('Legba', '1.0')
-from gi.repository import GLib, Gst, Json, Legba  # noqa: E402
+gi.require_version('LegbaServer', '1.0')
+from gi.repository import GLib, Gst, Json, Legba, LegbaServer  # noqa: E402
 
 DEADLINE_S = 120
 
@@ -26,7 +27,7 @@ DEADLINE_S = 120
 def main():
     Gst.init(None)
     print('1..1')
-    server = Legba.Server.new()
+    server = LegbaServer.Server.new()
     server.add_app('1', 'py-key', 'py-secret')
     server.listen('127.0.0.1', 0)
     url = server.get_url()

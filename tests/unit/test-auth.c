@@ -5,6 +5,7 @@
  * and join tokens.
  */
 #include <legba/common/legba-auth.h>
+#include <legba/server/legba-token-private.h>
 #include <legba/server/legba-token.h>
 
 #include <string.h>

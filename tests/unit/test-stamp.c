@@ -6,9 +6,8 @@
  * strides, frames that must not read, and the checker's counts and
  * percentiles.
  */
-#include <legba/legba.h>
 
-#include <legba/stamp/legba-stamp.h>
+#include "legba-stamp.h"
 
 #include <string.h>
 

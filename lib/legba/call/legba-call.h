@@ -18,6 +18,7 @@
 #endif
 
 #include <gst/gst.h>
+#include <legba/legba-api.h>
 #include <legba/room/legba-room.h>
 
 G_BEGIN_DECLS
@@ -29,6 +30,7 @@ G_BEGIN_DECLS
  * #LegbaCallError enumeration.
  */
 #define LEGBA_CALL_ERROR (legba_call_error_quark ())
+LEGBA_API
 GQuark legba_call_error_quark (void);
 
 /**
@@ -88,6 +90,7 @@ typedef enum
 } LegbaCallVideo;
 
 #define LEGBA_TYPE_CALL_VIDEO (legba_call_video_get_type ())
+LEGBA_API
 GType legba_call_video_get_type (void);
 
 /**
@@ -106,6 +109,7 @@ typedef enum
 } LegbaCallAudio;
 
 #define LEGBA_TYPE_CALL_AUDIO (legba_call_audio_get_type ())
+LEGBA_API
 GType legba_call_audio_get_type (void);
 
 /**
@@ -128,6 +132,7 @@ typedef enum
 } LegbaCallDisplay;
 
 #define LEGBA_TYPE_CALL_DISPLAY (legba_call_display_get_type ())
+LEGBA_API
 GType legba_call_display_get_type (void);
 
 /**
@@ -150,36 +155,54 @@ typedef enum
 } LegbaCallState;
 
 #define LEGBA_TYPE_CALL_STATE (legba_call_state_get_type ())
+LEGBA_API
 GType legba_call_state_get_type (void);
 
+LEGBA_API
 gboolean legba_call_video_from_string (const char *name,
     LegbaCallVideo * video);
+LEGBA_API
 gboolean legba_call_audio_from_string (const char *name,
     LegbaCallAudio * audio);
+LEGBA_API
 gboolean legba_call_display_from_string (const char *name,
     LegbaCallDisplay * display);
 
 #define LEGBA_TYPE_CALL (legba_call_get_type ())
+LEGBA_API
 G_DECLARE_FINAL_TYPE (LegbaCall, legba_call, LEGBA, CALL, GObject)
 
+LEGBA_API
 LegbaCall *legba_call_new (const char *server_url, const char *room,
     const char *identity);
 
+LEGBA_API
 gboolean legba_call_start (LegbaCall * self, GError ** error);
+LEGBA_API
 void legba_call_stop (LegbaCall * self);
 
+LEGBA_API
 LegbaCallState legba_call_get_state (LegbaCall * self);
+LEGBA_API
 LegbaRoom *legba_call_get_room (LegbaCall * self);
+LEGBA_API
 GstPipeline *legba_call_get_pipeline (LegbaCall * self);
 
+LEGBA_API
 void legba_call_set_audio_muted (LegbaCall * self, gboolean muted);
+LEGBA_API
 gboolean legba_call_get_audio_muted (LegbaCall * self);
+LEGBA_API
 void legba_call_set_video_muted (LegbaCall * self, gboolean muted);
+LEGBA_API
 gboolean legba_call_get_video_muted (LegbaCall * self);
 
+LEGBA_API
 GStrv legba_call_list_remotes (LegbaCall * self);
+LEGBA_API
 GstStructure *legba_call_get_remote_stats (LegbaCall * self,
     const char *participant_id);
+LEGBA_API
 GstStructure *legba_call_get_local_stats (LegbaCall * self);
 
 G_END_DECLS

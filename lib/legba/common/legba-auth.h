@@ -60,18 +60,4 @@ gboolean legba_auth_http_verify (const char *key, const char *secret,
     const char *body, gsize body_len, gint64 now_s, guint window_s,
     GError ** error);
 
-/* Join tokens: HS256 JWT with claims room, sub (identity), name, exp
- * (and iat). Minting is public API (legba_join_token_new). */
-typedef struct
-{
-  char *room;
-  char *identity;
-  char *name;
-  gint64 expires;
-} LegbaTokenClaims;
-
-gboolean legba_token_verify (const char *secret, const char *token,
-    gint64 now_s, LegbaTokenClaims * claims, GError ** error);
-void legba_token_claims_clear (LegbaTokenClaims * claims);
-
 G_END_DECLS

@@ -17,6 +17,7 @@
 #endif
 
 #include <gst/gst.h>
+#include <legba/legba-api.h>
 
 G_BEGIN_DECLS
 
@@ -27,6 +28,7 @@ G_BEGIN_DECLS
  * from the #LegbaEncoderError enumeration.
  */
 #define LEGBA_ENCODER_ERROR (legba_encoder_error_quark ())
+LEGBA_API
 GQuark legba_encoder_error_quark (void);
 
 /**
@@ -78,6 +80,7 @@ typedef enum
   LEGBA_VIDEO_CODEC_AV1,
 } LegbaVideoCodec;
 
+LEGBA_API
 GType legba_video_codec_get_type (void);
 #define LEGBA_TYPE_VIDEO_CODEC (legba_video_codec_get_type ())
 
@@ -96,6 +99,7 @@ typedef enum
   LEGBA_ENCODER_PREFER_SOFTWARE,
 } LegbaEncoderPrefer;
 
+LEGBA_API
 GType legba_encoder_prefer_get_type (void);
 #define LEGBA_TYPE_ENCODER_PREFER (legba_encoder_prefer_get_type ())
 
@@ -114,6 +118,7 @@ typedef enum
   LEGBA_ENCODER_SPEED_QUALITY,
 } LegbaEncoderSpeed;
 
+LEGBA_API
 GType legba_encoder_speed_get_type (void);
 #define LEGBA_TYPE_ENCODER_SPEED (legba_encoder_speed_get_type ())
 
@@ -138,6 +143,7 @@ typedef enum
   LEGBA_DEGRADATION_PREFERENCE_MAINTAIN_RESOLUTION,
 } LegbaDegradationPreference;
 
+LEGBA_API
 GType legba_degradation_preference_get_type (void);
 #define LEGBA_TYPE_DEGRADATION_PREFERENCE \
   (legba_degradation_preference_get_type ())
@@ -205,16 +211,22 @@ typedef struct
  */
 typedef struct _LegbaEncoderCandidate LegbaEncoderCandidate;
 
+LEGBA_API
 GType legba_encoder_candidate_get_type (void);
 #define LEGBA_TYPE_ENCODER_CANDIDATE (legba_encoder_candidate_get_type ())
 
+LEGBA_API
 LegbaEncoderCandidate *legba_encoder_candidate_ref (LegbaEncoderCandidate *
     candidate);
+LEGBA_API
 void legba_encoder_candidate_unref (LegbaEncoderCandidate * candidate);
+LEGBA_API
 const gchar *legba_encoder_candidate_get_factory_name (LegbaEncoderCandidate
     * candidate);
+LEGBA_API
 const gchar *legba_encoder_candidate_get_family (LegbaEncoderCandidate *
     candidate);
+LEGBA_API
 gboolean legba_encoder_candidate_is_hardware (LegbaEncoderCandidate *
     candidate);
 
@@ -230,59 +242,85 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (LegbaEncoderCandidate,
  */
 typedef struct _LegbaEncoderProof LegbaEncoderProof;
 
+LEGBA_API
 GType legba_encoder_proof_get_type (void);
 #define LEGBA_TYPE_ENCODER_PROOF (legba_encoder_proof_get_type ())
 
+LEGBA_API
 LegbaEncoderProof *legba_encoder_proof_ref (LegbaEncoderProof * proof);
+LEGBA_API
 void legba_encoder_proof_unref (LegbaEncoderProof * proof);
+LEGBA_API
 const gchar *legba_encoder_proof_get_factory_name (LegbaEncoderProof *
     proof);
+LEGBA_API
 gboolean legba_encoder_proof_is_ok (LegbaEncoderProof * proof);
+LEGBA_API
 const GError *legba_encoder_proof_get_error (LegbaEncoderProof * proof);
+LEGBA_API
 gint64 legba_encoder_proof_get_duration_us (LegbaEncoderProof * proof);
+LEGBA_API
 gchar *legba_encoder_proof_to_string (LegbaEncoderProof * proof);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LegbaEncoderProof, legba_encoder_proof_unref);
 
+LEGBA_API
 const gchar *legba_video_codec_to_string (LegbaVideoCodec codec);
+LEGBA_API
 gboolean legba_video_codec_from_string (const gchar * name,
     LegbaVideoCodec * codec);
+LEGBA_API
 GstCaps *legba_video_codec_get_output_caps (LegbaVideoCodec codec);
 
+LEGBA_API
 GPtrArray *legba_encoder_list_candidates (LegbaVideoCodec codec,
     LegbaEncoderPrefer prefer, const gchar * forced_factory);
 
+LEGBA_API
 LegbaEncoderProof *legba_encoder_prove (const gchar * factory_name,
     LegbaVideoCodec codec, GstCaps * raw_caps, GstCaps * output_caps,
     guint timeout_ms);
+LEGBA_API
 void legba_encoder_record_failure (const gchar * factory_name,
     const GError * error);
+LEGBA_API
 void legba_encoder_clear_proofs (void);
 
+LEGBA_API
 LegbaEncoderProof *legba_encoder_select (LegbaVideoCodec codec,
     GstCaps * raw_caps, GstCaps * output_caps, LegbaEncoderPrefer prefer,
     const gchar * forced_factory, guint timeout_ms, GPtrArray ** rejected,
     GError ** error);
 
+LEGBA_API
 void legba_encoder_settings_init (LegbaEncoderSettings * settings);
+LEGBA_API
 GstElement *legba_encoder_make (const gchar * factory_name,
     const LegbaEncoderSettings * settings, GError ** error);
+LEGBA_API
 gboolean legba_encoder_apply_settings (GstElement * encoder,
     const LegbaEncoderSettings * settings, GError ** error);
+LEGBA_API
 gboolean legba_encoder_set_bitrate (GstElement * encoder, guint bitrate,
     guint max_bitrate);
+LEGBA_API
 gboolean legba_encoder_can_change_bitrate (GstElement * encoder);
+LEGBA_API
 guint legba_encoder_get_min_bitrate (GstElement * encoder,
     GstCaps * raw_caps);
+LEGBA_API
 gboolean legba_encoder_apply_frame_dropping (GstElement * encoder,
     const LegbaEncoderSettings * settings, GstCaps * raw_caps,
     guint * min_bitrate);
+LEGBA_API
 guint legba_encoder_get_scaling_floor (GstElement * encoder,
     GstCaps * raw_caps);
+LEGBA_API
 gboolean legba_encoder_choose_size (GstElement * encoder, GstCaps * raw_caps,
     guint bitrate, gint current_width, gint current_height, gint * width,
     gint * height);
 
+LEGBA_API
 gchar *legba_encoder_report (LegbaVideoCodec codec, GstCaps * raw_caps,
     LegbaEncoderPrefer prefer, guint timeout_ms);
 

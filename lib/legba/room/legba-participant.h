@@ -13,6 +13,7 @@
 #endif
 
 #include <gst/gst.h>
+#include <legba/legba-api.h>
 
 G_BEGIN_DECLS
 
@@ -47,16 +48,23 @@ typedef enum
 } LegbaParticipantState;
 
 #define LEGBA_TYPE_PARTICIPANT_STATE (legba_participant_state_get_type ())
+LEGBA_API
 GType legba_participant_state_get_type (void);
 
 #define LEGBA_TYPE_PARTICIPANT (legba_participant_get_type ())
+LEGBA_API
 G_DECLARE_FINAL_TYPE (LegbaParticipant, legba_participant, LEGBA,
     PARTICIPANT, GObject)
 
+LEGBA_API
 const char *legba_participant_get_id (LegbaParticipant * self);
+LEGBA_API
 const char *legba_participant_get_identity (LegbaParticipant * self);
+LEGBA_API
 const char *legba_participant_get_name (LegbaParticipant * self);
+LEGBA_API
 LegbaParticipantState legba_participant_get_state (LegbaParticipant * self);
+LEGBA_API
 GstStructure *legba_participant_get_stats (LegbaParticipant * self);
 
 G_END_DECLS

@@ -15,6 +15,7 @@
 #endif
 
 #include <gst/gst.h>
+#include <legba/legba-api.h>
 #include <json-glib/json-glib.h>
 #include <legba/room/legba-room.h>
 
@@ -38,6 +39,7 @@ typedef enum
 } LegbaReliability;
 
 #define LEGBA_TYPE_RELIABILITY (legba_reliability_get_type ())
+LEGBA_API
 GType legba_reliability_get_type (void);
 
 /**
@@ -66,24 +68,35 @@ GType legba_reliability_get_type (void);
  */
 #define LEGBA_ROOM_DATA_QUEUE_BYTES (1024 * 1024)
 
+LEGBA_API
 gboolean legba_room_send_json (LegbaRoom * self, JsonNode * data,
     const char *topic, LegbaReliability reliability, const char *const *to,
     GError ** error);
+LEGBA_API
 gboolean legba_room_send_bytes (LegbaRoom * self, GBytes * bytes,
     LegbaReliability reliability, const char *const *to, GError ** error);
+LEGBA_API
 gsize legba_room_get_max_message_size (LegbaRoom * self,
     const char *participant_id);
+LEGBA_API
 LegbaReliability legba_room_get_received_reliability (LegbaRoom * self);
+LEGBA_API
 void legba_room_enable_sync_data_emission (LegbaRoom * self);
+LEGBA_API
 void legba_room_disable_sync_data_emission (LegbaRoom * self);
 
+LEGBA_API
 void legba_room_set_muted (LegbaRoom * self, gboolean audio, gboolean video);
+LEGBA_API
 void legba_room_get_muted (LegbaRoom * self, gboolean * audio,
     gboolean * video);
+LEGBA_API
 gboolean legba_room_get_participant_muted (LegbaRoom * self,
     const char *participant_id, gboolean * audio, gboolean * video);
 
+LEGBA_API
 GstStructure *legba_room_get_data_stats (LegbaRoom * self);
+LEGBA_API
 GMainContext *legba_room_get_main_context (LegbaRoom * self);
 
 /**
@@ -115,14 +128,18 @@ typedef struct
   char **to;
 } LegbaDataMeta;
 
+LEGBA_API
 GType legba_data_meta_api_get_type (void);
 #define LEGBA_DATA_META_API_TYPE (legba_data_meta_api_get_type ())
+LEGBA_API
 const GstMetaInfo *legba_data_meta_get_info (void);
 #define LEGBA_DATA_META_INFO (legba_data_meta_get_info ())
 
+LEGBA_API
 LegbaDataMeta *legba_buffer_add_data_meta (GstBuffer * buffer,
     const char *participant_id, const char *topic,
     LegbaReliability reliability, const char *const *to);
+LEGBA_API
 LegbaDataMeta *legba_buffer_get_data_meta (GstBuffer * buffer);
 
 G_END_DECLS

@@ -21,6 +21,7 @@
 
 #include <gio/gio.h>
 #include <gst/gst.h>
+#include <legba/legba-api.h>
 #include <legba/signal/legba-signaller.h>
 #include <legba/room/legba-participant.h>
 
@@ -33,6 +34,7 @@ G_BEGIN_DECLS
  * #LegbaRoomError enumeration.
  */
 #define LEGBA_ROOM_ERROR (legba_room_error_quark ())
+LEGBA_API
 GQuark legba_room_error_quark (void);
 
 /**
@@ -106,6 +108,7 @@ typedef enum
 } LegbaRoomState;
 
 #define LEGBA_TYPE_ROOM_STATE (legba_room_state_get_type ())
+LEGBA_API
 GType legba_room_state_get_type (void);
 
 /**
@@ -122,6 +125,7 @@ typedef enum
 } LegbaTrackKind;
 
 #define LEGBA_TYPE_TRACK_KIND (legba_track_kind_get_type ())
+LEGBA_API
 GType legba_track_kind_get_type (void);
 
 /**
@@ -142,29 +146,44 @@ GType legba_track_kind_get_type (void);
 #define LEGBA_ROOM_AUDIO_CAPS "audio/x-opus"
 
 #define LEGBA_TYPE_ROOM (legba_room_get_type ())
+LEGBA_API
 G_DECLARE_FINAL_TYPE (LegbaRoom, legba_room, LEGBA, ROOM, GObject)
 
+LEGBA_API
 LegbaRoom *legba_room_new (LegbaSignaller * signaller, GstBin * bin);
 
+LEGBA_API
 LegbaSignaller *legba_room_get_signaller (LegbaRoom * self);
+LEGBA_API
 GstBin *legba_room_get_bin (LegbaRoom * self);
+LEGBA_API
 LegbaRoomState legba_room_get_state (LegbaRoom * self);
+LEGBA_API
 const char *legba_room_get_participant_id (LegbaRoom * self);
+LEGBA_API
 GListModel *legba_room_get_participants (LegbaRoom * self);
+LEGBA_API
 LegbaParticipant *legba_room_find_participant (LegbaRoom * self,
     const char *participant_id);
 
+LEGBA_API
 GstPad *legba_room_add_track (LegbaRoom * self, LegbaTrackKind kind,
     GError ** error);
+LEGBA_API
 void legba_room_remove_track (LegbaRoom * self, LegbaTrackKind kind);
 
+LEGBA_API
 void legba_room_connect_async (LegbaRoom * self, GCancellable * cancellable,
     GAsyncReadyCallback callback, gpointer user_data);
+LEGBA_API
 gboolean legba_room_connect_finish (LegbaRoom * self, GAsyncResult * result,
     GError ** error);
+LEGBA_API
 void legba_room_disconnect (LegbaRoom * self);
 
+LEGBA_API
 void legba_room_prepare (void);
+LEGBA_API
 void legba_room_prepare_wait (void);
 
 G_END_DECLS

@@ -8,6 +8,7 @@
  */
 #include <legba/server/legba-http-api.h>
 #include <legba/common/legba-auth.h>
+#include <legba/server/legba-token-private.h>
 #include <legba/common/legba-json.h>
 
 #include <string.h>

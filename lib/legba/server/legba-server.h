@@ -11,14 +11,16 @@
 #pragma once
 
 #if !defined(LEGBA_INSIDE) && !defined(LEGBA_COMPILATION)
-#error "Only <legba/legba.h> can be included directly."
+#error "Only <legba/server/server.h> can be included directly."
 #endif
 
 #include <glib-object.h>
+#include <legba/legba-api.h>
 
 G_BEGIN_DECLS
 
 #define LEGBA_TYPE_SERVER (legba_server_get_type ())
+LEGBA_API
 G_DECLARE_FINAL_TYPE (LegbaServer, legba_server, LEGBA, SERVER, GObject)
 
 /**
@@ -28,6 +30,7 @@ G_DECLARE_FINAL_TYPE (LegbaServer, legba_server, LEGBA, SERVER, GObject)
  * #LegbaServerError enumeration.
  */
 #define LEGBA_SERVER_ERROR (legba_server_error_quark ())
+LEGBA_API
 GQuark legba_server_error_quark (void);
 
 /**
@@ -45,33 +48,45 @@ typedef enum
   LEGBA_SERVER_ERROR_TLS,
 } LegbaServerError;
 
+LEGBA_API
 LegbaServer *legba_server_new (void);
 
+LEGBA_API
 gboolean legba_server_add_app (LegbaServer * server, const char *id,
     const char *key, const char *secret, GError ** error);
 
+LEGBA_API
 gboolean legba_server_load_config (LegbaServer * server, const char *path,
     GError ** error);
 
+LEGBA_API
 gboolean legba_server_set_tls_files (LegbaServer * server,
     const char *cert_file, const char *key_file, GError ** error);
 
+LEGBA_API
 gboolean legba_server_listen (LegbaServer * server, const char *address,
     guint port, GError ** error);
 
+LEGBA_API
 gboolean legba_server_start (LegbaServer * server, GError ** error);
 
+LEGBA_API
 guint legba_server_get_port (LegbaServer * server);
 
+LEGBA_API
 char *legba_server_get_url (LegbaServer * server);
 
+LEGBA_API
 gboolean legba_server_listen_metrics (LegbaServer * server,
     const char *address, guint port, GError ** error);
 
+LEGBA_API
 guint legba_server_get_metrics_port (LegbaServer * server);
 
+LEGBA_API
 guint legba_server_get_connection_count (LegbaServer * server);
 
+LEGBA_API
 void legba_server_shutdown (LegbaServer * server);
 
 G_END_DECLS

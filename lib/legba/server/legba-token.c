@@ -7,6 +7,7 @@
  */
 #include <legba/server/legba-token.h>
 #include <legba/common/legba-auth.h>
+#include <legba/server/legba-token-private.h>
 #include <legba/common/legba-json.h>
 
 #include <json-glib/json-glib.h>

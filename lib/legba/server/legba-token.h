@@ -4,10 +4,11 @@
 #pragma once
 
 #if !defined(LEGBA_INSIDE) && !defined(LEGBA_COMPILATION)
-#error "Only <legba/legba.h> can be included directly."
+#error "Only <legba/server/server.h> can be included directly."
 #endif
 
 #include <glib.h>
+#include <legba/legba-api.h>
 
 G_BEGIN_DECLS
 
@@ -18,6 +19,7 @@ G_BEGIN_DECLS
  * the #LegbaTokenError enumeration.
  */
 #define LEGBA_TOKEN_ERROR (legba_token_error_quark ())
+LEGBA_API
 GQuark legba_token_error_quark (void);
 
 /**
@@ -33,6 +35,7 @@ typedef enum
   LEGBA_TOKEN_ERROR_INVALID,
 } LegbaTokenError;
 
+LEGBA_API
 char *legba_join_token_new (const char *secret, const char *room,
     const char *identity, const char *name, gint64 lifetime_s,
     GError ** error);

@@ -16,22 +16,28 @@
 #error "Only <legba/legba.h> can be included directly."
 #endif
 
+#include <legba/legba-api.h>
 #include <legba/signal/legba-signaller.h>
 
 G_BEGIN_DECLS
 
 #define LEGBA_TYPE_SIGNAL_CLIENT (legba_signal_client_get_type ())
+LEGBA_API
 G_DECLARE_FINAL_TYPE (LegbaSignalClient, legba_signal_client, LEGBA,
     SIGNAL_CLIENT, GObject)
 
+LEGBA_API
 LegbaSignalClient *legba_signal_client_new (const char *server_url,
     const char *app_key);
 
+LEGBA_API
 void legba_signal_client_add_auth_param (LegbaSignalClient * self,
     const char *name, const char *value);
+LEGBA_API
 void legba_signal_client_add_auth_header (LegbaSignalClient * self,
     const char *name, const char *value);
 
+LEGBA_API
 const char *legba_signal_client_get_socket_id (LegbaSignalClient * self);
 
 G_END_DECLS

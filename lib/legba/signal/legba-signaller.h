@@ -15,6 +15,7 @@
 #endif
 
 #include <glib-object.h>
+#include <legba/legba-api.h>
 #include <json-glib/json-glib.h>
 
 G_BEGIN_DECLS
@@ -26,6 +27,7 @@ G_BEGIN_DECLS
  * domain are from the #LegbaSignalError enumeration.
  */
 #define LEGBA_SIGNAL_ERROR (legba_signal_error_quark ())
+LEGBA_API
 GQuark legba_signal_error_quark (void);
 
 /**
@@ -87,6 +89,7 @@ typedef enum
 } LegbaSignallerState;
 
 #define LEGBA_TYPE_SIGNALLER_STATE (legba_signaller_state_get_type ())
+LEGBA_API
 GType legba_signaller_state_get_type (void);
 
 /**
@@ -99,20 +102,29 @@ GType legba_signaller_state_get_type (void);
 typedef struct _LegbaSignalMember LegbaSignalMember;
 
 #define LEGBA_TYPE_SIGNAL_MEMBER (legba_signal_member_get_type ())
+LEGBA_API
 GType legba_signal_member_get_type (void);
 
+LEGBA_API
 LegbaSignalMember *legba_signal_member_new (const char *id,
     JsonObject * user_info);
+LEGBA_API
 LegbaSignalMember *legba_signal_member_ref (LegbaSignalMember * member);
+LEGBA_API
 void legba_signal_member_unref (LegbaSignalMember * member);
+LEGBA_API
 const char *legba_signal_member_get_id (LegbaSignalMember * member);
+LEGBA_API
 const char *legba_signal_member_get_identity (LegbaSignalMember * member);
+LEGBA_API
 const char *legba_signal_member_get_name (LegbaSignalMember * member);
+LEGBA_API
 JsonObject *legba_signal_member_get_user_info (LegbaSignalMember * member);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LegbaSignalMember, legba_signal_member_unref)
 
 #define LEGBA_TYPE_SIGNALLER (legba_signaller_get_type ())
+LEGBA_API
 G_DECLARE_INTERFACE (LegbaSignaller, legba_signaller, LEGBA, SIGNALLER,
     GObject)
 
@@ -143,15 +155,21 @@ struct _LegbaSignallerInterface
   gpointer padding[8];
 };
 
+LEGBA_API
 gboolean legba_signaller_join (LegbaSignaller * self, const char *room,
     const char *participant_id, const char *identity,
     const char *display_name, GError ** error);
+LEGBA_API
 void legba_signaller_leave (LegbaSignaller * self);
+LEGBA_API
 gboolean legba_signaller_send (LegbaSignaller * self, const char *to,
     JsonObject * signal, GError ** error);
+LEGBA_API
 LegbaSignallerState legba_signaller_get_state (LegbaSignaller * self);
 
+LEGBA_API
 char *legba_signaller_generate_participant_id (const char *identity);
+LEGBA_API
 gboolean legba_signaller_check_participant (const char *room,
     const char *participant_id, const char *identity, GError ** error);
 

@@ -4,7 +4,7 @@
  * Pixel timestamps: the code's layout and bits are described in
  * legba-stamp.h.
  */
-#include <legba/stamp/legba-stamp.h>
+#include "legba-stamp.h"
 
 #include <string.h>
 
