@@ -63,7 +63,7 @@ struct _GstLegbaStamp
   gboolean warned;
 };
 
-G_DEFINE_TYPE (GstLegbaStamp, gst_legba_stamp, GST_TYPE_VIDEO_FILTER);
+G_DEFINE_FINAL_TYPE (GstLegbaStamp, gst_legba_stamp, GST_TYPE_VIDEO_FILTER);
 GST_ELEMENT_REGISTER_DEFINE (legbastamp, "legbastamp", GST_RANK_NONE,
     GST_TYPE_LEGBA_STAMP);
 

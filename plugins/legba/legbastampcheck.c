@@ -89,7 +89,7 @@ struct _GstLegbaStampCheck
   LegbaStampLayout *layout;
 };
 
-G_DEFINE_TYPE (GstLegbaStampCheck, gst_legba_stamp_check,
+G_DEFINE_FINAL_TYPE (GstLegbaStampCheck, gst_legba_stamp_check,
     GST_TYPE_VIDEO_FILTER);
 GST_ELEMENT_REGISTER_DEFINE (legbastampcheck, "legbastampcheck",
     GST_RANK_NONE, GST_TYPE_LEGBA_STAMP_CHECK);

@@ -151,7 +151,7 @@ struct _GstLegbaVideoEnc
   GstCaps *out_caps;            /* what the encoder must produce */
 };
 
-G_DEFINE_TYPE (GstLegbaVideoEnc, gst_legba_video_enc, GST_TYPE_BIN);
+G_DEFINE_FINAL_TYPE (GstLegbaVideoEnc, gst_legba_video_enc, GST_TYPE_BIN);
 GST_ELEMENT_REGISTER_DEFINE (legbavideoenc, "legbavideoenc", GST_RANK_NONE,
     GST_TYPE_LEGBA_VIDEO_ENC);
 

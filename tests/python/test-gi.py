@@ -55,12 +55,19 @@ def main():
 
     received = []
     errors = []
+    refused = []
     loop = GLib.MainLoop()
 
     def on_joined(c, participant):
         hello = Json.from_string('{"from": "python"}')
         c.get_room().send_json(hello, 'chat', Legba.Reliability.RELIABLE,
                                [participant.get_id()])
+        # a reserved topic is refused with the room's error domain
+        try:
+            c.get_room().send_json(hello, 'legba.mine',
+                                   Legba.Reliability.RELIABLE, None)
+        except GLib.Error as e:
+            refused.append((e.domain, e.code))
 
     def on_data(c, participant, topic, data):
         received.append((participant.get_identity(), topic,
@@ -107,6 +114,8 @@ def main():
         if len(seen) != 1 or seen[0]['identity'] != 'python' \
                 or seen[0]['video_frames'] < 1 or seen[0]['data_messages'] != 1:
             problems.append('legba-call reported %s' % report.strip())
+    if refused != [('legba-room-error-quark', Legba.RoomError.INVALID)]:
+        problems.append('a reserved topic was refused with %r' % refused)
     if ('c-peer', None, '{"from":"c"}') not in received:
         problems.append('python received %r' % received)
     if stats is None or stats.get_value('video-frames') < 1 \

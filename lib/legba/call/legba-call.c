@@ -50,7 +50,11 @@ GST_DEBUG_CATEGORY (legba_call_debug);
 #define DEFAULT_GRID_HEIGHT 720
 #define DEFAULT_STATS_INTERVAL 1000
 
-G_DEFINE_QUARK (legba - call - error - quark, legba_call_error);
+GQuark
+legba_call_error_quark (void)
+{
+  return g_quark_from_static_string ("legba-call-error-quark");
+}
 
 G_DEFINE_ENUM_TYPE (LegbaCallVideo, legba_call_video,
     G_DEFINE_ENUM_VALUE (LEGBA_CALL_VIDEO_NONE, "none"),

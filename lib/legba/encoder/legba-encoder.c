@@ -17,7 +17,11 @@
 GST_DEBUG_CATEGORY (legba_encoder_debug);
 #define GST_CAT_DEFAULT legba_encoder_debug
 
-G_DEFINE_QUARK (legba - encoder - error - quark, legba_encoder_error);
+GQuark
+legba_encoder_error_quark (void)
+{
+  return g_quark_from_static_string ("legba-encoder-error-quark");
+}
 
 G_DEFINE_ENUM_TYPE (LegbaVideoCodec, legba_video_codec,
     G_DEFINE_ENUM_VALUE (LEGBA_VIDEO_CODEC_H264, "h264"),

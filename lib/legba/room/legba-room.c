@@ -36,7 +36,11 @@
 
 GST_DEBUG_CATEGORY (legba_room_debug);
 
-G_DEFINE_QUARK (legba - room - error - quark, legba_room_error);
+GQuark
+legba_room_error_quark (void)
+{
+  return g_quark_from_static_string ("legba-room-error-quark");
+}
 
 G_DEFINE_ENUM_TYPE (LegbaRoomState, legba_room_state,
     G_DEFINE_ENUM_VALUE (LEGBA_ROOM_STATE_DISCONNECTED, "disconnected"),

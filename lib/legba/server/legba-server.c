@@ -142,7 +142,11 @@ typedef struct
 
 G_DEFINE_FINAL_TYPE (LegbaServer, legba_server, G_TYPE_OBJECT);
 
-G_DEFINE_QUARK (legba - server - error - quark, legba_server_error);
+GQuark
+legba_server_error_quark (void)
+{
+  return g_quark_from_static_string ("legba-server-error-quark");
+}
 
 /* One WebSocket socket. */
 typedef struct

@@ -25,7 +25,11 @@
 
 #include <string.h>
 
-G_DEFINE_QUARK (legba - signal - error - quark, legba_signal_error);
+GQuark
+legba_signal_error_quark (void)
+{
+  return g_quark_from_static_string ("legba-signal-error-quark");
+}
 
 G_DEFINE_ENUM_TYPE (LegbaSignallerState, legba_signaller_state,
     G_DEFINE_ENUM_VALUE (LEGBA_SIGNALLER_STATE_DISCONNECTED, "disconnected"),
