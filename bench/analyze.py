@@ -8,7 +8,8 @@ the ratio Legba/soketi and a 95% bootstrap confidence interval of the
 difference of medians (10,000 resamples, fixed seed: the analysis replays
 identically), and writes a Markdown report (bench/RESULTS.md) and an SVG
 chart of every run's value relative to soketi's median. A difference is
-"established" only when its interval excludes zero (BENCHMARKING.md).
+"established" only when its interval excludes zero (docs/benchmarks.md,
+"Comparisons and verdicts").
 
   /usr/bin/python3 bench/analyze.py [RESULTS.json] [--output bench/server/RESULTS.md]
 
@@ -443,10 +444,10 @@ def report(results, results_path, output, chart_path):
         "",
         "## Not measured",
         "",
-        "- Fan-out on two instances (BENCHMARKING.md suite 8): this suite "
-        "runs one instance of each peer; two would need a Redis server and "
-        "each peer's Redis relay in the run. The generator already splits "
-        "its sockets over several `--targets`.",
+        "- Fan-out on two instances (suite 8 of docs/benchmarks.md): this "
+        "suite runs one instance of each peer; two would need a Redis "
+        "server and each peer's Redis relay in the run. The generator "
+        "already splits its sockets over several `--targets`.",
         "- 20,000 sockets: one server process would need more than the "
         f"{results['conditions']['nofile_hard']} file descriptors the hard "
         "limit gives every process here; the harness does not raise hard "

@@ -636,12 +636,12 @@ def memory_baseline(suite, series):
 # check(legba median, series) -> True / False / None when not decidable)
 def _vs(series, metric, peer, factor, who="legba"):
     """Whether who's series is within factor x the peer's: decided, as any
-    comparison (BENCHMARKING.md), by the bootstrap interval of the
-    difference of medians, here to factor x the peer's series: met when it
-    is below 0, not met when above, and "inconclusive" when it spans 0,
-    whatever the point estimate says. Series of fewer runs than an interval
-    needs (counts of instructions, one deterministic run each) are decided
-    by their medians."""
+    comparison (docs/benchmarks.md, "Comparisons and verdicts"), by the
+    bootstrap interval of the difference of medians, here to factor x the
+    peer's series: met when it is below 0, not met when above, and
+    "inconclusive" when it spans 0, whatever the point estimate says.
+    Series of fewer runs than an interval needs (counts of instructions,
+    one deterministic run each) are decided by their medians."""
     per = series.get(metric, {})
     if who not in per or peer not in per:
         return None
@@ -831,7 +831,9 @@ def main():
         "`bench/results/SUITE-*.json` of each suite; do not edit by hand. "
         "How to run and what the figures mean: "
         f"[docs/benchmarks.md]({rel(os.path.join(HERE, '..', 'docs', 'benchmarks.md'))}); "
-        "the rules: BENCHMARKING.md.",
+        "the rules: [docs/benchmarks.md, \"The rules\"]"
+        f"({rel(os.path.join(HERE, '..', 'docs', 'benchmarks.md'))}"
+        "#the-rules).",
         "",
         provisional_banner(args.results),
         "",

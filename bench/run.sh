@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the benchmark suites of BENCHMARKING.md, Legba beside its peers
+# Runs the benchmark suites of docs/benchmarks.md, Legba beside its peers
 # (plain webrtcbin, aiortc, Pion, soketi), then regenerates
 # bench/RESULTS.md and its charts from bench/results/.
 #

@@ -1,6 +1,7 @@
 # Legba: real-time rooms for GStreamer
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The statistics every benchmark figure goes through (BENCHMARKING.md).
+"""The statistics every benchmark figure goes through (docs/benchmarks.md,
+"Comparisons and verdicts").
 
 - median of a series, and the ratio of two medians against a named
   baseline;
@@ -109,7 +110,7 @@ def compare(series, baseline, seed=SEED, resamples=RESAMPLES, runs=None,
 
 
 def mad_test(a, b, k=3.0):
-    """The shortcut BENCHMARKING.md rules out, kept to show why: calls a
+    """The shortcut docs/benchmarks.md rules out, kept to show why: calls a
     difference when the medians differ by more than k pooled median
     absolute deviations. A bimodal series fools it."""
     def mad(values):

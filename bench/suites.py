@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 # Legba: real-time rooms for GStreamer
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Driver of the peer-comparison suites (BENCHMARKING.md 1, 2, 4, 5, 6,
-7 and 9, and the first-frame and mesh figures of a call); bench/run.sh
-calls it once per suite.
+"""Driver of the peer-comparison suites (1, 2, 4, 5, 6, 7 and 9 of
+docs/benchmarks.md, and the first-frame and mesh figures of a call);
+bench/run.sh calls it once per suite.
 
   suites.py SUITE --build DIR --pion PATH --output FILE [--quick]
 
@@ -645,8 +645,8 @@ def suite_scale(r, q, series, notes):
         "video and an audio transceiver, receive-only, on each side and "
         "the data channel legba (reliable; a room opens legba-lossy only "
         "to send on it), what a pair of Legba's rooms negotiates when "
-        "neither publishes nor sends lossy data (ROOM-PROTOCOL.md 5 and "
-        "6), "
+        "neither publishes nor sends lossy data (docs/room-protocol.md §5 "
+        "and §6), "
         "and no ICE-TCP host candidates, as a room's default; "
         "webrtcbin-1dc is the plain pair this section reported before, "
         "one reliable data channel and no transceiver (ICE-TCP on, "
@@ -963,7 +963,7 @@ def proc_cpu_s(pid):
 # What a mesh participant prints on standard error when one of its peer
 # connections failed for good: plain webrtcbin's at its first failure (it
 # has no other), a room's once the fresh connection that replaced a failed
-# one failed too (ROOM-PROTOCOL.md section 3).
+# one failed too (docs/room-protocol.md §3).
 CONNECTION_FAILED = ("mesh: the connection with ",
                      "room error: Could not connect to participant ")
 

@@ -3,8 +3,8 @@
  *
  * legba-bench's measuring parts: CPU time of the process and of each of
  * its threads, CPU time of each element (a GStreamer tracer), and the
- * conditions of a run (BENCHMARKING.md: "Record the conditions with every
- * result").
+ * conditions of a run (docs/benchmarks.md, "Runs": every result records
+ * its conditions).
  */
 #pragma once
 

@@ -3,7 +3,7 @@
  *
  * legba-bench: runs a launch line, or a send line and a receive line (in
  * one process, or in two on this host), for a number of frames or
- * seconds, and prints what BENCHMARKING.md asks of a measurement: CPU per
+ * seconds, and prints what docs/benchmarks.md asks of a measurement: CPU per
  * frame (process user+sys over the frames, per thread and per element),
  * glass-to-glass latency from a legbastampcheck, frames in and out,
  * bitrate, and the conditions of the run.
@@ -1236,7 +1236,8 @@ set_defaults (Options * o)
         (o->warmup + o->frames) / 5.0;
 }
 
-/* BENCHMARKING.md: "the harness refuses to measure a debug build". */
+/* docs/benchmarks.md, "Runs": the harness refuses to measure a debug
+ * build. */
 static gboolean
 build_measurable (void)
 {

@@ -320,7 +320,7 @@ command_probe (int argc, char **argv)
 
 /* ---- rtt: sequential round trips ---- */
 
-/* ROOM-PROTOCOL.md §4: at most `rate` client events in any 1.1 s window
+/* docs/room-protocol.md §4: at most `rate` client events in any 1.1 s window
  * per connection. Keeps the send times of the last `rate` events. */
 typedef struct
 {
@@ -456,7 +456,7 @@ command_rtt (int argc, char **argv)
           "connection, timed on CLOCK_MONOTONIC: pusher:ping -> pusher:pong, "
           "and a client event A->B answered B->A on a private channel. "
           "Prints p50/p95/p99 in ms. Paces client events to the rate the "
-          "server advertises, if any (ROOM-PROTOCOL.md section 4).",
+          "server advertises, if any (docs/room-protocol.md §4).",
           entries, probe_common_entries (&common), &argc, &argv)
       || !probe_common_validate (&common, TRUE)) {
     probe_common_clear (&common);

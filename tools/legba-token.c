@@ -1,7 +1,7 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * legba-token: mints a join token (ROOM-PROTOCOL.md §2) that admits one
+ * legba-token: mints a join token (docs/room-protocol.md §2) that admits one
  * identity to one room of a legba-server app, so a participant never
  * holds the app secret.
  */

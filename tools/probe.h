@@ -99,7 +99,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (ProbeSocket, probe_socket_free);
 const char *probe_socket_get_id (ProbeSocket * socket);
 guint probe_socket_get_activity_timeout (ProbeSocket * socket);
 /* limits.client_events_per_second advertised in connection_established
- * (ROOM-PROTOCOL.md §4), or 0 when the server advertises none. */
+ * (docs/room-protocol.md §4), or 0 when the server advertises none. */
 guint probe_socket_get_client_event_rate (ProbeSocket * socket);
 
 /* Sends {"event", "channel", "data"}; data may be NULL ({}). */

@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * The library's own CPU per data-channel message, the transport left out
- * (BENCHMARKING.md, suite 2; bench/data/bench.py drives it).
+ * (suite 2 of docs/benchmarks.md; bench/data/bench.py drives it).
  *
  *   data-cpu --dir send|recv --size short|4k [--batches B] [--batch N]
  *            [--only CONFIG]

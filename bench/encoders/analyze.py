@@ -9,7 +9,8 @@ output bitrate over the cap, and the output frame rate over the source's;
 medians over the rounds. Comparisons Legba/aiortc on the same codec get the
 ratio of medians and a 95% bootstrap confidence interval of the difference
 of medians (10,000 resamples, fixed seed): "established" only when it
-excludes zero (BENCHMARKING.md). Writes Markdown.
+excludes zero (docs/benchmarks.md, "Comparisons and verdicts"). Writes
+Markdown.
 
   /usr/bin/python3 bench/encoders/analyze.py RESULTS.json [--output FILE]
 """

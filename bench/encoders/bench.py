@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # Legba: real-time rooms for GStreamer
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Video-send benchmark driver (BENCHMARKING.md, suite 3).
+"""Video-send benchmark driver (suite 3 of docs/benchmarks.md).
 
 For each size (360p, 720p, 1080p, 2160p) and round, runs every
 configuration once, each in a fresh process (bench/encoders/worker.py),

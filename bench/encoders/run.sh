@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Video-send benchmark (BENCHMARKING.md, suite 3): CPU per frame of each
+# Video-send benchmark (suite 3 of docs/benchmarks.md): CPU per frame of each
 # encoder legbavideoenc can use here at 360p, 720p, 1080p and 2160p under a
 # 1.5 Mbit/s cap, the bitrate over the cap and the frame rate over the
 # source, side by side with aiortc's own VP8 and H.264 encoders on the

@@ -50,8 +50,8 @@
  * --pacing sets libnice's stun-pacing-timer (default: libnice's 20 ms).
  *
  * --like-legba (data pairs: setup, bulk, rtt, pairs): the session a pair
- * of Legba's rooms describes when neither publishes (ROOM-PROTOCOL.md 5
- * and 6), made with webrtcbin alone: a video and an audio transceiver,
+ * of Legba's rooms describes when neither publishes (docs/room-protocol.md
+ * §5 and §6), made with webrtcbin alone: a video and an audio transceiver,
  * receive-only, on each side (video: H.264 and VP8 with NACK, PLI, FIR
  * and transport-cc feedback and its header extension, NACK on; audio:
  * Opus), and the data channel `legba` (ordered, reliable; a room makes

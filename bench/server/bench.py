@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # Legba: real-time rooms for GStreamer
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Signalling-server benchmark driver (BENCHMARKING.md, suite 8).
+"""Signalling-server benchmark driver (suite 8 of docs/benchmarks.md).
 
 Runs legba-server and soketi side by side in one run, alternating their
 order (A B B A, swapped every round), each on a fresh process per
@@ -557,7 +557,7 @@ def main():
     args = parse_args()
     if args.buildtype != "release":
         sys.exit(f"bench.py: refusing to measure a {args.buildtype} build "
-                 "(BENCHMARKING.md: release builds only)")
+                 "(docs/benchmarks.md: release builds only)")
     node = shutil.which("node")
     if node is None:
         sys.exit("bench.py: node is missing")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Signalling-server benchmark: legba-server against soketi 1.6.1, same
-# generator (legba-probe), same run, alternating order (BENCHMARKING.md).
+# generator (legba-probe), same run, alternating order (docs/benchmarks.md,
+# "Runs").
 #
 #   bench/server/run.sh           full run (15–30 minutes), writes
 #                                 bench/results/server-DATE.json and

@@ -1,10 +1,10 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Pixel timestamps for glass-to-glass latency (BENCHMARKING.md: "read from
- * a timestamp written into the pixels before encoding and read back after
- * decoding"). The legbastamp and legbastampcheck elements are thin
- * wrappers over this file.
+ * Pixel timestamps for glass-to-glass latency (docs/benchmarks.md,
+ * "Runs": read from a timestamp written into the pixels before encoding
+ * and read back after decoding). The legbastamp and legbastampcheck
+ * elements are thin wrappers over this file.
  *
  * The code: 64 bits, laid out as a grid of 4 rows of 32 square cells in the
  * top-left corner of the frame. Each bit is a pair of neighbouring cells,

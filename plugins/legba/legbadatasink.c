@@ -6,7 +6,7 @@
  * @title: legbadatasink
  *
  * Sends each buffer to the participants of a Legba room as one
- * data-channel message (ROOM-PROTOCOL.md §6): a sensor or metadata stream
+ * data-channel message (docs/room-protocol.md §6): a sensor or metadata stream
  * into a room. With caps `application/json` a buffer holds one JSON value
  * (the message's `data`), sent with the `topic` property; with
  * `application/octet-stream` it is sent as bytes.

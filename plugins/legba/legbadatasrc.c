@@ -6,7 +6,7 @@
  * @title: legbadatasrc
  *
  * A live source of the data-channel messages the participants of a Legba
- * room send (ROOM-PROTOCOL.md §6) and of the events the application's
+ * room send (docs/room-protocol.md §6) and of the events the application's
  * backend publishes to it (§7, from the participant `server`): one buffer
  * per message, timestamped with the pipeline clock when it arrived, with a
  * #LegbaDataMeta naming the sender, the topic and the channel.

@@ -12,8 +12,8 @@
  * legbastampcheck after the decoder reads it back and reports each
  * frame's glass-to-glass latency, and the frames lost, duplicated or
  * reordered on the way: the way Legba measures video latency
- * (BENCHMARKING.md). Sender and receiver must read the same clock: one
- * process, or processes on one host.
+ * (docs/benchmarks.md, "Runs"). Sender and receiver must read the same
+ * clock: one process, or processes on one host.
  *
  * The code is 4 rows of 32 square cells of 16 pixels (one macroblock of
  * H.264 and VP8), a band of 512x64 pixels, unless

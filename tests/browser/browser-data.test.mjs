@@ -1,7 +1,7 @@
 // Legba: real-time rooms for GStreamer
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
-// Data-channel interop (ROOM-PROTOCOL.md §6): headless Chromium
+// Data-channel interop (docs/room-protocol.md §6): headless Chromium
 // (room-peer.js) and a GStreamer participant (gst-launch-1.0 with
 // legbaroom, legbadatasink and legbadatasrc) in one room through
 // legba-server exchange JSON both ways, in order, up to the 65,536-byte

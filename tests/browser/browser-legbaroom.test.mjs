@@ -5,7 +5,7 @@
 // (gst-peer) in one room through legba-server, each decoding the other's
 // video, in both offer directions (the browser joins first, and joins
 // last), with H.264 and VP8; the browser's trace holds the element's
-// signals to ROOM-PROTOCOL.md (§4 sizes, pacing and order, §5 what its
+// signals to docs/room-protocol.md (§4 sizes, pacing and order, §5 what its
 // offers and answers carry), also when signals must go as parts and slowly,
 // and when the element must apply the 3 s rule.
 
@@ -90,7 +90,7 @@ async function call (b, g, limits)
   ]);
   const { signals } = await b.record();
   assert.deepEqual(checkTrace(signals, { self: b.id, limits }), [],
-      'both sides hold to ROOM-PROTOCOL.md (browser trace)');
+      'both sides hold to docs/room-protocol.md (browser trace)');
   const descriptions = signals.filter((e) =>
     ['offer', 'answer'].includes(e.message.type))
     .map((e) => `${e.message.from === b.id ? 'browser' : 'legbaroom'} ` +

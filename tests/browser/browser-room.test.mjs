@@ -4,7 +4,7 @@
 // The browser participant against itself, through legba-server: two
 // headless Chromium pages in one room, each decoding the other's video
 // (getStats framesDecoded), with their whole signal traces held to
-// ROOM-PROTOCOL.md: who offers (§3, the 3 s rule, glare), chunking and
+// docs/room-protocol.md: who offers (§3, the 3 s rule, glare), chunking and
 // pacing (§4), one video and one audio section, H.264 or VP8 and Opus
 // (§5), and the data channels (§6).
 
@@ -76,7 +76,7 @@ async function assertConforms (p, limits)
 {
   const { signals } = await p.record();
   assert.deepEqual(checkTrace(signals, { self: p.id, limits }), [],
-      `${p.identity}'s signal trace holds to ROOM-PROTOCOL.md`);
+      `${p.identity}'s signal trace holds to docs/room-protocol.md`);
 }
 
 const DEFAULT_LIMITS = { bytes: 10000, rate: 10 };

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
 // Holds a signal trace (what a room page sent and received, as room.html
-// records it) to ROOM-PROTOCOL.md §4 and §5: sizes, pacing, order,
+// records it) to docs/room-protocol.md §4 and §5: sizes, pacing, order,
 // fields, and what offers and answers carry. Returns violations as
 // sentences naming the sender, so that a failing test says what broke.
 

@@ -1,7 +1,7 @@
 // Legba: real-time rooms for GStreamer
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
-// A browser participant of a Legba room, speaking ROOM-PROTOCOL.md
+// A browser participant of a Legba room, speaking docs/room-protocol.md
 // (legba-room/1) with pusher-js for signalling and RTCPeerConnection for
 // media and data. One instance is one participant:
 //

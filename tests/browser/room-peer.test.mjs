@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
 // The protocol helpers of room-peer.js, in Node: part chunking and sizes
-// (ROOM-PROTOCOL.md §4), the pacing window, byte-wise id order (§3), data
+// (docs/room-protocol.md §4), the pacing window, byte-wise id order (§3), data
 // messages (§6) and codec choice (§5).
 
 import { test } from 'node:test';

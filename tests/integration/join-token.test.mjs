@@ -1,7 +1,7 @@
 // Legba: real-time rooms for GStreamer
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
-// Join tokens (ROOM-PROTOCOL.md §2): a participant holding a token minted
+// Join tokens (docs/room-protocol.md §2): a participant holding a token minted
 // by legba-token joins its room through the server's own auth endpoint
 // with pusher-js's ajax authorizer, without the app secret. Expired,
 // forged and wrong-room tokens and malformed suffixes are refused.

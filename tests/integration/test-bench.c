@@ -336,7 +336,8 @@ test_usage (void)
   g_assert_nonnull (strstr (err, "pipeline line"));
 }
 
-/* BENCHMARKING.md: "the harness refuses to measure a debug build". */
+/* docs/benchmarks.md, "Runs": legba-bench refuses to measure a debug
+ * build. */
 static void
 test_refuses_debug (void)
 {

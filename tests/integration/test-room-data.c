@@ -1,7 +1,7 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Application data between LegbaRoom participants (ROOM-PROTOCOL.md §6,
+ * Application data between LegbaRoom participants (docs/room-protocol.md §6,
  * §7) through legba-server (in-process, 127.0.0.1, port 0): order on the
  * reliable channel, topics, recipients, the lossy channel, queueing before
  * the channels open, one stalled recipient while another keeps receiving,

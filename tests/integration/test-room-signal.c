@@ -1,7 +1,7 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * LegbaRoom's signalling rules (ROOM-PROTOCOL.md §3-§4) through an
+ * LegbaRoom's signalling rules (docs/room-protocol.md §3 and §4) through an
  * in-process signaller whose hub holds, reorders and forges signals.
  */
 #include "room-test.h"

@@ -112,7 +112,7 @@ assert_description (Participant * p, Participant * other, const char *field)
   gst_webrtc_session_description_free (desc);
 }
 
-/* The knobs of WEBRTCBIN-1.22.md reach each webrtcbin and its ICE agent. */
+/* The knobs of docs/webrtcbin.md reach each webrtcbin and its ICE agent. */
 static void
 assert_knobs (Participant * p, guint latency)
 {
@@ -203,8 +203,8 @@ test_two (Fixture * f, gconstpointer data)
   participant_free (alice);
 }
 
-/* WEBRTCBIN-1.22.md: every webrtcbin of the process has its own SCTP
- * association id (its sctpenc and sctpdec share it). */
+/* docs/webrtcbin.md, "SCTP association ids": every webrtcbin of the
+ * process has its own (its sctpenc and sctpdec share it). */
 static void
 assert_distinct_sctp_ids (Participant ** all, guint n)
 {

@@ -3,7 +3,7 @@
  *
  * LegbaSignalClient against an in-process LegbaServer on 127.0.0.1 port 0:
  * membership, signals both ways, spoofed senders, the size and rate rules
- * of ROOM-PROTOCOL.md §4, the three ways to authenticate, server events,
+ * of docs/room-protocol.md §4, the three ways to authenticate, server events,
  * proxies.
  */
 #include "signal-test.h"
@@ -260,7 +260,7 @@ test_three_peers (Fixture * f, gconstpointer data)
   }
 }
 
-/* ROOM-PROTOCOL.md §4: `from` must equal the server-added user_id;
+/* docs/room-protocol.md §4: `from` must equal the server-added user_id;
  * malformed signals are dropped; neither disturbs the room. */
 static void
 test_spoofed_from (Fixture * f, gconstpointer data)
@@ -391,7 +391,7 @@ test_chunked (Fixture * f, gconstpointer data)
   peer_free (b);
 }
 
-/* ROOM-PROTOCOL.md §4: a server's advertised limits replace the assumed
+/* docs/room-protocol.md §4: a server's advertised limits replace the assumed
  * ones, lower (this server takes 3,000 bytes) or higher. */
 static void
 test_advertised_limits (Fixture * f, gconstpointer data)
@@ -435,7 +435,7 @@ test_advertised_limits (Fixture * f, gconstpointer data)
   peer_free (b);
 }
 
-/* ROOM-PROTOCOL.md §4: at most 10 client events in any 1.1 s, a queue and
+/* docs/room-protocol.md §4: at most 10 client events in any 1.1 s, a queue and
  * never a drop. Signal i cannot leave before start + (i / 10) windows, and
  * it cannot arrive before it leaves: a lower bound on each arrival that
  * no delay on a loaded machine can break, and that a client sending
@@ -729,7 +729,7 @@ test_bad_config (Fixture * f, gconstpointer data)
       LEGBA_SIGNALLER_STATE_DISCONNECTED);
 }
 
-/* ---- ROOM-PROTOCOL.md §7: events from the application's backend ---- */
+/* ---- docs/room-protocol.md §7: events from the application's backend ---- */
 
 static void
 test_server_event (Fixture * f, gconstpointer data)

@@ -671,7 +671,7 @@ test_token_claims (void)
     "{\"room\":\"r\",\"sub\":\"alice\",\"exp\":1e300}",
     "{\"room\":\"r\",\"sub\":\"alice\",\"name\":5,\"exp\":1700000600}",
     "{\"room\":\"r\",\"sub\":\"alice\",\"iat\":\"x\",\"exp\":1700000600}",
-    /* values outside ROOM-PROTOCOL.md §2 */
+    /* values outside docs/room-protocol.md §2 */
     "{\"room\":\"\",\"sub\":\"alice\",\"exp\":1700000600}",
     "{\"room\":\"a b\",\"sub\":\"alice\",\"exp\":1700000600}",
     "{\"room\":\"r/s\",\"sub\":\"alice\",\"exp\":1700000600}",

@@ -1055,7 +1055,7 @@ test_auth_ice_servers (Fixture * f, gconstpointer data)
   legba_hub_set_turn (f->hub, NULL, NULL, 0);
 }
 
-/* The participant id "server" is reserved (ROOM-PROTOCOL.md §7): an
+/* The participant id "server" is reserved (docs/room-protocol.md §7): an
  * identity "server" still gets a suffix. */
 static void
 test_auth_reserved_id (Fixture * f, gconstpointer data)

@@ -1,7 +1,7 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * ROOM-PROTOCOL.md §4 without I/O: JSON as JavaScript writes it, signal
+ * docs/room-protocol.md §4 without I/O: JSON as JavaScript writes it, signal
  * checks, `part` splitting and reassembly; participant ids (§2).
  */
 #include <legba/legba.h>

@@ -983,7 +983,7 @@ set_muted (LegbaCall * self, LegbaTrackKind kind, gboolean muted)
  *
  * Mutes or unmutes the microphone (or test tone): while muted no audio is
  * sent, and the other participants are told (the `legba.mute` topic,
- * ROOM-PROTOCOL.md §6). Kept across legba_call_start().
+ * docs/room-protocol.md §6). Kept across legba_call_start().
  */
 void
 legba_call_set_audio_muted (LegbaCall * self, gboolean muted)

@@ -8,7 +8,7 @@
  * @short_description: a remote participant of a room
  *
  * A #LegbaParticipant is another member of the room a #LegbaRoom joined:
- * its participant id (ROOM-PROTOCOL.md §2, `IDENTITY-SUFFIX`), the
+ * its participant id (docs/room-protocol.md §2, `IDENTITY-SUFFIX`), the
  * identity and display name it announced, where the peer connection with
  * it stands, and a summary of that connection's statistics. The room
  * creates and updates participants; applications read them from
@@ -94,7 +94,7 @@ legba_participant_class_init (LegbaParticipantClass * klass)
   /**
    * LegbaParticipant:id:
    *
-   * The participant id, `IDENTITY-SUFFIX` (ROOM-PROTOCOL.md §2).
+   * The participant id, `IDENTITY-SUFFIX` (docs/room-protocol.md §2).
    */
   properties[PROP_ID] = g_param_spec_string ("id", "Id",
       "The participant id, IDENTITY-SUFFIX", NULL,
@@ -145,7 +145,8 @@ legba_participant_init (LegbaParticipant * self)
   self->state = LEGBA_PARTICIPANT_STATE_NEW;
 }
 
-/* The identity is the id without its last `-SUFFIX` (ROOM-PROTOCOL.md §2). */
+/* The identity is the id without its last `-SUFFIX`
+ * (docs/room-protocol.md §2). */
 static char *
 identity_from_id (const char *id)
 {

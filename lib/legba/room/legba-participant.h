@@ -20,13 +20,13 @@ G_BEGIN_DECLS
 /**
  * LegbaParticipantState:
  * @LEGBA_PARTICIPANT_STATE_NEW: listed in the room; no peer connection yet
- *   (waiting for its offer, ROOM-PROTOCOL.md §3)
+ *   (waiting for its offer, docs/room-protocol.md §3)
  * @LEGBA_PARTICIPANT_STATE_CONNECTING: a peer connection is being
  *   negotiated or is establishing ICE and DTLS
  * @LEGBA_PARTICIPANT_STATE_CONNECTED: the peer connection is connected and
  *   its data channels are open
  * @LEGBA_PARTICIPANT_STATE_RECONNECTING: the peer connection failed and a
- *   fresh one is being made (ROOM-PROTOCOL.md §3)
+ *   fresh one is being made (docs/room-protocol.md §3)
  * @LEGBA_PARTICIPANT_STATE_AWAY: the signalling server reported it gone;
  *   its peer connection is kept for the grace period in case it comes back
  * @LEGBA_PARTICIPANT_STATE_FAILED: no peer connection could be made with

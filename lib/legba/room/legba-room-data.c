@@ -1,7 +1,7 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Application data over a LegbaRoom's data channels (ROOM-PROTOCOL.md §6)
+ * Application data over a LegbaRoom's data channels (docs/room-protocol.md §6)
  * and the backend's events (§7).
  *
  * Sending: every participant of the room is a recipient, with an outbox
@@ -571,7 +571,7 @@ send_message (LegbaRoom * room, Message * m, LegbaReliability rel,
  *   every participant of the room
  * @error: return location for a #GError
  *
- * Sends @data to each recipient, independently (ROOM-PROTOCOL.md §6). A
+ * Sends @data to each recipient, independently (docs/room-protocol.md §6). A
  * recipient whose channel is not open yet, or cannot take more now, keeps
  * the message in its own queue (in order, at most
  * %LEGBA_ROOM_DATA_QUEUE_BYTES per channel); one slow recipient never
@@ -772,7 +772,7 @@ mute_message (LegbaRoomData * d, gboolean audio, gboolean video)
  *
  * Tells every participant, and each newcomer once its channel opens, that
  * the local participant muted or unmuted its audio or video (the reserved
- * topic `legba.mute`, ROOM-PROTOCOL.md §6). It only announces: the
+ * topic `legba.mute`, docs/room-protocol.md §6). It only announces: the
  * application stops or resumes its sources itself.
  */
 void
@@ -1795,7 +1795,7 @@ legba_room_data_class_init (GObjectClass * klass)
    * LegbaRoom::data-received:
    * @self: the room
    * @participant: the sender; for events of the application's backend
-   *   (ROOM-PROTOCOL.md §7), a participant with the id
+   *   (docs/room-protocol.md §7), a participant with the id
    *   %LEGBA_ROOM_SERVER_PARTICIPANT that is not in the list
    * @topic: (nullable): the message's topic (the event name for §7 events)
    * @data: (transfer none): the message (the envelope's `data`); valid
@@ -1895,7 +1895,7 @@ legba_room_data_class_init (GObjectClass * klass)
    * @audio: whether its audio is muted
    * @video: whether its video is muted
    *
-   * A participant announced its mute state (`legba.mute`, ROOM-PROTOCOL.md
+   * A participant announced its mute state (`legba.mute`, docs/room-protocol.md
    * §6): when it changed, and once when its channel opened.
    */
   signals[SIGNAL_MUTE_CHANGED] = g_signal_new ("mute-changed", type,

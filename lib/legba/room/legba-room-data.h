@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Application data between the participants of a LegbaRoom, over the data
- * channels of ROOM-PROTOCOL.md §6, and the events the application's
+ * channels of docs/room-protocol.md §6, and the events the application's
  * backend publishes to the room (§7).
  *
  * Threads: as the rest of LegbaRoom (legba-room.h): call these from the
@@ -30,7 +30,7 @@ G_BEGIN_DECLS
  *   opened by whichever side first sends on it; the first messages to a
  *   participant wait for it to open
  *
- * How a message travels (ROOM-PROTOCOL.md §6).
+ * How a message travels (docs/room-protocol.md §6).
  */
 typedef enum
 {
@@ -46,7 +46,7 @@ GType legba_reliability_get_type (void);
  * LEGBA_ROOM_SERVER_PARTICIPANT:
  *
  * The participant id under which events published by the application's
- * backend (ROOM-PROTOCOL.md §7) are reported by #LegbaRoom::data-received.
+ * backend (docs/room-protocol.md §7) are reported by #LegbaRoom::data-received.
  */
 #define LEGBA_ROOM_SERVER_PARTICIPANT "server"
 
@@ -54,7 +54,7 @@ GType legba_reliability_get_type (void);
  * LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE:
  *
  * The largest message, in bytes, to a peer whose SDP has no
- * `max-message-size` attribute (ROOM-PROTOCOL.md §6), GStreamer 1.22's
+ * `max-message-size` attribute (docs/room-protocol.md §6), GStreamer 1.22's
  * own offers among them.
  */
 #define LEGBA_ROOM_DEFAULT_MAX_MESSAGE_SIZE 65536

@@ -1,7 +1,7 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * The media of a LegbaRoom (ROOM-PROTOCOL.md §5): each local track is
+ * The media of a LegbaRoom (docs/room-protocol.md §5): each local track is
  * encoded once upstream and teed to every peer connection, payloaded per
  * peer with what that peer negotiated; each participant's tracks come out
  * depayloaded on a pad of its peer bin; key-frame requests go upstream,
@@ -135,7 +135,7 @@ local_track_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
  * byte-stream, access units). Link an encoder to it.
  *
  * Add tracks before connecting: what a participant publishes is decided
- * when a peer connection is negotiated (ROOM-PROTOCOL.md §5 has no
+ * when a peer connection is negotiated (docs/room-protocol.md §5 has no
  * renegotiation), and negotiation waits until each added track's caps are
  * known (its first buffer's caps event).
  *

@@ -2,8 +2,8 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * One peer connection of a LegbaRoom: a webrtcbin in a bin of its own,
- * its negotiation (ROOM-PROTOCOL.md §3-§6), trickle ICE with batching and
- * queueing (§4), and the knobs WEBRTCBIN-1.22.md measured.
+ * its negotiation (docs/room-protocol.md §3 to §6), trickle ICE with
+ * batching and queueing (§4), and the knobs of docs/webrtcbin.md.
  *
  * Threads: webrtcbin calls back on its own threads (promises, ICE, data
  * channels, connection state). Every such callback only hands a closure
@@ -24,9 +24,10 @@
 
 /* ---- Process-wide: certificate, SCTP ids, the first dtlsdec ---- */
 
-/* WEBRTCBIN-1.22.md: an ECDSA P-256 certificate shakes hands faster than
- * webrtcbin's RSA-2048 one, and shared by every connection (and held by
- * one long-lived dtlsdec) it is built once per process. */
+/* docs/webrtcbin.md, "DTLS certificate": an ECDSA P-256 certificate
+ * shakes hands faster than webrtcbin's RSA-2048 one, and shared by every
+ * connection (and held by one long-lived dtlsdec) it is built once per
+ * process. */
 typedef struct
 {
   char *pem;                    /* certificate and private key */
@@ -144,8 +145,9 @@ fix_fingerprints (GstSDPMessage * sdp)
   }
 }
 
-/* WEBRTCBIN-1.22.md: webrtcbin draws SCTP association ids at random and
- * pairs in one process collide; Legba hands out distinct ones. */
+/* docs/webrtcbin.md, "SCTP association ids": webrtcbin draws them at
+ * random and pairs in one process collide; Legba hands out distinct
+ * ones. */
 guint16
 legba_room_next_sctp_association_id (void)
 {
@@ -1186,8 +1188,9 @@ start_offer (LegbaPeer * peer)
         "plugin installed?)");
     return;
   }
-  /* WEBRTCBIN-1.22.md: on-negotiation-needed may fire before the session
-   * is fully described; the offer is made here, once it is. */
+  /* docs/webrtcbin.md, "Negotiation and connection state":
+   * on-negotiation-needed may fire before the session is fully
+   * described; the offer is made here, once it is. */
   emit_with_promise (peer, "create-offer", NULL, created_promise (peer));
 }
 
@@ -1336,7 +1339,7 @@ legba_peer_awaits_answer (LegbaPeer * peer)
   return peer->role == LEGBA_PEER_OFFERER && !peer->remote_set;
 }
 
-/* ---- Knobs (WEBRTCBIN-1.22.md) ---- */
+/* ---- Knobs (docs/webrtcbin.md) ---- */
 
 static void
 on_deep_element_added (GstBin * bin, GstBin * sub_bin, GstElement * element,
@@ -1422,7 +1425,7 @@ configure_ice (LegbaPeer * peer)
  * (gstrtpbin.c, expose_recv_src_pad): a participant's audio and video,
  * starting together on their two jitter buffer threads, can lose an
  * entry, and the decoder is then never freed. A room negotiates no FEC
- * (ROOM-PROTOCOL.md §5: the codecs it offers and accepts are H.264, VP8
+ * (docs/room-protocol.md §5: the codecs it offers and accepts are H.264, VP8
  * and Opus), so that decoder would only pass packets on: webrtcbin's
  * handler is taken off, and rtpbin gets no decoder to record. The packets
  * webrtcbin has each session's rtpstorage keep for such a decoder (the

@@ -25,7 +25,7 @@ GST_DEBUG_CATEGORY_EXTERN (legba_room_debug);
 #define GST_CAT_DEFAULT legba_room_debug
 void legba_room_debug_init (void);
 
-/* ROOM-PROTOCOL.md §3 */
+/* docs/room-protocol.md §3 */
 #define LEGBA_ROOM_OFFER_WAIT_MS 3000
 #define LEGBA_ROOM_GRACE_MS 10000
 /* §3: after a bye from the smaller id (its end of the connection failed)
@@ -34,7 +34,7 @@ void legba_room_debug_init (void);
  * short beside the offer wait. A second bye in a row waits the full
  * LEGBA_ROOM_OFFER_WAIT_MS. */
 #define LEGBA_ROOM_REOFFER_MS 250
-/* ROOM-PROTOCOL.md §4 */
+/* docs/room-protocol.md §4 */
 #define LEGBA_ROOM_CANDIDATE_BATCH_MS 50
 #define LEGBA_ROOM_EARLY_SIGNAL_MS 10000
 /* A peer connection that makes no progress towards connected (a

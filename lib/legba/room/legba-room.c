@@ -8,7 +8,7 @@
  * @short_description: one participant of a real-time room
  *
  * A #LegbaRoom joins a room through a #LegbaSignaller as one participant
- * and runs the room protocol (ROOM-PROTOCOL.md): it keeps the list of the
+ * and runs the room protocol (docs/room-protocol.md): it keeps the list of the
  * other participants, makes one peer connection (one webrtcbin) with each
  * of them inside the #GstBin it was given, sends every local track to all
  * of them and hands out what each of them sends.
@@ -60,9 +60,9 @@ G_DEFINE_ENUM_TYPE (LegbaTrackKind, legba_track_kind,
 /* jitter buffer: calls want low latency; 100 ms still leaves time for one
  * retransmission on a path of up to ~80 ms round trip */
 #define DEFAULT_LATENCY 100
-/* WEBRTCBIN-1.22.md: libnice paces checks at 20 ms by default, three
- * ticks of which are most of a call's setup time; 1 ms brings a warm
- * setup on loopback from ~74 ms to ~13 ms */
+/* docs/webrtcbin.md, "Setup time": libnice paces checks at 20 ms by
+ * default, three ticks of which are most of a call's setup time; 1 ms
+ * brings a warm setup on loopback from ~74 ms to ~13 ms */
 #define DEFAULT_STUN_PACING_TIMER 1
 /* and a fast pacing timer stays hot for idle-timeout (5 s in libnice)
  * once the checks are done: ~80% of a core for 50 pairs. It is also how
@@ -1141,7 +1141,7 @@ legba_room_class_init (LegbaRoomClass * klass)
   /**
    * LegbaRoom:room:
    *
-   * The room name (ROOM-PROTOCOL.md §2: `[A-Za-z0-9_\-=@,.;]{1,149}`).
+   * The room name (docs/room-protocol.md §2: `[A-Za-z0-9_\-=@,.;]{1,149}`).
    */
   properties[PROP_ROOM] = g_param_spec_string ("room", "Room",
       "The room to join", NULL, rw);

@@ -1,7 +1,7 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * LegbaRoom: one participant of a room (ROOM-PROTOCOL.md): the participant
+ * LegbaRoom: one participant of a room (docs/room-protocol.md): the participant
  * list, one webrtcbin per remote participant, local tracks sent to all.
  *
  * Threads: a LegbaRoom runs on the thread-default GMainContext of the
@@ -64,7 +64,7 @@ GQuark legba_room_error_quark (void);
  *   message (their queue is full, or they are not in the room); the
  *   others got it. The message names them.
  * @LEGBA_ROOM_ERROR_MALFORMED: a participant sent a data-channel message
- *   that is not a ROOM-PROTOCOL.md §6 message; it was dropped (not fatal)
+ *   that is not a docs/room-protocol.md §6 message; it was dropped (not fatal)
  *
  * Errors of #LegbaRoom, reported by legba_room_connect_finish() and by
  * #LegbaRoom::error.
@@ -92,7 +92,7 @@ typedef enum
  * @LEGBA_ROOM_STATE_CONNECTED: in the room: participants are known and
  *   signals can be sent
  * @LEGBA_ROOM_STATE_RECONNECTING: the signalling connection was lost and is
- *   being made again; peer connections stay up (ROOM-PROTOCOL.md §3)
+ *   being made again; peer connections stay up (docs/room-protocol.md §3)
  * @LEGBA_ROOM_STATE_FAILED: the room cannot be joined as configured (an
  *   error was reported); connect again to retry
  *
@@ -131,7 +131,7 @@ GType legba_track_kind_get_type (void);
 /**
  * LEGBA_ROOM_VIDEO_CAPS:
  *
- * The encoded video a local track accepts (ROOM-PROTOCOL.md §5): H.264
+ * The encoded video a local track accepts (docs/room-protocol.md §5): H.264
  * byte-stream, one access unit per buffer, constrained baseline; or VP8.
  */
 #define LEGBA_ROOM_VIDEO_CAPS \

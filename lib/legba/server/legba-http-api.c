@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * The Pusher HTTP API (Channels "HTTP API reference") over LegbaHub, and
- * the join-token endpoint of ROOM-PROTOCOL.md §2. Every request is
+ * the join-token endpoint of docs/room-protocol.md §2. Every request is
  * untrusted: it is validated here and answered with a JSON error, never
  * passed on to a g_return_if_fail.
  */
@@ -22,7 +22,7 @@
 #define MAX_USER_ID_BYTES 256
 /* Socket ids are two unsigned 64-bit numbers at most. */
 #define MAX_SOCKET_ID_LENGTH 41
-/* ROOM-PROTOCOL.md §2 */
+/* docs/room-protocol.md §2 */
 #define ROOM_CHANNEL_PREFIX "presence-legba."
 #define ROOM_PROTOCOL "legba-room/1"
 #define SUFFIX_MIN 6
@@ -102,7 +102,7 @@ socket_id_is_valid (const char *s)
   return dot && before > 0 && after > 0;
 }
 
-/* ROOM-PROTOCOL.md §2: the participant suffix is [a-z0-9]{6,16}. */
+/* docs/room-protocol.md §2: the participant suffix is [a-z0-9]{6,16}. */
 static gboolean
 suffix_is_valid (const char *s)
 {
@@ -659,7 +659,7 @@ handle_terminate (LegbaHub * hub, LegbaHubApp * app, const char *user_id,
   respond_empty (response);
 }
 
-/* ---- Join tokens (ROOM-PROTOCOL.md §2) ---- */
+/* ---- Join tokens (docs/room-protocol.md §2) ---- */
 
 /* RFC 6750 §2.1: "Authorization: Bearer TOKEN", scheme case-insensitive. */
 static const char *
@@ -721,7 +721,7 @@ parse_auth_fields (const LegbaHttpRequest * request,
   return fields;
 }
 
-/* ROOM-PROTOCOL.md §2: user_id IDENTITY-SUFFIX, user_info {identity, name,
+/* docs/room-protocol.md §2: user_id IDENTITY-SUFFIX, user_info {identity, name,
  * protocol}, as compact JSON (the text the signature covers). */
 static char *
 room_channel_data (const LegbaTokenClaims * claims, const char *suffix)

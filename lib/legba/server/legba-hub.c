@@ -607,7 +607,7 @@ conn_subscription_error (LegbaHub * hub, LegbaHubConn * conn,
   conn_send (hub, conn, frame);
 }
 
-/* The room channels of ROOM-PROTOCOL.md §2 */
+/* The room channels of docs/room-protocol.md §2 */
 #define ROOM_CHANNEL_PREFIX "presence-legba."
 
 /* Pusher protocol 7: pusher_internal:subscription_succeeded, data "{}" or
@@ -1164,7 +1164,8 @@ hub_refuse (LegbaHub * hub, gpointer handle, guint16 code, const char *message)
 }
 
 /* Pusher protocol 7: pusher:connection_established, data {"socket_id",
- * "activity_timeout"}, plus the client event limits of ROOM-PROTOCOL.md §4. */
+ * "activity_timeout"}, plus the client event limits of
+ * docs/room-protocol.md §4. */
 static void
 conn_send_established (LegbaHub * hub, LegbaHubConn * conn)
 {

@@ -159,7 +159,7 @@ guint legba_hub_get_subscription_count (LegbaHub * hub);
 /* A WebSocket was accepted at /app/APP_KEY with the given `protocol` query
  * value (NULL when absent). On success the hub sends
  * pusher:connection_established (with the socket_id, the activity_timeout
- * and the advertised limits of ROOM-PROTOCOL.md §4) and returns the
+ * and the advertised limits of docs/room-protocol.md §4) and returns the
  * connection. Otherwise it sends pusher:error, asks the transport to close
  * with that code, and returns NULL (there is then no connection to report
  * closed). */

@@ -18,7 +18,7 @@
 #define MAX_TOKEN_LENGTH 4096
 #define MAX_NAME_BYTES 256
 #define MAX_IDENTITY_LENGTH 128
-/* ROOM-PROTOCOL.md §2: the channel "presence-legba.R" stays within 164. */
+/* docs/room-protocol.md §2: the channel "presence-legba.R" stays within 164. */
 #define MAX_ROOM_LENGTH 149
 
 GQuark
@@ -27,7 +27,7 @@ legba_token_error_quark (void)
   return g_quark_from_static_string ("legba-token-error-quark");
 }
 
-/* ROOM-PROTOCOL.md §2 and Pusher channel names: [A-Za-z0-9_\-=@,.;] */
+/* docs/room-protocol.md §2 and Pusher channel names: [A-Za-z0-9_\-=@,.;] */
 static gboolean
 name_chars_are_valid (const char *s, gsize max_len)
 {

@@ -71,7 +71,8 @@ struct _LegbaSignalClient
   GHashTable *members;          /* id -> LegbaSignalMember */
   guint attempt;                /* consecutive failed connections */
   guint64 next_part_id;
-  gsize event_bytes;            /* ROOM-PROTOCOL.md §4, advertised or ours */
+  /* docs/room-protocol.md §4, advertised or ours */
+  gsize event_bytes;
   guint events_per_window;
   GQueue queue;                 /* Outgoing signals, in send order */
   GArray *sent_times;           /* monotonic µs of recent client events */

@@ -7,7 +7,7 @@
  * @title: LegbaSignalClient
  * @short_description: a #LegbaSignaller over the Pusher Channels protocol 7
  *
- * #LegbaSignalClient joins a room (ROOM-PROTOCOL.md) through any server
+ * #LegbaSignalClient joins a room (docs/room-protocol.md) through any server
  * that speaks the Pusher Channels protocol 7: legba-server, Pusher itself,
  * soketi or Laravel Reverb. The room `R` is the presence channel
  * `presence-legba.R`; signals are `client-legba-signal` client events.
@@ -28,7 +28,7 @@
  * the server closes with 4200–4299, never after 4000–4099), and joins again
  * with the same participant id. It splits signals larger than the server's
  * event size into `part` messages and paces them to the server's client
- * event rate (ROOM-PROTOCOL.md §4), using the limits a server advertises.
+ * event rate (docs/room-protocol.md §4), using the limits a server advertises.
  *
  * It connects through the system's proxy settings (GIO's default
  * #GProxyResolver), except to a server and auth endpoint on a loopback
@@ -224,7 +224,7 @@ send_next_frame (LegbaSignalClient * self, gint64 now)
   }
 }
 
-/* ROOM-PROTOCOL.md §4: at most events_per_window client events in any
+/* docs/room-protocol.md §4: at most events_per_window client events in any
  * sliding window of 1.1 s; the queue waits, nothing is dropped. */
 void
 legba_signal_client_pump (LegbaSignalClient * self)
@@ -726,7 +726,7 @@ legba_signal_client_class_init (LegbaSignalClientClass * klass)
   /**
    * LegbaSignalClient:client-event-bytes:
    *
-   * The size limit of one client event (ROOM-PROTOCOL.md §4) assumed when
+   * The size limit of one client event (docs/room-protocol.md §4) assumed when
    * the server does not advertise one; larger signals are split.
    */
   properties[PROP_CLIENT_EVENT_BYTES] = UINT_PROP ("client-event-bytes",
@@ -735,7 +735,7 @@ legba_signal_client_class_init (LegbaSignalClientClass * klass)
   /**
    * LegbaSignalClient:client-events-per-second:
    *
-   * The client event rate (ROOM-PROTOCOL.md §4) assumed when the server
+   * The client event rate (docs/room-protocol.md §4) assumed when the server
    * does not advertise one; signals are paced to at most this many in any
    * 1.1 s.
    */

@@ -1,7 +1,7 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * ROOM-PROTOCOL.md §4: signal messages, their size, `part` chunking and
+ * docs/room-protocol.md §4: signal messages, their size, `part` chunking and
  * reassembly.
  */
 #include <legba/signal/legba-signal-codec.h>

@@ -1,7 +1,7 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * The wire rules of ROOM-PROTOCOL.md §4 without any I/O: how a signal is
+ * The wire rules of docs/room-protocol.md §4 without any I/O: how a signal is
  * written and measured, checked, split into `part` messages and put back
  * together. LegbaSignalClient uses them; unit tests cover them alone.
  */
@@ -11,7 +11,7 @@
 
 G_BEGIN_DECLS
 
-/* ROOM-PROTOCOL.md §4: the strictest common limits of Pusher servers. */
+/* docs/room-protocol.md §4: the strictest common limits of Pusher servers. */
 #define LEGBA_SIGNAL_DEFAULT_EVENT_BYTES 10000
 #define LEGBA_SIGNAL_DEFAULT_EVENTS_PER_WINDOW 10
 #define LEGBA_SIGNAL_RATE_WINDOW_US (1100 * G_TIME_SPAN_MILLISECOND)

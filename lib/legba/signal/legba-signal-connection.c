@@ -62,7 +62,7 @@ object_get_int (JsonObject * object, const char *name)
 }
 
 /* Pusher protocol 7: servers send `data` as a JSON-encoded string, some
- * relay client events as objects (ROOM-PROTOCOL.md §1). Returns the value,
+ * relay client events as objects (docs/room-protocol.md §1). Returns the value,
  * or NULL when absent or a string that does not parse. */
 static JsonNode *
 frame_get_data (JsonObject * frame)
@@ -366,7 +366,8 @@ on_connect_timeout (gpointer user_data)
 
 /* ---- Authentication and subscription ---- */
 
-/* ROOM-PROTOCOL.md §2: the presence channel_data of the local participant */
+/* docs/room-protocol.md §2: the presence channel_data of the local
+ * participant */
 static char *
 make_channel_data (LegbaSignalClient * self)
 {
@@ -596,7 +597,8 @@ on_connection_established (LegbaSignalClient * self, JsonObject * frame)
   v = object_get_int (data, "activity_timeout");
   if (v > 0)
     conn->activity_ms = MIN ((gint64) self->activity_timeout, v * 1000);
-  /* ROOM-PROTOCOL.md §4: advertised limits replace ours, higher or lower */
+  /* docs/room-protocol.md §4: advertised limits replace ours, higher or
+   * lower */
   limits = json_object_get_member (data, "limits");
   if (limits && JSON_NODE_HOLDS_OBJECT (limits)) {
     v = object_get_int (json_node_get_object (limits), "client_event_bytes");
@@ -810,7 +812,7 @@ on_expire_timer (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
-/* ROOM-PROTOCOL.md §4: a receiver drops a message unless `from` equals
+/* docs/room-protocol.md §4: a receiver drops a message unless `from` equals
  * the server-added user_id, ignores what is addressed to others, and
  * reassembles `part` messages by (from, id). */
 static void
@@ -862,7 +864,7 @@ on_signal (LegbaSignalClient * self, JsonObject * frame)
   g_signal_emit_by_name (self, "signal-received", from, signal);
 }
 
-/* ROOM-PROTOCOL.md §7: an event the application's backend published */
+/* docs/room-protocol.md §7: an event the application's backend published */
 static void
 on_server_event (LegbaSignalClient * self, const char *event,
     JsonObject * frame)

@@ -8,7 +8,7 @@
  * @short_description: the interface through which a room reaches the network
  *
  * A #LegbaSignaller joins a room as one participant, tells who else is in
- * it, and carries signals (ROOM-PROTOCOL.md §4: offers, answers,
+ * it, and carries signals (docs/room-protocol.md §4: offers, answers,
  * candidates) between participants. It is the only way a room reaches the
  * network: #LegbaSignalClient implements it over the Pusher Channels
  * protocol; a test or another protocol provides another implementation,
@@ -38,7 +38,7 @@ G_DEFINE_ENUM_TYPE (LegbaSignallerState, legba_signaller_state,
     G_DEFINE_ENUM_VALUE (LEGBA_SIGNALLER_STATE_RECONNECTING, "reconnecting"),
     G_DEFINE_ENUM_VALUE (LEGBA_SIGNALLER_STATE_FAILED, "failed"));
 
-/* ROOM-PROTOCOL.md §2 */
+/* docs/room-protocol.md §2 */
 #define MAX_ROOM_LENGTH 149
 #define SUFFIX_MIN 6
 #define SUFFIX_MAX 16
@@ -172,7 +172,7 @@ legba_signal_member_get_name (LegbaSignalMember * member)
  * legba_signal_member_get_user_info:
  * @member: a #LegbaSignalMember
  *
- * The whole presence `user_info` (ROOM-PROTOCOL.md §2); fields this
+ * The whole presence `user_info` (docs/room-protocol.md §2); fields this
  * version does not know are kept. Do not modify it.
  *
  * Returns: (transfer none): the `user_info` object, empty when the server
@@ -268,7 +268,7 @@ legba_signaller_default_init (LegbaSignallerInterface * iface)
    * LegbaSignaller::signal-received:
    * @self: the signaller
    * @from: the sender's participant id, as the transport vouches for it
-   * @signal: (transfer none): the signal (ROOM-PROTOCOL.md §4),
+   * @signal: (transfer none): the signal (docs/room-protocol.md §4),
    *   reassembled when it came in `part` messages; `to` is the local
    *   participant and `from` equals @from
    *
@@ -287,7 +287,7 @@ legba_signaller_default_init (LegbaSignallerInterface * iface)
    *   it parses, else the string itself
    *
    * The application's backend published @event to the room
-   * (ROOM-PROTOCOL.md §7: a room reports it as data from the participant
+   * (docs/room-protocol.md §7: a room reports it as data from the participant
    * id `server`, with @event as the topic).
    */
   g_signal_new ("event-received", G_TYPE_FROM_INTERFACE (iface),
@@ -313,7 +313,7 @@ legba_signaller_default_init (LegbaSignallerInterface * iface)
 /**
  * legba_signaller_join:
  * @self: a #LegbaSignaller
- * @room: the room name (ROOM-PROTOCOL.md §2: `[A-Za-z0-9_\-=@,.;]{1,149}`)
+ * @room: the room name (docs/room-protocol.md §2: `[A-Za-z0-9_\-=@,.;]{1,149}`)
  * @participant_id: the local participant id, `IDENTITY-SUFFIX`; keep it for
  *   the participant's lifetime (see
  *   legba_signaller_generate_participant_id())
@@ -359,7 +359,7 @@ legba_signaller_leave (LegbaSignaller * self)
  * legba_signaller_send:
  * @self: a #LegbaSignaller
  * @to: the addressee's participant id
- * @signal: (transfer none): the signal (ROOM-PROTOCOL.md §4) without `to`
+ * @signal: (transfer none): the signal (docs/room-protocol.md §4) without `to`
  *   and `from`, which the signaller sets
  *
  * Queues @signal for @to. Signals leave in the order they were sent; the
@@ -400,7 +400,7 @@ legba_signaller_get_state (LegbaSignaller * self)
  * legba_signaller_generate_participant_id:
  * @identity: the participant's identity
  *
- * Makes a participant id for @identity (ROOM-PROTOCOL.md §2):
+ * Makes a participant id for @identity (docs/room-protocol.md §2):
  * `IDENTITY-SUFFIX` with a random suffix of lower-case letters and digits.
  * Make it once per participant and keep it across reconnections.
  *
@@ -458,7 +458,7 @@ suffix_is_valid (const char *suffix)
  * @identity: the identity @participant_id must start with
  * @error: return location for a #GError, or %NULL
  *
- * Checks the arguments of legba_signaller_join() (ROOM-PROTOCOL.md §2):
+ * Checks the arguments of legba_signaller_join() (docs/room-protocol.md §2):
  * the room name's characters and length, and that @participant_id is
  * @identity, `-`, and a suffix of 6 to 16 lower-case letters and digits.
  * Implementations call it before joining.

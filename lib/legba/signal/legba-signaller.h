@@ -96,7 +96,7 @@ GType legba_signaller_state_get_type (void);
  * LegbaSignalMember:
  *
  * A member of a room as the signalling server lists it: a participant id
- * (ROOM-PROTOCOL.md §2, `IDENTITY-SUFFIX`) and its presence `user_info`.
+ * (docs/room-protocol.md §2, `IDENTITY-SUFFIX`) and its presence `user_info`.
  * Immutable and reference-counted.
  */
 typedef struct _LegbaSignalMember LegbaSignalMember;
