@@ -362,6 +362,44 @@ test('a client event over the rate limit gets 4301, the connection stays',
   assert.equal(a.connection.state, 'connected');
 });
 
+test('a socket over max-channels-per-socket gets subscription_error on ' +
+    'that channel, the connection stays', async () => {
+  const bounded = await startServer({
+    args: ['--max-channels-per-socket', '3'] });
+  const list = [];
+  try {
+    const pusher = await connectClient(bounded);
+    list.push(pusher);
+    for (const name of ['bound-0', 'bound-1', 'bound-2'])
+      await subscribed(pusher, name);
+
+    const channel = pusher.subscribe('bound-3');
+    const errors = [];
+    channel.bind('pusher:subscription_error', (data) => errors.push(data));
+    await pusher.recorder.next(named('pusher:subscription_error', 'bound-3'),
+        'pusher:subscription_error for the fourth channel');
+    assert.equal(errors.length, 1, 'pusher-js reports it on the channel');
+    assert.equal(errors[0].type, 'LimitReached');
+    assert.equal(errors[0].status, 403);
+    assert.equal(channel.subscribed, false);
+
+    await sdkFor(bounded).trigger('bound-2', 'still', { here: true });
+    await pusher.recorder.next(named('still', 'bound-2'),
+        'an event on a channel it kept');
+    assert.equal(pusher.connection.state, 'connected');
+    const metrics = await (await fetch(`${bounded.base}/metrics`)).text();
+    assert.match(metrics, /^legba_channel_limit_refusals_total 1$/m);
+
+    /* leaving one makes room for another */
+    pusher.unsubscribe('bound-0');
+    await subscribed(pusher, 'bound-4');
+  } finally {
+    await disconnectAll(list);
+    const status = await bounded.stop();
+    assert.deepEqual(status, { code: 0, signal: null }, bounded.log());
+  }
+});
+
 /* ---- server events ---- */
 test('socket_id excludes one connection from a trigger', async (t) => {
   const name = 'feed';

@@ -396,6 +396,7 @@ test_help (void)
     "--metrics-token=TOKEN", "--allowed-origins=LIST", "--compression",
     "--max-connections=N", "--max-event-bytes=N",
     "--client-events-per-second=N", "--max-presence-members=N",
+    "--max-channels-per-socket=N",
     "--max-user-info-bytes=N", "--max-channel-name-length=N",
     "--max-frame-bytes=N", "--max-queued-bytes=N", "--activity-timeout=N",
     "--pong-timeout=N", "--signin-timeout=N", "--max-request-bytes=N",

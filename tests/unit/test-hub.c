@@ -20,6 +20,7 @@ test_limits_defaults (void)
   g_assert_cmpuint (limits.max_event_bytes, ==, 10240);
   g_assert_cmpuint (limits.client_events_per_second, ==, 10);
   g_assert_cmpuint (limits.max_presence_members, ==, 100);
+  g_assert_cmpuint (limits.max_channels_per_socket, ==, 100);
   g_assert_cmpuint (limits.max_user_info_bytes, ==, 1024);
   g_assert_cmpuint (limits.max_channel_name_length, ==, 164);
   g_assert_cmpuint (limits.max_frame_bytes, ==, 262144);
@@ -537,6 +538,90 @@ test_subscribe_many (void)
   }
 }
 
+/* max_channels_per_socket bounds the channels of one socket, whatever
+ * their kind; the next subscription is refused as a full presence channel
+ * refuses a member, and the socket, its channels and others are kept. */
+static void
+test_subscribe_channel_limit (void)
+{
+  LegbaLimits limits = default_limits ();
+  g_autoptr (Fixture) f = NULL;
+  const LegbaHubCounters *counters;
+  g_autoptr (JsonNode) frame = NULL;
+  Client *c, *other;
+
+  limits.max_channels_per_socket = 3;
+  f = fixture_new (&limits);
+  counters = legba_hub_get_counters (f->hub);
+  c = client_open (f);
+  other = client_open (f);
+  client_subscribe (c, "c0");
+  client_subscribe_private (c, "private-c1");
+  client_join (c, "presence-c2", "alice");
+
+  client_send_subscribe (c, "c3");
+  client_expect_refused (c, "c3", "LimitReached", 403);
+  client_send_presence (c, "presence-c3", "{\"user_id\":\"alice\"}");
+  client_expect_refused (c, "presence-c3", "LimitReached", 403);
+  g_assert_cmpuint (counters->channel_limit_refusals, ==, 2);
+  g_assert_cmpuint (counters->subscription_errors, ==, 2);
+  g_assert_cmpuint (legba_hub_get_subscription_count (f->hub), ==, 3);
+  g_assert_false (c->close_requested);
+
+  /* Subscribing again to a channel it is in takes no more room. */
+  client_subscribe (c, "c0");
+  /* A refused channel gets nothing; the others still work. */
+  g_assert_true (publish (f, "c3", "ev", "{}", NULL, NULL));
+  client_expect_nothing (c);
+  g_assert_true (publish (f, "private-c1", "ev", "{}", NULL, NULL));
+  frame = client_pop (c, "ev", "private-c1");
+
+  /* Another socket has a bound of its own. */
+  for (guint i = 0; i < 3; i++) {
+    g_autofree char *name = g_strdup_printf ("c%u", i + 1);
+
+    client_subscribe (other, name);
+  }
+
+  /* Leaving a channel makes room for one more. */
+  client_send (c, "{\"event\":\"pusher:unsubscribe\","
+      "\"data\":{\"channel\":\"c0\"}}");
+  client_subscribe (c, "c3");
+  client_send_subscribe (c, "c4");
+  client_expect_refused (c, "c4", "LimitReached", 403);
+  g_assert_cmpuint (counters->channel_limit_refusals, ==, 3);
+  client_expect_nothing (other);
+}
+
+/* By default a socket is in 100 channels at most; 0 lifts the bound. */
+static void
+test_subscribe_channel_limit_default (void)
+{
+  LegbaLimits limits = default_limits ();
+  g_autoptr (Fixture) f = fixture_new (NULL);
+  g_autoptr (Fixture) unbounded = NULL;
+  Client *c = client_open (f);
+  Client *u;
+
+  for (guint i = 0; i < 100; i++) {
+    g_autofree char *name = g_strdup_printf ("c%u", i);
+
+    client_subscribe (c, name);
+  }
+  client_send_subscribe (c, "c100");
+  client_expect_refused (c, "c100", "LimitReached", 403);
+
+  limits.max_channels_per_socket = 0;
+  unbounded = fixture_new (&limits);
+  u = client_open (unbounded);
+  for (guint i = 0; i < 150; i++) {
+    g_autofree char *name = g_strdup_printf ("c%u", i);
+
+    client_subscribe (u, name);
+  }
+  g_assert_cmpuint (legba_hub_get_subscription_count (unbounded->hub), ==, 150);
+}
+
 /* ---- Bad input: a clear pusher:error, no close, no effect on others ---- */
 
 typedef struct
@@ -866,6 +951,10 @@ main (int argc, char **argv)
       test_subscribe_bad_data);
   g_test_add_func ("/hub/unsubscribe/basic", test_unsubscribe);
   g_test_add_func ("/hub/subscribe/many", test_subscribe_many);
+  g_test_add_func ("/hub/subscribe/channel-limit",
+      test_subscribe_channel_limit);
+  g_test_add_func ("/hub/subscribe/channel-limit-default",
+      test_subscribe_channel_limit_default);
   ADD_TABLE ("/hub/bad-frame/table", bad_frames, test_bad_frame);
   g_test_add_func ("/hub/bad-frame/oversize", test_bad_frame_oversize);
   g_test_add_func ("/hub/bad-frame/deep-nesting", test_bad_frame_deep_nesting);

@@ -70,6 +70,7 @@ struct _LegbaHubConn
    * table is some 300 bytes a socket) */
   Subscription *first_sub;
   GHashTable *more_subs;        /* channel name -> Subscription *, or NULL */
+  guint n_subs;                 /* first_sub and more_subs together */
   char *user_id;                /* pusher:signin */
   guint user_index;             /* in the app's array for user_id */
   gint64 opened_at;

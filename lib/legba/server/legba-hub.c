@@ -45,6 +45,7 @@ legba_limits_init_defaults (LegbaLimits * limits)
   limits->max_event_bytes = 10240;
   limits->client_events_per_second = 10;
   limits->max_presence_members = 100;
+  limits->max_channels_per_socket = 100;
   limits->max_user_info_bytes = 1024;
   limits->max_channel_name_length = 164;
   limits->max_frame_bytes = 262144;
@@ -405,6 +406,7 @@ conn_sub_lookup (LegbaHubConn * conn, const char *name)
 static void
 conn_sub_add (LegbaHubConn * conn, Subscription * sub)
 {
+  conn->n_subs++;
   if (conn->first_sub == NULL) {
     conn->first_sub = sub;
     return;
@@ -417,6 +419,7 @@ conn_sub_add (LegbaHubConn * conn, Subscription * sub)
 static void
 conn_sub_remove (LegbaHubConn * conn, Subscription * sub)
 {
+  conn->n_subs--;
   if (conn->first_sub == sub)
     conn->first_sub = NULL;
   else if (conn->more_subs != NULL)
@@ -815,6 +818,7 @@ static void
 handle_subscribe (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
 {
   guint max_length = conn->app->limits.max_channel_name_length;
+  guint max_channels = conn->app->limits.max_channels_per_socket;
   g_autoptr (JsonNode) owned = NULL;
   g_autofree char *user_id = NULL;
   g_autofree char *user_info = NULL;
@@ -849,6 +853,15 @@ handle_subscribe (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
   if (sub != NULL) {
     conn_subscription_succeeded (hub, conn, sub->channel,
         sub->member ? sub->member->user_id : NULL);
+    return;
+  }
+  /* Each subscription holds memory on the server: a socket may be in
+   * max_channels_per_socket channels at once, and is refused another as a
+   * full presence channel refuses a member. */
+  if (max_channels > 0 && conn->n_subs >= max_channels) {
+    hub->counters.channel_limit_refusals++;
+    conn_subscription_error (hub, conn, name, "LimitReached", 403,
+        "A socket may be subscribed to %u channels at once", max_channels);
     return;
   }
   if (channel_kind (name) != CHANNEL_PUBLIC &&

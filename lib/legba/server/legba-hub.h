@@ -62,6 +62,7 @@ typedef struct
   gsize max_event_bytes;              /* event data, client or API */
   guint client_events_per_second;     /* per socket */
   guint max_presence_members;         /* per presence channel */
+  guint max_channels_per_socket;      /* channels one connection is in */
   gsize max_user_info_bytes;          /* presence user_info, as sent */
   guint max_channel_name_length;
   gsize max_frame_bytes;              /* one incoming WebSocket message */
@@ -109,6 +110,8 @@ typedef struct
                                  * timeout, 4009 terminated user);
                                  * legba_hub_close_all() is not counted */
   guint64 subscription_errors;  /* pusher:subscription_error sent */
+  guint64 channel_limit_refusals;       /* of those, for
+                                         * max_channels_per_socket */
 } LegbaHubCounters;
 
 LegbaHub *legba_hub_new (const LegbaHubTransport * transport,

@@ -235,6 +235,9 @@ legba_metrics_render (LegbaMetrics * metrics, LegbaHub * hub,
   legba_metrics_value (out, "legba_subscription_errors_total", "counter",
       "Subscriptions refused (pusher:subscription_error).",
       c->subscription_errors);
+  legba_metrics_value (out, "legba_channel_limit_refusals_total", "counter",
+      "Subscriptions refused for max-channels-per-socket.",
+      c->channel_limit_refusals);
   legba_metrics_value (out, "legba_queue_overflow_closes_total", "counter",
       "Sockets torn down for going over max-queued-bytes.",
       metrics->queue_overflows);

@@ -86,6 +86,8 @@ static const LegbaLimitSpec limit_specs[] = {
       "Client events one socket may send per second (0: no limit)"),
   LIMIT (max_presence_members, FALSE, 0, "max-presence-members",
       "Members of one presence channel (0: no limit)"),
+  LIMIT (max_channels_per_socket, FALSE, 0, "max-channels-per-socket",
+      "Channels one socket may be subscribed to at once (0: no limit)"),
   LIMIT (max_user_info_bytes, TRUE, 0, "max-user-info-bytes",
       "Bytes of one presence member's user_info (0: no limit)"),
   LIMIT (max_channel_name_length, FALSE, 0, "max-channel-name-length",
