@@ -4,7 +4,9 @@
 // The demo page legba-server serves at /demo/ (its files from --web-dir,
 // pusher-js from --pusher-js-dir), in headless Chromium with a generated
 // test pattern, and a legba-call participant: each decodes the other's
-// video, chat goes both ways, and the call's leaving removes its tile.
+// video, chat goes both ways, and the call's leaving removes its tile. The
+// page works under the Content-Security-Policy the server sends with it:
+// any violation fails the test.
 // With LEGBA_SCREENSHOT=FILE it saves a screenshot of the page in the call.
 
 import { test } from 'node:test';
@@ -80,6 +82,10 @@ test('the /demo page and legba-call: video and chat both ways, leaving ' +
     join(requireEnv('LEGBA_SOURCE_ROOT'), 'tests', 'integration',
         'node_modules', 'pusher-js', 'dist', 'web')] });
   defer(() => server.stop());
+  const served = await fetch(`${server.base}/demo/`);
+  assert.equal(served.headers.get('x-content-type-options'), 'nosniff');
+  assert.match(served.headers.get('content-security-policy') ?? '',
+      /default-src 'none'/, 'the page comes with its policy');
   const chrome = await launchChromium();
   defer(() => chrome.close());
   const page = await openParticipant(chrome, { url: `${server.base}/demo/` },
@@ -160,4 +166,6 @@ test('the /demo page and legba-call: video and chat both ways, leaving ' +
   await until(() => page.tab.evaluate((id) =>
     document.getElementById(`tile-${id}`) === null, call.id),
   'the page to remove legba-call\'s tile', { ms: SETUP_MS });
+  assert.deepEqual(await page.cspViolations(), [],
+      'nothing the page did was blocked by its Content-Security-Policy');
 });

@@ -166,6 +166,14 @@ export async function mintToken (server, room, identity, name = identity)
 export async function openParticipant (chrome, page, identity)
 {
   const context = await chrome.browser.newContext();
+  /* Content-Security-Policy violations, recorded from before the page's
+   * first script (cspViolations()) */
+  await context.addInitScript(() => {
+    window.legbaCspViolations = [];
+    document.addEventListener('securitypolicyviolation', (e) =>
+      window.legbaCspViolations.push(`${e.effectiveDirective} blocked ` +
+          `${e.blockedURI || 'inline'} at ${e.sourceFile}:${e.lineNumber}`));
+  });
   const tab = await context.newPage();
   const output = [];
   tab.on('console', (m) => output.push(`[${m.type()}] ${m.text()}`));
@@ -209,6 +217,12 @@ export async function openParticipant (chrome, page, identity)
         '--- events:', ...r.events.slice(-30).map((e) => JSON.stringify(e)),
         '--- signals:', ...r.signals.slice(-40),
         '--- console:', ...output.slice(-20)].join('\n');
+    },
+    /* What the page's Content-Security-Policy blocked: the events and
+     * the console's reports of them. */
+    async cspViolations () {
+      return [...await tab.evaluate(() => window.legbaCspViolations),
+        ...output.filter((line) => /Content Security Policy/i.test(line))];
     },
     async leave () {
       await tab.evaluate(() => window.legba.leave());

@@ -11,7 +11,11 @@
 #include <legba/server/legba-http-api.h>
 
 #include <legba/legba-version.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void
 legba_server_respond (SoupServerMessage * msg, guint status,
@@ -222,22 +226,107 @@ legba_server_handle_up (SoupServer * soup, SoupServerMessage * msg,
     legba_server_respond (msg, SOUP_STATUS_OK, "text/plain", g_strdup ("OK\n"));
 }
 
+/* The demo page's files are small; a larger one is not read. */
+#define MAX_WEB_FILE_BYTES (16 * 1024 * 1024)
+
+/* What the demo page needs, and nothing more: its own scripts, style and
+ * WebSocket (CSP 3: 'self' matches ws: and wss: on the page's host and
+ * port), media elements playing MediaStreams, and no framing. */
+#define DEMO_CSP "default-src 'none'; script-src 'self'; style-src 'self'; " \
+    "connect-src 'self'; img-src 'self' data:; " \
+    "media-src 'self' blob: mediastream:; base-uri 'none'; " \
+    "form-action 'self'; frame-ancestors 'none'"
+
+typedef enum
+{
+  WEB_FILE_OK,
+  WEB_FILE_MISSING,
+  WEB_FILE_REFUSED,             /* there, but not a regular file to serve */
+} LegbaWebFileResult;
+
+/* Reads the regular file NAME of DIR into *contents (*length bytes, with
+ * a NUL after them). Nothing else is
+ * opened: not a symbolic link (wherever it points), nor a FIFO (whose
+ * open() would wait for a writer with the whole server), a device or a
+ * directory. lstat() looks before opening; O_NOFOLLOW and O_NONBLOCK keep
+ * the open() itself from following a link or waiting, should the name be
+ * replaced in between, and fstat() checks what was opened. */
+static LegbaWebFileResult
+legba_server_read_web_file (const char *dir, const char *name,
+    char **contents, gsize * length)
+{
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  g_autofree char *data = NULL;
+  LegbaWebFileResult result = WEB_FILE_REFUSED;
+  struct stat st;
+  gsize done = 0;
+  int fd;
+
+  if (lstat (path, &st) != 0)
+    return WEB_FILE_MISSING;
+  if (!S_ISREG (st.st_mode))
+    return WEB_FILE_REFUSED;
+  fd = open (path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? WEB_FILE_MISSING : WEB_FILE_REFUSED;
+  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode) ||
+      st.st_size > MAX_WEB_FILE_BYTES)
+    goto out;
+
+  /* A regular file: reads do not wait on anyone. One that shrinks
+   * meanwhile is served as far as it goes; one that grows, as it was. */
+  data = g_malloc (st.st_size + 1);
+  while (done < (gsize) st.st_size) {
+    gssize n = read (fd, data + done, st.st_size - done);
+
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      goto out;
+    if (n == 0)
+      break;
+    done += n;
+  }
+  data[done] = '\0';
+  *contents = g_steal_pointer (&data);
+  *length = done;
+  result = WEB_FILE_OK;
+out:
+  close (fd);
+  return result;
+}
+
+static const char *
+legba_server_web_file_type (const char *name)
+{
+  if (g_str_has_suffix (name, ".html"))
+    return "text/html; charset=utf-8";
+  if (g_str_has_suffix (name, ".js"))
+    return "text/javascript; charset=utf-8";
+  if (g_str_has_suffix (name, ".css"))
+    return "text/css; charset=utf-8";
+  return "application/octet-stream";
+}
+
 /* /demo/NAME: the demo page's files, from a flat directory (no
- * subdirectories, so no path leaves it). */
+ * subdirectories, so no path leaves it), regular files only. Every answer
+ * says not to sniff types and carries the page's Content-Security-Policy. */
 static void
 legba_server_handle_demo (SoupServer * soup, SoupServerMessage * msg,
     const char *path, GHashTable * query, gpointer user_data)
 {
   LegbaServer *self = user_data;
-  const char *name, *dir, *type;
-  g_autofree char *file = NULL;
-  char *contents;
-  gsize length;
+  SoupMessageHeaders *headers = soup_server_message_get_response_headers (msg);
+  const char *name, *dir;
+  char *contents = NULL;
+  gsize length = 0;
 
   if (!g_str_equal (path, "/demo") && !g_str_has_prefix (path, "/demo/")) {
     legba_server_handle_default (soup, msg, path, query, user_data);
     return;
   }
+  soup_message_headers_replace (headers, "X-Content-Type-Options", "nosniff");
+  soup_message_headers_replace (headers, "Content-Security-Policy", DEMO_CSP);
   if (!legba_server_is_get (msg))
     return;
   if (g_str_equal (path, "/demo")) {
@@ -259,20 +348,21 @@ legba_server_handle_demo (SoupServer * soup, SoupServerMessage * msg,
     legba_server_respond_error (msg, SOUP_STATUS_NOT_FOUND, "not found");
     return;
   }
-  file = g_build_filename (dir, name, NULL);
-  if (!g_file_get_contents (file, &contents, &length, NULL)) {
-    legba_server_respond_error (msg, SOUP_STATUS_NOT_FOUND, "not found");
-    return;
+  switch (legba_server_read_web_file (dir, name, &contents, &length)) {
+    case WEB_FILE_MISSING:
+      legba_server_respond_error (msg, SOUP_STATUS_NOT_FOUND, "not found");
+      return;
+    case WEB_FILE_REFUSED:
+      legba_server_respond_error (msg, SOUP_STATUS_FORBIDDEN,
+          "not served: only regular files, no links, at most 16 MiB");
+      return;
+    case WEB_FILE_OK:
+      break;
   }
-  type = g_str_has_suffix (name, ".html") ? "text/html; charset=utf-8" :
-      g_str_has_suffix (name, ".js") ? "text/javascript; charset=utf-8" :
-      g_str_has_suffix (name, ".css") ? "text/css; charset=utf-8" :
-      "application/octet-stream";
-  soup_message_headers_replace (soup_server_message_get_response_headers
-      (msg), "Cache-Control", "no-cache");
+  soup_message_headers_replace (headers, "Cache-Control", "no-cache");
   soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
-  soup_server_message_set_response (msg, type, SOUP_MEMORY_TAKE, contents,
-      length);
+  soup_server_message_set_response (msg, legba_server_web_file_type (name),
+      SOUP_MEMORY_TAKE, contents, length);
 }
 
 static gboolean

@@ -1658,8 +1658,9 @@ legba_server_class_init (LegbaServerClass * klass)
   /**
    * LegbaServer:web-dir:
    *
-   * The directory of the demo page: its files (`index.html`,
-   * `room-peer.js`) are served under `/demo/`. %NULL serves no page.
+   * The directory of the demo page: its files (`index.html`, `demo.js`,
+   * `demo.css`, `room-peer.js`) are served under `/demo/`, regular files
+   * only (no symbolic link, FIFO or device). %NULL serves no page.
    */
   properties[PROP_WEB_DIR] = g_param_spec_string ("web-dir", NULL,
       "Directory of the /demo page's files (NULL: no page)", NULL,
