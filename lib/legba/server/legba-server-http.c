@@ -2,7 +2,8 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * The HTTP side of LegbaServer: the Pusher HTTP API under /apps/ (with
- * CORS), GET /up, GET /metrics, and bounded request bodies.
+ * CORS), GET /up, GET /metrics, the demo page's files under /demo/, and
+ * bounded request bodies.
  */
 #define LEGBA_SERVER_INTERNALS
 #include <legba/server/legba-server-private.h>
@@ -245,12 +246,12 @@ typedef enum
 } LegbaWebFileResult;
 
 /* Reads the regular file NAME of DIR into *contents (*length bytes, with
- * a NUL after them). Nothing else is
- * opened: not a symbolic link (wherever it points), nor a FIFO (whose
- * open() would wait for a writer with the whole server), a device or a
- * directory. lstat() looks before opening; O_NOFOLLOW and O_NONBLOCK keep
- * the open() itself from following a link or waiting, should the name be
- * replaced in between, and fstat() checks what was opened. */
+ * a NUL after them). Nothing else is opened: not a symbolic link
+ * (wherever it points), nor a FIFO (whose open() would wait for a writer,
+ * with the whole server), a device or a directory. lstat() looks before
+ * opening; O_NOFOLLOW and O_NONBLOCK keep the open() itself from
+ * following a link or waiting, should the name be replaced in between,
+ * and fstat() checks what was opened. */
 static LegbaWebFileResult
 legba_server_read_web_file (const char *dir, const char *name,
     char **contents, gsize * length)
