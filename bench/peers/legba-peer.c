@@ -1054,8 +1054,8 @@ mesh_window_open (Mesh * m)
   m->in_window = TRUE;
   m->window_cpu = cpu_s ();
   m->window_us = g_get_monotonic_time ();
-  m->window_encoded = g_atomic_int_get (&census_encoded);
-  m->window_keys = g_atomic_int_get (&census_key_frames);
+  m->window_encoded = census_encoded_frames ();
+  m->window_keys = census_encoded_key_frames ();
   loss_window_open (&m->window_loss);
   /* the pipeline's graph, with GST_DEBUG_DUMP_DOT_DIR set */
   GST_DEBUG_BIN_TO_DOT_FILE (GST_BIN (m->side.pipeline),
@@ -1084,8 +1084,8 @@ mesh_window_close (Mesh * m)
       "\"frames_encoded\": %d, \"key_frames\": %d, ",
       m->identity, s, cpu, 100 * cpu / s, rss_kib (),
       census_count_entries ("/proc/self/task"),
-      g_atomic_int_get (&census_encoded) - m->window_encoded,
-      g_atomic_int_get (&census_key_frames) - m->window_keys);
+      census_encoded_frames () - m->window_encoded,
+      census_encoded_key_frames () - m->window_keys);
   loss_window_print (&m->window_loss, out);
   g_string_append (out, "\"streams\": [");
   g_mutex_lock (&streams_lock);
