@@ -77,6 +77,7 @@
 #include "census.h"
 #include "encoded.h"
 #include "loss.h"
+#include "pairs.h"
 #include "phases.h"
 #include <stdlib.h>
 
@@ -115,9 +116,9 @@ pair_open (Pair * p)
 }
 
 static gboolean
-wait_open (Pair * p, double seconds)
+wait_open (Pair * p, guint seconds)
 {
-  gint64 end = g_get_monotonic_time () + (gint64) (seconds * G_USEC_PER_SEC);
+  gint64 end = g_get_monotonic_time () + (gint64) seconds * G_USEC_PER_SEC;
   gboolean ok;
 
   g_mutex_lock (&lock);
@@ -600,73 +601,28 @@ mode_rtt (guint count, double rate, gsize size)
   return all ? 0 : 1;
 }
 
+/* the pairs mode's hooks (pairs.h) */
+static gpointer
+pairs_new (guint index, GstElement ** pipeline)
+{
+  Pair *p = pair_new (NULL);
+
+  *pipeline = p->pipe;
+  return p;
+}
+
 static int
 mode_pairs (guint count, double seconds)
 {
-  GPtrArray *pairs = g_ptr_array_new ();
-  double rss0 = rss_kib (), heap0 = heap_kib (), heap1 = 0, t0 = now_ms ();
-  guint fds0 = census_count_entries ("/proc/self/fd");
-  guint threads0 = census_count_entries ("/proc/self/task");
-  guint connected = 0;
-  const char *stop = "count";
-  Census before, first = { 0 };
-  GString *out;
+  PairsPeer peer = {
+    .peer = "webrtcbin",
+    .no_teardown = no_teardown,
+    .pair_new = pairs_new,
+    .pair_wait = (PairsWaitFunc) wait_open,
+    .pair_free = (GDestroyNotify) pair_free,
+  };
 
-  CensusHeadroom room;
-  const char *why;
-
-  census_take (&before);
-  census_headroom_init (&room);
-  for (guint i = 0; i < count; i++) {
-    Pair *p;
-
-    if ((why = census_no_room (&room)) != NULL) {
-      stop = why;
-      break;
-    }
-    p = pair_new (NULL);
-    census_drop_bus_messages (p->pipe);
-    g_ptr_array_add (pairs, p);
-    if (!wait_open (p, 30)) {
-      stop = "a pair did not connect within 30 s";
-      break;
-    }
-    connected++;
-    room.pairs = connected;
-    if (connected == 1) {
-      heap1 = heap_kib ();
-      census_take (&first);
-    }
-    if (now_ms () - t0 > seconds * 1000) {
-      stop = "time bound";
-      break;
-    }
-  }
-  out = g_string_new (NULL);
-  g_string_append_printf (out, "{\"peer\": \"webrtcbin\", "
-      "\"mode\": \"pairs\", \"asked\": %u, \"connected\": %u, "
-      "\"stopped\": \"%s\", \"seconds\": %.2f, "
-      "\"rss_kib_per_pair\": %.1f, \"fds_per_pair\": %.2f, "
-      "\"threads_per_pair\": %.2f, \"heap_kib_per_pair\": %.1f, "
-      "\"heap_kib_per_pair_after_first\": %.1f", count,
-      connected, stop, (now_ms () - t0) / 1000,
-      connected ? (rss_kib () - rss0) / connected : 0.0,
-      connected ? (double) (census_count_entries ("/proc/self/fd") -
-          fds0) / connected : 0.0,
-      connected ? (double) (census_count_entries ("/proc/self/task") -
-          threads0) / connected : 0.0,
-      connected ? (heap_kib () - heap0) / connected : 0.0,
-      connected > 1 ? (heap_kib () - heap1) / (connected - 1) : 0.0);
-  census_print_result (out, &before, &first, connected);
-  /* --no-teardown: the process ends with its pairs up (the kernel
-   * closes their sockets), as stopping a thousand pairs one by one
-   * takes minutes that nothing here measures */
-  if (no_teardown)
-    _exit (connected ? 0 : 1);
-  for (guint i = 0; i < pairs->len; i++)
-    pair_free (pairs->pdata[i]);
-  g_ptr_array_unref (pairs);
-  return connected ? 0 : 1;
+  return pairs_run (&peer, count, seconds);
 }
 
 /* ---- call ---- */
