@@ -90,7 +90,7 @@ class Rule(unittest.TestCase):
     def test_a_longer_name_does_not_cite_a_shorter(self):
         files = results(f"loss-{A}.json", f"loss-{B}.json",
                         f"mesh-loss-{A}.json", f"mesh-loss-{B}.json")
-        files["docs/x.md"] = f"`mesh-loss-{A}.json` and `loss-{A}.jsonx`\n"
+        files["tools/notes.txt"] = f"`mesh-loss-{A}.json` and `loss-{A}.jsonx`\n"
         t = self.tree(files)
         self.assertEqual(t.dropped(), [f"loss-{A}.json"])
 
@@ -100,7 +100,7 @@ class Rule(unittest.TestCase):
                         f"mesh-{C}.json", f"setup-{B}.json",
                         f"mesh-{B}.json")
         # *.json and SUITE-*.json name no run; *-STAMP.json names one
-        files["docs/x.md"] = (f"`bench/results/*-{A}.json`, "
+        files["tools/notes.txt"] = (f"`bench/results/*-{A}.json`, "
                               "`bench/results/SUITE-*.json`, `*.json`\n")
         t = self.tree(files)
         self.assertEqual(t.dropped(), [f"mesh-{A}.svg", f"mesh-{B}.json",
