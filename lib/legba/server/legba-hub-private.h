@@ -1,9 +1,10 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * LegbaHub internals shared by legba-hub.c (the protocol state machine) and
- * legba-hub-api.c (the server-side operations the HTTP API calls). Nothing
- * else includes this header.
+ * LegbaHub internals shared by legba-hub.c (the protocol state machine),
+ * legba-hub-subscribe.c (subscriptions) and legba-hub-api.c (the
+ * server-side operations the HTTP API calls). Nothing else includes this
+ * header.
  */
 #pragma once
 
@@ -154,6 +155,36 @@ G_GNUC_INTERNAL void hub_presence_member_joined (LegbaHub * hub,
     LegbaHubConn * except);
 G_GNUC_INTERNAL void hub_presence_member_left (LegbaHub * hub,
     LegbaHubApp * app, Channel * channel, Member * member);
+
+/* The kind of a channel, from its name's prefix. */
+G_GNUC_INTERNAL ChannelKind hub_channel_kind (const char *name);
+G_GNUC_INTERNAL void hub_conn_send (LegbaHub * hub, LegbaHubConn * conn,
+    GBytes * frame);
+/* Sends pusher:error with code and the message to conn. */
+/* *INDENT-OFF* */
+G_GNUC_INTERNAL void hub_conn_error (LegbaHub * hub, LegbaHubConn * conn,
+    guint code, const char *format, ...) G_GNUC_PRINTF (4, 5);
+/* *INDENT-ON* */
+
+/* ---- A connection's subscriptions (legba-hub-subscribe.c) ---- */
+
+G_GNUC_INTERNAL Subscription *hub_conn_sub_lookup (LegbaHubConn * conn,
+    const char *name);
+/* A new array of conn's subscriptions, to go through while they change. */
+G_GNUC_INTERNAL GPtrArray *hub_conn_subs_list (LegbaHubConn * conn);
+/* Removes sub from its connection and its channel and frees it; a presence
+ * member whose last subscription it was leaves, and a vacant channel goes. */
+G_GNUC_INTERNAL void hub_subscription_remove (LegbaHub * hub,
+    Subscription * sub);
+/* The data of a pusher: event: an object, or a string holding one; *owned
+ * holds what must live as long as the object. */
+G_GNUC_INTERNAL JsonObject *hub_frame_get_data (JsonObject * frame,
+    JsonNode ** owned);
+/* pusher:subscribe and pusher:unsubscribe from conn. */
+G_GNUC_INTERNAL void hub_handle_subscribe (LegbaHub * hub,
+    LegbaHubConn * conn, JsonObject * frame);
+G_GNUC_INTERNAL void hub_handle_unsubscribe (LegbaHub * hub,
+    LegbaHubConn * conn, JsonObject * frame);
 
 G_GNUC_INTERNAL void hub_conn_close (LegbaHub * hub, LegbaHubConn * conn,
     guint16 code, const char *reason);

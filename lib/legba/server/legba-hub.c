@@ -3,7 +3,8 @@
  *
  * LegbaHub: the Pusher Channels protocol 7 state machine of legba-server:
  * connections, frames, subscriptions, presence, client events, sign-in and
- * housekeeping. The server-side operations are in legba-hub-api.c.
+ * housekeeping. Subscribing and unsubscribing are in legba-hub-subscribe.c,
+ * the server-side operations in legba-hub-api.c.
  *
  * Frames from clients are read as strict JSON (legba-json.h); frames to
  * clients are written here, once per broadcast, and the same GBytes goes to
@@ -119,8 +120,8 @@ hub_send (LegbaHub * hub, gpointer handle, GBytes * frame)
   hub->counters.bytes_out += g_bytes_get_size (frame);
 }
 
-static void
-conn_send (LegbaHub * hub, LegbaHubConn * conn, GBytes * frame)
+void
+hub_conn_send (LegbaHub * hub, LegbaHubConn * conn, GBytes * frame)
 {
   if (!conn->closing)
     hub_send (hub, conn->handle, frame);
@@ -139,13 +140,8 @@ error_frame_new (guint code, const char *message)
   return frame_end (frame);
 }
 
-/* *INDENT-OFF* */
-static void conn_error (LegbaHub * hub, LegbaHubConn * conn, guint code,
-    const char *format, ...) G_GNUC_PRINTF (4, 5);
-/* *INDENT-ON* */
-
-static void
-conn_error (LegbaHub * hub, LegbaHubConn * conn, guint code,
+void
+hub_conn_error (LegbaHub * hub, LegbaHubConn * conn, guint code,
     const char *format, ...)
 {
   g_autofree char *message = NULL;
@@ -159,7 +155,7 @@ conn_error (LegbaHub * hub, LegbaHubConn * conn, guint code,
   va_end (args);
   frame = error_frame_new (code, message);
   hub_count_error (hub, code);
-  conn_send (hub, conn, frame);
+  hub_conn_send (hub, conn, frame);
 }
 
 /* reason: short, a WebSocket close reason holds 123 bytes. */
@@ -178,7 +174,7 @@ static void
 conn_fail (LegbaHub * hub, LegbaHubConn * conn, guint16 code,
     const char *message)
 {
-  conn_error (hub, conn, code, "%s", message);
+  hub_conn_error (hub, conn, code, "%s", message);
   hub_conn_close (hub, conn, code, message);
 }
 
@@ -212,8 +208,8 @@ hub_leave (LegbaHub * hub)
 
 /* ---- Apps, channels, members ---- */
 
-static ChannelKind
-channel_kind (const char *name)
+ChannelKind
+hub_channel_kind (const char *name)
 {
   if (g_str_has_prefix (name, "private-encrypted-"))
     return CHANNEL_ENCRYPTED;
@@ -251,7 +247,7 @@ channel_new (const char *name)
   Channel *channel = g_new0 (Channel, 1);
 
   channel->name = g_strdup (name);
-  channel->kind = channel_kind (name);
+  channel->kind = hub_channel_kind (name);
   channel->subscriptions = g_ptr_array_new ();
   if (channel->kind == CHANNEL_PRESENCE) {
     channel->members = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
@@ -391,88 +387,6 @@ hub_presence_member_left (LegbaHub * hub, LegbaHubApp * app,
   g_hash_table_remove (channel->members, member->user_id);
 }
 
-/* ---- A connection's subscriptions ---- */
-
-static Subscription *
-conn_sub_lookup (LegbaHubConn * conn, const char *name)
-{
-  if (conn->first_sub != NULL &&
-      strcmp (conn->first_sub->channel->name, name) == 0)
-    return conn->first_sub;
-  return conn->more_subs ? g_hash_table_lookup (conn->more_subs, name) : NULL;
-}
-
-/* sub's channel is not among conn's subscriptions yet. */
-static void
-conn_sub_add (LegbaHubConn * conn, Subscription * sub)
-{
-  conn->n_subs++;
-  if (conn->first_sub == NULL) {
-    conn->first_sub = sub;
-    return;
-  }
-  if (conn->more_subs == NULL)
-    conn->more_subs = g_hash_table_new (g_str_hash, g_str_equal);
-  g_hash_table_insert (conn->more_subs, sub->channel->name, sub);
-}
-
-static void
-conn_sub_remove (LegbaHubConn * conn, Subscription * sub)
-{
-  conn->n_subs--;
-  if (conn->first_sub == sub)
-    conn->first_sub = NULL;
-  else if (conn->more_subs != NULL)
-    g_hash_table_remove (conn->more_subs, sub->channel->name);
-}
-
-/* A new array of conn's subscriptions, to go through while they change. */
-static GPtrArray *
-conn_subs_list (LegbaHubConn * conn)
-{
-  GPtrArray *subs = g_ptr_array_new ();
-  GHashTableIter iter;
-  gpointer sub;
-
-  if (conn->first_sub != NULL)
-    g_ptr_array_add (subs, conn->first_sub);
-  if (conn->more_subs != NULL) {
-    g_hash_table_iter_init (&iter, conn->more_subs);
-    while (g_hash_table_iter_next (&iter, NULL, &sub))
-      g_ptr_array_add (subs, sub);
-  }
-  return subs;
-}
-
-static void
-subscription_remove (LegbaHub * hub, Subscription * sub)
-{
-  LegbaHubConn *conn = sub->conn;
-  LegbaHubApp *app = conn->app;
-  Channel *channel = sub->channel;
-  Member *member = sub->member;
-  GPtrArray *subs = channel->subscriptions;
-
-  conn_sub_remove (conn, sub);
-  g_ptr_array_remove_index_fast (subs, sub->index);
-  if (sub->index < subs->len)
-    ((Subscription *) subs->pdata[sub->index])->index = sub->index;
-  hub->n_subscriptions--;
-  g_free (sub);
-
-  if (hub->cluster.subscriptions != NULL)
-    hub->cluster.subscriptions (app, channel->name, subs->len,
-        hub->cluster_data);
-  if (member != NULL && --member->n_subscriptions == 0) {
-    if (hub->cluster.member != NULL)
-      hub->cluster.member (app, channel->name, member->user_id, NULL, FALSE,
-          hub->cluster_data);
-    if (member->n_remote == 0)
-      hub_presence_member_left (hub, app, channel, member);
-  }
-  hub_channel_release (app, channel);
-}
-
 /* ---- Connections ---- */
 
 static void
@@ -542,7 +456,7 @@ conn_free (LegbaHubConn * conn)
 static void
 conn_destroy (LegbaHub * hub, LegbaHubConn * conn)
 {
-  g_autoptr (GPtrArray) subs = conn_subs_list (conn);
+  g_autoptr (GPtrArray) subs = hub_conn_subs_list (conn);
 
   g_ptr_array_remove_index_fast (hub->conns, conn->index);
   if (conn->index < hub->conns->len)
@@ -552,343 +466,8 @@ conn_destroy (LegbaHub * hub, LegbaHubConn * conn)
   conn_unbind_user (conn);
 
   for (guint i = 0; i < subs->len; i++)
-    subscription_remove (hub, subs->pdata[i]);
+    hub_subscription_remove (hub, subs->pdata[i]);
   conn_free (conn);
-}
-
-/* ---- Subscriptions (pusher:subscribe, pusher:unsubscribe) ---- */
-
-/* The data of a pusher: event: an object, or a string holding one (servers
- * and clients differ in what they send). */
-static JsonObject *
-frame_get_data (JsonObject * frame, JsonNode ** owned)
-{
-  JsonNode *node = json_object_get_member (frame, "data");
-  g_autofree char *error = NULL;
-  const char *text;
-
-  if (node != NULL && JSON_NODE_HOLDS_OBJECT (node))
-    return json_node_get_object (node);
-  text = legba_json_object_get_string (frame, "data");
-  if (text == NULL)
-    return NULL;
-  *owned = legba_json_parse_strict (text, strlen (text), NULL, NULL, &error);
-  if (*owned == NULL || !JSON_NODE_HOLDS_OBJECT (*owned))
-    return NULL;
-  return json_node_get_object (*owned);
-}
-
-/* Pusher protocol 7: a refused subscription is answered with
- * pusher:subscription_error on that channel (pusher-js emits it on the
- * channel object), data {"type", "error", "status"}; nothing else is sent
- * to the channel. */
-/* *INDENT-OFF* */
-static void conn_subscription_error (LegbaHub * hub, LegbaHubConn * conn,
-    const char *channel, const char *type, guint status,
-    const char *format, ...) G_GNUC_PRINTF (6, 7);
-/* *INDENT-ON* */
-
-static void
-conn_subscription_error (LegbaHub * hub, LegbaHubConn * conn,
-    const char *channel, const char *type, guint status,
-    const char *format, ...)
-{
-  g_autofree char *message = NULL;
-  g_autoptr (GString) data = g_string_new ("{\"type\":");
-  g_autoptr (GBytes) frame = NULL;
-  va_list args;
-
-  va_start (args, format);
-  message = g_strdup_vprintf (format, args);
-  va_end (args);
-  legba_json_append_string (data, type);
-  g_string_append (data, ",\"error\":");
-  legba_json_append_string (data, message);
-  g_string_append_printf (data, ",\"status\":%u}", status);
-  frame = hub_frame_new ("pusher:subscription_error", channel, data->str);
-  hub->counters.subscription_errors++;
-  conn_send (hub, conn, frame);
-}
-
-/* The room channels of docs/room-protocol.md §2 */
-#define ROOM_CHANNEL_PREFIX "presence-legba."
-
-/* Pusher protocol 7: pusher_internal:subscription_succeeded, data "{}" or
- * for presence {"presence": {"ids", "hash", "count"}}, ids in join order.
- * A member of a room channel (its presence authorized, user_id its
- * participant id) also gets "ice_servers" when TURN is configured: it
- * goes to this connection only, never to a public or private channel's
- * subscriber. */
-static void
-conn_subscription_succeeded (LegbaHub * hub, LegbaHubConn * conn,
-    Channel * channel, const char *user_id)
-{
-  g_autoptr (GString) data = NULL;
-  g_autoptr (GBytes) frame = NULL;
-  GList *l;
-
-  if (channel->kind != CHANNEL_PRESENCE) {
-    data = g_string_new ("{}");
-  } else {
-    data = g_string_new ("{\"presence\":{\"ids\":[");
-    for (l = channel->member_order.head; l != NULL; l = l->next) {
-      if (l != channel->member_order.head)
-        g_string_append_c (data, ',');
-      legba_json_append_string (data, ((Member *) l->data)->user_id);
-    }
-    g_string_append (data, "],\"hash\":{");
-    for (l = channel->member_order.head; l != NULL; l = l->next) {
-      Member *member = l->data;
-
-      if (l != channel->member_order.head)
-        g_string_append_c (data, ',');
-      legba_json_append_string (data, member->user_id);
-      g_string_append_c (data, ':');
-      g_string_append (data, member->user_info ? member->user_info : "null");
-    }
-    g_string_append_printf (data, "},\"count\":%u}",
-        channel->member_order.length);
-    if (user_id != NULL && hub->turn_urls != NULL &&
-        g_str_has_prefix (channel->name, ROOM_CHANNEL_PREFIX)) {
-      g_string_append (data, ",\"ice_servers\":");
-      legba_hub_append_ice_servers (hub, data, user_id,
-          g_get_real_time () / G_USEC_PER_SEC);
-    }
-    g_string_append_c (data, '}');
-  }
-  frame =
-      hub_frame_new ("pusher_internal:subscription_succeeded", channel->name,
-      data->str);
-  conn_send (hub, conn, frame);
-}
-
-/* Pusher protocol 7 presence channel_data: {"user_id": string or number,
- * "user_info": any (optional)}. A numeric id is kept as written. Returns
- * NULL, or the subscription_error type with *why set. */
-static const char *
-presence_data_parse (const char *text, gsize max_info_bytes, char **user_id,
-    char **user_info, char **why)
-{
-  static const char *const keys[] = { "user_id", "user_info", NULL };
-  LegbaJsonSpan spans[2] = { {NULL, 0}, {NULL, 0} };
-  g_autoptr (JsonNode) root = NULL;
-  g_autofree char *error = NULL;
-  JsonNode *id = NULL;
-  GType type = G_TYPE_INVALID;
-
-  root = legba_json_parse_strict (text, strlen (text), keys, spans, &error);
-  if (root != NULL && JSON_NODE_HOLDS_OBJECT (root))
-    id = json_object_get_member (json_node_get_object (root), "user_id");
-  if (id != NULL && JSON_NODE_HOLDS_VALUE (id))
-    type = json_node_get_value_type (id);
-
-  if (type == G_TYPE_STRING && *json_node_get_string (id) != '\0') {
-    *user_id = g_strdup (json_node_get_string (id));
-  } else if ((type == G_TYPE_INT64 || type == G_TYPE_DOUBLE) && spans[0].start) {
-    *user_id = g_strndup (spans[0].start, spans[0].len);
-  } else {
-    *why = g_strdup ("channel_data must be a JSON object with a \"user_id\" "
-        "(a non-empty string or a number)");
-    return "InvalidChannelData";
-  }
-  if (spans[1].start != NULL) {
-    if (max_info_bytes > 0 && spans[1].len > max_info_bytes) {
-      *why = g_strdup_printf ("user_info is %" G_GSIZE_FORMAT " bytes, over "
-          "the limit of %" G_GSIZE_FORMAT, spans[1].len, max_info_bytes);
-      g_clear_pointer (user_id, g_free);
-      return "LimitReached";
-    }
-    *user_info = g_strndup (spans[1].start, spans[1].len);
-  }
-  return NULL;
-}
-
-/* Checks auth (and presence channel_data) of a private or presence
- * subscription; on failure sends the subscription_error. */
-static gboolean
-subscribe_authorize (LegbaHub * hub, LegbaHubConn * conn, JsonObject * data,
-    const char *name, char **user_id, char **user_info)
-{
-  LegbaHubApp *app = conn->app;
-  gboolean presence = channel_kind (name) == CHANNEL_PRESENCE;
-  const char *auth = legba_json_object_get_string (data, "auth");
-  const char *channel_data =
-      legba_json_object_get_string (data, "channel_data");
-  g_autofree char *why = NULL;
-  const char *type;
-
-  if (presence && channel_data == NULL) {
-    conn_subscription_error (hub, conn, name, "InvalidChannelData", 400,
-        "Presence channels need \"channel_data\", a JSON string");
-    return FALSE;
-  }
-  if (auth == NULL) {
-    conn_subscription_error (hub, conn, name, "AuthError", 401,
-        "Private and presence channels need \"auth\"");
-    return FALSE;
-  }
-  if (!legba_auth_channel_check (app->key, app->secret, conn->socket_id, name,
-          presence ? channel_data : NULL, auth)) {
-    conn_subscription_error (hub, conn, name, "AuthError", 401,
-        "Invalid signature for this socket_id and channel");
-    return FALSE;
-  }
-  if (!presence)
-    return TRUE;
-  type = presence_data_parse (channel_data, app->limits.max_user_info_bytes,
-      user_id, user_info, &why);
-  if (type != NULL) {
-    conn_subscription_error (hub, conn, name, type, 400, "%s", why);
-    return FALSE;
-  }
-  return TRUE;
-}
-
-/* Pusher protocol 7: pusher_internal:member_added to the channel's other
- * subscribers when a user's first connection (in the cluster) joins. */
-void
-hub_presence_member_joined (LegbaHub * hub, LegbaHubApp * app,
-    Channel * channel, Member * member, LegbaHubConn * except)
-{
-  g_autoptr (GString) data = g_string_new ("{\"user_id\":");
-  g_autoptr (GBytes) frame = NULL;
-
-  legba_json_append_string (data, member->user_id);
-  if (member->user_info != NULL) {
-    g_string_append (data, ",\"user_info\":");
-    g_string_append (data, member->user_info);
-  }
-  g_string_append_c (data, '}');
-  frame =
-      hub_frame_new ("pusher_internal:member_added", channel->name, data->str);
-  hub_deliver (hub, app, channel->name, frame, except);
-}
-
-static void
-subscription_add (LegbaHub * hub, LegbaHubConn * conn, const char *name,
-    char **user_id, char **user_info)
-{
-  LegbaHubApp *app = conn->app;
-  guint cap = app->limits.max_presence_members;
-  Channel *channel = g_hash_table_lookup (app->channels, name);
-  Member *member = NULL;
-  gboolean joined = FALSE;
-  Subscription *sub;
-
-  if (*user_id != NULL && channel != NULL) {
-    member = g_hash_table_lookup (channel->members, *user_id);
-    if (member == NULL && cap > 0 && channel->member_order.length >= cap) {
-      conn_subscription_error (hub, conn, name, "LimitReached", 403,
-          "Presence channel is full (%u members)", cap);
-      return;
-    }
-  }
-  channel = hub_channel_get (app, name);
-  sub = g_new0 (Subscription, 1);
-  sub->conn = conn;
-  sub->channel = channel;
-  sub->index = channel->subscriptions->len;
-  g_ptr_array_add (channel->subscriptions, sub);
-  conn_sub_add (conn, sub);
-  hub->n_subscriptions++;
-
-  if (*user_id != NULL) {
-    if (member == NULL) {
-      member = hub_member_add (channel, g_steal_pointer (user_id),
-          g_steal_pointer (user_info));
-      joined = TRUE;
-    }
-    /* The user's first connection here: the other instances learn of it,
-     * with the user_info this connection brought. */
-    if (member->n_subscriptions++ == 0 && hub->cluster.member != NULL)
-      hub->cluster.member (app, name, member->user_id,
-          *user_info ? *user_info : member->user_info, TRUE, hub->cluster_data);
-    sub->member = member;
-  }
-  if (hub->cluster.subscriptions != NULL)
-    hub->cluster.subscriptions (app, name, channel->subscriptions->len,
-        hub->cluster_data);
-  if (joined)
-    hub_presence_member_joined (hub, app, channel, member, conn);
-  conn_subscription_succeeded (hub, conn, channel,
-      member ? member->user_id : NULL);
-}
-
-static void
-handle_subscribe (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
-{
-  guint max_length = conn->app->limits.max_channel_name_length;
-  guint max_channels = conn->app->limits.max_channels_per_socket;
-  g_autoptr (JsonNode) owned = NULL;
-  g_autofree char *user_id = NULL;
-  g_autofree char *user_info = NULL;
-  JsonObject *data = frame_get_data (frame, &owned);
-  const char *name =
-      data ? legba_json_object_get_string (data, "channel") : NULL;
-  Subscription *sub;
-
-  if (data == NULL) {
-    conn_error (hub, conn, LEGBA_PUSHER_GENERIC,
-        "pusher:subscribe needs data {\"channel\": ...}");
-    return;
-  }
-  if (name == NULL) {
-    conn_error (hub, conn, LEGBA_PUSHER_GENERIC,
-        "pusher:subscribe needs a string \"channel\"");
-    return;
-  }
-  if (g_str_has_prefix (name, SERVER_TO_USER_PREFIX)) {
-    conn_subscription_error (hub, conn, name, "InvalidChannel", 403,
-        SERVER_TO_USER_PREFIX " channels come with pusher:signin");
-    return;
-  }
-  if (!hub_channel_name_valid (name, max_length)) {
-    conn_subscription_error (hub, conn, name, "InvalidChannel", 400,
-        "Channel names are 1 to %u of A-Z a-z 0-9 _ - = @ , . ;", max_length);
-    return;
-  }
-
-  /* Subscribing again changes nothing; the socket is already authorized. */
-  sub = conn_sub_lookup (conn, name);
-  if (sub != NULL) {
-    conn_subscription_succeeded (hub, conn, sub->channel,
-        sub->member ? sub->member->user_id : NULL);
-    return;
-  }
-  /* Each subscription holds memory on the server: a socket may be in
-   * max_channels_per_socket channels at once, and is refused another as a
-   * full presence channel refuses a member. */
-  if (max_channels > 0 && conn->n_subs >= max_channels) {
-    hub->counters.channel_limit_refusals++;
-    conn_subscription_error (hub, conn, name, "LimitReached", 403,
-        "A socket may be subscribed to %u channels at once", max_channels);
-    return;
-  }
-  if (channel_kind (name) != CHANNEL_PUBLIC &&
-      !subscribe_authorize (hub, conn, data, name, &user_id, &user_info))
-    return;
-  subscription_add (hub, conn, name, &user_id, &user_info);
-}
-
-/* Pusher protocol 7: pusher:unsubscribe {channel}; unknown channels are
- * ignored, as Pusher does. */
-static void
-handle_unsubscribe (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
-{
-  g_autoptr (JsonNode) owned = NULL;
-  JsonObject *data = frame_get_data (frame, &owned);
-  const char *name =
-      data ? legba_json_object_get_string (data, "channel") : NULL;
-  Subscription *sub;
-
-  if (name == NULL) {
-    conn_error (hub, conn, LEGBA_PUSHER_GENERIC,
-        "pusher:unsubscribe needs data {\"channel\": \"...\"}");
-    return;
-  }
-  sub = conn_sub_lookup (conn, name);
-  if (sub != NULL)
-    subscription_remove (hub, sub);
 }
 
 /* ---- Client events and user sign-in ---- */
@@ -908,33 +487,33 @@ handle_client_event (LegbaHub * hub, LegbaHubConn * conn, const char *event,
   gint64 now;
 
   if (name == NULL) {
-    conn_error (hub, conn, LEGBA_PUSHER_GENERIC,
+    hub_conn_error (hub, conn, LEGBA_PUSHER_GENERIC,
         "Client events need a string \"channel\"");
     return;
   }
   if (strlen (event) > MAX_EVENT_NAME_LENGTH) {
-    conn_error (hub, conn, LEGBA_PUSHER_OVER_LIMIT,
+    hub_conn_error (hub, conn, LEGBA_PUSHER_OVER_LIMIT,
         "Event names are at most %u bytes", MAX_EVENT_NAME_LENGTH);
     return;
   }
-  sub = conn_sub_lookup (conn, name);
+  sub = hub_conn_sub_lookup (conn, name);
   if (sub == NULL) {
-    conn_error (hub, conn, LEGBA_PUSHER_CLIENT_EVENT_REFUSED,
+    hub_conn_error (hub, conn, LEGBA_PUSHER_CLIENT_EVENT_REFUSED,
         "Client event rejected: not subscribed to the channel");
     return;
   }
   if (sub->channel->kind == CHANNEL_PUBLIC) {
-    conn_error (hub, conn, LEGBA_PUSHER_CLIENT_EVENT_REFUSED,
+    hub_conn_error (hub, conn, LEGBA_PUSHER_CLIENT_EVENT_REFUSED,
         "Client events are only supported on private and presence channels");
     return;
   }
   if (sub->channel->kind == CHANNEL_ENCRYPTED) {
-    conn_error (hub, conn, LEGBA_PUSHER_CLIENT_EVENT_REFUSED,
+    hub_conn_error (hub, conn, LEGBA_PUSHER_CLIENT_EVENT_REFUSED,
         "Client events are not supported on private-encrypted channels");
     return;
   }
   if (limits->max_event_bytes > 0 && data->len > limits->max_event_bytes) {
-    conn_error (hub, conn, LEGBA_PUSHER_OVER_LIMIT,
+    hub_conn_error (hub, conn, LEGBA_PUSHER_OVER_LIMIT,
         "Client event data is %" G_GSIZE_FORMAT " bytes, over the limit of %"
         G_GSIZE_FORMAT, data->len, limits->max_event_bytes);
     return;
@@ -949,7 +528,7 @@ handle_client_event (LegbaHub * hub, LegbaHubConn * conn, const char *event,
   }
   if (limits->client_events_per_second > 0 &&
       ++conn->rate_count > limits->client_events_per_second) {
-    conn_error (hub, conn, LEGBA_PUSHER_RATE_LIMITED,
+    hub_conn_error (hub, conn, LEGBA_PUSHER_RATE_LIMITED,
         "Client event rejected due to rate limit");
     return;
   }
@@ -984,7 +563,7 @@ handle_signin (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
   g_autoptr (GString) data = NULL;
   g_autoptr (GBytes) bytes = NULL;
   g_autofree char *error = NULL;
-  JsonObject *signin = frame_get_data (frame, &owned);
+  JsonObject *signin = hub_frame_get_data (frame, &owned);
   const char *auth =
       signin ? legba_json_object_get_string (signin, "auth") : NULL;
   const char *user_data =
@@ -1019,7 +598,7 @@ handle_signin (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
   legba_json_append_string (data, user_data);
   g_string_append_c (data, '}');
   bytes = hub_frame_new ("pusher:signin_success", NULL, data->str);
-  conn_send (hub, conn, bytes);
+  hub_conn_send (hub, conn, bytes);
 }
 
 /* ---- Frames from clients ---- */
@@ -1049,7 +628,7 @@ conn_handle_plain_frame (LegbaHub * hub, LegbaHubConn * conn,
           sizeof event))
     return FALSE;
   if (g_str_equal (event, "pusher:ping")) {
-    conn_send (hub, conn, hub->pong_frame);
+    hub_conn_send (hub, conn, hub->pong_frame);
     return TRUE;
   }
   if (!g_str_has_prefix (event, "client-") ||
@@ -1074,49 +653,50 @@ conn_handle_frame (LegbaHub * hub, LegbaHubConn * conn, const char *text,
   const char *event;
 
   if (max_bytes > 0 && len > max_bytes) {
-    conn_error (hub, conn, LEGBA_PUSHER_OVER_LIMIT, "Frame of %" G_GSIZE_FORMAT
-        " bytes is over the limit of %" G_GSIZE_FORMAT, len, max_bytes);
+    hub_conn_error (hub, conn, LEGBA_PUSHER_OVER_LIMIT,
+        "Frame of %" G_GSIZE_FORMAT " bytes is over the limit of %"
+        G_GSIZE_FORMAT, len, max_bytes);
     return;
   }
   if (!legba_json_check_strict (text, len, keys, spans, &error)) {
-    conn_error (hub, conn, LEGBA_PUSHER_GENERIC, "Bad frame: %s", error);
+    hub_conn_error (hub, conn, LEGBA_PUSHER_GENERIC, "Bad frame: %s", error);
     return;
   }
   if (conn_handle_plain_frame (hub, conn, spans))
     return;
   root = legba_json_parse_strict (text, len, keys, spans, &error);
   if (root == NULL) {
-    conn_error (hub, conn, LEGBA_PUSHER_GENERIC, "Bad frame: %s", error);
+    hub_conn_error (hub, conn, LEGBA_PUSHER_GENERIC, "Bad frame: %s", error);
     return;
   }
   if (!JSON_NODE_HOLDS_OBJECT (root)) {
-    conn_error (hub, conn, LEGBA_PUSHER_GENERIC,
+    hub_conn_error (hub, conn, LEGBA_PUSHER_GENERIC,
         "A frame must be a JSON object");
     return;
   }
   frame = json_node_get_object (root);
   event = legba_json_object_get_string (frame, "event");
   if (event == NULL) {
-    conn_error (hub, conn, LEGBA_PUSHER_GENERIC,
+    hub_conn_error (hub, conn, LEGBA_PUSHER_GENERIC,
         "A frame needs a string \"event\"");
     return;
   }
 
   if (g_str_equal (event, "pusher:ping"))
-    conn_send (hub, conn, hub->pong_frame);
+    hub_conn_send (hub, conn, hub->pong_frame);
   else if (g_str_equal (event, "pusher:pong"))
     return;                     /* conn_touch() cleared the pending ping */
   else if (g_str_equal (event, "pusher:subscribe"))
-    handle_subscribe (hub, conn, frame);
+    hub_handle_subscribe (hub, conn, frame);
   else if (g_str_equal (event, "pusher:unsubscribe"))
-    handle_unsubscribe (hub, conn, frame);
+    hub_handle_unsubscribe (hub, conn, frame);
   else if (g_str_equal (event, "pusher:signin"))
     handle_signin (hub, conn, frame);
   else if (g_str_has_prefix (event, "client-"))
     handle_client_event (hub, conn, event,
         legba_json_object_get_string (frame, "channel"), data);
   else
-    conn_error (hub, conn, LEGBA_PUSHER_GENERIC, "Unknown event \"%.64s\": "
+    hub_conn_error (hub, conn, LEGBA_PUSHER_GENERIC, "Unknown event \"%.64s\": "
         "clients send pusher: protocol events and client- events", event);
 }
 
@@ -1157,7 +737,7 @@ legba_hub_receive_binary (LegbaHub * hub, LegbaHubConn * conn)
     return;
   conn_touch (hub, conn);
   hub_enter (hub);
-  conn_error (hub, conn, LEGBA_PUSHER_GENERIC,
+  hub_conn_error (hub, conn, LEGBA_PUSHER_GENERIC,
       "Binary frames are not supported: send JSON text frames");
   hub_leave (hub);
 }
@@ -1192,7 +772,7 @@ conn_send_established (LegbaHub * hub, LegbaHubConn * conn)
       limits->activity_timeout, limits->max_event_bytes,
       limits->client_events_per_second);
   frame = hub_frame_new ("pusher:connection_established", NULL, data);
-  conn_send (hub, conn, frame);
+  hub_conn_send (hub, conn, frame);
 }
 
 LegbaHubConn *
@@ -1300,7 +880,7 @@ conn_tick (LegbaHub * hub, LegbaHubConn * conn, gint64 now)
       (gint64) limits->activity_timeout * G_USEC_PER_SEC) {
     conn->ping_pending = TRUE;
     conn->ping_sent_at = now;
-    conn_send (hub, conn, hub->ping_frame);
+    hub_conn_send (hub, conn, hub->ping_frame);
   }
 }
 
@@ -1374,7 +954,7 @@ legba_hub_free (LegbaHub * hub)
 
   for (guint i = 0; i < hub->conns->len; i++) {
     LegbaHubConn *conn = hub->conns->pdata[i];
-    g_autoptr (GPtrArray) subs = conn_subs_list (conn);
+    g_autoptr (GPtrArray) subs = hub_conn_subs_list (conn);
 
     for (guint k = 0; k < subs->len; k++)
       g_free (subs->pdata[k]);
