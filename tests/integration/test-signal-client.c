@@ -874,6 +874,100 @@ test_proxy (Fixture * f, gconstpointer data)
   fake_proxy_free (proxy);
 }
 
+/* ---- Threads ---- */
+
+typedef struct
+{
+  LegbaSignalClient *client;
+  GMainLoop *loop;              /* the joining thread's */
+  gboolean connected_there;     /* CONNECTED notified on that thread */
+  GMutex lock;
+  gboolean done;
+} Joiner;
+
+static void
+on_joiner_state (LegbaSignaller * signaller, GParamSpec * pspec, Joiner * j)
+{
+  if (legba_signaller_get_state (signaller) != LEGBA_SIGNALLER_STATE_CONNECTED)
+    return;
+  j->connected_there =
+      g_main_context_is_owner (g_main_loop_get_context (j->loop));
+  g_main_loop_quit (j->loop);
+}
+
+static gboolean
+on_joiner_deadline (gpointer data)
+{
+  g_main_loop_quit (data);
+  return G_SOURCE_REMOVE;
+}
+
+static gpointer
+join_on_own_context (gpointer data)
+{
+  Joiner *j = data;
+  GMainContext *context = g_main_context_new ();
+  g_autofree char *id = legba_signaller_generate_participant_id ("thread");
+  g_autoptr (GError) error = NULL;
+  GSource *deadline = g_timeout_source_new (WAIT_MS);
+  gulong handler;
+
+  g_main_context_push_thread_default (context);
+  j->loop = g_main_loop_new (context, FALSE);
+  g_source_set_callback (deadline, on_joiner_deadline, j->loop, NULL);
+  g_source_attach (deadline, context);
+  handler = g_signal_connect (j->client, "notify::state",
+      G_CALLBACK (on_joiner_state), j);
+  g_assert_true (legba_signaller_join (LEGBA_SIGNALLER (j->client), ROOM, id,
+          "thread", NULL, &error));
+  g_assert_no_error (error);
+  g_main_loop_run (j->loop);
+  g_signal_handler_disconnect (j->client, handler);
+  legba_signaller_leave (LEGBA_SIGNALLER (j->client));
+  g_source_destroy (deadline);
+  g_source_unref (deadline);
+  g_main_context_pop_thread_default (context);
+  g_main_loop_unref (j->loop);
+  g_main_context_unref (context);
+  g_mutex_lock (&j->lock);
+  j->done = TRUE;
+  g_mutex_unlock (&j->lock);
+  g_main_context_wakeup (NULL);
+  return NULL;
+}
+
+static gboolean
+joiner_done (Joiner * j)
+{
+  gboolean done;
+
+  g_mutex_lock (&j->lock);
+  done = j->done;
+  g_mutex_unlock (&j->lock);
+  return done;
+}
+
+/* A client made on one thread runs on the context of the thread that
+ * joins with it (legbaroom's signaller is made with the element and
+ * joined from the element's own thread). */
+static void
+test_joined_on_another_thread (Fixture * f, gconstpointer data)
+{
+  Joiner j = { 0 };
+  GThread *thread;
+
+  j.client = legba_signal_client_new (f->url, APP_KEY);
+  g_object_set (j.client, "app-secret", APP_SECRET, NULL);
+  g_mutex_init (&j.lock);
+  thread = g_thread_new ("joiner", join_on_own_context, &j);
+  /* this thread runs the server meanwhile */
+  WAIT_FOR (joiner_done (&j), "the other thread to join and leave");
+  g_thread_join (thread);
+  g_assert_true (j.connected_there);
+  g_object_unref (j.client);
+  g_mutex_clear (&j.lock);
+}
+
 /* ---- main ---- */
 
 int
@@ -896,6 +990,7 @@ main (int argc, char **argv)
   ADD ("auth/refused", test_auth_refused, 0);
   ADD ("auth/join-token", test_join_token, 0);
   ADD ("auth/bad-config", test_bad_config, 0);
+  ADD ("joined-on-another-thread", test_joined_on_another_thread, 0);
 
   status = g_test_run ();
   stop_pool_threads ();

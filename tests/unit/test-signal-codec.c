@@ -398,6 +398,34 @@ test_participant_ids (void)
           NULL));
 }
 
+/* LegbaSignalClient: the room is on loopback when its server is */
+static void
+test_is_loopback (void)
+{
+  static const struct
+  {
+    const char *url;
+    gboolean loopback;
+  } cases[] = {
+    {"ws://127.0.0.1:6001", TRUE},
+    {"wss://127.3.2.1", TRUE},
+    {"ws://localhost:6001/prefix", TRUE},
+    {"ws://[::1]:6001", TRUE},
+    {"ws://192.0.2.1:6001", FALSE},
+    {"wss://legba.example", FALSE},
+    {"not a url", FALSE},
+    {NULL, FALSE},
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autoptr (LegbaSignalClient) client =
+        legba_signal_client_new (cases[i].url, "key");
+
+    g_assert_cmpint (legba_signaller_is_loopback (LEGBA_SIGNALLER (client)),
+        ==, cases[i].loopback);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -412,6 +440,7 @@ main (int argc, char **argv)
       test_reassembly_keys_and_expiry);
   g_test_add_func ("/signal/reassembly/refused", test_reassembly_refused);
   g_test_add_func ("/signaller/participant-ids", test_participant_ids);
+  g_test_add_func ("/signaller/is-loopback", test_is_loopback);
 
   return g_test_run ();
 }

@@ -13,7 +13,6 @@
 #include <legba/room/legba-room-private.h>
 #include <legba/room/legba-room-data-private.h>
 #include <legba/common/legba-json.h>
-#include <legba/signal/legba-signal-client-private.h>
 
 #include <nice/agent.h>
 #include <stdlib.h>
@@ -1370,14 +1369,9 @@ on_deep_element_added (GstBin * bin, GstBin * sub_bin, GstElement * element,
 static char **
 effective_local_addresses (LegbaRoom * room)
 {
-  g_autofree char *url = NULL;
-
   if (room->local_addresses != NULL)
     return g_strdupv (room->local_addresses);
-  if (g_object_class_find_property (G_OBJECT_GET_CLASS (room->signaller),
-          "server-url") != NULL)
-    g_object_get (room->signaller, "server-url", &url, NULL);
-  if (legba_url_is_loopback (url)) {
+  if (legba_signaller_is_loopback (room->signaller)) {
     char *loopback[] = { (char *) "127.0.0.1", NULL };
 
     return g_strdupv (loopback);

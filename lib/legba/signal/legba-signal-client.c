@@ -405,6 +405,8 @@ legba_signal_client_join (LegbaSignaller * signaller, const char *room,
         LEGBA_SIGNAL_ERROR_INVALID, "The display name is not UTF-8");
     return FALSE;
   }
+  if (self->context == NULL)
+    self->context = g_main_context_ref_thread_default ();
   if (!check_config (self, error))
     return FALSE;
 
@@ -445,6 +447,12 @@ legba_signal_client_get_state (LegbaSignaller * signaller)
   return LEGBA_SIGNAL_CLIENT (signaller)->state;
 }
 
+static gboolean
+legba_signal_client_is_loopback (LegbaSignaller * signaller)
+{
+  return legba_url_is_loopback (LEGBA_SIGNAL_CLIENT (signaller)->server_url);
+}
+
 static void
 legba_signal_client_signaller_init (LegbaSignallerInterface * iface)
 {
@@ -452,6 +460,7 @@ legba_signal_client_signaller_init (LegbaSignallerInterface * iface)
   iface->leave = legba_signal_client_leave;
   iface->send = legba_signal_client_send;
   iface->get_state = legba_signal_client_get_state;
+  iface->is_loopback = legba_signal_client_is_loopback;
 }
 
 /* ---- GObject ---- */
@@ -459,7 +468,6 @@ legba_signal_client_signaller_init (LegbaSignallerInterface * iface)
 static void
 legba_signal_client_init (LegbaSignalClient * self)
 {
-  self->context = g_main_context_ref_thread_default ();
   self->auth_params = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
       g_free);
   self->auth_headers = g_hash_table_new_full (g_str_hash, g_str_equal,
@@ -512,7 +520,7 @@ legba_signal_client_finalize (GObject * object)
   g_hash_table_unref (self->members);
   g_array_unref (self->sent_times);
   g_ptr_array_unref (self->closing);
-  g_main_context_unref (self->context);
+  g_clear_pointer (&self->context, g_main_context_unref);
 
   G_OBJECT_CLASS (legba_signal_client_parent_class)->finalize (object);
 }
@@ -766,7 +774,8 @@ legba_signal_client_class_init (LegbaSignalClientClass * klass)
  * Creates a client for @server_url. Set one way to authenticate
  * (#LegbaSignalClient:token, #LegbaSignalClient:auth-url or
  * #LegbaSignalClient:app-secret) before legba_signaller_join(). The client
- * runs on the calling thread's thread-default main context.
+ * runs on the thread-default main context of the thread that first joins
+ * a room with it.
  *
  * Returns: (transfer full): a new #LegbaSignalClient
  */

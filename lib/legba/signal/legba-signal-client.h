@@ -4,8 +4,10 @@
  * LegbaSignalClient: a #LegbaSignaller over the Pusher Channels protocol 7.
  *
  * Threads: a LegbaSignalClient runs on the thread-default GMainContext of
- * the thread that created it (g_main_context_get_thread_default() at
- * construction). Use it with a GMainLoop running that context: its
+ * the thread that first joins a room with it
+ * (g_main_context_get_thread_default() at its first legba_signaller_join();
+ * it may be made and configured on another thread before that). Use it
+ * with a GMainLoop running that context: its
  * network I/O and timers are attached there, its signals and property
  * notifications are emitted there, and its methods must be called from
  * the thread that runs it.

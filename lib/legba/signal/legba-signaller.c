@@ -397,6 +397,30 @@ legba_signaller_get_state (LegbaSignaller * self)
 }
 
 /**
+ * legba_signaller_is_loopback:
+ * @self: a #LegbaSignaller
+ *
+ * Whether the room is reached on this machine's loopback interface only:
+ * for #LegbaSignalClient, its #LegbaSignalClient:server-url names
+ * 127.0.0.0/8, ::1 or localhost. Every participant then runs on this
+ * machine, and a #LegbaRoom without #LegbaRoom:local-addresses gathers
+ * its ICE candidates on 127.0.0.1 only. An implementation that does not
+ * provide #LegbaSignallerInterface.is_loopback is not.
+ *
+ * Returns: %TRUE when the room is reached on the loopback interface only
+ */
+gboolean
+legba_signaller_is_loopback (LegbaSignaller * self)
+{
+  LegbaSignallerInterface *iface;
+
+  g_return_val_if_fail (LEGBA_IS_SIGNALLER (self), FALSE);
+
+  iface = LEGBA_SIGNALLER_GET_IFACE (self);
+  return iface->is_loopback != NULL && iface->is_loopback (self);
+}
+
+/**
  * legba_signaller_generate_participant_id:
  * @identity: the participant's identity
  *

@@ -4,9 +4,11 @@
  * LegbaSignaller: how a room reaches the network.
  *
  * Threads: an implementation runs on one GMainContext, documented by the
- * implementation (#LegbaSignalClient: the thread-default context at its
- * construction). Call its methods from the thread that runs that context;
- * its signals are emitted there.
+ * implementation. The thread-default context of the thread that first
+ * joins is the one to choose (#LegbaSignalClient does): then a signaller
+ * made on one thread can be handed to a room that runs on a thread of its
+ * own, as the legbaroom element's does. Call its methods from the thread
+ * that runs that context; its signals are emitted there.
  */
 #pragma once
 
@@ -135,6 +137,9 @@ G_DECLARE_INTERFACE (LegbaSignaller, legba_signaller, LEGBA, SIGNALLER,
  * @leave: leaves the room; see legba_signaller_leave()
  * @send: sends a signal; see legba_signaller_send()
  * @get_state: returns the current state
+ * @is_loopback: (nullable): whether the room is reached on this machine's
+ *   loopback interface only; see legba_signaller_is_loopback(). %NULL
+ *   (the default) means it is not
  *
  * The virtual methods of #LegbaSignaller. An implementation also overrides
  * the #LegbaSignaller:state property and emits the interface's signals.
@@ -150,9 +155,10 @@ struct _LegbaSignallerInterface
   gboolean (*send) (LegbaSignaller * self, const char *to,
       JsonObject * signal, GError ** error);
   LegbaSignallerState (*get_state) (LegbaSignaller * self);
+  gboolean (*is_loopback) (LegbaSignaller * self);
 
   /*< private >*/
-  gpointer padding[8];
+  gpointer padding[7];
 };
 
 LEGBA_API
@@ -166,6 +172,7 @@ gboolean legba_signaller_send (LegbaSignaller * self, const char *to,
     JsonObject * signal, GError ** error);
 LEGBA_API
 LegbaSignallerState legba_signaller_get_state (LegbaSignaller * self);
+gboolean legba_signaller_is_loopback (LegbaSignaller * self);
 
 LEGBA_API
 char *legba_signaller_generate_participant_id (const char *identity);
