@@ -39,6 +39,18 @@
  * gst-launch-1.0 and applications that never run a GLib main loop work.
  * The signals of #GstLegbaRoom:legba-room are emitted on that thread.
  *
+ * The room reaches the network through #GstLegbaRoom:signaller, any
+ * #LegbaSignaller: by default a #LegbaSignalClient, made with the element,
+ * which speaks the Pusher protocol. Its settings are reachable from a
+ * launch line as those of the element's child named `signaller`
+ * (#GstChildProxy): `signaller::server-url=ws://...`. The element's own
+ * `server-url`, `app-key`, `app-secret`, `app-id`, `auth-url` and `token`
+ * are the same settings of the signaller under shorter names; `room`,
+ * `identity`, `display-name`, `stun-server`, `turn-server`, `latency` and
+ * `max-participants` are #LegbaRoom's, applied to the room each time the
+ * element joins. Each comes with the description, range and default of
+ * the property it stands for.
+ *
  * ## Example launch lines
  * A sender:
  * |[
@@ -47,10 +59,12 @@
  *       app-secret=SECRET room=demo identity=alice \
  *     audiotestsrc is-live=true ! opusenc ! r.
  * ]|
- * A receiver, showing the first participant's video:
+ * A receiver, showing the first participant's video, with the
+ * signaller's settings named through the child proxy:
  * |[
- * gst-launch-1.0 legbaroom name=r server-url=ws://127.0.0.1:6001 \
- *       app-key=KEY app-secret=SECRET room=demo identity=bob \
+ * gst-launch-1.0 legbaroom name=r signaller::server-url=ws://127.0.0.1:6001 \
+ *       signaller::app-key=KEY signaller::app-secret=SECRET room=demo \
+ *       identity=bob \
  *     r. ! video/x-h264 ! decodebin ! autovideosink
  * ]|
  */
@@ -123,44 +137,30 @@ gst_legba_room_pad_init (GstLegbaRoomPad * self)
 #define GST_TYPE_LEGBA_ROOM (gst_legba_room_get_type ())
 G_DECLARE_FINAL_TYPE (GstLegbaRoom, gst_legba_room, GST, LEGBA_ROOM, GstBin);
 
+/* LegbaRoom's settings: the element keeps their values and applies them
+ * to its room on each join */
+static const char *const room_settings[] = {
+  "room", "identity", "display-name", "stun-server", "turn-server",
+  "latency", "max-participants",
+};
+
+#define N_ROOM_SETTINGS G_N_ELEMENTS (room_settings)
+
+/* LegbaSignalClient's settings: set on and read from the signaller */
+static const char *const signaller_settings[] = {
+  "server-url", "app-key", "app-secret", "app-id", "auth-url", "token",
+};
+
+#define N_SIGNALLER_SETTINGS G_N_ELEMENTS (signaller_settings)
+
 enum
 {
   PROP_0,
-  PROP_SERVER_URL,
-  PROP_APP_KEY,
-  PROP_APP_SECRET,
-  PROP_APP_ID,
-  PROP_AUTH_URL,
-  PROP_TOKEN,
-  PROP_ROOM,
-  PROP_IDENTITY,
-  PROP_DISPLAY_NAME,
-  PROP_LATENCY,
-  PROP_STUN_SERVER,
-  PROP_TURN_SERVER,
-  PROP_MAX_PARTICIPANTS,
+  PROP_SIGNALLER,
   PROP_LEGBA_ROOM,
-  N_PROPERTIES
-};
-
-/* as LegbaRoom's, for the same reasons (docs/rooms.md) */
-#define DEFAULT_LATENCY 100
-#define DEFAULT_MAX_PARTICIPANTS 6
-
-enum
-{
-  STRING_SERVER_URL,
-  STRING_APP_KEY,
-  STRING_APP_SECRET,
-  STRING_APP_ID,
-  STRING_AUTH_URL,
-  STRING_TOKEN,
-  STRING_ROOM,
-  STRING_IDENTITY,
-  STRING_DISPLAY_NAME,
-  STRING_STUN_SERVER,
-  STRING_TURN_SERVER,
-  N_STRINGS
+  PROP_ROOM_SETTING,
+  PROP_SIGNALLER_SETTING = PROP_ROOM_SETTING + N_ROOM_SETTINGS,
+  N_PROPERTIES = PROP_SIGNALLER_SETTING + N_SIGNALLER_SETTINGS
 };
 
 struct _GstLegbaRoom
@@ -168,9 +168,8 @@ struct _GstLegbaRoom
   GstBin parent;
 
   /* properties (object lock) */
-  char *strings[N_STRINGS];
-  guint latency;
-  guint max_participants;
+  LegbaSignaller *signaller;
+  GValue room_values[N_ROOM_SETTINGS];
 
   /* the room's thread; started once, stopped when the element goes */
   GMutex thread_lock;
@@ -178,7 +177,6 @@ struct _GstLegbaRoom
   GMainContext *context;
   GMainLoop *loop;
   /* made, used and released on the room's thread */
-  LegbaSignalClient *client;
   LegbaRoom *room;
   GHashTable *src_pads;         /* the room's track pad -> our ghost pad */
   guint recv_count[2];
@@ -186,7 +184,11 @@ struct _GstLegbaRoom
   GstPad *sinks[2];
 };
 
-G_DEFINE_FINAL_TYPE (GstLegbaRoom, gst_legba_room, GST_TYPE_BIN);
+static void gst_legba_room_child_proxy_init (GstChildProxyInterface * iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE (GstLegbaRoom, gst_legba_room, GST_TYPE_BIN,
+    G_IMPLEMENT_INTERFACE (GST_TYPE_CHILD_PROXY,
+        gst_legba_room_child_proxy_init));
 GST_ELEMENT_REGISTER_DEFINE (legbaroom, "legbaroom", GST_RANK_NONE,
     GST_TYPE_LEGBA_ROOM);
 
@@ -395,13 +397,16 @@ room_thread (gpointer data)
   return NULL;
 }
 
-static gpointer
-make_room (GstLegbaRoom * self, gpointer data)
+static void
+new_room (GstLegbaRoom * self)
 {
-  self->client = legba_signal_client_new (NULL, NULL);
-  self->room = legba_room_new (LEGBA_SIGNALLER (self->client), GST_BIN (self));
-  self->src_pads = g_hash_table_new_full (NULL, NULL, gst_object_unref,
-      gst_object_unref);
+  LegbaSignaller *signaller;
+
+  GST_OBJECT_LOCK (self);
+  signaller = g_object_ref (self->signaller);
+  GST_OBJECT_UNLOCK (self);
+  self->room = legba_room_new (signaller, GST_BIN (self));
+  g_object_unref (signaller);
   g_signal_connect (self->room, "participant-joined",
       G_CALLBACK (on_participant_joined), self);
   g_signal_connect (self->room, "participant-left",
@@ -412,6 +417,47 @@ make_room (GstLegbaRoom * self, gpointer data)
       self);
   g_signal_connect (self->room, "track-removed",
       G_CALLBACK (on_track_removed), self);
+}
+
+static gpointer
+make_room (GstLegbaRoom * self, gpointer data)
+{
+  self->src_pads = g_hash_table_new_full (NULL, NULL, gst_object_unref,
+      gst_object_unref);
+  new_room (self);
+  return NULL;
+}
+
+/* The signaller changed (the element is not joined): a room for it takes
+ * the old one's place, and the request pads' tracks move to it. */
+static gpointer
+replace_room (GstLegbaRoom * self, gpointer data)
+{
+  LegbaRoom *old = self->room;
+
+  g_signal_handlers_disconnect_by_data (old, self);
+  legba_room_disconnect (old);
+  for (LegbaTrackKind kind = 0; kind < 2; kind++) {
+    if (self->sinks[kind] == NULL)
+      continue;
+    gst_ghost_pad_set_target (GST_GHOST_PAD (self->sinks[kind]), NULL);
+    legba_room_remove_track (old, kind);
+  }
+  g_object_unref (old);
+  new_room (self);
+  for (LegbaTrackKind kind = 0; kind < 2; kind++) {
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GstPad) target = NULL;
+
+    if (self->sinks[kind] == NULL)
+      continue;
+    target = legba_room_add_track (self->room, kind, &error);
+    if (target == NULL)
+      GST_ELEMENT_WARNING (self, STREAM, FAILED, ("%s", error->message),
+          (NULL));
+    else
+      gst_ghost_pad_set_target (GST_GHOST_PAD (self->sinks[kind]), target);
+  }
   return NULL;
 }
 
@@ -435,7 +481,6 @@ release_room (GstLegbaRoom * self, gpointer data)
   g_signal_handlers_disconnect_by_data (self->room, self);
   legba_room_disconnect (self->room);
   g_clear_object (&self->room);
-  g_clear_object (&self->client);
   g_clear_pointer (&self->src_pads, g_hash_table_unref);
   g_main_loop_quit (self->loop);
   return NULL;
@@ -473,27 +518,19 @@ on_connected (GObject * object, GAsyncResult * result, gpointer data)
 static gpointer
 connect_room (GstLegbaRoom * self, gpointer data)
 {
-  char *s[N_STRINGS];
-  guint latency, max_participants;
+  GValue values[N_ROOM_SETTINGS] = { G_VALUE_INIT };
 
   GST_OBJECT_LOCK (self);
-  for (guint i = 0; i < N_STRINGS; i++)
-    s[i] = g_strdup (self->strings[i]);
-  latency = self->latency;
-  max_participants = self->max_participants;
+  for (guint i = 0; i < N_ROOM_SETTINGS; i++) {
+    g_value_init (&values[i], G_VALUE_TYPE (&self->room_values[i]));
+    g_value_copy (&self->room_values[i], &values[i]);
+  }
   GST_OBJECT_UNLOCK (self);
 
-  g_object_set (self->client, "server-url", s[STRING_SERVER_URL],
-      "app-key", s[STRING_APP_KEY], "app-secret", s[STRING_APP_SECRET],
-      "app-id", s[STRING_APP_ID], "auth-url", s[STRING_AUTH_URL],
-      "token", s[STRING_TOKEN], NULL);
-  g_object_set (self->room, "room", s[STRING_ROOM],
-      "identity", s[STRING_IDENTITY], "display-name", s[STRING_DISPLAY_NAME],
-      "stun-server", s[STRING_STUN_SERVER],
-      "turn-server", s[STRING_TURN_SERVER], "latency", latency,
-      "max-participants", max_participants, NULL);
-  for (guint i = 0; i < N_STRINGS; i++)
-    g_free (s[i]);
+  g_object_setv (G_OBJECT (self->room), N_ROOM_SETTINGS,
+      (const char **) room_settings, values);
+  for (guint i = 0; i < N_ROOM_SETTINGS; i++)
+    g_value_unset (&values[i]);
   legba_room_connect_async (self->room, NULL, on_connected,
       gst_object_ref (self));
   return NULL;
@@ -506,25 +543,17 @@ disconnect_room (GstLegbaRoom * self, gpointer data)
   return NULL;
 }
 
+/* The room's own settings; the signaller checks its own when it joins. */
 static gboolean
 check_settings (GstLegbaRoom * self)
 {
-  static const struct
-  {
-    int index;
-    const char *name;
-  } required[] = {
-    {STRING_SERVER_URL, "server-url"},
-    {STRING_APP_KEY, "app-key"},
-    {STRING_ROOM, "room"},
-    {STRING_IDENTITY, "identity"},
-  };
   const char *missing = NULL;
 
   GST_OBJECT_LOCK (self);
-  for (guint i = 0; i < G_N_ELEMENTS (required) && missing == NULL; i++)
-    if (self->strings[required[i].index] == NULL)
-      missing = required[i].name;
+  /* room and identity, the first two room settings */
+  for (guint i = 0; i < 2 && missing == NULL; i++)
+    if (g_value_get_string (&self->room_values[i]) == NULL)
+      missing = room_settings[i];
   GST_OBJECT_UNLOCK (self);
   if (missing != NULL) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
@@ -677,58 +706,105 @@ gst_legba_room_release_pad (GstElement * element, GstPad * pad)
   }
 }
 
-/* ---- GObject ---- */
+/* ---- The signaller ---- */
 
-static int
-string_index (guint prop_id)
+static void
+set_signaller (GstLegbaRoom * self, LegbaSignaller * signaller)
 {
-  switch (prop_id) {
-    case PROP_SERVER_URL:
-      return STRING_SERVER_URL;
-    case PROP_APP_KEY:
-      return STRING_APP_KEY;
-    case PROP_APP_SECRET:
-      return STRING_APP_SECRET;
-    case PROP_APP_ID:
-      return STRING_APP_ID;
-    case PROP_AUTH_URL:
-      return STRING_AUTH_URL;
-    case PROP_TOKEN:
-      return STRING_TOKEN;
-    case PROP_ROOM:
-      return STRING_ROOM;
-    case PROP_IDENTITY:
-      return STRING_IDENTITY;
-    case PROP_DISPLAY_NAME:
-      return STRING_DISPLAY_NAME;
-    case PROP_STUN_SERVER:
-      return STRING_STUN_SERVER;
-    case PROP_TURN_SERVER:
-      return STRING_TURN_SERVER;
-    default:
-      return -1;
+  LegbaSignaller *old;
+
+  if (signaller == NULL)
+    signaller = LEGBA_SIGNALLER (legba_signal_client_new (NULL, NULL));
+  else
+    g_object_ref (signaller);
+  GST_OBJECT_LOCK (self);
+  if (GST_STATE (self) > GST_STATE_READY || GST_STATE_PENDING (self) >
+      GST_STATE_READY) {
+    GST_OBJECT_UNLOCK (self);
+    g_warning ("%s: the signaller can only be changed in the NULL or READY "
+        "state", GST_OBJECT_NAME (self));
+    g_object_unref (signaller);
+    return;
   }
+  old = self->signaller;
+  self->signaller = signaller;
+  GST_OBJECT_UNLOCK (self);
+  g_clear_object (&old);
+  g_mutex_lock (&self->thread_lock);
+  if (self->thread != NULL)
+    run_on_room_thread (self, replace_room, NULL);
+  g_mutex_unlock (&self->thread_lock);
 }
+
+static LegbaSignaller *
+dup_signaller (GstLegbaRoom * self)
+{
+  LegbaSignaller *signaller;
+
+  GST_OBJECT_LOCK (self);
+  signaller = g_object_ref (self->signaller);
+  GST_OBJECT_UNLOCK (self);
+  return signaller;
+}
+
+/* A setting of LegbaSignalClient's; a signaller without it has none. */
+static GParamSpec *
+find_signaller_setting (GstLegbaRoom * self, LegbaSignaller * signaller,
+    GParamSpec * pspec)
+{
+  GParamSpec *own = g_object_class_find_property (G_OBJECT_GET_CLASS
+      (signaller), pspec->name);
+
+  if (own == NULL || own->value_type != pspec->value_type) {
+    GST_WARNING_OBJECT (self, "the signaller, a %s, has no %s",
+        G_OBJECT_TYPE_NAME (signaller), pspec->name);
+    return NULL;
+  }
+  return own;
+}
+
+static GstChildProxyInterface *bin_child_proxy;
+
+/* The signaller is the child named "signaller" (as webrtcsink's); the
+ * other children are the bin's */
+static GObject *
+gst_legba_room_get_child_by_name (GstChildProxy * proxy, const char *name)
+{
+  if (g_strcmp0 (name, "signaller") == 0)
+    return G_OBJECT (dup_signaller (GST_LEGBA_ROOM (proxy)));
+  return bin_child_proxy->get_child_by_name (proxy, name);
+}
+
+static void
+gst_legba_room_child_proxy_init (GstChildProxyInterface * iface)
+{
+  bin_child_proxy = g_type_interface_peek_parent (iface);
+  iface->get_child_by_name = gst_legba_room_get_child_by_name;
+}
+
+/* ---- GObject ---- */
 
 static void
 gst_legba_room_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstLegbaRoom *self = GST_LEGBA_ROOM (object);
-  int index = string_index (prop_id);
 
-  GST_OBJECT_LOCK (self);
-  if (index >= 0) {
-    g_free (self->strings[index]);
-    self->strings[index] = g_value_dup_string (value);
-  } else if (prop_id == PROP_LATENCY) {
-    self->latency = g_value_get_uint (value);
-  } else if (prop_id == PROP_MAX_PARTICIPANTS) {
-    self->max_participants = g_value_get_uint (value);
+  if (prop_id == PROP_SIGNALLER) {
+    set_signaller (self, g_value_get_object (value));
+  } else if (prop_id >= PROP_SIGNALLER_SETTING && prop_id < N_PROPERTIES) {
+    g_autoptr (LegbaSignaller) signaller = dup_signaller (self);
+    GParamSpec *own = find_signaller_setting (self, signaller, pspec);
+
+    if (own != NULL)
+      g_object_set_property (G_OBJECT (signaller), own->name, value);
+  } else if (prop_id >= PROP_ROOM_SETTING) {
+    GST_OBJECT_LOCK (self);
+    g_value_copy (value, &self->room_values[prop_id - PROP_ROOM_SETTING]);
+    GST_OBJECT_UNLOCK (self);
   } else {
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   }
-  GST_OBJECT_UNLOCK (self);
 }
 
 static void
@@ -736,23 +812,27 @@ gst_legba_room_get_property (GObject * object, guint prop_id, GValue * value,
     GParamSpec * pspec)
 {
   GstLegbaRoom *self = GST_LEGBA_ROOM (object);
-  int index = string_index (prop_id);
 
-  if (prop_id == PROP_LEGBA_ROOM) {
+  if (prop_id == PROP_SIGNALLER) {
+    g_value_take_object (value, dup_signaller (self));
+  } else if (prop_id == PROP_LEGBA_ROOM) {
     ensure_room (self);
     g_value_set_object (value, self->room);
-    return;
-  }
-  GST_OBJECT_LOCK (self);
-  if (index >= 0)
-    g_value_set_string (value, self->strings[index]);
-  else if (prop_id == PROP_LATENCY)
-    g_value_set_uint (value, self->latency);
-  else if (prop_id == PROP_MAX_PARTICIPANTS)
-    g_value_set_uint (value, self->max_participants);
-  else
+  } else if (prop_id >= PROP_SIGNALLER_SETTING && prop_id < N_PROPERTIES) {
+    g_autoptr (LegbaSignaller) signaller = dup_signaller (self);
+    GParamSpec *own = find_signaller_setting (self, signaller, pspec);
+
+    if (own != NULL)
+      g_object_get_property (G_OBJECT (signaller), own->name, value);
+    else
+      g_param_value_set_default (pspec, value);
+  } else if (prop_id >= PROP_ROOM_SETTING) {
+    GST_OBJECT_LOCK (self);
+    g_value_copy (&self->room_values[prop_id - PROP_ROOM_SETTING], value);
+    GST_OBJECT_UNLOCK (self);
+  } else {
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-  GST_OBJECT_UNLOCK (self);
+  }
 }
 
 static void
@@ -761,6 +841,7 @@ gst_legba_room_dispose (GObject * object)
   GstLegbaRoom *self = GST_LEGBA_ROOM (object);
 
   stop_room (self);
+  g_clear_object (&self->signaller);
   G_OBJECT_CLASS (gst_legba_room_parent_class)->dispose (object);
 }
 
@@ -769,17 +850,47 @@ gst_legba_room_finalize (GObject * object)
 {
   GstLegbaRoom *self = GST_LEGBA_ROOM (object);
 
-  for (guint i = 0; i < N_STRINGS; i++)
-    g_free (self->strings[i]);
+  for (guint i = 0; i < N_ROOM_SETTINGS; i++)
+    g_value_unset (&self->room_values[i]);
   g_mutex_clear (&self->thread_lock);
   G_OBJECT_CLASS (gst_legba_room_parent_class)->finalize (object);
 }
 
+/* A property of the element's that stands for the property source of
+ * another class: same name, nick, blurb, range and default. */
 static GParamSpec *
-string_property (const char *name, const char *nick, const char *blurb)
+copy_pspec (GParamSpec * source, GParamFlags flags)
 {
-  return g_param_spec_string (name, nick, blurb, NULL,
-      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  const char *name = g_param_spec_get_name (source);
+  const char *nick = g_param_spec_get_nick (source);
+  const char *blurb = g_param_spec_get_blurb (source);
+
+  if (G_IS_PARAM_SPEC_STRING (source))
+    return g_param_spec_string (name, nick, blurb,
+        G_PARAM_SPEC_STRING (source)->default_value, flags);
+  if (G_IS_PARAM_SPEC_UINT (source)) {
+    GParamSpecUInt *u = G_PARAM_SPEC_UINT (source);
+
+    return g_param_spec_uint (name, nick, blurb, u->minimum, u->maximum,
+        u->default_value, flags);
+  }
+  g_return_val_if_reached (NULL);
+}
+
+static void
+install_copies (GObjectClass * gobject_class, GType source_type,
+    const char *const *names, guint n, guint first_id)
+{
+  GObjectClass *source = g_type_class_ref (source_type);
+
+  for (guint i = 0; i < n; i++) {
+    GParamSpec *pspec = g_object_class_find_property (source, names[i]);
+
+    g_assert (pspec != NULL);
+    properties[first_id + i] = copy_pspec (pspec, G_PARAM_READWRITE |
+        GST_PARAM_MUTABLE_READY);
+  }
+  g_type_class_unref (source);
 }
 
 static void
@@ -799,43 +910,26 @@ gst_legba_room_class_init (GstLegbaRoomClass * klass)
   element_class->request_new_pad = gst_legba_room_request_new_pad;
   element_class->release_pad = gst_legba_room_release_pad;
 
-  properties[PROP_SERVER_URL] = string_property ("server-url", "Server URL",
-      "Signalling server: ws://HOST:PORT or wss://HOST:PORT (legba-server or "
-      "any Pusher protocol 7 server)");
-  properties[PROP_APP_KEY] = string_property ("app-key", "App key",
-      "The Pusher app key");
-  properties[PROP_APP_SECRET] = string_property ("app-secret", "App secret",
-      "The app secret, to sign the room subscription locally (programs "
-      "trusted with it only; others use token or auth-url)");
-  properties[PROP_APP_ID] = string_property ("app-id", "App id",
-      "The app id: with token, locates legba-server's /apps/ID/auth");
-  properties[PROP_AUTH_URL] = string_property ("auth-url", "Auth URL",
-      "The application's auth endpoint (called as pusher-js calls it), or "
-      "with token, legba-server's auth URL");
-  properties[PROP_TOKEN] = string_property ("token", "Token",
-      "A join token for this room and identity (legba-token)");
-  properties[PROP_ROOM] = string_property ("room", "Room",
-      "The room to join ([A-Za-z0-9_-=@,.;], 1 to 149 characters)");
-  properties[PROP_IDENTITY] = string_property ("identity", "Identity",
-      "Who this participant is; its participant id is IDENTITY-SUFFIX");
-  properties[PROP_DISPLAY_NAME] = string_property ("display-name",
-      "Display name", "The name shown to the others (default: the identity)");
-  properties[PROP_STUN_SERVER] = string_property ("stun-server",
-      "STUN server", "STUN server, stun://HOST:PORT (none by default)");
-  properties[PROP_TURN_SERVER] = string_property ("turn-server",
-      "TURN server", "TURN server, turn(s)://USER:PASSWORD@HOST:PORT (none "
-      "by default)");
-  properties[PROP_LATENCY] = g_param_spec_uint ("latency", "Latency",
-      "Jitter buffer of each received stream, in milliseconds: low for "
-      "calls, enough for one retransmission up to ~80 ms round trip; a "
-      "clock-synced sink shows each frame this much after it came in", 0,
-      10000, DEFAULT_LATENCY, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-      GST_PARAM_MUTABLE_READY);
-  properties[PROP_MAX_PARTICIPANTS] = g_param_spec_uint ("max-participants",
-      "Max participants", "Largest room this participant joins, itself "
-      "included; a fuller room is refused (a mesh sends every stream once "
-      "per peer)", 2, 64, DEFAULT_MAX_PARTICIPANTS,
+  /**
+   * GstLegbaRoom:signaller:
+   *
+   * How the room reaches the network: any #LegbaSignaller, by default a
+   * #LegbaSignalClient made with the element (setting %NULL makes a new
+   * one). The element joins from its own thread: give it a signaller
+   * that runs on the context of the thread that first joins, as
+   * #LegbaSignalClient does. Its settings are those of the child named
+   * `signaller` (`signaller::server-url=...` on a launch line). Set it in
+   * the NULL or READY state, before the signaller's settings.
+   */
+  properties[PROP_SIGNALLER] = g_param_spec_object ("signaller", "Signaller",
+      "How the room reaches the network: any LegbaSignaller (default: a "
+      "LegbaSignalClient; its settings are the child signaller's, "
+      "signaller::server-url=...)", LEGBA_TYPE_SIGNALLER,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  install_copies (gobject_class, LEGBA_TYPE_ROOM, room_settings,
+      N_ROOM_SETTINGS, PROP_ROOM_SETTING);
+  install_copies (gobject_class, LEGBA_TYPE_SIGNAL_CLIENT,
+      signaller_settings, N_SIGNALLER_SETTINGS, PROP_SIGNALLER_SETTING);
   properties[PROP_LEGBA_ROOM] = g_param_spec_object ("legba-room",
       "Legba room", "The LegbaRoom this element drives (its signals are "
       "emitted on the element's own thread)", LEGBA_TYPE_ROOM,
@@ -860,7 +954,12 @@ gst_legba_room_class_init (GstLegbaRoomClass * klass)
 static void
 gst_legba_room_init (GstLegbaRoom * self)
 {
-  self->latency = DEFAULT_LATENCY;
-  self->max_participants = DEFAULT_MAX_PARTICIPANTS;
+  for (guint i = 0; i < N_ROOM_SETTINGS; i++) {
+    GParamSpec *pspec = properties[PROP_ROOM_SETTING + i];
+
+    g_value_init (&self->room_values[i], pspec->value_type);
+    g_param_value_set_default (pspec, &self->room_values[i]);
+  }
+  self->signaller = LEGBA_SIGNALLER (legba_signal_client_new (NULL, NULL));
   g_mutex_init (&self->thread_lock);
 }

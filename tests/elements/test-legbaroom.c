@@ -3,11 +3,14 @@
  *
  * The legbaroom element: properties, request pads, and gst-launch-1.0
  * style pipelines (a sender line and a receiver line, gst_parse_launch)
- * through legba-server running in this process on 127.0.0.1.
+ * through legba-server running in this process on 127.0.0.1, or through
+ * the in-process signaller of the room tests (test-hub.h).
  */
 #include <gst/check/gstcheck.h>
 #include <legba/legba.h>
 #include <legba/server/server.h>
+
+#include "test-hub.h"
 
 #define APP_ID "1"
 #define APP_KEY "room-key"
@@ -72,11 +75,16 @@ on_bus (GstBus * bus, GstMessage * message, gpointer data)
   Line *line = data;
 
   switch (GST_MESSAGE_TYPE (message)) {
-    case GST_MESSAGE_ELEMENT:
-      g_ptr_array_add (line->messages,
-          g_strdup (gst_structure_get_name (gst_message_get_structure
-                  (message))));
+    case GST_MESSAGE_ELEMENT:{
+      const GstStructure *s = gst_message_get_structure (message);
+
+      g_ptr_array_add (line->messages, g_strdup (gst_structure_get_name (s)));
+      /* and "legba-room-state/STATE" */
+      if (gst_structure_has_name (s, "legba-room-state"))
+        g_ptr_array_add (line->messages, g_strconcat ("legba-room-state/",
+                gst_structure_get_string (s, "state"), NULL));
       break;
+    }
     case GST_MESSAGE_ERROR:
       if (line->error == NULL) {
         g_autofree char *debug = NULL;
@@ -202,8 +210,16 @@ line_free (Line * line)
   "key-int-max=1000 ! legbaroom name=r " ROOM_ARGS " identity=alice " \
   "audiotestsrc is-live=true ! opusenc ! r."
 
+/* the signaller's settings as the child proxy names them */
+#define SIGNALLER_ARGS "signaller::server-url=SERVER signaller::app-key=KEY " \
+  "signaller::app-secret=SECRET room=demo"
+
 #define RECEIVER \
   "legbaroom name=r " ROOM_ARGS " identity=bob " \
+  "r. ! video/x-h264 ! avdec_h264 ! fakesink name=out sync=false async=false"
+
+#define CHILD_PROXY_RECEIVER \
+  "legbaroom name=r " SIGNALLER_ARGS " identity=bob " \
   "r. ! video/x-h264 ! avdec_h264 ! fakesink name=out sync=false async=false"
 
 GST_START_TEST (test_properties)
@@ -225,6 +241,114 @@ GST_START_TEST (test_properties)
   fail_unless_equals_int (latency, 50);
   g_free (url);
   gst_object_unref (room);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_child_proxy)
+{
+  GstElement *room = gst_element_factory_make ("legbaroom", NULL);
+  TestHub *hub = test_hub_new ();
+  TestSignaller *other = test_signaller_new (hub);
+  GObject *target = NULL, *child;
+  GParamSpec *pspec = NULL;
+  LegbaSignaller *signaller = NULL;
+  char *url = NULL, *key = NULL;
+
+  /* the default signaller is the child named "signaller" */
+  g_object_get (room, "signaller", &signaller, NULL);
+  fail_unless (LEGBA_IS_SIGNAL_CLIENT (signaller));
+  fail_unless (gst_child_proxy_lookup (GST_CHILD_PROXY (room),
+          "signaller::server-url", &target, &pspec));
+  fail_unless (target == G_OBJECT (signaller));
+  fail_unless_equals_string (pspec->name, "server-url");
+  g_object_unref (target);
+  gst_child_proxy_set (GST_CHILD_PROXY (room), "signaller::server-url",
+      "ws://127.0.0.1:1", NULL);
+  /* the element's server-url is the signaller's */
+  g_object_get (room, "server-url", &url, NULL);
+  fail_unless_equals_string (url, "ws://127.0.0.1:1");
+  g_object_set (room, "app-key", "k", NULL);
+  g_object_get (signaller, "app-key", &key, NULL);
+  fail_unless_equals_string (key, "k");
+  g_clear_pointer (&url, g_free);
+  g_clear_pointer (&key, g_free);
+  g_object_unref (signaller);
+
+  /* another signaller takes the child's place */
+  g_object_set (room, "signaller", other, NULL);
+  child = gst_child_proxy_get_child_by_name (GST_CHILD_PROXY (room),
+      "signaller");
+  fail_unless (child == G_OBJECT (other));
+  g_object_unref (child);
+  fail_if (gst_child_proxy_lookup (GST_CHILD_PROXY (room),
+          "signaller::server-url", NULL, NULL));
+  /* it has no server-url: the element's is the default */
+  g_object_get (room, "server-url", &url, NULL);
+  fail_unless (url == NULL);
+  /* NULL: a new default signaller */
+  g_object_set (room, "signaller", NULL, NULL);
+  g_object_get (room, "signaller", &signaller, NULL);
+  fail_unless (LEGBA_IS_SIGNAL_CLIENT (signaller));
+  g_object_unref (signaller);
+  gst_object_unref (room);
+  g_object_unref (other);
+  test_hub_free (hub);
+}
+
+GST_END_TEST;
+
+/* copy stands for source: the same description, range and default */
+static void
+assert_same_setting (GParamSpec * copy, GParamSpec * source)
+{
+  const GValue *a = g_param_spec_get_default_value (copy);
+  const GValue *b = g_param_spec_get_default_value (source);
+
+  GST_INFO ("%s: \"%s\"", copy->name, g_param_spec_get_blurb (copy));
+  fail_unless (G_PARAM_SPEC_TYPE (copy) == G_PARAM_SPEC_TYPE (source),
+      "%s: not of the same type", copy->name);
+  fail_unless_equals_string (g_param_spec_get_nick (copy),
+      g_param_spec_get_nick (source));
+  fail_unless_equals_string (g_param_spec_get_blurb (copy),
+      g_param_spec_get_blurb (source));
+  fail_unless (g_param_values_cmp (copy, a, b) == 0,
+      "%s: the defaults differ", copy->name);
+  if (G_IS_PARAM_SPEC_UINT (copy)) {
+    fail_unless_equals_int (G_PARAM_SPEC_UINT (copy)->minimum,
+        G_PARAM_SPEC_UINT (source)->minimum);
+    fail_unless_equals_int (G_PARAM_SPEC_UINT (copy)->maximum,
+        G_PARAM_SPEC_UINT (source)->maximum);
+  }
+}
+
+GST_START_TEST (test_settings_declared_once)
+{
+  /* the element's LegbaRoom and LegbaSignalClient settings, under the
+   * names launch lines, docs and examples use */
+  static const char *const room_settings[] = {
+    "room", "identity", "display-name", "stun-server", "turn-server",
+    "latency", "max-participants",
+  };
+  static const char *const signaller_settings[] = {
+    "server-url", "app-key", "app-secret", "app-id", "auth-url", "token",
+  };
+  GstElement *element = gst_element_factory_make ("legbaroom", NULL);
+  GObjectClass *klass = G_OBJECT_GET_CLASS (element);
+  GObjectClass *room = g_type_class_ref (LEGBA_TYPE_ROOM);
+  GObjectClass *client = g_type_class_ref (LEGBA_TYPE_SIGNAL_CLIENT);
+
+  for (guint i = 0; i < G_N_ELEMENTS (room_settings); i++)
+    assert_same_setting (g_object_class_find_property (klass,
+            room_settings[i]), g_object_class_find_property (room,
+            room_settings[i]));
+  for (guint i = 0; i < G_N_ELEMENTS (signaller_settings); i++)
+    assert_same_setting (g_object_class_find_property (klass,
+            signaller_settings[i]), g_object_class_find_property (client,
+            signaller_settings[i]));
+  g_type_class_unref (client);
+  g_type_class_unref (room);
+  gst_object_unref (element);
 }
 
 GST_END_TEST;
@@ -266,7 +390,8 @@ GST_START_TEST (test_launch_lines)
 
   start_server ();
   sender = line_new (SENDER);
-  receiver = line_new (RECEIVER);
+  /* the receiver names the signaller's settings through the child proxy */
+  receiver = line_new (CHILD_PROXY_RECEIVER);
   line_play (sender);
   line_play (receiver);
   WAIT_FOR (frames (receiver) >= 10 || receiver->error || sender->error,
@@ -412,6 +537,80 @@ GST_START_TEST (test_peer_error_contained)
 
 GST_END_TEST;
 
+typedef struct
+{
+  GMutex lock;
+  GThread *joined_on;           /* the thread that saw CONNECTED */
+} Joined;
+
+static void
+on_signaller_state (LegbaSignaller * signaller, GParamSpec * pspec,
+    Joined * joined)
+{
+  g_mutex_lock (&joined->lock);
+  if (legba_signaller_get_state (signaller) == LEGBA_SIGNALLER_STATE_CONNECTED)
+    joined->joined_on = g_thread_self ();
+  g_mutex_unlock (&joined->lock);
+}
+
+static GThread *
+joined_on (Joined * joined)
+{
+  GThread *thread;
+
+  g_mutex_lock (&joined->lock);
+  thread = joined->joined_on;
+  g_mutex_unlock (&joined->lock);
+  return thread;
+}
+
+GST_START_TEST (test_signaller_property)
+{
+  /* a line with a request pad: its track moves to the room made for the
+   * signaller set afterwards */
+  Line *line = line_new ("audiotestsrc is-live=true ! opusenc ! "
+      "legbaroom name=r room=demo identity=alice");
+  GstElement *r = gst_bin_get_by_name (GST_BIN (line->pipeline), "r");
+  TestHub *hub = test_hub_new ();
+  TestSignaller *signaller = test_signaller_new (hub);
+  Joined joined = { 0 };
+  LegbaRoom *room = NULL;
+  GstPad *sink, *target;
+
+  g_mutex_init (&joined.lock);
+  g_signal_connect (signaller, "notify::state",
+      G_CALLBACK (on_signaller_state), &joined);
+  g_object_set (r, "signaller", signaller, NULL);
+  g_object_get (r, "legba-room", &room, NULL);
+  fail_unless (legba_room_get_signaller (room) == LEGBA_SIGNALLER (signaller));
+  g_object_unref (room);
+  sink = gst_element_get_static_pad (r, "audio_0");
+  target = gst_ghost_pad_get_target (GST_GHOST_PAD (sink));
+  fail_unless (target != NULL);
+  gst_object_unref (target);
+  gst_object_unref (sink);
+
+  line_play (line);
+  WAIT_FOR (has_message (line, "legba-room-state/connected") || line->error,
+      "the room to join through the test signaller");
+  fail_unless (line->error == NULL, "%s", line->error ?
+      line->error->message : "");
+  /* joined on the element's thread, where the signaller then runs */
+  fail_unless (joined_on (&joined) != NULL);
+  fail_unless (joined_on (&joined) != g_thread_self ());
+  line_free (line);
+  /* the element left the room when it stopped */
+  fail_unless_equals_int (legba_signaller_get_state (LEGBA_SIGNALLER
+          (signaller)), LEGBA_SIGNALLER_STATE_DISCONNECTED);
+  gst_object_unref (r);
+  g_signal_handlers_disconnect_by_data (signaller, &joined);
+  g_object_unref (signaller);
+  test_hub_free (hub);
+  g_mutex_clear (&joined.lock);
+}
+
+GST_END_TEST;
+
 static void
 expect_error (const char *launch, GQuark domain, int code)
 {
@@ -457,6 +656,9 @@ legbaroom_suite (void)
   tcase_set_timeout (tc, 90);
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_properties);
+  tcase_add_test (tc, test_child_proxy);
+  tcase_add_test (tc, test_settings_declared_once);
+  tcase_add_test (tc, test_signaller_property);
   tcase_add_test (tc, test_request_pads);
   tcase_add_test (tc, test_launch_lines);
   tcase_add_test (tc, test_unlinked_pads);

@@ -30,6 +30,7 @@ struct _TestSignaller
   char *name;
   LegbaSignallerState state;
   GSource *join_source;
+  GMainContext *context;        /* of the thread that first joined */
 };
 
 enum
@@ -223,12 +224,14 @@ test_join (LegbaSignaller * signaller, const char *room,
   self->identity = g_strdup (identity);
   self->name = g_strdup (display_name ? display_name : identity);
   g_hash_table_insert (self->hub->members, self->id, self);
+  if (self->context == NULL)
+    self->context = g_main_context_ref_thread_default ();
   set_state (self, LEGBA_SIGNALLER_STATE_CONNECTING);
   /* the member list is taken when the join completes: two joins started
    * together list each other (both offer: glare) */
   self->join_source = g_idle_source_new ();
   g_source_set_callback (self->join_source, complete_join, self, NULL);
-  g_source_attach (self->join_source, NULL);
+  g_source_attach (self->join_source, self->context);
   return TRUE;
 }
 
@@ -269,6 +272,7 @@ test_send (LegbaSignaller * signaller, const char *to, JsonObject * signal,
 {
   TestSignaller *self = TEST_SIGNALLER (signaller);
   Delivery *d = g_new0 (Delivery, 1);
+  GSource *source;
   const char *type = json_object_get_string_member_with_default (signal,
       "type", "?");
 
@@ -284,7 +288,11 @@ test_send (LegbaSignaller * signaller, const char *to, JsonObject * signal,
   json_object_foreach_member (signal, copy_member, d->signal);
   json_object_set_string_member (d->signal, "to", to);
   json_object_set_string_member (d->signal, "from", self->id);
-  g_idle_add_full (G_PRIORITY_DEFAULT, deliver_later, d, delivery_free);
+  source = g_idle_source_new ();
+  g_source_set_priority (source, G_PRIORITY_DEFAULT);
+  g_source_set_callback (source, deliver_later, d, delivery_free);
+  g_source_attach (source, self->context);
+  g_source_unref (source);
   return TRUE;
 }
 
@@ -320,6 +328,7 @@ test_signaller_finalize (GObject * object)
   g_free (self->id);
   g_free (self->identity);
   g_free (self->name);
+  g_clear_pointer (&self->context, g_main_context_unref);
   G_OBJECT_CLASS (test_signaller_parent_class)->finalize (object);
 }
 

@@ -3,9 +3,11 @@
  *
  * An in-process LegbaSignaller (test-hub.c): signallers that meet in a
  * hub, which completes joins and delivers signals from idle sources of
- * the global default main context; a test can hold, reorder and forge
- * signals through it. Members hear only of the members of their own
- * room, as on a server's presence channels.
+ * the main context of the thread that first joined (the sender's, for a
+ * signal); a test can hold, reorder and forge signals through it. The
+ * hub has no lock: the members of one hub share one context. Members
+ * hear only of the members of their own room, as on a server's presence
+ * channels.
  */
 #pragma once
 

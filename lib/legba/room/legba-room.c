@@ -1144,7 +1144,7 @@ legba_room_class_init (LegbaRoomClass * klass)
    * The room name (docs/room-protocol.md §2: `[A-Za-z0-9_\-=@,.;]{1,149}`).
    */
   properties[PROP_ROOM] = g_param_spec_string ("room", "Room",
-      "The room to join", NULL, rw);
+      "The room to join ([A-Za-z0-9_-=@,.;], 1 to 149 characters)", NULL, rw);
   /**
    * LegbaRoom:identity:
    *

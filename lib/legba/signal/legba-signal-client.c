@@ -636,14 +636,15 @@ legba_signal_client_class_init (LegbaSignalClientClass * klass)
    * Pusher path `/app/APP_KEY` is appended to.
    */
   properties[PROP_SERVER_URL] = STRING_PROP ("server-url", "Server URL",
-      "ws:// or wss:// URL of the Pusher protocol 7 server");
+      "Signalling server: ws://HOST:PORT or wss://HOST:PORT (legba-server or "
+      "any Pusher protocol 7 server)");
   /**
    * LegbaSignalClient:app-key:
    *
    * The Pusher app key; it names the app in the WebSocket URL.
    */
   properties[PROP_APP_KEY] = STRING_PROP ("app-key", "App key",
-      "Pusher app key");
+      "The Pusher app key");
   /**
    * LegbaSignalClient:app-id:
    *
@@ -651,7 +652,7 @@ legba_signal_client_class_init (LegbaSignalClientClass * klass)
    * `POST /apps/APP_ID/auth` at the server's address.
    */
   properties[PROP_APP_ID] = STRING_PROP ("app-id", "App id",
-      "App id, for join tokens against legba-server");
+      "The app id: with token, locates legba-server's /apps/ID/auth");
   /**
    * LegbaSignalClient:app-secret:
    *
@@ -659,7 +660,8 @@ legba_signal_client_class_init (LegbaSignalClientClass * klass)
    * programs trusted with the secret; others use a token or an auth URL.
    */
   properties[PROP_APP_SECRET] = STRING_PROP ("app-secret", "App secret",
-      "Pusher app secret, to sign subscriptions locally");
+      "The app secret, to sign the room subscription locally (programs "
+      "trusted with it only; others use token or auth-url)");
   /**
    * LegbaSignalClient:auth-url:
    *
@@ -669,7 +671,8 @@ legba_signal_client_class_init (LegbaSignalClientClass * klass)
    * with JSON `{"auth": ..., "channel_data": ...}` for the participant id.
    */
   properties[PROP_AUTH_URL] = STRING_PROP ("auth-url", "Auth URL",
-      "Channel authorization endpoint (as pusher-js calls it)");
+      "The application's auth endpoint (called as pusher-js calls it), or "
+      "with token, legba-server's auth URL");
   /**
    * LegbaSignalClient:token:
    *
@@ -678,7 +681,8 @@ legba_signal_client_class_init (LegbaSignalClientClass * klass)
    * `/apps/APP_ID/auth` when only #LegbaSignalClient:app-id is set.
    */
   properties[PROP_TOKEN] = STRING_PROP ("token", "Token",
-      "Join token for legba-server's auth endpoint");
+      "A join token for this room and identity (legba-token), for the auth "
+      "endpoint");
   /**
    * LegbaSignalClient:ca-file:
    *
