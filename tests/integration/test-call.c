@@ -460,6 +460,50 @@ test_no_encoder (Fixture * f, gconstpointer data)
   member_free (m);
 }
 
+/* copy stands for source: the same description, range and default */
+static void
+assert_same_setting (GParamSpec * copy, GParamSpec * source)
+{
+  g_assert_nonnull (copy);
+  g_assert_nonnull (source);
+  g_assert_true (G_PARAM_SPEC_TYPE (copy) == G_PARAM_SPEC_TYPE (source));
+  g_assert_cmpstr (g_param_spec_get_nick (copy), ==,
+      g_param_spec_get_nick (source));
+  g_assert_cmpstr (g_param_spec_get_blurb (copy), ==,
+      g_param_spec_get_blurb (source));
+  g_assert_cmpint (g_param_values_cmp (copy,
+          g_param_spec_get_default_value (copy),
+          g_param_spec_get_default_value (source)), ==, 0);
+}
+
+/* The call's signal client and room settings are theirs, under the names
+ * GI users set */
+static void
+test_settings_declared_once (void)
+{
+  static const char *const client_settings[] = {
+    "server-url", "app-key", "app-secret", "app-id", "auth-url", "token",
+  };
+  static const char *const room_settings[] = {
+    "room", "identity", "display-name",
+  };
+  GObjectClass *call = g_type_class_ref (LEGBA_TYPE_CALL);
+  GObjectClass *client = g_type_class_ref (LEGBA_TYPE_SIGNAL_CLIENT);
+  GObjectClass *room = g_type_class_ref (LEGBA_TYPE_ROOM);
+
+  for (guint i = 0; i < G_N_ELEMENTS (client_settings); i++)
+    assert_same_setting (g_object_class_find_property (call,
+            client_settings[i]), g_object_class_find_property (client,
+            client_settings[i]));
+  for (guint i = 0; i < G_N_ELEMENTS (room_settings); i++)
+    assert_same_setting (g_object_class_find_property (call,
+            room_settings[i]), g_object_class_find_property (room,
+            room_settings[i]));
+  g_type_class_unref (room);
+  g_type_class_unref (client);
+  g_type_class_unref (call);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -476,5 +520,6 @@ main (int argc, char **argv)
   ADD_CALL ("unreachable", test_unreachable);
   ADD_CALL ("refused", test_refused);
   ADD_CALL ("no-encoder", test_no_encoder);
+  g_test_add_func ("/call/settings-declared-once", test_settings_declared_once);
   return g_test_run ();
 }

@@ -1241,6 +1241,36 @@ uint_prop (const char *name, const char *nick, const char *blurb, guint min,
   return g_param_spec_uint (name, nick, blurb, min, max, def, RW);
 }
 
+/* The settings of the call's signal client and room, by property id */
+static const char *const setting_names[] = {
+  [PROP_SERVER_URL] = "server-url",
+  [PROP_APP_KEY] = "app-key",
+  [PROP_APP_SECRET] = "app-secret",
+  [PROP_APP_ID] = "app-id",
+  [PROP_TOKEN] = "token",
+  [PROP_AUTH_URL] = "auth-url",
+  [PROP_ROOM] = "room",
+  [PROP_IDENTITY] = "identity",
+  [PROP_DISPLAY_NAME] = "display-name",
+};
+
+/* A string setting declared by source_type: the call's property has its
+ * nick, blurb and default. */
+static GParamSpec *
+setting_prop (GType source_type, const char *name)
+{
+  GObjectClass *source = g_type_class_ref (source_type);
+  GParamSpec *pspec = g_object_class_find_property (source, name);
+  GParamSpec *copy;
+
+  g_assert (G_IS_PARAM_SPEC_STRING (pspec));
+  copy = g_param_spec_string (name, g_param_spec_get_nick (pspec),
+      g_param_spec_get_blurb (pspec),
+      G_PARAM_SPEC_STRING (pspec)->default_value, G_PARAM_READWRITE);
+  g_type_class_unref (source);
+  return copy;
+}
+
 static void
 legba_call_class_init (LegbaCallClass * klass)
 {
@@ -1254,68 +1284,52 @@ legba_call_class_init (LegbaCallClass * klass)
   /**
    * LegbaCall:server-url:
    *
-   * The signalling server's `ws://` or `wss://` URL.
+   * #LegbaSignalClient:server-url, for the call's signal client.
    */
-  properties[PROP_SERVER_URL] = string_prop ("server-url", "Server URL",
-      "The signalling server's ws:// or wss:// URL");
   /**
    * LegbaCall:app-key:
    *
-   * The Pusher app key.
+   * #LegbaSignalClient:app-key.
    */
-  properties[PROP_APP_KEY] = string_prop ("app-key", "App key",
-      "The Pusher app key");
   /**
    * LegbaCall:app-secret:
    *
-   * The app secret, for programs trusted with it: subscriptions are signed
-   * locally.
+   * #LegbaSignalClient:app-secret.
    */
-  properties[PROP_APP_SECRET] = string_prop ("app-secret", "App secret",
-      "The app secret (programs trusted with it only)");
   /**
    * LegbaCall:app-id:
    *
-   * The app id: with #LegbaCall:token, locates legba-server's auth
-   * endpoint.
+   * #LegbaSignalClient:app-id.
    */
-  properties[PROP_APP_ID] = string_prop ("app-id", "App id",
-      "The app id, with token");
   /**
    * LegbaCall:token:
    *
-   * A join token for this room and identity (legba-token).
+   * #LegbaSignalClient:token.
    */
-  properties[PROP_TOKEN] = string_prop ("token", "Token",
-      "A join token for this room and identity");
   /**
    * LegbaCall:auth-url:
    *
-   * The application's authorization endpoint (as pusher-js's
-   * `authEndpoint`), or legba-server's with #LegbaCall:token.
+   * #LegbaSignalClient:auth-url.
    */
-  properties[PROP_AUTH_URL] = string_prop ("auth-url", "Auth URL",
-      "The authorization endpoint");
+  for (guint p = PROP_SERVER_URL; p <= PROP_AUTH_URL; p++)
+    properties[p] = setting_prop (LEGBA_TYPE_SIGNAL_CLIENT, setting_names[p]);
   /**
    * LegbaCall:room:
    *
-   * The room's name.
+   * #LegbaRoom:room, for the call's room.
    */
-  properties[PROP_ROOM] = string_prop ("room", "Room", "The room's name");
   /**
    * LegbaCall:identity:
    *
-   * This participant's identity.
+   * #LegbaRoom:identity.
    */
-  properties[PROP_IDENTITY] = string_prop ("identity", "Identity",
-      "This participant's identity");
   /**
    * LegbaCall:display-name:
    *
-   * The name shown to others; the identity when %NULL.
+   * #LegbaRoom:display-name.
    */
-  properties[PROP_DISPLAY_NAME] = string_prop ("display-name", "Display name",
-      "The name shown to others");
+  for (guint p = PROP_ROOM; p <= PROP_DISPLAY_NAME; p++)
+    properties[p] = setting_prop (LEGBA_TYPE_ROOM, setting_names[p]);
   /**
    * LegbaCall:video:
    *
