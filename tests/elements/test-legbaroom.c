@@ -540,17 +540,48 @@ GST_END_TEST;
 typedef struct
 {
   GMutex lock;
+  TestHub *hub;
   GThread *joined_on;           /* the thread that saw CONNECTED */
+  TestSignaller *bob;           /* a member that joins on that thread */
 } Joined;
+
+/* bob joins on the element's thread: the hub has no lock, and every
+ * member of a hub runs on one context */
+static gboolean
+bob_joins (gpointer data)
+{
+  Joined *joined = data;
+  g_autofree char *id = legba_signaller_generate_participant_id ("bob");
+  TestSignaller *bob = test_signaller_new (joined->hub);
+
+  g_mutex_lock (&joined->lock);
+  joined->bob = bob;
+  g_mutex_unlock (&joined->lock);
+  fail_unless (legba_signaller_join (LEGBA_SIGNALLER (bob), "demo", id,
+          "bob", NULL, NULL));
+  return G_SOURCE_REMOVE;
+}
 
 static void
 on_signaller_state (LegbaSignaller * signaller, GParamSpec * pspec,
     Joined * joined)
 {
+  gboolean first = FALSE;
+
   g_mutex_lock (&joined->lock);
-  if (legba_signaller_get_state (signaller) == LEGBA_SIGNALLER_STATE_CONNECTED)
+  if (legba_signaller_get_state (signaller) == LEGBA_SIGNALLER_STATE_CONNECTED
+      && joined->joined_on == NULL) {
     joined->joined_on = g_thread_self ();
+    first = TRUE;
+  }
   g_mutex_unlock (&joined->lock);
+  if (first) {
+    GSource *source = g_idle_source_new ();
+
+    g_source_set_callback (source, bob_joins, joined, NULL);
+    g_source_attach (source, g_main_context_get_thread_default ());
+    g_source_unref (source);
+  }
 }
 
 static GThread *
@@ -578,6 +609,7 @@ GST_START_TEST (test_signaller_property)
   GstPad *sink, *target;
 
   g_mutex_init (&joined.lock);
+  joined.hub = hub;
   g_signal_connect (signaller, "notify::state",
       G_CALLBACK (on_signaller_state), &joined);
   g_object_set (r, "signaller", signaller, NULL);
@@ -593,6 +625,9 @@ GST_START_TEST (test_signaller_property)
   line_play (line);
   WAIT_FOR (has_message (line, "legba-room-state/connected") || line->error,
       "the room to join through the test signaller");
+  /* the room hears of bob through it */
+  WAIT_FOR (has_message (line, "legba-participant-joined") || line->error,
+      "bob, joining through the test hub, to be announced");
   fail_unless (line->error == NULL, "%s", line->error ?
       line->error->message : "");
   /* joined on the element's thread, where the signaller then runs */
@@ -602,8 +637,10 @@ GST_START_TEST (test_signaller_property)
   /* the element left the room when it stopped */
   fail_unless_equals_int (legba_signaller_get_state (LEGBA_SIGNALLER
           (signaller)), LEGBA_SIGNALLER_STATE_DISCONNECTED);
+  /* the element's thread is gone with it: bob leaves from here */
   gst_object_unref (r);
   g_signal_handlers_disconnect_by_data (signaller, &joined);
+  g_object_unref (joined.bob);
   g_object_unref (signaller);
   test_hub_free (hub);
   g_mutex_clear (&joined.lock);
