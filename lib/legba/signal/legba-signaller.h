@@ -137,9 +137,9 @@ G_DECLARE_INTERFACE (LegbaSignaller, legba_signaller, LEGBA, SIGNALLER,
  * @leave: leaves the room; see legba_signaller_leave()
  * @send: sends a signal; see legba_signaller_send()
  * @get_state: returns the current state
- * @is_loopback: (nullable): whether the room is reached on this machine's
- *   loopback interface only; see legba_signaller_is_loopback(). %NULL
- *   (the default) means it is not
+ * @is_loopback: whether the room is reached on this machine's loopback
+ *   interface only; see legba_signaller_is_loopback(). Optional: when
+ *   %NULL, it is not
  *
  * The virtual methods of #LegbaSignaller. An implementation also overrides
  * the #LegbaSignaller:state property and emits the interface's signals.
