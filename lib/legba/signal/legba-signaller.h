@@ -172,6 +172,7 @@ gboolean legba_signaller_send (LegbaSignaller * self, const char *to,
     JsonObject * signal, GError ** error);
 LEGBA_API
 LegbaSignallerState legba_signaller_get_state (LegbaSignaller * self);
+LEGBA_API
 gboolean legba_signaller_is_loopback (LegbaSignaller * self);
 
 LEGBA_API
