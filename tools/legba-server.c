@@ -10,11 +10,13 @@
 #include <legba/server/legba-relay.h>
 #include <legba/common/legba-turn.h>
 
+#include <errno.h>
 #include <glib-unix.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define EXIT_USAGE 2
 
@@ -418,6 +420,26 @@ run (LegbaServer * server)
   return EXIT_SUCCESS;
 }
 
+/* Every socket is a descriptor, and the soft limit a service usually
+ * starts with (1024) would stop the server near a thousand clients: the
+ * soft limit is raised to the hard one, which the administrator sets
+ * (systemd's LimitNOFILE=, ulimit -Hn). The library leaves the process's
+ * limits alone: they are the embedding program's. */
+static void
+raise_descriptor_limit (void)
+{
+  struct rlimit limit;
+
+  if (getrlimit (RLIMIT_NOFILE, &limit) != 0 ||
+      limit.rlim_cur >= limit.rlim_max)
+    return;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit (RLIMIT_NOFILE, &limit) != 0)
+    g_printerr ("%s: cannot raise the descriptor limit to %llu: %s\n",
+        g_get_prgname (), (unsigned long long) limit.rlim_max,
+        g_strerror (errno));
+}
+
 /* Whether G_MESSAGES_DEBUG asked for libsoup's debug messages. */
 static gboolean soup_debug;
 
@@ -453,6 +475,7 @@ main (int argc, char **argv)
 
   g_log_writer_default_set_use_stderr (TRUE);
   watch_soup_debug ();
+  raise_descriptor_limit ();
   server = legba_server_new ();
 
   context = g_option_context_new ("- Pusher protocol 7 signalling server");

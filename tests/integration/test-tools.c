@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define WAIT_S 10
 
@@ -485,6 +486,49 @@ test_soup_debug (void)
   }
 }
 
+static guint
+count_descriptors (void)
+{
+  g_autoptr (GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  guint n = 0;
+
+  g_assert_nonnull (dir);
+  while (g_dir_read_name (dir) != NULL)
+    n++;
+  return n;
+}
+
+#define LIMIT_CLIENTS 60
+
+/* legba-server raises its soft descriptor limit to the hard one: started
+ * with a soft limit of a few descriptors more than this process uses
+ * (some 20 in all), it holds far more WebSockets than that. */
+static void
+test_descriptor_limit (void)
+{
+  g_autoptr (GPtrArray) clients =
+      g_ptr_array_new_with_free_func ((GDestroyNotify) client_free);
+  struct rlimit saved, low;
+  Server *server;
+
+  g_assert_cmpint (getrlimit (RLIMIT_NOFILE, &saved), ==, 0);
+  low = saved;
+  low.rlim_cur = count_descriptors () + 16;
+  g_assert_cmpuint (low.rlim_cur + LIMIT_CLIENTS, <, saved.rlim_max);
+  g_assert_cmpint (setrlimit (RLIMIT_NOFILE, &low), ==, 0);
+  server = server_start ("--port", "0", "--app-id", "1", "--app-key", "key",
+      "--app-secret", "secret", NULL);
+  g_assert_cmpint (setrlimit (RLIMIT_NOFILE, &saved), ==, 0);
+
+  for (guint i = 0; i < LIMIT_CLIENTS; i++) {
+    g_autoptr (JsonObject) data = NULL;
+
+    g_ptr_array_add (clients, client_connect (server, "key", &data));
+  }
+  g_clear_pointer (&clients, g_ptr_array_unref);
+  server_stop (server);
+}
+
 /* A supervisor may signal as soon as it reads the line. */
 static void
 test_sigterm_at_once (void)
@@ -748,6 +792,7 @@ main (int argc, char **argv)
   g_test_add_func ("/tools/server/sigterm", test_sigterm);
   g_test_add_func ("/tools/server/sigterm-at-once", test_sigterm_at_once);
   g_test_add_func ("/tools/server/soup-debug", test_soup_debug);
+  g_test_add_func ("/tools/server/descriptor-limit", test_descriptor_limit);
   g_test_add_func ("/tools/token/join", test_join_token);
   g_test_add_func ("/tools/server/turn-flags", test_turn_flags);
   g_test_add_func ("/tools/server/turn-config", test_turn_config);

@@ -13,6 +13,7 @@ struct _LegbaMetrics
   GHashTable *closes;           /* close code -> guint64 (as pointer) */
   guint64 queue_overflows;
   guint64 origin_refused;
+  guint64 accept[LEGBA_ACCEPT_N_EVENTS];
 };
 
 LegbaMetrics *
@@ -113,6 +114,14 @@ legba_metrics_count_queue_overflow (LegbaMetrics * metrics)
 }
 
 void
+legba_metrics_count_accept (LegbaMetrics * metrics, LegbaAcceptEvent event)
+{
+  g_return_if_fail (event < LEGBA_ACCEPT_N_EVENTS);
+
+  metrics->accept[event]++;
+}
+
+void
 legba_metrics_count_origin_refused (LegbaMetrics * metrics)
 {
   metrics->origin_refused++;
@@ -132,6 +141,34 @@ legba_metrics_value (GString * out, const char *name, const char *type,
 {
   legba_metrics_header (out, name, type, help);
   g_string_append_printf (out, "%s %" G_GUINT64_FORMAT "\n", name, value);
+}
+
+static void
+legba_metrics_render_accept (LegbaMetrics * metrics,
+    const LegbaMetricsGauges * gauges, GString * out)
+{
+  const guint64 *a = metrics->accept;
+
+  legba_metrics_value (out, "legba_pending_connections", "gauge",
+      "Connections accepted and not yet WebSockets nor answered.",
+      gauges->pending_connections);
+  legba_metrics_header (out, "legba_connections_refused_total", "counter",
+      "Connections closed as soon as accepted, by reason.");
+  g_string_append_printf (out, "legba_connections_refused_total"
+      "{reason=\"descriptors\"} %" G_GUINT64_FORMAT "\n"
+      "legba_connections_refused_total{reason=\"max-pending-per-address\"} %"
+      G_GUINT64_FORMAT "\n", a[LEGBA_ACCEPT_REFUSED_DESCRIPTORS],
+      a[LEGBA_ACCEPT_REFUSED_PER_ADDRESS]);
+  legba_metrics_header (out, "legba_accept_paused_total", "counter",
+      "Times accepting paused, by reason.");
+  g_string_append_printf (out, "legba_accept_paused_total"
+      "{reason=\"max-pending-connections\"} %" G_GUINT64_FORMAT "\n"
+      "legba_accept_paused_total{reason=\"accept-error\"} %"
+      G_GUINT64_FORMAT "\n", a[LEGBA_ACCEPT_PAUSED_PENDING],
+      a[LEGBA_ACCEPT_PAUSED_ERROR]);
+  legba_metrics_value (out, "legba_handshake_timeouts_total", "counter",
+      "Connections shut down at handshake-timeout.",
+      a[LEGBA_ACCEPT_HANDSHAKE_TIMEOUT]);
 }
 
 static gint
@@ -244,6 +281,7 @@ legba_metrics_render (LegbaMetrics * metrics, LegbaHub * hub,
   legba_metrics_value (out, "legba_origin_refused_total", "counter",
       "WebSocket handshakes refused for their Origin.",
       metrics->origin_refused);
+  legba_metrics_render_accept (metrics, gauges, out);
   legba_metrics_render_errors (metrics, hub, out);
   legba_metrics_render_http (metrics, out);
 

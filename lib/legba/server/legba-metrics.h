@@ -18,7 +18,20 @@ typedef struct
   guint sockets;                /* WebSocket sockets open, closing included */
   guint64 queued_bytes;         /* bytes waiting in libsoup, all sockets */
   guint64 written_bytes;        /* bytes written to sockets, ever */
+  guint pending_connections;    /* accepted, not yet WebSockets nor done */
 } LegbaMetricsGauges;
+
+/* What the listeners did with connections (docs/server.md, "Limits and
+ * abuse"). */
+typedef enum
+{
+  LEGBA_ACCEPT_REFUSED_DESCRIPTORS,   /* at the descriptor limit */
+  LEGBA_ACCEPT_REFUSED_PER_ADDRESS,   /* max-pending-per-address */
+  LEGBA_ACCEPT_PAUSED_PENDING,        /* at max-pending-connections */
+  LEGBA_ACCEPT_PAUSED_ERROR,          /* accept() failed, no way to refuse */
+  LEGBA_ACCEPT_HANDSHAKE_TIMEOUT,     /* shut down at handshake-timeout */
+  LEGBA_ACCEPT_N_EVENTS
+} LegbaAcceptEvent;
 
 LegbaMetrics *legba_metrics_new (void);
 void legba_metrics_free (LegbaMetrics * metrics);
@@ -37,6 +50,10 @@ void legba_metrics_count_close (LegbaMetrics * metrics, guint16 code);
 
 /* A socket torn down because its queue went over max-queued-bytes. */
 void legba_metrics_count_queue_overflow (LegbaMetrics * metrics);
+
+/* A connection refused, accepting paused, a handshake timed out. */
+void legba_metrics_count_accept (LegbaMetrics * metrics,
+    LegbaAcceptEvent event);
 
 /* A WebSocket handshake refused for its Origin. */
 void legba_metrics_count_origin_refused (LegbaMetrics * metrics);

@@ -47,7 +47,14 @@ legba_server_respond_error (SoupServerMessage * msg, guint status,
 char *
 legba_server_remote (SoupServerMessage * msg)
 {
-  GSocketAddress *address = soup_server_message_get_remote_address (msg);
+  return legba_server_address_string (soup_server_message_get_remote_address
+      (msg));
+}
+
+/* "HOST:PORT", "[HOST]:PORT" for IPv6, "-" for anything else. */
+char *
+legba_server_address_string (GSocketAddress * address)
+{
   g_autofree char *host = NULL;
 
   if (!G_IS_INET_SOCKET_ADDRESS (address))
@@ -143,37 +150,10 @@ legba_server_got_chunk (SoupServerMessage * msg, GBytes * chunk,
     legba_server_refuse_body (msg);
 }
 
-/* libsoup before 3.4 keeps the reference g_socket_accept() returned to its
- * listener for ever (fixed upstream by "soup-listener: Plug a leak"), so
- * every connection leaks its GSocket. The first request of a connection
- * starts while libsoup sets the connection up: the socket is then held by
- * the connection alone (1 reference), plus the listener's when it leaks
- * (2). Only in that case is the listener's reference dropped, once per
- * socket, so a libsoup with the fix (even as a 3.2 backport) is left
- * alone. */
-static void
-legba_server_fix_socket_leak (SoupServerMessage * msg)
-{
-  static GQuark seen;
-  GSocket *socket = soup_server_message_get_socket (msg);
-
-  if (socket == NULL || soup_get_major_version () != 3 ||
-      soup_get_minor_version () >= 4)
-    return;
-  if (seen == 0)
-    seen = g_quark_from_static_string ("legba-socket-seen");
-  if (g_object_get_qdata (G_OBJECT (socket), seen) != NULL)
-    return;
-  g_object_set_qdata (G_OBJECT (socket), seen, GINT_TO_POINTER (1));
-  if (g_atomic_int_get (&G_OBJECT (socket)->ref_count) == 2)
-    g_object_unref (socket);
-}
-
 static void
 legba_server_request_started (SoupServer * soup, SoupServerMessage * msg,
     gpointer user_data)
 {
-  legba_server_fix_socket_leak (msg);
   g_signal_connect_object (msg, "got-headers",
       G_CALLBACK (legba_server_got_headers), user_data, 0);
   g_signal_connect_object (msg, "got-chunk",
@@ -190,6 +170,14 @@ legba_server_request_finished (SoupServer * soup, SoupServerMessage * msg,
   legba_metrics_count_http (self->metrics,
       legba_metrics_route (uri ? g_uri_get_path (uri) : NULL),
       soup_server_message_get_status (msg));
+  legba_acceptor_request_done (msg);
+}
+
+static void
+legba_server_request_aborted (SoupServer * soup, SoupServerMessage * msg,
+    gpointer user_data)
+{
+  legba_acceptor_request_done (msg);
 }
 
 /* ---- HTTP routes ---- */
@@ -506,6 +494,8 @@ legba_server_new_soup (LegbaServer * self)
       G_CALLBACK (legba_server_request_started), self, 0);
   g_signal_connect_object (soup, "request-finished",
       G_CALLBACK (legba_server_request_finished), self, 0);
+  g_signal_connect_object (soup, "request-aborted",
+      G_CALLBACK (legba_server_request_aborted), self, 0);
   soup_server_add_handler (soup, NULL, legba_server_handle_default, self, NULL);
   soup_server_add_handler (soup, "/up", legba_server_handle_up, self, NULL);
   soup_server_add_handler (soup, "/demo", legba_server_handle_demo, self, NULL);

@@ -24,6 +24,9 @@ const char *const *legba_server_get_limit_names (void);
  * together (the legba_queued_bytes gauge of /metrics). */
 guint64 legba_server_get_queued_bytes (LegbaServer * server);
 
+/* The text of /metrics: the transport's and hub's, then the relay's. */
+char *legba_server_render_metrics (LegbaServer * self);
+
 /* Writes one structured log line in the "Legba" domain: field LEGBA_EVENT
  * = event, then the given (FIELD, value) string pairs, NULL-terminated,
  * and a MESSAGE "event field=value ..." for plain-text readers. Values
@@ -38,6 +41,8 @@ void legba_server_log (GLogLevelFlags level, const char *event, ...)
 #include <legba/server/legba-metrics.h>
 #include <legba/server/legba-relay.h>
 
+typedef struct _LegbaAcceptor LegbaAcceptor;
+
 struct _LegbaServer
 {
   GObject parent;
@@ -46,6 +51,11 @@ struct _LegbaServer
   LegbaHub *hub;
   LegbaLimits limits;
   guint max_request_bytes;
+  /* Connections accepted and not yet WebSockets nor answered
+   * (legba-server-accept.c) */
+  guint handshake_timeout;      /* seconds */
+  guint max_pending_connections;        /* per listener; 0: no bound */
+  guint max_pending_per_address;        /* 0: no bound */
   char **allowed_origins;       /* NULL: any */
   gboolean compression;
   char *metrics_token;
@@ -58,6 +68,9 @@ struct _LegbaServer
 
   SoupServer *soup;
   SoupServer *metrics_soup;
+  LegbaAcceptor *acceptor;      /* soup's */
+  LegbaAcceptor *metrics_acceptor;
+  int reserve_fd;               /* let go to refuse at the descriptor limit */
   GTlsCertificate *certificate;
   GPtrArray *extension_types;   /* permessage-deflate, when compressing */
   guint port;
@@ -97,8 +110,6 @@ struct _LegbaServer
 
 /* legba-server.c */
 void legba_server_get_gauges (LegbaServer * self, LegbaMetricsGauges * gauges);
-/* /metrics: the transport's and hub's, then the relay's. */
-char *legba_server_render_metrics (LegbaServer * self);
 
 /* legba-server-http.c: the HTTP side (/apps/, /up, /metrics, CORS, bounded
  * request bodies). */
@@ -110,11 +121,29 @@ void legba_server_handle_default (SoupServer * soup, SoupServerMessage * msg,
 void legba_server_respond_error (SoupServerMessage * msg, guint status,
     const char *error);
 char *legba_server_remote (SoupServerMessage * msg);
+char *legba_server_address_string (GSocketAddress * address);
 /* Lets the response keep its connection open, for a WebSocket upgrade:
  * with a libsoup that leaks kept-alive connections, every other response
  * closes its connection. */
 void legba_server_keep_connection (SoupServerMessage * msg);
 gboolean legba_server_origin_allowed (LegbaServer * self, const char *origin);
+
+/* legba-server-accept.c: accepting connections for one SoupServer. */
+LegbaAcceptor *legba_acceptor_new (LegbaServer * server, SoupServer * soup);
+/* Accepts on socket, bound and listening. */
+gboolean legba_acceptor_add_socket (LegbaAcceptor * acceptor,
+    GSocket * socket, SoupServerListenOptions options, GError ** error);
+/* Connections accepted and not yet WebSockets nor done with. */
+guint legba_acceptor_get_pending (LegbaAcceptor * acceptor);
+void legba_acceptor_stop (LegbaAcceptor * acceptor);
+void legba_acceptor_free (LegbaAcceptor * acceptor);
+/* The TCP socket under msg's connection. */
+GSocket *legba_acceptor_get_socket (SoupServerMessage * msg);
+/* msg's connection is now a WebSocket: it is no longer pending. */
+void legba_acceptor_upgraded (SoupServerMessage * msg);
+/* msg was answered: a connection kept alive has handshake-timeout again
+ * for its next request. */
+void legba_acceptor_request_done (SoupServerMessage * msg);
 
 #endif /* LEGBA_SERVER_INTERNALS */
 

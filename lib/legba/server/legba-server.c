@@ -31,11 +31,18 @@
 #include <legba/common/legba-turn.h>
 
 #include <legba/legba-version.h>
+#include <fcntl.h>
 #include <libsoup/soup.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DEFAULT_MAX_REQUEST_BYTES (1024 * 1024)
+/* A TLS handshake and a request of max-request-bytes on a slow link fit
+ * in it; a client that sends its headers a byte at a time does not. */
+#define DEFAULT_HANDSHAKE_TIMEOUT 10
+#define DEFAULT_MAX_PENDING_CONNECTIONS 1024
+#define DEFAULT_MAX_PENDING_PER_ADDRESS 0
 #define DEFAULT_LISTEN_ADDRESS "127.0.0.1"
 #define DEFAULT_LISTEN_PORT 6001
 #define DEFAULT_METRICS_PORT 6002
@@ -110,6 +117,9 @@ enum
 {
   PROP_0,
   PROP_MAX_REQUEST_BYTES,
+  PROP_HANDSHAKE_TIMEOUT,
+  PROP_MAX_PENDING_CONNECTIONS,
+  PROP_MAX_PENDING_PER_ADDRESS,
   PROP_ALLOWED_ORIGINS,
   PROP_COMPRESSION,
   PROP_METRICS_TOKEN,
@@ -271,14 +281,20 @@ legba_limit_set (LegbaLimits * limits, const LegbaLimitSpec * spec, guint value)
 const char *const *
 legba_server_get_limit_names (void)
 {
-  static const char *names[G_N_ELEMENTS (limit_specs) + 2];
+  static const char *const transport[] = { "max-request-bytes",
+    "handshake-timeout", "max-pending-connections",
+    "max-pending-per-address"
+  };
+  static const char *names[G_N_ELEMENTS (limit_specs) +
+      G_N_ELEMENTS (transport) + 1];
 
   if (names[0] == NULL) {
     guint i;
 
     for (i = 0; i < G_N_ELEMENTS (limit_specs); i++)
       names[i] = limit_specs[i].name;
-    names[i] = "max-request-bytes";
+    for (guint j = 0; j < G_N_ELEMENTS (transport); j++)
+      names[i + j] = transport[j];
   }
   return names;
 }
@@ -691,6 +707,7 @@ legba_server_upgrade_done (SoupServerMessage * msg, gpointer user_data)
   LegbaServerConn *conn;
 
   g_object_ref (msg);
+  legba_acceptor_upgraded (msg);
   base = soup_server_message_steal_connection (msg);
   if (base == NULL || self->shutting_down) {
     if (base != NULL)
@@ -760,7 +777,7 @@ legba_server_handle_app (SoupServer * soup, SoupServerMessage * msg,
   upgrade = g_new0 (LegbaUpgrade, 1);
   upgrade->server = g_object_ref (self);
   upgrade->extensions = extensions;
-  upgrade->socket = soup_server_message_get_socket (msg);
+  upgrade->socket = legba_acceptor_get_socket (msg);
   if (upgrade->socket != NULL)
     g_object_ref (upgrade->socket);
   upgrade->app_key = g_strdup (key);
@@ -851,9 +868,10 @@ legba_server_start_relay (LegbaServer * self, GError ** error)
 /* Listens on address:port and returns the port the socket got. The socket
  * is made here rather than by libsoup, for its backlog: a restart sends
  * every client back at once, and GLib's default backlog of 10 would drop
- * their handshakes into TCP's retransmission timeouts. */
+ * their handshakes into TCP's retransmission timeouts. The server accepts
+ * its connections itself (legba-server-accept.c). */
 static guint
-legba_server_soup_listen (LegbaServer * self, SoupServer * soup,
+legba_server_soup_listen (LegbaServer * self, LegbaAcceptor * acceptor,
     const char *address, guint port, SoupServerListenOptions options,
     GError ** error)
 {
@@ -879,17 +897,16 @@ legba_server_soup_listen (LegbaServer * self, SoupServer * soup,
     g_socket_set_listen_backlog (socket, LISTEN_BACKLOG);
   ok = socket != NULL &&
       g_socket_bind (socket, socket_address, TRUE, &local_error) &&
-      g_socket_listen (socket, &local_error);
-  if (ok) {
-    g_main_context_push_thread_default (self->context);
-    ok = soup_server_listen_socket (soup, socket, options, &local_error);
-    g_main_context_pop_thread_default (self->context);
-  }
+      g_socket_listen (socket, &local_error) &&
+      legba_acceptor_add_socket (acceptor, socket, options, &local_error);
   if (!ok) {
     g_set_error (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_LISTEN,
         "cannot listen on %s:%u: %s", address, port, local_error->message);
     return 0;
   }
+  /* What lets a connection past the descriptor limit be refused. */
+  if (self->reserve_fd < 0)
+    self->reserve_fd = open ("/dev/null", O_RDONLY | O_CLOEXEC);
 
   local = g_socket_get_local_address (socket, NULL);
   if (G_IS_INET_SOCKET_ADDRESS (local))
@@ -932,7 +949,7 @@ legba_server_listen (LegbaServer * server, const char *address, guint port,
     return FALSE;
   if (server->certificate != NULL)
     options |= SOUP_SERVER_LISTEN_HTTPS;
-  bound = legba_server_soup_listen (server, server->soup, address, port,
+  bound = legba_server_soup_listen (server, server->acceptor, address, port,
       options, error);
   if (bound == 0)
     return FALSE;
@@ -979,10 +996,13 @@ legba_server_listen_metrics (LegbaServer * server, const char *address,
   g_return_val_if_fail (address != NULL, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
-  if (server->metrics_soup == NULL)
+  if (server->metrics_soup == NULL) {
     server->metrics_soup = legba_server_new_soup (server);
-  bound = legba_server_soup_listen (server, server->metrics_soup, address,
-      port, 0, error);
+    server->metrics_acceptor = legba_acceptor_new (server,
+        server->metrics_soup);
+  }
+  bound = legba_server_soup_listen (server, server->metrics_acceptor,
+      address, port, 0, error);
   if (bound == 0)
     return FALSE;
   if (server->bound_metrics_port == 0)
@@ -1109,6 +1129,8 @@ legba_server_get_gauges (LegbaServer * self, LegbaMetricsGauges * gauges)
   gauges->sockets = g_hash_table_size (self->conns);
   gauges->queued_bytes = 0;
   gauges->written_bytes = self->written_closed;
+  gauges->pending_connections = legba_acceptor_get_pending (self->acceptor) +
+      legba_acceptor_get_pending (self->metrics_acceptor);
   g_hash_table_iter_init (&iter, self->conns);
   while (g_hash_table_iter_next (&iter, &key, NULL)) {
     LegbaServerConn *conn = key;
@@ -1284,6 +1306,8 @@ legba_server_shutdown (LegbaServer * server)
   server->shutting_down = TRUE;
   legba_server_log (G_LOG_LEVEL_INFO, "shutdown", NULL);
 
+  legba_acceptor_stop (server->acceptor);
+  legba_acceptor_stop (server->metrics_acceptor);
   soup_server_disconnect (server->soup);
   if (server->metrics_soup != NULL)
     soup_server_disconnect (server->metrics_soup);
@@ -1360,6 +1384,15 @@ legba_server_set_property (GObject * object, guint prop_id,
   switch (prop_id) {
     case PROP_MAX_REQUEST_BYTES:
       self->max_request_bytes = g_value_get_uint (value);
+      break;
+    case PROP_HANDSHAKE_TIMEOUT:
+      self->handshake_timeout = g_value_get_uint (value);
+      break;
+    case PROP_MAX_PENDING_CONNECTIONS:
+      self->max_pending_connections = g_value_get_uint (value);
+      break;
+    case PROP_MAX_PENDING_PER_ADDRESS:
+      self->max_pending_per_address = g_value_get_uint (value);
       break;
     case PROP_ALLOWED_ORIGINS:
       g_strfreev (self->allowed_origins);
@@ -1450,6 +1483,15 @@ legba_server_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_MAX_REQUEST_BYTES:
       g_value_set_uint (value, self->max_request_bytes);
       break;
+    case PROP_HANDSHAKE_TIMEOUT:
+      g_value_set_uint (value, self->handshake_timeout);
+      break;
+    case PROP_MAX_PENDING_CONNECTIONS:
+      g_value_set_uint (value, self->max_pending_connections);
+      break;
+    case PROP_MAX_PENDING_PER_ADDRESS:
+      g_value_set_uint (value, self->max_pending_per_address);
+      break;
     case PROP_ALLOWED_ORIGINS:
       g_value_set_boxed (value, self->allowed_origins);
       break;
@@ -1525,10 +1567,16 @@ legba_server_dispose (GObject * object)
     g_source_destroy (self->shutdown_timer);
     g_clear_pointer (&self->shutdown_timer, g_source_unref);
   }
+  /* Accepting stops before libsoup closes the listening sockets; the
+   * connections still pending end as libsoup lets go of them. */
+  legba_acceptor_stop (self->acceptor);
+  legba_acceptor_stop (self->metrics_acceptor);
   if (self->soup != NULL)
     soup_server_disconnect (self->soup);
   if (self->metrics_soup != NULL)
     soup_server_disconnect (self->metrics_soup);
+  g_clear_pointer (&self->acceptor, legba_acceptor_free);
+  g_clear_pointer (&self->metrics_acceptor, legba_acceptor_free);
   if (self->relay != NULL) {
     legba_relay_leave (self->relay);
     g_clear_pointer (&self->relay, legba_relay_free);
@@ -1559,6 +1607,8 @@ legba_server_finalize (GObject * object)
 {
   LegbaServer *self = LEGBA_SERVER (object);
 
+  if (self->reserve_fd >= 0)
+    close (self->reserve_fd);
   g_hash_table_unref (self->conns);
   for (guint i = 0; i < G_N_ELEMENTS (self->ws_handlers); i++)
     g_closure_unref (self->ws_handlers[i]);
@@ -1623,6 +1673,49 @@ legba_server_class_init (LegbaServerClass * klass)
   properties[PROP_MAX_REQUEST_BYTES] = g_param_spec_uint ("max-request-bytes",
       NULL, "Bytes of an HTTP request body", 1024, G_MAXUINT,
       DEFAULT_MAX_REQUEST_BYTES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:handshake-timeout:
+   *
+   * Seconds a new connection has to be done with its TLS handshake and its
+   * HTTP request (headers and body, then the answer or the upgrade to
+   * WebSocket); past it the connection is shut down. A connection kept
+   * alive has as long again for each next request.
+   */
+  properties[PROP_HANDSHAKE_TIMEOUT] = g_param_spec_uint ("handshake-timeout",
+      NULL, "Seconds a new connection has for its TLS handshake and HTTP "
+      "request", 1, 3600, DEFAULT_HANDSHAKE_TIMEOUT,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:max-pending-connections:
+   *
+   * Connections accepted and not yet WebSockets nor answered, per listener
+   * (the main one, the /metrics one); at the bound the server stops
+   * accepting until one of them ends, and new connections wait in the
+   * kernel's backlog. 0: no bound.
+   */
+  properties[PROP_MAX_PENDING_CONNECTIONS] =
+      g_param_spec_uint ("max-pending-connections", NULL,
+      "Connections in their handshake at once; more wait to be accepted "
+      "(0: no limit)", 0, G_MAXUINT, DEFAULT_MAX_PENDING_CONNECTIONS,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:max-pending-per-address:
+   *
+   * Connections from one source address (an IPv4 address, an IPv6 /64)
+   * accepted and not yet WebSockets nor answered; a new one past it is
+   * closed as soon as accepted. 0 (the default): no bound, as behind a
+   * reverse proxy (every client has the proxy's address) or a large NAT,
+   * where a burst of handshakes from one address is legitimate; set it
+   * when clients connect directly.
+   */
+  properties[PROP_MAX_PENDING_PER_ADDRESS] =
+      g_param_spec_uint ("max-pending-per-address", NULL,
+      "Connections in their handshake from one address; more are refused "
+      "(0: no limit)", 0, G_MAXUINT, DEFAULT_MAX_PENDING_PER_ADDRESS,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
    * LegbaServer:allowed-origins:
@@ -1826,6 +1919,10 @@ legba_server_init (LegbaServer * self)
   self->hub = legba_hub_new (&legba_server_transport, self);
   legba_hub_set_limits (self->hub, &self->limits);
   self->max_request_bytes = DEFAULT_MAX_REQUEST_BYTES;
+  self->handshake_timeout = DEFAULT_HANDSHAKE_TIMEOUT;
+  self->max_pending_connections = DEFAULT_MAX_PENDING_CONNECTIONS;
+  self->max_pending_per_address = DEFAULT_MAX_PENDING_PER_ADDRESS;
+  self->reserve_fd = -1;
   self->listen_address = g_strdup (DEFAULT_LISTEN_ADDRESS);
   self->listen_port = DEFAULT_LISTEN_PORT;
   self->metrics_port = DEFAULT_METRICS_PORT;
@@ -1845,6 +1942,7 @@ legba_server_init (LegbaServer * self)
       g_type_class_ref (SOUP_TYPE_WEBSOCKET_EXTENSION_DEFLATE));
 
   self->soup = legba_server_new_soup (self);
+  self->acceptor = legba_acceptor_new (self, self->soup);
   soup_server_add_handler (self->soup, "/app/", legba_server_handle_app, self,
       NULL);
   soup_server_add_handler (self->soup, "/apps/", legba_server_handle_apps,
