@@ -3,7 +3,9 @@
  *
  * LegbaServer in-process on 127.0.0.1 port 0 against clients that abuse
  * its listener and its HTTP side, over raw TCP sockets: descriptors run
- * out, headers sent a byte at a time, idle connections past the bounds.
+ * out, headers sent a byte at a time, idle connections past the bounds,
+ * request bodies declared too large or with a length that is no number,
+ * requests pipelined behind a malformed one.
  * The server and the clients share this thread's main context, so every
  * wait runs it until a condition holds, with a timeout and a reason.
  */
@@ -12,6 +14,8 @@
 #include <legba/server/legba-server-private.h>
 #include "legba-test.h"
 
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -216,6 +220,20 @@ peer_response (Peer * peer, char **body)
   if (body != NULL)
     *body = g_strdup (end + 4);
   return status;
+}
+
+/* A JSON error body, whose "error" is returned. */
+static char *
+assert_json_error (const char *body)
+{
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *object;
+
+  g_assert_true (g_utf8_validate (body, -1, NULL));
+  object = legba_test_parse_object (parser, body);
+  g_assert_nonnull (object);
+  g_assert_true (json_object_has_member (object, "error"));
+  return g_strdup (json_object_get_string_member (object, "error"));
 }
 
 static const char up_request[] = "GET /up HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
@@ -427,6 +445,109 @@ test_pending_per_server (void)
   server_free (server);
 }
 
+/* ---- Requests refused from their headers ---- */
+
+/* A Content-Length that is no number the server can hold (negative, 2^63,
+ * 2^64) is answered 400 from the headers, with no warning (fatal in
+ * tests). */
+static void
+test_invalid_length (void)
+{
+  static const char *const lengths[] = { "-5", "9223372036854775808",
+    "18446744073709551616", "12abc"
+  };
+  LegbaServer *server = server_new (NULL);
+
+  for (guint i = 0; i < G_N_ELEMENTS (lengths); i++) {
+    g_autoptr (Peer) peer = peer_connect_new (server, NULL);
+    g_autofree char *request = g_strdup_printf ("POST /apps/" APP_ID
+        "/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %s\r\n\r\n",
+        lengths[i]);
+    g_autofree char *body = NULL;
+    g_autofree char *error = NULL;
+
+    peer_send (peer, request, strlen (request));
+    g_assert_cmpuint (peer_response (peer, &body), ==, 400);
+    if (!g_str_equal (lengths[i], "12abc")) {
+      error = assert_json_error (body);
+      g_assert_cmpstr (error, ==, "invalid Content-Length");
+    }
+  }
+  WAIT_UNTIL (metric (server, PENDING) == 0, WAIT_S,
+      "the refused connections to end");
+  server_free (server);
+}
+
+/* A body declared over max-request-bytes is answered 413 from the
+ * headers, the body never sent; a chunked one as soon as it goes over,
+ * before its end. */
+static void
+test_declared_too_large (void)
+{
+  LegbaServer *server = server_new ("max-request-bytes", 4096, NULL);
+  static const char declared[] = "POST /apps/" APP_ID "/events HTTP/1.1\r\n"
+      "Host: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Content-Length: 100000\r\n\r\n";
+  static const char chunked[] = "POST /apps/" APP_ID "/events HTTP/1.1\r\n"
+      "Host: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n1400\r\n";
+  g_autofree char *chunk = g_strnfill (0x1400, 'c');
+
+  {
+    g_autoptr (Peer) peer = peer_connect_new (server, NULL);
+    g_autofree char *body = NULL;
+    g_autofree char *error = NULL;
+
+    peer_send (peer, declared, sizeof declared - 1);
+    g_assert_cmpuint (peer_response (peer, &body), ==, 413);
+    error = assert_json_error (body);
+    g_assert_cmpstr (error, ==, "request body too large");
+  }
+  {
+    g_autoptr (Peer) peer = peer_connect_new (server, NULL);
+    g_autofree char *body = NULL;
+    g_autofree char *error = NULL;
+
+    peer_send (peer, chunked, sizeof chunked - 1);
+    peer_send (peer, chunk, 0x1400);
+    g_assert_cmpuint (peer_response (peer, &body), ==, 413);
+    error = assert_json_error (body);
+  }
+  g_assert_cmpuint (metric (server, "legba_http_requests_total"
+          "{route=\"/apps/:id/events\",status=\"413\"}"), ==, 2);
+  assert_up (server, NULL);
+  server_free (server);
+}
+
+/* Pipelining is not supported: a request the server cannot parse is
+ * answered 400 and the connection closed, so a request pipelined behind
+ * it is never answered (the client sends it again on a new connection,
+ * RFC 9112 §9.3.2). */
+static void
+test_pipelined_after_malformed (void)
+{
+  static const char *const malformed[] = {
+    "GARBAGE\r\n\r\n",
+    "GET /up HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n",
+  };
+  LegbaServer *server = server_new (NULL);
+
+  for (guint i = 0; i < G_N_ELEMENTS (malformed); i++) {
+    g_autoptr (Peer) peer = peer_connect_new (server, NULL);
+    g_autofree char *wire = g_strconcat (malformed[i], up_request, NULL);
+    g_autofree char *head = NULL;
+
+    peer_send (peer, wire, strlen (wire));
+    g_assert_cmpuint (peer_response (peer, NULL), ==, 400);
+    head = g_strndup ((const char *) peer->in->data, peer->in->len);
+    /* An HTTP/1.1 answer says the connection closes. */
+    if (g_str_has_prefix (head, "HTTP/1.1 ") && (soup_get_major_version () ==
+            3 && soup_get_minor_version () < 3))
+      g_assert_nonnull (strstr (head, "\r\nConnection: close\r\n"));
+  }
+  assert_up (server, NULL);
+  server_free (server);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -438,6 +559,10 @@ main (int argc, char **argv)
       test_pending_per_address);
   g_test_add_func ("/server/limits/pending-per-server",
       test_pending_per_server);
+  g_test_add_func ("/server/http/invalid-length", test_invalid_length);
+  g_test_add_func ("/server/http/declared-too-large", test_declared_too_large);
+  g_test_add_func ("/server/http/pipelined-after-malformed",
+      test_pipelined_after_malformed);
 
   return g_test_run ();
 }

@@ -15,7 +15,9 @@
  *   HTTP request; "pending") are bounded per listener (past
  *   max-pending-connections accepting pauses until one ends) and per
  *   source address (past max-pending-per-address a new one is refused),
- *   and each has handshake-timeout seconds, after which it is shut down.
+ *   and each has handshake-timeout seconds, after which it is shut down;
+ * - a request refused from its headers (legba_acceptor_refuse()) is
+ *   answered at once with a response written here, without its body.
  *
  * libsoup still gets each listening socket, on a main context that is
  * never run (so it never accepts from it): libsoup keeps HTTP connections
@@ -25,6 +27,7 @@
 #define LEGBA_SERVER_INTERNALS
 #include <legba/server/legba-server-private.h>
 
+#include <legba/legba-version.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -40,6 +43,11 @@
 /* After accept() failed with no way to refuse the connection, how long
  * before it is tried again (a connection that ends tries at once). */
 #define ACCEPT_RETRY_MS 1000
+
+/* How long a connection answered from its request headers keeps reading
+ * (and dropping) what its client still sends, so that the client reads
+ * the response instead of a connection reset. */
+#define REFUSE_LINGER_MS 1000
 
 typedef struct
 {
@@ -75,6 +83,10 @@ typedef struct
   char *source;                 /* per-address key */
   char *remote_s;
   GSource *timer;
+  /* Answered from its headers: the stream taken back from libsoup, and
+   * what the client still sends being dropped. */
+  GIOStream *refusing;
+  GSource *drain;
 } LegbaPending;
 
 static GQuark
@@ -144,10 +156,19 @@ legba_pending_free (gpointer data)
     g_source_destroy (p->timer);
     g_source_unref (p->timer);
   }
+  if (p->drain != NULL) {
+    g_source_destroy (p->drain);
+    g_source_unref (p->drain);
+  }
   if (p->stream != NULL)
     g_object_weak_unref (G_OBJECT (p->stream), legba_pending_stream_gone, p);
   g_object_set_qdata (G_OBJECT (p->remote), legba_pending_quark (), NULL);
-  /* The socket is libsoup's, or the WebSocket's. */
+  /* Otherwise the socket is libsoup's, or the WebSocket's. */
+  if (p->refusing != NULL) {
+    g_io_stream_close (p->refusing, NULL, NULL);
+    g_object_unref (p->refusing);
+    g_socket_close (p->socket, NULL);
+  }
   g_object_unref (p->socket);
   g_object_unref (p->remote);
   g_free (p->source);
@@ -184,6 +205,8 @@ legba_pending_of (SoupServerMessage * msg)
       legba_pending_quark ()) : NULL;
 }
 
+static void legba_pending_finish_refusal (LegbaPending * p);
+
 static gboolean
 legba_pending_timeout (gpointer user_data)
 {
@@ -191,6 +214,10 @@ legba_pending_timeout (gpointer user_data)
   LegbaServer *server = p->acceptor->server;
 
   g_clear_pointer (&p->timer, g_source_unref);
+  if (p->refusing != NULL) {
+    legba_pending_finish_refusal (p);
+    return G_SOURCE_REMOVE;
+  }
   legba_metrics_count_accept (server->metrics, LEGBA_ACCEPT_HANDSHAKE_TIMEOUT);
   legba_server_log (G_LOG_LEVEL_INFO, "http-timeout", "REMOTE", p->remote_s,
       NULL);
@@ -472,6 +499,101 @@ legba_acceptor_ready (GSocket * socket, GIOCondition condition,
   return G_SOURCE_CONTINUE;
 }
 
+/* ---- Refusing from the headers ---- */
+
+static gboolean
+legba_pending_drain (GSocket * socket, GIOCondition condition,
+    gpointer user_data)
+{
+  LegbaPending *p = user_data;
+  g_autoptr (GError) error = NULL;
+  char buffer[4096];
+  gssize n;
+
+  do {
+    g_clear_error (&error);
+    n = g_socket_receive_with_blocking (socket, buffer, sizeof buffer, FALSE,
+        NULL, &error);
+  } while (n > 0);
+  if (n < 0 && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+    return G_SOURCE_CONTINUE;
+  /* The client closed (or failed): nothing more will come. */
+  g_clear_pointer (&p->drain, g_source_unref);
+  legba_pending_finish_refusal (p);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+legba_pending_finish_refusal (LegbaPending * p)
+{
+  GIOStream *refusing = g_steal_pointer (&p->refusing);
+
+  if (p->stream != NULL) {
+    g_object_weak_unref (G_OBJECT (p->stream), legba_pending_stream_gone, p);
+    p->stream = NULL;
+  }
+  g_io_stream_close (refusing, NULL, NULL);
+  g_socket_close (p->socket, NULL);
+  g_object_unref (refusing);
+  legba_pending_end (p);
+}
+
+static char *
+legba_refusal_text (guint status, const char *body)
+{
+  g_autoptr (GDateTime) now = g_date_time_new_now_utc ();
+  g_autofree char *date = soup_date_time_to_string (now, SOUP_DATE_HTTP);
+
+  return g_strdup_printf ("HTTP/1.1 %u %s\r\n"
+      "Server: legba-server/" LEGBA_VERSION "\r\n"
+      "Date: %s\r\n"
+      "Connection: close\r\n"
+      "Content-Type: application/json\r\n"
+      "Content-Length: %" G_GSIZE_FORMAT "\r\n\r\n%s", status,
+      soup_status_get_phrase (status), date, strlen (body), body);
+}
+
+gboolean
+legba_acceptor_refuse (SoupServerMessage * msg, guint status, const char *body)
+{
+  LegbaPending *p = legba_pending_of (msg);
+  g_autofree char *text = NULL;
+  GOutputStream *out;
+  gsize len;
+  gssize n;
+
+  if (p == NULL || p->refusing != NULL)
+    return FALSE;
+  /* libsoup would read the whole body before answering: the connection
+   * is taken back from it and answered here. */
+  p->refusing = soup_server_message_steal_connection (msg);
+  if (p->refusing == NULL)
+    return TRUE;
+
+  text = legba_refusal_text (status, body);
+  len = strlen (text);
+  out = g_io_stream_get_output_stream (p->refusing);
+  /* Nothing was written to the connection yet: the socket takes the
+   * short answer at once, or the connection is closed without it. */
+  n = G_IS_POLLABLE_OUTPUT_STREAM (out) ?
+      g_pollable_output_stream_write_nonblocking (G_POLLABLE_OUTPUT_STREAM
+      (out), text, len, NULL, NULL) : -1;
+  if (n != (gssize) len) {
+    legba_pending_finish_refusal (p);
+    return TRUE;
+  }
+  g_socket_shutdown (p->socket, FALSE, TRUE, NULL);
+  p->drain = g_socket_create_source (p->socket, G_IO_IN | G_IO_HUP |
+      G_IO_ERR, NULL);
+  g_source_set_callback (p->drain, (GSourceFunc) G_CALLBACK
+      (legba_pending_drain), p, NULL);
+  g_source_attach (p->drain, p->acceptor->server->context);
+  if (p->timer == NULL || g_source_get_ready_time (p->timer) >
+      g_get_monotonic_time () + REFUSE_LINGER_MS * 1000)
+    legba_pending_arm (p, REFUSE_LINGER_MS);
+  return TRUE;
+}
+
 /* ---- Messages ---- */
 
 GSocket *
@@ -487,7 +609,7 @@ legba_acceptor_upgraded (SoupServerMessage * msg)
 {
   LegbaPending *p = legba_pending_of (msg);
 
-  if (p != NULL)
+  if (p != NULL && p->refusing == NULL)
     legba_pending_end (p);
 }
 
@@ -497,7 +619,7 @@ legba_acceptor_request_done (SoupServerMessage * msg)
   LegbaPending *p = legba_pending_of (msg);
 
   /* A connection kept alive has as long for its next request. */
-  if (p != NULL)
+  if (p != NULL && p->refusing == NULL)
     legba_pending_arm (p, p->acceptor->server->handshake_timeout * 1000);
 }
 

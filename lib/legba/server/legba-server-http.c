@@ -28,9 +28,9 @@ legba_server_respond (SoupServerMessage * msg, guint status,
         body, strlen (body));
 }
 
-void
-legba_server_respond_error (SoupServerMessage * msg, guint status,
-    const char *error)
+/* {"error": error}. */
+static char *
+legba_server_error_json (const char *error)
 {
   g_autoptr (JsonBuilder) builder = json_builder_new ();
   g_autoptr (JsonNode) root = NULL;
@@ -40,8 +40,15 @@ legba_server_respond_error (SoupServerMessage * msg, guint status,
   json_builder_add_string_value (builder, error);
   json_builder_end_object (builder);
   root = json_builder_get_root (builder);
+  return json_to_string (root, FALSE);
+}
+
+void
+legba_server_respond_error (SoupServerMessage * msg, guint status,
+    const char *error)
+{
   legba_server_respond (msg, status, "application/json",
-      json_to_string (root, FALSE));
+      legba_server_error_json (error));
 }
 
 char *
@@ -82,21 +89,48 @@ legba_server_origin_allowed (LegbaServer * self, const char *origin)
   return FALSE;
 }
 
-/* Request bodies are bounded by max-request-bytes: a declared length over
- * it is refused before the body is read, and a chunked body stops being
- * kept once over it. Either way the body is read and dropped, and the
- * connection closed after the 413. */
+/* Answers msg from what it has read so far (its headers, part of its
+ * body): libsoup would only answer once it has read the whole body. The
+ * response goes out at once, the rest of the body is read and dropped for
+ * a moment (so that the client reads the response rather than a reset),
+ * and the connection is closed. */
 static void
-legba_server_refuse_body (SoupServerMessage * msg)
+legba_server_refuse (LegbaServer * self, SoupServerMessage * msg,
+    guint status, const char *error)
 {
-  SoupMessageBody *body = soup_server_message_get_request_body (msg);
+  GUri *uri = soup_server_message_get_uri (msg);
+  g_autofree char *body = legba_server_error_json (error);
+  g_autofree char *remote = legba_server_remote (msg);
+  g_autofree char *status_s = g_strdup_printf ("%u", status);
 
-  soup_message_body_set_accumulate (body, FALSE);
-  soup_message_body_truncate (body);
-  soup_message_headers_replace (soup_server_message_get_response_headers
-      (msg), "Connection", "close");
-  legba_server_respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE,
-      "request body too large");
+  legba_server_log (G_LOG_LEVEL_INFO, "http-refused", "STATUS", status_s,
+      "REASON", error, "REMOTE", remote, NULL);
+  legba_metrics_count_http (self->metrics,
+      legba_metrics_route (uri ? g_uri_get_path (uri) : NULL), status);
+  if (!legba_acceptor_refuse (msg, status, body)) {
+    /* A connection the server did not accept itself: libsoup answers
+     * once the body is read (and dropped). */
+    soup_message_body_set_accumulate (soup_server_message_get_request_body
+        (msg), FALSE);
+    soup_message_headers_replace (soup_server_message_get_response_headers
+        (msg), "Connection", "close");
+    legba_server_respond_error (msg, status, error);
+  }
+}
+
+/* RFC 9112 §6.3: a Content-Length that is not one number the server can
+ * hold leaves the end of the body unknown. libsoup would take -5 as the
+ * length and fail to read the body with a warning, and 2^64 as reading
+ * until the connection ends. */
+static gboolean
+legba_server_length_is_valid (SoupMessageHeaders * headers)
+{
+  const char *value = soup_message_headers_get_one (headers,
+      "Content-Length");
+  guint64 length;
+
+  return value == NULL ||
+      g_ascii_string_to_unsigned (value, 10, 0, G_MAXINT64, &length, NULL);
 }
 
 /* libsoup before 3.3 never lets go of a kept-alive connection that its
@@ -120,22 +154,26 @@ legba_server_keep_connection (SoupServerMessage * msg)
       (msg), "Connection");
 }
 
+/* Request bodies are bounded by max-request-bytes: a declared length over
+ * it is answered 413 from the headers, a chunked body as soon as it goes
+ * over; either way without reading the rest of the body. */
 static void
 legba_server_got_headers (SoupServerMessage * msg, gpointer user_data)
 {
   LegbaServer *self = user_data;
   SoupMessageHeaders *headers = soup_server_message_get_request_headers (msg);
 
-  if (!legba_server_closes_idle ())
-    soup_message_headers_replace (soup_server_message_get_response_headers
-        (msg), "Connection", "close");
   if (soup_server_message_get_status (msg) != 0)
     return;
-  if (soup_message_headers_get_encoding (headers) ==
+  if (!legba_server_length_is_valid (headers))
+    legba_server_refuse (self, msg, SOUP_STATUS_BAD_REQUEST,
+        "invalid Content-Length");
+  else if (soup_message_headers_get_encoding (headers) ==
       SOUP_ENCODING_CONTENT_LENGTH &&
       soup_message_headers_get_content_length (headers) >
       self->max_request_bytes)
-    legba_server_refuse_body (msg);
+    legba_server_refuse (self, msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE,
+        "request body too large");
 }
 
 static void
@@ -147,13 +185,19 @@ legba_server_got_chunk (SoupServerMessage * msg, GBytes * chunk,
 
   if (soup_server_message_get_status (msg) == 0 &&
       body->length > self->max_request_bytes)
-    legba_server_refuse_body (msg);
+    legba_server_refuse (self, msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE,
+        "request body too large");
 }
 
 static void
 legba_server_request_started (SoupServer * soup, SoupServerMessage * msg,
     gpointer user_data)
 {
+  /* Set before the request is read, so that the answers libsoup gives
+   * itself to requests it cannot parse say it too. */
+  if (!legba_server_closes_idle ())
+    soup_message_headers_replace (soup_server_message_get_response_headers
+        (msg), "Connection", "close");
   g_signal_connect_object (msg, "got-headers",
       G_CALLBACK (legba_server_got_headers), user_data, 0);
   g_signal_connect_object (msg, "got-chunk",

@@ -144,6 +144,11 @@ void legba_acceptor_upgraded (SoupServerMessage * msg);
 /* msg was answered: a connection kept alive has handshake-timeout again
  * for its next request. */
 void legba_acceptor_request_done (SoupServerMessage * msg);
+/* Answers msg at once with status and the JSON body, without reading its
+ * request body, and closes the connection. FALSE when msg's connection is
+ * not one the server accepted (nothing is done). */
+gboolean legba_acceptor_refuse (SoupServerMessage * msg, guint status,
+    const char *body);
 
 #endif /* LEGBA_SERVER_INTERNALS */
 
