@@ -11,11 +11,13 @@
  * FUZZ_NOW, and three connections: one in a presence room, one on a
  * private and a public channel, one signed in as a user. Seeds signed
  * for that app and time reach past the signature check; the join-token
- * endpoint needs no signature, so mutations of its body go deep.
+ * endpoint needs no signature, so mutations of its body go deep. Every
+ * answer must be a JSON object in UTF-8, whatever bytes the request held.
  */
 #include <legba/server/legba-http-api.h>
 #include <legba/common/legba-auth.h>
 
+#include <json-glib/json-glib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -165,6 +167,19 @@ parse_query (const char *query)
   return params;
 }
 
+static void
+assert_json_object (const char *body)
+{
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (GError) error = NULL;
+
+  if (!g_utf8_validate (body, -1, NULL))
+    g_error ("a response body that is not UTF-8: %s", body);
+  if (!json_parser_load_from_data (parser, body, -1, &error) ||
+      !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+    g_error ("a response body that is not a JSON object: %s", body);
+}
+
 int
 LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
 {
@@ -191,6 +206,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
   legba_http_api_handle (hub, &request, &response);
   if (response.status < 200 || response.status > 599 || response.body == NULL)
     g_error ("no response for %s %s", method, path);
+  assert_json_object (response.body);
   legba_http_response_clear (&response);
 
   for (i = 0; i < G_N_ELEMENTS (conns); i++)

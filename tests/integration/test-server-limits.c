@@ -5,7 +5,7 @@
  * its listener and its HTTP side, over raw TCP sockets: descriptors run
  * out, headers sent a byte at a time, idle connections past the bounds,
  * request bodies declared too large or with a length that is no number,
- * requests pipelined behind a malformed one.
+ * paths that are not UTF-8, requests pipelined behind a malformed one.
  * The server and the clients share this thread's main context, so every
  * wait runs it until a condition holds, with a timeout and a reason.
  */
@@ -518,6 +518,27 @@ test_declared_too_large (void)
   server_free (server);
 }
 
+/* An error that quotes a path that is not UTF-8 (the signature's string
+ * to sign) still has a JSON body. */
+static void
+test_non_utf8_path (void)
+{
+  LegbaServer *server = server_new (NULL);
+  g_autoptr (Peer) peer = peer_connect_new (server, NULL);
+  g_autofree char *request = g_strdup_printf ("GET /apps/" APP_ID
+      "/channels/\xff\xfe?auth_key=" APP_KEY "&auth_timestamp=%"
+      G_GINT64_FORMAT "&auth_version=1.0&auth_signature=00 HTTP/1.1\r\n"
+      "Host: 127.0.0.1\r\n\r\n", g_get_real_time () / G_USEC_PER_SEC);
+  g_autofree char *body = NULL;
+  g_autofree char *error = NULL;
+
+  peer_send (peer, request, strlen (request));
+  g_assert_cmpuint (peer_response (peer, &body), ==, 401);
+  error = assert_json_error (body);
+  g_assert_nonnull (strstr (error, "/channels/\xef\xbf\xbd"));
+  server_free (server);
+}
+
 /* Pipelining is not supported: a request the server cannot parse is
  * answered 400 and the connection closed, so a request pipelined behind
  * it is never answered (the client sends it again on a new connection,
@@ -561,6 +582,7 @@ main (int argc, char **argv)
       test_pending_per_server);
   g_test_add_func ("/server/http/invalid-length", test_invalid_length);
   g_test_add_func ("/server/http/declared-too-large", test_declared_too_large);
+  g_test_add_func ("/server/http/non-utf8-path", test_non_utf8_path);
   g_test_add_func ("/server/http/pipelined-after-malformed",
       test_pipelined_after_malformed);
 

@@ -59,15 +59,18 @@ respond_empty (LegbaHttpResponse * response)
 }
 
 /* Pusher HTTP API errors: the status and {"error": "..."}. Messages may
- * quote request values; the generator escapes them. */
+ * quote request values; the generator escapes them, and bytes that are
+ * not UTF-8 (a path, a query value) become U+FFFD, so that the body is
+ * always JSON. */
 static void
 respond_take_error (LegbaHttpResponse * response, guint status, char *message)
 {
   g_autoptr (JsonBuilder) b = json_builder_new ();
+  g_autofree char *valid = g_utf8_make_valid (message, -1);
 
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "error");
-  json_builder_add_string_value (b, message);
+  json_builder_add_string_value (b, valid);
   json_builder_end_object (b);
   respond_builder (response, status, b);
   g_free (message);

@@ -28,16 +28,19 @@ legba_server_respond (SoupServerMessage * msg, guint status,
         body, strlen (body));
 }
 
-/* {"error": error}. */
+/* {"error": error}. The message may quote the request (its path), which
+ * need not be UTF-8: invalid bytes become U+FFFD, so that the body is
+ * always JSON. */
 static char *
 legba_server_error_json (const char *error)
 {
   g_autoptr (JsonBuilder) builder = json_builder_new ();
   g_autoptr (JsonNode) root = NULL;
+  g_autofree char *valid = g_utf8_make_valid (error, -1);
 
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "error");
-  json_builder_add_string_value (builder, error);
+  json_builder_add_string_value (builder, valid);
   json_builder_end_object (builder);
   root = json_builder_get_root (builder);
   return json_to_string (root, FALSE);
