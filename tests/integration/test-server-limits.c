@@ -454,7 +454,7 @@ static void
 test_invalid_length (void)
 {
   static const char *const lengths[] = { "-5", "9223372036854775808",
-    "18446744073709551616", "12abc"
+    "18446744073709551616"
   };
   LegbaServer *server = server_new (NULL);
 
@@ -468,10 +468,8 @@ test_invalid_length (void)
 
     peer_send (peer, request, strlen (request));
     g_assert_cmpuint (peer_response (peer, &body), ==, 400);
-    if (!g_str_equal (lengths[i], "12abc")) {
-      error = assert_json_error (body);
-      g_assert_cmpstr (error, ==, "invalid Content-Length");
-    }
+    error = assert_json_error (body);
+    g_assert_cmpstr (error, ==, "invalid Content-Length");
   }
   WAIT_UNTIL (metric (server, PENDING) == 0, WAIT_S,
       "the refused connections to end");
@@ -548,7 +546,7 @@ test_pipelined_after_malformed (void)
 {
   static const char *const malformed[] = {
     "GARBAGE\r\n\r\n",
-    "GET /up HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n",
+    "GET /up HTTP/1.1\r\nHost: 127.0.0.1/x\r\n\r\n",
   };
   LegbaServer *server = server_new (NULL);
 
