@@ -1651,29 +1651,11 @@ legba_server_install_limits (GObjectClass * object_class)
   }
 }
 
+/* The bounds on connections in their handshake (legba-server-accept.c,
+ * docs/server.md "Limits and abuse"). */
 static void
-legba_server_class_init (LegbaServerClass * klass)
+legba_server_install_pending_limits (void)
 {
-  GObjectClass *object_class = G_OBJECT_CLASS (klass);
-
-  object_class->set_property = legba_server_set_property;
-  object_class->get_property = legba_server_get_property;
-  object_class->dispose = legba_server_dispose;
-  object_class->finalize = legba_server_finalize;
-
-  /* The limits (max-connections, max-event-bytes, ...): see limit_specs
-   * and docs/server.md for what each bounds and why its default. */
-  legba_server_install_limits (object_class);
-
-  /**
-   * LegbaServer:max-request-bytes:
-   *
-   * Bytes of an HTTP request body; larger ones are answered 413.
-   */
-  properties[PROP_MAX_REQUEST_BYTES] = g_param_spec_uint ("max-request-bytes",
-      NULL, "Bytes of an HTTP request body", 1024, G_MAXUINT,
-      DEFAULT_MAX_REQUEST_BYTES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
-
   /**
    * LegbaServer:handshake-timeout:
    *
@@ -1716,6 +1698,31 @@ legba_server_class_init (LegbaServerClass * klass)
       "Connections in their handshake from one address; more are refused "
       "(0: no limit)", 0, G_MAXUINT, DEFAULT_MAX_PENDING_PER_ADDRESS,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+}
+
+static void
+legba_server_class_init (LegbaServerClass * klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+
+  object_class->set_property = legba_server_set_property;
+  object_class->get_property = legba_server_get_property;
+  object_class->dispose = legba_server_dispose;
+  object_class->finalize = legba_server_finalize;
+
+  /* The limits (max-connections, max-event-bytes, ...): see limit_specs
+   * and docs/server.md for what each bounds and why its default. */
+  legba_server_install_limits (object_class);
+  legba_server_install_pending_limits ();
+
+  /**
+   * LegbaServer:max-request-bytes:
+   *
+   * Bytes of an HTTP request body; larger ones are answered 413.
+   */
+  properties[PROP_MAX_REQUEST_BYTES] = g_param_spec_uint ("max-request-bytes",
+      NULL, "Bytes of an HTTP request body", 1024, G_MAXUINT,
+      DEFAULT_MAX_REQUEST_BYTES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
    * LegbaServer:allowed-origins:
