@@ -9,7 +9,7 @@
  * The server and the clients share this thread's main context, so every
  * wait runs it until a condition holds, with a timeout and a reason.
  */
-#include <legba/legba.h>
+#include <legba/server/server.h>
 
 #include <legba/server/legba-server-private.h>
 #include "legba-test.h"
