@@ -82,10 +82,11 @@ struct _LegbaServer
   gboolean shutting_down;
 
   GHashTable *conns;            /* LegbaServerConn set, owns them */
-  /* Every socket's SoupWebsocketConnection handlers (message, error,
-   * closed): one closure each for all of them, which find their socket
-   * through its stream, where a closure a socket would cost some 70 bytes */
-  GClosure *ws_handlers[3];
+  /* The sockets' SoupWebsocketConnection handlers (message, error,
+   * closed): groups of three closures, each group shared by up to
+   * WS_HANDLERS_USERS sockets, which the handlers find through the
+   * socket's stream, where a closure a socket would cost some 70 bytes */
+  GPtrArray *ws_handlers;
   GUri *ws_uri;                 /* the WebSocket's address, for all sockets */
   struct _LegbaPollGroup *poll_group;   /* where the sockets' sources are */
   LegbaMetrics *metrics;

@@ -69,6 +69,11 @@
  * sources of this many sockets, whatever the server holds in all. */
 #define POLL_BUCKET_SIZE 32
 
+/* Sockets sharing one group of handler closures. Each connection of a
+ * closure adds an invalidation notifier to it, and a GClosure holds at
+ * most 255 of them. */
+#define WS_HANDLERS_USERS 128
+
 typedef struct
 {
   const char *name;
@@ -160,6 +165,14 @@ legba_server_error_quark (void)
   return g_quark_from_static_string ("legba-server-error-quark");
 }
 
+/* The closures of the handlers of LegbaServerConn.ws, in the order of
+ * ws_signals, and how many sockets are connected through them. */
+typedef struct
+{
+  GClosure *closures[3];
+  guint users;
+} LegbaWsHandlers;
+
 /* One WebSocket socket. */
 typedef struct
 {
@@ -171,6 +184,7 @@ typedef struct
   LegbaWsStream *stream;
   LegbaPollBucket *bucket;      /* where its sources are; NULL: main context */
   LegbaServer *server;
+  LegbaWsHandlers *handlers;    /* its handlers' closures, shared */
   LegbaHubConn *hub_conn;       /* NULL once the hub let it go */
   GSource *release_source;
   GSource *close_timer;         /* tears it down if the close goes unanswered */
@@ -464,6 +478,84 @@ static const LegbaHubTransport legba_server_transport = {
 
 /* ---- WebSocket sockets ---- */
 
+/* The order of LegbaWsHandlers.closures. */
+static const char *const ws_signals[] = { "message", "error", "closed" };
+
+static void legba_server_conn_message (SoupWebsocketConnection * ws,
+    gint type, GBytes * message, gpointer user_data);
+static void legba_server_conn_error (SoupWebsocketConnection * ws,
+    GError * error, gpointer user_data);
+static void legba_server_conn_closed (SoupWebsocketConnection * ws,
+    gpointer user_data);
+
+static void
+legba_ws_handlers_free (gpointer data)
+{
+  LegbaWsHandlers *handlers = data;
+
+  for (guint i = 0; i < G_N_ELEMENTS (handlers->closures); i++)
+    g_closure_unref (handlers->closures[i]);
+  g_free (handlers);
+}
+
+static LegbaWsHandlers *
+legba_ws_handlers_new (void)
+{
+  const GCallback callbacks[] = {
+    G_CALLBACK (legba_server_conn_message),
+    G_CALLBACK (legba_server_conn_error),
+    G_CALLBACK (legba_server_conn_closed),
+  };
+  LegbaWsHandlers *handlers = g_new0 (LegbaWsHandlers, 1);
+
+  G_STATIC_ASSERT (G_N_ELEMENTS (callbacks) == G_N_ELEMENTS (ws_signals));
+  G_STATIC_ASSERT (G_N_ELEMENTS (handlers->closures) ==
+      G_N_ELEMENTS (ws_signals));
+  for (guint i = 0; i < G_N_ELEMENTS (callbacks); i++) {
+    handlers->closures[i] = g_closure_ref (g_cclosure_new (callbacks[i], NULL,
+            NULL));
+    g_closure_sink (handlers->closures[i]);
+  }
+  return handlers;
+}
+
+/* Connects conn's handlers through a group of closures with room left,
+ * the newest first (it is the one most likely to have some). */
+static void
+legba_server_connect_ws_handlers (LegbaServer * self, LegbaServerConn * conn)
+{
+  LegbaWsHandlers *handlers = NULL;
+  guint i = self->ws_handlers->len;
+
+  while (i > 0 && handlers == NULL) {
+    LegbaWsHandlers *group = g_ptr_array_index (self->ws_handlers, --i);
+
+    if (group->users < WS_HANDLERS_USERS)
+      handlers = group;
+  }
+  if (handlers == NULL) {
+    handlers = legba_ws_handlers_new ();
+    g_ptr_array_add (self->ws_handlers, handlers);
+  }
+  handlers->users++;
+  conn->handlers = handlers;
+  for (i = 0; i < G_N_ELEMENTS (ws_signals); i++)
+    g_signal_connect_closure (conn->ws, ws_signals[i], handlers->closures[i],
+        FALSE);
+}
+
+static void
+legba_server_release_ws_handlers (LegbaServer * self, LegbaServerConn * conn)
+{
+  LegbaWsHandlers *handlers = g_steal_pointer (&conn->handlers);
+
+  for (guint i = 0; i < G_N_ELEMENTS (handlers->closures); i++)
+    g_signal_handlers_disconnect_matched (conn->ws, G_SIGNAL_MATCH_CLOSURE, 0,
+        0, handlers->closures[i], NULL, NULL);
+  if (--handlers->users == 0)
+    g_ptr_array_remove_fast (self->ws_handlers, handlers);
+}
+
 static void
 legba_server_conn_free (gpointer data)
 {
@@ -477,9 +569,7 @@ legba_server_conn_free (gpointer data)
     g_source_destroy (conn->close_timer);
     g_source_unref (conn->close_timer);
   }
-  for (guint i = 0; i < G_N_ELEMENTS (conn->server->ws_handlers); i++)
-    g_signal_handlers_disconnect_matched (conn->ws, G_SIGNAL_MATCH_CLOSURE, 0,
-        0, conn->server->ws_handlers[i], NULL, NULL);
+  legba_server_release_ws_handlers (conn->server, conn);
   legba_ws_stream_set_owner (conn->stream, NULL);
   g_object_unref (conn->ws);
   g_object_unref (conn->stream);
@@ -609,28 +699,6 @@ legba_upgrade_free (gpointer data, GClosure * closure)
   g_free (upgrade);
 }
 
-/* The order of LegbaServer.ws_handlers. */
-static const char *const ws_signals[] = { "message", "error", "closed" };
-
-static void
-legba_server_init_ws_handlers (LegbaServer * self)
-{
-  const GCallback callbacks[] = {
-    G_CALLBACK (legba_server_conn_message),
-    G_CALLBACK (legba_server_conn_error),
-    G_CALLBACK (legba_server_conn_closed),
-  };
-
-  G_STATIC_ASSERT (G_N_ELEMENTS (callbacks) == G_N_ELEMENTS (ws_signals));
-  G_STATIC_ASSERT (G_N_ELEMENTS (self->ws_handlers) ==
-      G_N_ELEMENTS (ws_signals));
-  for (guint i = 0; i < G_N_ELEMENTS (callbacks); i++) {
-    self->ws_handlers[i] = g_closure_ref (g_cclosure_new (callbacks[i], NULL,
-            NULL));
-    g_closure_sink (self->ws_handlers[i]);
-  }
-}
-
 /* The URI a socket's SoupWebsocketConnection is made with: the address of
  * the WebSocket, the request's URI without its query. A socket that came
  * through the same address as the socket before it shares that one's. */
@@ -689,9 +757,7 @@ legba_server_conn_new (LegbaServer * self, LegbaUpgrade * upgrade,
   legba_ws_stream_set_owner (conn->stream, conn);
   if (conn->frames_direct)
     legba_ws_stream_set_text_func (conn->stream, legba_server_conn_text);
-  for (guint i = 0; i < G_N_ELEMENTS (ws_signals); i++)
-    g_signal_connect_closure (conn->ws, ws_signals[i], self->ws_handlers[i],
-        FALSE);
+  legba_server_connect_ws_handlers (self, conn);
   g_hash_table_add (self->conns, conn);
   return conn;
 }
@@ -1610,8 +1676,7 @@ legba_server_finalize (GObject * object)
   if (self->reserve_fd >= 0)
     close (self->reserve_fd);
   g_hash_table_unref (self->conns);
-  for (guint i = 0; i < G_N_ELEMENTS (self->ws_handlers); i++)
-    g_closure_unref (self->ws_handlers[i]);
+  g_ptr_array_unref (self->ws_handlers);
   g_clear_pointer (&self->ws_uri, g_uri_unref);
   g_clear_pointer (&self->hub, legba_hub_free);
   legba_metrics_free (self->metrics);
@@ -1941,7 +2006,7 @@ legba_server_init (LegbaServer * self)
   self->conns = g_hash_table_new_full (NULL, NULL, legba_server_conn_free,
       NULL);
   self->poll_group = legba_poll_group_new (self->context, POLL_BUCKET_SIZE);
-  legba_server_init_ws_handlers (self);
+  self->ws_handlers = g_ptr_array_new_with_free_func (legba_ws_handlers_free);
   self->metrics = legba_metrics_new ();
   self->extension_types =
       g_ptr_array_new_with_free_func ((GDestroyNotify) g_type_class_unref);
