@@ -7,8 +7,9 @@
  * bytes); the rest is what a client sends after the upgrade. It goes to
  * two server-side SoupWebsocketConnections over LegbaWsStream on a socket
  * pair: one where libsoup reads every frame, one where the stream takes
- * the whole text frames (legba_ws_stream_set_text_func) and leaves the
- * rest to libsoup, as the server sets it up. After each piece each side's
+ * the whole text frames and pings (legba_ws_stream_set_text_func) and
+ * leaves the rest to libsoup, as the server sets it up. The socket pair
+ * takes every pong at once: none answers more than one ping. After each piece each side's
  * context runs until it has nothing to do; then the client's side is shut
  * down for writing and each runs until its connection is closed.
  *

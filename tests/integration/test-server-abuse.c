@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define APP_ID "1"
 #define APP_KEY "app-key"
@@ -110,8 +111,9 @@ raw_stop_reading (RawClient * raw)
   raw->watch = 0;
 }
 
+/* rcvbuf: the socket's receive buffer, 0: the system's. */
 static RawClient *
-raw_connect (LegbaServer * server)
+raw_connect (LegbaServer * server, int rcvbuf)
 {
   struct sockaddr_in address = { 0, };
   RawClient *raw = g_new0 (RawClient, 1);
@@ -123,6 +125,9 @@ raw_connect (LegbaServer * server)
   raw->in = g_byte_array_new ();
   raw->fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   g_assert_cmpint (raw->fd, >=, 0);
+  if (rcvbuf > 0)
+    g_assert_cmpint (setsockopt (raw->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+            sizeof rcvbuf), ==, 0);
   /* The kernel completes the TCP handshake from the listen backlog. */
   g_assert_cmpint (connect (raw->fd, (struct sockaddr *) &address,
           sizeof address), ==, 0);
@@ -214,6 +219,114 @@ raw_handshake (RawClient * raw, const char *extensions)
   return headers;
 }
 
+/* Appends a client frame (RFC 6455 §5.2): masked, as clients must. */
+static void
+raw_frame_append (GByteArray * frame, guint8 first, const void *payload,
+    gsize len)
+{
+  static const guint8 mask[4] = { 0x37, 0xfa, 0x21, 0x3d };
+  guint8 header[10];
+  gsize header_len, i, at;
+
+  header[0] = first;
+  if (len < 126) {
+    header[1] = 0x80 | len;
+    header_len = 2;
+  } else if (len < 65536) {
+    header[1] = 0x80 | 126;
+    header[2] = len >> 8;
+    header[3] = len & 0xff;
+    header_len = 4;
+  } else {
+    header[1] = 0x80 | 127;
+    for (i = 0; i < 8; i++)
+      header[2 + i] = ((guint64) len >> (8 * (7 - i))) & 0xff;
+    header_len = 10;
+  }
+  g_byte_array_append (frame, header, header_len);
+  g_byte_array_append (frame, mask, 4);
+  at = frame->len;
+  g_byte_array_append (frame, payload, len);
+  for (i = 0; i < len; i++)
+    frame->data[at + i] ^= mask[i % 4];
+}
+
+/* Takes one whole server frame off the input, if there is one. */
+static gboolean
+raw_take_frame (RawClient * raw, guint8 * opcode, GBytes ** payload)
+{
+  const guint8 *d = raw->in->data;
+  gsize at = 2, len;
+
+  if (raw->in->len < 2)
+    return FALSE;
+  len = d[1] & 0x7f;
+  if (len == 126) {
+    if (raw->in->len < 4)
+      return FALSE;
+    len = (d[2] << 8) | d[3];
+    at = 4;
+  } else if (len == 127) {
+    guint i;
+
+    if (raw->in->len < 10)
+      return FALSE;
+    for (len = 0, i = 2; i < 10; i++)
+      len = (len << 8) | d[i];
+    at = 10;
+  }
+  if (raw->in->len < at + len)
+    return FALSE;
+  *opcode = d[0] & 0x0f;
+  *payload = g_bytes_new (d + at, len);
+  g_byte_array_remove_range (raw->in, 0, at + len);
+  return TRUE;
+}
+
+static GBytes *
+raw_next_frame (RawClient * raw, guint8 * opcode)
+{
+  GBytes *payload = NULL;
+
+  raw_start_reading (raw);
+  WAIT_UNTIL (raw_take_frame (raw, opcode, &payload) || raw->eof, WAIT_S,
+      "a frame from the server");
+  if (payload == NULL && !raw_take_frame (raw, opcode, &payload))
+    g_error ("the server closed the connection instead of sending a frame");
+  return payload;
+}
+
+static guint16
+close_code (GBytes * payload)
+{
+  gsize len;
+  const guint8 *d = g_bytes_get_data (payload, &len);
+
+  g_assert_cmpuint (len, >=, 2);
+  return (d[0] << 8) | d[1];
+}
+
+/* A WebSocket client that has read pusher:connection_established, with
+ * the extensions it offered all accepted. */
+static RawClient *
+raw_client_new (LegbaServer * server, const char *extensions, int rcvbuf)
+{
+  RawClient *raw = raw_connect (server, rcvbuf);
+  g_autofree char *headers = raw_handshake (raw, extensions);
+  g_autoptr (GBytes) established = NULL;
+  guint8 opcode = 0;
+
+  if (extensions != NULL)
+    g_assert_nonnull (strstr (headers, extensions));
+  established = raw_next_frame (raw, &opcode);
+  g_assert_cmpuint (opcode, ==, 0x1);
+  /* Compressed, with an extension. */
+  if (extensions == NULL)
+    g_assert_nonnull (g_strstr_len (g_bytes_get_data (established, NULL),
+            g_bytes_get_size (established), "pusher:connection_established"));
+  return raw;
+}
+
 static void
 raw_client_free (RawClient * raw)
 {
@@ -242,7 +355,7 @@ test_many_sockets (void)
   guint i;
 
   for (i = 0; i < MANY_SOCKETS; i++) {
-    RawClient *raw = raw_connect (server);
+    RawClient *raw = raw_connect (server, 0);
 
     g_ptr_array_add (clients, raw);
     if (i % 100 < 99) {
@@ -263,6 +376,199 @@ test_many_sockets (void)
   server_free (server);
 }
 
+/* ---- Ping floods ---- */
+
+static const char pusher_ping[] = "{\"event\":\"pusher:ping\",\"data\":{}}";
+
+/* Takes the frames raw has read; TRUE once one is pusher:pong. */
+static gboolean
+raw_take_pusher_pong (RawClient * raw)
+{
+  g_autoptr (GBytes) payload = NULL;
+  guint8 opcode;
+
+  while (raw_take_frame (raw, &opcode, &payload)) {
+    gboolean pong = opcode == 0x1 &&
+        g_strstr_len (g_bytes_get_data (payload, NULL),
+        g_bytes_get_size (payload), "pusher:pong") != NULL;
+
+    g_clear_pointer (&payload, g_bytes_unref);
+    if (pong)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* Pings of the largest payload a control frame has (RFC 6455 §5.5), its
+ * first bytes a sequence number. */
+#define PING_PAYLOAD 125
+#define PING_SIZE (6 + PING_PAYLOAD)
+#define PONG_SIZE (2 + PING_PAYLOAD)
+
+static void
+append_pings (GByteArray * wire, guint n, guint32 * seq)
+{
+  guint8 payload[PING_PAYLOAD] = { 0, };
+
+  for (guint i = 0; i < n; i++, (*seq)++) {
+    memcpy (payload, seq, sizeof *seq);
+    raw_frame_append (wire, 0x89, payload, sizeof payload);
+  }
+}
+
+#define FLOOD_ROUND_TRIPS 20
+#define FLOOD_MIN_PINGS 100000
+
+/* A client that sends pings and never reads, with no bound on control
+ * frames: every ping is read and answered (a pong not yet taken by the
+ * socket answers the newest ping), what waits for the flooder stays
+ * within two pongs, and another client's pusher:ping is answered again
+ * and again while the flood runs. Answering each ping with a pong of its
+ * own made libsoup walk a queue of every unsent pong for each new one:
+ * the server stalled. */
+static void
+test_ping_flood (void)
+{
+  LegbaServer *server = server_new ("control-frames-per-second", 0, NULL);
+  g_autoptr (RawClient) flooder = raw_client_new (server, NULL, 4096);
+  g_autoptr (RawClient) other = raw_client_new (server, NULL, 0);
+  g_autoptr (GByteArray) wire = g_byte_array_new ();
+  g_autoptr (GByteArray) ping = g_byte_array_new ();
+  g_autoptr (GBytes) payload = NULL;
+  guint64 sent = 0, pongs = 0;
+  guint32 seq = 0, last = 0;
+  guint8 opcode = 0;
+  gsize at = 0;
+  guint i;
+
+  raw_stop_reading (flooder);
+  raw_frame_append (ping, 0x81, pusher_ping, strlen (pusher_ping));
+  for (i = 0; i < FLOOD_ROUND_TRIPS || sent < FLOOD_MIN_PINGS; i++) {
+    gint64 deadline = g_get_monotonic_time () + WAIT_S * G_USEC_PER_SEC;
+
+    g_assert_true (raw_write (other, ping->data, ping->len));
+    while (!raw_take_pusher_pong (other)) {
+      gssize n;
+
+      if (g_get_monotonic_time () > deadline)
+        g_error ("no pusher:pong within %d s during a ping flood (%"
+            G_GUINT64_FORMAT " pings sent)", WAIT_S, sent);
+      if (at == wire->len) {
+        g_byte_array_set_size (wire, 0);
+        append_pings (wire, 100, &seq);
+        at = 0;
+      }
+      n = raw_send_some (flooder, wire->data + at, wire->len - at);
+      g_assert_cmpint (n, >=, 0);
+      at += n;
+      sent += n / PING_SIZE;
+      g_main_context_iteration (NULL, n == 0);
+      g_assert_cmpuint (legba_server_get_queued_bytes (server), <=,
+          2 * PONG_SIZE);
+    }
+  }
+  g_test_message ("%u round trips during a flood of %" G_GUINT64_FORMAT
+      " pings", i, sent);
+
+  /* The flooder's stream is whole: pongs only, the last one answering
+   * the last ping. */
+  g_assert_true (raw_write (flooder, wire->data + at, wire->len - at));
+  last = seq - 1;
+  raw_start_reading (flooder);
+  do {
+    g_clear_pointer (&payload, g_bytes_unref);
+    payload = raw_next_frame (flooder, &opcode);
+    g_assert_cmpuint (opcode, ==, 0xa);
+    g_assert_cmpuint (g_bytes_get_size (payload), ==, PING_PAYLOAD);
+    pongs++;
+  } while (memcmp (g_bytes_get_data (payload, NULL), &last, sizeof last) != 0);
+  g_test_message ("%" G_GUINT64_FORMAT " pongs answered %u pings", pongs, seq);
+  g_assert_cmpuint (pongs, <, seq);
+  g_assert_cmpuint (legba_server_get_connection_count (server), ==, 2);
+
+  g_clear_pointer (&flooder, raw_client_free);
+  g_clear_pointer (&other, raw_client_free);
+  server_free (server);
+}
+
+#define CONTROL_RATE 50
+
+/* Whether GET /metrics has line. */
+static gboolean
+has_metric (LegbaServer * server, const char *line)
+{
+  static const char request[] = "GET /metrics HTTP/1.1\r\n"
+      "Host: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  g_autoptr (RawClient) raw = raw_connect (server, 0);
+  g_autofree char *needle = g_strconcat ("\n", line, "\n", NULL);
+
+  g_assert_true (raw_write (raw, request, strlen (request)));
+  raw_start_reading (raw);
+  WAIT_UNTIL (raw->eof, WAIT_S, "the answer to GET /metrics");
+  return raw_find (raw, needle) != NULL;
+}
+
+/* Control frames over control-frames-per-second: the socket is closed
+ * with 1008 and none past the bound is answered, whether the stream
+ * takes the pings (a plain socket) or libsoup does (permessage-deflate);
+ * another client stays served. */
+static void
+test_ping_flood_closed (gconstpointer data)
+{
+  const char *extensions = data;
+  LegbaServer *server = server_new ("control-frames-per-second", CONTROL_RATE,
+      "compression", extensions != NULL, NULL);
+  g_autoptr (RawClient) flooder = raw_client_new (server, extensions, 0);
+  g_autoptr (RawClient) other = raw_client_new (server, NULL, 0);
+  g_autoptr (GByteArray) wire = g_byte_array_new ();
+  g_autoptr (GByteArray) ping = g_byte_array_new ();
+  g_autoptr (GBytes) payload = NULL;
+  guint32 seq = 0;
+  guint8 opcode = 0;
+  guint pongs = 0;
+  gsize at = 0;
+
+  raw_stop_reading (flooder);
+  append_pings (wire, 20000, &seq);
+  while (at < wire->len) {
+    gssize n = raw_send_some (flooder, wire->data + at, wire->len - at);
+
+    if (n < 0)
+      break;
+    at += n;
+    if (legba_server_get_connection_count (server) == 1)
+      break;
+    g_main_context_iteration (NULL, n == 0);
+    g_assert_cmpuint (legba_server_get_queued_bytes (server), <=,
+        CONTROL_RATE * PONG_SIZE);
+  }
+  WAIT_UNTIL (legba_server_get_connection_count (server) == 1, WAIT_S,
+      "the flooder to be closed");
+
+  raw_start_reading (flooder);
+  for (;;) {
+    g_clear_pointer (&payload, g_bytes_unref);
+    payload = raw_next_frame (flooder, &opcode);
+    if (opcode != 0xa)
+      break;
+    pongs++;
+  }
+  g_assert_cmpuint (opcode, ==, 0x8);
+  g_assert_cmpuint (close_code (payload), ==, 1008);
+  g_assert_cmpuint (pongs, <=, CONTROL_RATE);
+  g_test_message ("closed after %u pongs", pongs);
+  g_assert_true (has_metric (server, "legba_control_flood_closes_total 1"));
+
+  g_byte_array_set_size (ping, 0);
+  raw_frame_append (ping, 0x81, pusher_ping, strlen (pusher_ping));
+  g_assert_true (raw_write (other, ping->data, ping->len));
+  WAIT_UNTIL (raw_take_pusher_pong (other), WAIT_S, "pusher:pong");
+
+  g_clear_pointer (&flooder, raw_client_free);
+  g_clear_pointer (&other, raw_client_free);
+  server_free (server);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -271,5 +577,10 @@ main (int argc, char **argv)
       G_LOG_LEVEL_WARNING);
 
   g_test_add_func ("/server/abuse/many-sockets", test_many_sockets);
+  g_test_add_func ("/server/abuse/ping-flood", test_ping_flood);
+  g_test_add_data_func ("/server/abuse/ping-flood-closed", NULL,
+      test_ping_flood_closed);
+  g_test_add_data_func ("/server/abuse/ping-flood-closed-deflate",
+      "permessage-deflate", test_ping_flood_closed);
   return g_test_run ();
 }

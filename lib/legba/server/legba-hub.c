@@ -51,6 +51,7 @@ legba_limits_init_defaults (LegbaLimits * limits)
   limits->max_channel_name_length = 164;
   limits->max_frame_bytes = 262144;
   limits->max_queued_bytes = 4 * 1024 * 1024;
+  limits->control_frames_per_second = 10;
   limits->activity_timeout = 120;
   limits->pong_timeout = 30;
   limits->signin_timeout = 0;

@@ -67,6 +67,7 @@ typedef struct
   guint max_channel_name_length;
   gsize max_frame_bytes;              /* one incoming WebSocket message */
   gsize max_queued_bytes;             /* per socket; enforced by the transport */
+  guint control_frames_per_second;    /* per socket; by the transport */
   guint activity_timeout;             /* seconds, advertised to clients */
   guint pong_timeout;                 /* seconds to answer a server ping */
   guint signin_timeout;               /* seconds; 0: user sign-in optional */

@@ -14,6 +14,7 @@ struct _LegbaMetrics
   guint64 queue_overflows;
   guint64 origin_refused;
   guint64 accept[LEGBA_ACCEPT_N_EVENTS];
+  guint64 control_floods;
 };
 
 LegbaMetrics *
@@ -125,6 +126,12 @@ void
 legba_metrics_count_origin_refused (LegbaMetrics * metrics)
 {
   metrics->origin_refused++;
+}
+
+void
+legba_metrics_count_control_flood (LegbaMetrics * metrics)
+{
+  metrics->control_floods++;
 }
 
 static void
@@ -282,6 +289,9 @@ legba_metrics_render (LegbaMetrics * metrics, LegbaHub * hub,
       "WebSocket handshakes refused for their Origin.",
       metrics->origin_refused);
   legba_metrics_render_accept (metrics, gauges, out);
+  legba_metrics_value (out, "legba_control_flood_closes_total", "counter",
+      "Sockets closed (1008) for going over control-frames-per-second.",
+      metrics->control_floods);
   legba_metrics_render_errors (metrics, hub, out);
   legba_metrics_render_http (metrics, out);
 

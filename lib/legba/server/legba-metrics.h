@@ -58,6 +58,10 @@ void legba_metrics_count_accept (LegbaMetrics * metrics,
 /* A WebSocket handshake refused for its Origin. */
 void legba_metrics_count_origin_refused (LegbaMetrics * metrics);
 
+/* A socket closed for sending control frames over
+ * control-frames-per-second. */
+void legba_metrics_count_control_flood (LegbaMetrics * metrics);
+
 char *legba_metrics_render (LegbaMetrics * metrics, LegbaHub * hub,
     const LegbaMetricsGauges * gauges);
 

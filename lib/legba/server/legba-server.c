@@ -108,6 +108,9 @@ static const LegbaLimitSpec limit_specs[] = {
       "Bytes of one incoming WebSocket message"),
   LIMIT (max_queued_bytes, TRUE, 4096, "max-queued-bytes",
       "Bytes waiting to be written to one socket before it is torn down"),
+  LIMIT (control_frames_per_second, FALSE, 0, "control-frames-per-second",
+      "WebSocket control frames (pings, pongs) one socket may send per "
+      "second before it is closed with 1008 (0: no limit)"),
   LIMIT (activity_timeout, FALSE, 1, "activity-timeout",
       "Seconds of silence before the server pings a client"),
   LIMIT (pong_timeout, FALSE, 1, "pong-timeout",
@@ -453,6 +456,8 @@ legba_server_transport_close (gpointer handle, guint16 code,
     return;
   conn->closing = TRUE;
   conn->close_code = code;
+  /* Whatever the peer sends from now on is libsoup's to read. */
+  legba_ws_stream_set_text_func (conn->stream, NULL);
 
   code_s = g_strdup_printf ("%u", code);
   legba_server_log (G_LOG_LEVEL_INFO, "ws-closing",
@@ -621,28 +626,43 @@ legba_server_conn_text (gpointer owner, const char *text, gsize len)
   return !conn->closing && conn->hub_conn != NULL;
 }
 
+/* A bound of the socket's stream was broken: libsoup drops the connection
+ * without a close frame; write one with code, then linger so that the
+ * peer reads it. */
+static void
+legba_server_conn_refuse (LegbaServerConn * conn, guint16 code,
+    const char *reason)
+{
+  if (!conn->closing) {
+    conn->closing = TRUE;
+    conn->close_code = code;
+    legba_metrics_count_close (conn->server->metrics, code);
+    if (code == SOUP_WEBSOCKET_CLOSE_POLICY_VIOLATION)
+      legba_metrics_count_control_flood (conn->server->metrics);
+  }
+  legba_ws_stream_set_text_func (conn->stream, NULL);
+  legba_ws_stream_inject_close (conn->stream, code, reason);
+  legba_ws_stream_set_linger (conn->stream, OVERSIZE_LINGER_MS);
+  legba_server_conn_schedule_release (conn);
+}
+
 static void
 legba_server_conn_error (SoupWebsocketConnection * ws, GError * error,
     gpointer user_data)
 {
   LegbaServerConn *conn = legba_server_conn_of (ws);
 
+  /* RFC 6455 §7.4.1: 1009, a message too big to process; 1008, a policy
+   * violation (control frames over the rate). */
   if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE) ||
       g_error_matches (error, SOUP_WEBSOCKET_ERROR,
-          SOUP_WEBSOCKET_CLOSE_TOO_BIG)) {
-    /* RFC 6455 §7.4.1: 1009, a message too big to process. libsoup drops
-     * the connection without a close frame; write one, then linger. */
-    if (!conn->closing) {
-      conn->closing = TRUE;
-      conn->close_code = SOUP_WEBSOCKET_CLOSE_TOO_BIG;
-      legba_metrics_count_close (conn->server->metrics,
-          SOUP_WEBSOCKET_CLOSE_TOO_BIG);
-    }
-    legba_ws_stream_inject_close (conn->stream, SOUP_WEBSOCKET_CLOSE_TOO_BIG,
+          SOUP_WEBSOCKET_CLOSE_TOO_BIG))
+    legba_server_conn_refuse (conn, SOUP_WEBSOCKET_CLOSE_TOO_BIG,
         "message too big");
-    legba_ws_stream_set_linger (conn->stream, OVERSIZE_LINGER_MS);
-    legba_server_conn_schedule_release (conn);
-  }
+  else if (g_error_matches (error, LEGBA_WS_STREAM_ERROR,
+          LEGBA_WS_STREAM_ERROR_CONTROL_FLOOD))
+    legba_server_conn_refuse (conn, SOUP_WEBSOCKET_CLOSE_POLICY_VIOLATION,
+        "too many control frames");
 
   legba_server_log (G_LOG_LEVEL_INFO, "ws-error",
       "SOCKET_ID", conn->socket_id, "REMOTE", conn->remote,
@@ -732,6 +752,8 @@ legba_server_conn_new (LegbaServer * self, LegbaUpgrade * upgrade,
   conn->stream = legba_ws_stream_new (base, upgrade->socket,
       self->certificate == NULL);
   legba_ws_stream_set_max_message (conn->stream, self->limits.max_frame_bytes);
+  legba_ws_stream_set_max_control_rate (conn->stream,
+      self->limits.control_frames_per_second);
   /* The connection's reading, writing and timeouts go to a poll bucket
    * (libsoup keeps the thread-default context it is made in), so that no
    * wakeup walks every socket of the server. Its callbacks still run on

@@ -177,6 +177,8 @@ legba_ws_header_payload_len (const guint8 * h)
 
 /* ---- LegbaWsOutput: the counting output stream ---- */
 
+typedef struct _LegbaWsFrame LegbaWsFrame;
+
 #define LEGBA_TYPE_WS_OUTPUT (legba_ws_output_get_type ())
 G_DECLARE_FINAL_TYPE (LegbaWsOutput, legba_ws_output, LEGBA, WS_OUTPUT,
     GOutputStream);
@@ -199,6 +201,8 @@ struct _LegbaWsOutput
   guint64 payload_left;
   gboolean data_frame;          /* text, binary or continuation */
   gboolean fin;
+  guint8 opcode;
+  guint64 frame_size;           /* header and payload */
   guint64 message_written;      /* bytes of the head message written */
   gboolean close_written;
 
@@ -207,24 +211,32 @@ struct _LegbaWsOutput
   gsize queued;
   guint64 written;
 
-  /* Text frames the stream writes itself (legba_ws_stream_send_text) that
-   * the socket has not taken yet, oldest first, and their bytes not yet
-   * written. They go before anything libsoup writes after them; flush
-   * waits for the socket to take them. */
+  /* Bytes of the pongs libsoup is to write for the pings it read (RFC
+   * 6455 §5.5.3: it answers each), until it writes them or its close. */
+  gsize pongs_owed;
+
+  /* Frames the stream writes itself that the socket has not taken yet:
+   * text frames (legba_ws_stream_send_text), oldest first, and pongs
+   * ahead of those not started; their bytes not yet written. They go
+   * before anything libsoup writes after them; flush waits for the
+   * socket to take them. pong is the one pong not started, which answers
+   * the newest ping. */
   GQueue frames;
   gsize frames_left;
+  LegbaWsFrame *pong;
   GSource *flush;
 };
 
-/* A text frame of the stream's own: its header, made here, then the
- * payload it shares with every other socket it goes to. */
-typedef struct
+/* A frame of the stream's own, a text frame or a pong: its header, made
+ * here, then its payload (a text frame's is shared with every other
+ * socket it goes to). */
+struct _LegbaWsFrame
 {
   GBytes *payload;
   guint8 header[10];
   guint header_len;
   gsize sent;                   /* of header and payload together */
-} LegbaWsFrame;
+};
 
 static void
 legba_ws_frame_free (gpointer data)
@@ -286,9 +298,14 @@ legba_ws_output_header_done (LegbaWsOutput * self)
 
   self->data_frame = (opcode & 0x08) == 0;
   self->fin = (self->header[0] & 0x80) != 0;
-  if (opcode == 0x08)
+  self->opcode = opcode;
+  /* libsoup writes nothing after its close, no pong either. */
+  if (opcode == 0x08) {
     self->close_written = TRUE;
+    self->pongs_owed = 0;
+  }
   self->payload_left = legba_ws_header_payload_len (self->header);
+  self->frame_size = self->header_len + self->payload_left;
   self->in_payload = TRUE;
   if (self->data_frame)
     self->message_written += self->header_len;
@@ -302,6 +319,8 @@ legba_ws_output_frame_done (LegbaWsOutput * self)
   self->in_payload = FALSE;
   if (self->data_frame && self->fin)
     legba_ws_output_message_done (self);
+  if (self->opcode == 0x0a)
+    self->pongs_owed -= MIN (self->pongs_owed, self->frame_size);
 }
 
 static void
@@ -347,9 +366,9 @@ legba_ws_output_get_queued (LegbaWsOutput * self)
   gsize head;
 
   if (g_queue_is_empty (&self->pending))
-    return self->frames_left;
+    return self->frames_left + self->pongs_owed;
   head = GPOINTER_TO_SIZE (g_queue_peek_head (&self->pending));
-  return self->frames_left + self->queued -
+  return self->frames_left + self->pongs_owed + self->queued -
       (gsize) MIN (self->message_written, (guint64) head);
 }
 
@@ -407,6 +426,8 @@ legba_ws_output_flush_frames (LegbaWsOutput * self, GError ** error)
     frame->sent += n;
     self->frames_left -= n;
     self->written += n;
+    if (frame == self->pong)
+      self->pong = NULL;
     if (frame->sent < frame->header_len + g_bytes_get_size (frame->payload))
       return FALSE;
     legba_ws_frame_free (g_queue_pop_head (&self->frames));
@@ -421,10 +442,32 @@ legba_ws_output_drop_frames (LegbaWsOutput * self)
 {
   g_queue_clear_full (&self->frames, legba_ws_frame_free);
   self->frames_left = 0;
+  self->pong = NULL;
+  self->pongs_owed = 0;
   if (self->flush != NULL) {
     g_source_destroy (self->flush);
     g_clear_pointer (&self->flush, g_source_unref);
   }
+}
+
+/* Drops the queued frames but one partly written: a close goes next. */
+static void
+legba_ws_output_drop_unstarted (LegbaWsOutput * self)
+{
+  LegbaWsFrame *head = g_queue_peek_head (&self->frames);
+  gsize left = 0;
+
+  if (head != NULL && head->sent > 0) {
+    g_queue_pop_head (&self->frames);
+    left = head->header_len + g_bytes_get_size (head->payload) - head->sent;
+  } else {
+    head = NULL;
+  }
+  g_queue_clear_full (&self->frames, legba_ws_frame_free);
+  self->pong = NULL;
+  self->frames_left = left;
+  if (head != NULL)
+    g_queue_push_head (&self->frames, head);
 }
 
 static gboolean
@@ -641,6 +684,12 @@ struct _LegbaWsInput
   gboolean in_message;          /* a fragmented message has begun */
   gboolean close_seen;
 
+  /* Control frames in the current one-second window, and its start. */
+  guint max_control;            /* per second; 0: no bound */
+  guint control_count;
+  gint64 control_window;
+  gboolean flooded;             /* over max_control: reads fail */
+
   /* Whole text frames the stream takes itself (legba_ws_stream_set_text_func):
    * the start of a frame not yet whole, and an error of the socket's that
    * libsoup is still to read. */
@@ -657,8 +706,44 @@ G_DEFINE_FINAL_TYPE_WITH_CODE (LegbaWsInput, legba_ws_input,
     G_IMPLEMENT_INTERFACE (G_TYPE_POLLABLE_INPUT_STREAM,
         legba_ws_input_pollable_init));
 
-/* Returns FALSE when a frame makes its message too large; *good is then
- * the number of bytes before that frame's header within data. */
+/* One more control frame from the peer: FALSE, and the input flooded,
+ * when that makes more than max_control in the window. */
+static gboolean
+legba_ws_input_count_control (LegbaWsInput * self)
+{
+  gint64 now;
+
+  if (self->max_control == 0)
+    return TRUE;
+  now = g_get_monotonic_time ();
+  if (self->control_count == 0 || now - self->control_window >= G_USEC_PER_SEC) {
+    self->control_window = now;
+    self->control_count = 0;
+  }
+  if (++self->control_count <= self->max_control)
+    return TRUE;
+  self->flooded = TRUE;
+  return FALSE;
+}
+
+/* A control frame going to libsoup: a ping it answers (RFC 6455 §5.5.2:
+ * final, no reserved bit, masked, at most 125 bytes; while it has not
+ * closed) owes a pong of the same payload, counted as queued until
+ * libsoup writes it. */
+static void
+legba_ws_input_owe_pong (LegbaWsInput * self, guint64 payload_len)
+{
+  LegbaWsStream *stream = self->stream;
+
+  if (stream == NULL || self->close_seen || stream->output->close_written ||
+      self->header[0] != 0x89 || !(self->header[1] & 0x80) || payload_len > 125)
+    return;
+  stream->output->pongs_owed += 2 + payload_len;
+}
+
+/* Returns FALSE when a frame makes its message too large or comes over
+ * the control frame rate; *good is then the number of bytes before that
+ * frame's header within data. */
 static gboolean
 legba_ws_input_check (LegbaWsInput * self, const guint8 * data,
     gsize len, gsize * good)
@@ -691,6 +776,11 @@ legba_ws_input_check (LegbaWsInput * self, const guint8 * data,
     self->header_need = 2;
     self->payload_left = plen;
     if (opcode & 0x08) {
+      if (!legba_ws_input_count_control (self)) {
+        *good = header_start;
+        return FALSE;
+      }
+      legba_ws_input_owe_pong (self, plen);
       self->close_seen |= opcode == 0x08;
       continue;
     }
@@ -706,15 +796,27 @@ legba_ws_input_check (LegbaWsInput * self, const guint8 * data,
   return TRUE;
 }
 
-static gssize
-legba_ws_input_too_large (GError ** error)
+static gboolean
+legba_ws_input_failed (LegbaWsInput * self)
 {
-  g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE,
-      "WebSocket message over the size limit");
+  return self->too_large || self->flooded;
+}
+
+/* The error of every read once a bound is broken. */
+static gssize
+legba_ws_input_fail (LegbaWsInput * self, GError ** error)
+{
+  if (self->flooded)
+    g_set_error_literal (error, LEGBA_WS_STREAM_ERROR,
+        LEGBA_WS_STREAM_ERROR_CONTROL_FLOOD,
+        "WebSocket control frames over the rate limit");
+  else
+    g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE,
+        "WebSocket message over the size limit");
   return -1;
 }
 
-/* Passes on what base returned, up to the frame that breaks the bound;
+/* Passes on what base returned, up to the frame that breaks a bound;
  * the read after that one fails. */
 static gssize
 legba_ws_input_filter (LegbaWsInput * self, const void *buffer, gssize n,
@@ -725,10 +827,11 @@ legba_ws_input_filter (LegbaWsInput * self, const void *buffer, gssize n,
   if (n <= 0 || legba_ws_input_check (self, buffer, n, &good))
     return n;
 
-  self->too_large = TRUE;
+  if (!self->flooded)
+    self->too_large = TRUE;
   if (good > 0)
     return good;
-  return legba_ws_input_too_large (error);
+  return legba_ws_input_fail (self, error);
 }
 
 static gssize
@@ -771,8 +874,8 @@ legba_ws_input_read (GInputStream * stream, void *buffer, gsize count,
 {
   LegbaWsInput *self = LEGBA_WS_INPUT (stream);
 
-  if (self->too_large)
-    return legba_ws_input_too_large (error);
+  if (legba_ws_input_failed (self))
+    return legba_ws_input_fail (self, error);
   return legba_ws_input_filter (self, buffer,
       legba_ws_input_receive (self, buffer, count, TRUE, cancellable, error),
       error);
@@ -803,7 +906,8 @@ legba_ws_input_is_readable (GPollableInputStream * stream)
 {
   LegbaWsInput *self = LEGBA_WS_INPUT (stream);
 
-  if (self->too_large || self->held != NULL || self->pending_errno != 0)
+  if (legba_ws_input_failed (self) || self->held != NULL ||
+      self->pending_errno != 0)
     return TRUE;
   if (self->base == NULL)
     return (legba_ws_fd_check (legba_ws_stream_fd (self->stream),
@@ -828,10 +932,14 @@ legba_ws_input_is_readable (GPollableInputStream * stream)
  * way at a time, in order. After a close frame either way, or once the
  * owner declines a message, libsoup reads everything. */
 
+static void legba_ws_stream_answer_ping (LegbaWsStream * stream,
+    const guint8 * payload, gsize len);
+
 typedef enum
 {
   LEGBA_WS_SCAN_PARTIAL,        /* not all of the frame is there yet */
   LEGBA_WS_SCAN_TEXT,           /* a whole text frame the stream takes */
+  LEGBA_WS_SCAN_PING,           /* a whole ping the stream answers */
   LEGBA_WS_SCAN_OTHER,          /* for libsoup */
 } LegbaWsScan;
 
@@ -848,6 +956,14 @@ legba_ws_scan_frame (const guint8 * data, gsize len, guint64 max,
 
   if (len < 2)
     return LEGBA_WS_SCAN_PARTIAL;
+  /* FIN, no reserved bit, ping; masked; a control frame's payload is at
+   * most 125 bytes, its length in the 7-bit form (RFC 6455 §5.5). */
+  if (data[0] == 0x89 && (data[1] & 0x80) && (data[1] & 0x7f) < 126) {
+    *header_len = 6;
+    *payload_len = data[1] & 0x7f;
+    return len < *header_len + *payload_len ? LEGBA_WS_SCAN_PARTIAL :
+        LEGBA_WS_SCAN_PING;
+  }
   /* FIN, no reserved bit, text; masked, as a client's frames are. */
   if (data[0] != 0x81 || !(data[1] & 0x80))
     return LEGBA_WS_SCAN_OTHER;
@@ -880,7 +996,7 @@ legba_ws_input_may_take (LegbaWsInput * self)
 
   return stream != NULL && stream->text_func != NULL &&
       stream->owner != NULL && self->base == NULL && self->held == NULL &&
-      !self->closed && !self->too_large && !self->texts_stopped &&
+      !self->closed && !legba_ws_input_failed (self) && !self->texts_stopped &&
       self->pending_errno == 0 && self->max_message > 0 &&
       self->header_len == 0 && self->payload_left == 0 &&
       !self->in_message && !self->close_seen && stream->fd >= 0 &&
@@ -911,6 +1027,20 @@ legba_ws_input_take_frames (LegbaWsInput * self, guint8 * data, gsize len,
       case LEGBA_WS_SCAN_OTHER:
         *other = TRUE;
         return off;
+      case LEGBA_WS_SCAN_PING:
+        if (!legba_ws_input_count_control (self)) {
+          *other = TRUE;
+          return off;
+        }
+        payload = data + off + header_len;
+        legba_ws_unmask (payload, payload_len, payload - 4);
+        legba_ws_stream_answer_ping (stream, payload, payload_len);
+        off += header_len + payload_len;
+        if (!legba_ws_input_may_take (self)) {
+          *other = TRUE;
+          return off;
+        }
+        continue;
       case LEGBA_WS_SCAN_TEXT:
         break;
     }
@@ -974,6 +1104,11 @@ legba_ws_input_take_texts (LegbaWsInput * self)
       len = self->own->len;
     }
     taken = legba_ws_input_take_frames (self, data, len, &other);
+    if (self->flooded) {
+      /* Nothing more of the peer's is read: libsoup's read fails. */
+      g_clear_pointer (&self->own, g_byte_array_unref);
+      return FALSE;
+    }
     if (self->own == NULL && taken < len)
       self->own = g_byte_array_new_take (g_memdup2 (data + taken,
               len - taken), len - taken);
@@ -1219,8 +1354,8 @@ legba_ws_input_read_nonblocking (GPollableInputStream * stream, void *buffer,
   gboolean from_socket = self->base == NULL && self->held == NULL;
   gssize n;
 
-  if (self->too_large)
-    return legba_ws_input_too_large (error);
+  if (legba_ws_input_failed (self))
+    return legba_ws_input_fail (self, error);
   /* libsoup reads until a read would block. A socket that gave less than
    * was asked had nothing more at that moment; what comes later makes the
    * socket readable again, so the read that would only say so is
@@ -1277,6 +1412,8 @@ legba_ws_input_init (LegbaWsInput * self)
 /* ---- LegbaWsStream ---- */
 
 G_DEFINE_FINAL_TYPE (LegbaWsStream, legba_ws_stream, G_TYPE_IO_STREAM);
+
+G_DEFINE_QUARK (legba - ws - stream - error - quark, legba_ws_stream_error);
 
 static GInputStream *
 legba_ws_stream_get_input_stream (GIOStream * stream)
@@ -1391,15 +1528,22 @@ legba_ws_stream_drain_timeout (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* Reads dropped in one dispatch of the drain: a peer that keeps sending
+ * must not hold the thread until the linger's end. */
+#define LEGBA_WS_DRAIN_READS 16
+
 static gboolean
 legba_ws_stream_drain (gint fd, GIOCondition condition, gpointer user_data)
 {
   LegbaWsStream *self = LEGBA_WS_STREAM (user_data);
   char buffer[4096];
+  guint reads = 0;
 
   for (;;) {
     gssize n = recv (fd, buffer, sizeof buffer, MSG_DONTWAIT);
 
+    if (n > 0 && ++reads == LEGBA_WS_DRAIN_READS)
+      return G_SOURCE_CONTINUE;
     if (n > 0 || (n < 0 && errno == EINTR))
       continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -1592,14 +1736,98 @@ legba_ws_stream_get_written (LegbaWsStream * stream)
   return stream->output->written;
 }
 
+/* Writes frame (its payload not owned) now when nothing of the stream's
+ * or libsoup's is in the way and the socket takes it all; else queues it,
+ * with a reference to its payload: last, or when urgent (a control
+ * frame) ahead of the frames not started, and waits for the socket on
+ * context (NULL: the thread-default one). Returns the queued frame, NULL
+ * when it was written or the socket failed (the stream is then
+ * aborted). */
+static LegbaWsFrame *
+legba_ws_stream_push_frame (LegbaWsStream * stream, const LegbaWsFrame * frame,
+    gboolean urgent, GMainContext * context)
+{
+  LegbaWsOutput *output = stream->output;
+  gsize size = frame->header_len + g_bytes_get_size (frame->payload);
+  LegbaWsFrame *queued;
+  LegbaWsFrame *head;
+  gssize n = 0;
+
+  if (g_queue_is_empty (&output->frames) &&
+      legba_ws_output_at_boundary (output)) {
+    n = legba_ws_frame_write (stream->fd, (LegbaWsFrame *) frame);
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+      /* The peer is gone: what libsoup reads next tells it so. */
+      g_debug ("Error sending data: %s", g_strerror (errno));
+      legba_ws_stream_abort (stream);
+      return NULL;
+    }
+    n = MAX (n, 0);
+    output->written += n;
+    if ((gsize) n == size)
+      return NULL;
+  }
+
+  queued = g_memdup2 (frame, sizeof *frame);
+  g_bytes_ref (queued->payload);
+  queued->sent = n;
+  head = g_queue_peek_head (&output->frames);
+  if (!urgent || head == NULL)
+    g_queue_push_tail (&output->frames, queued);
+  else if (head->sent > 0)
+    g_queue_push_nth (&output->frames, queued, 1);
+  else
+    g_queue_push_head (&output->frames, queued);
+  output->frames_left += size - n;
+  if (output->flush == NULL) {
+    output->flush = g_unix_fd_source_new (stream->fd, G_IO_OUT);
+    g_source_set_callback (output->flush,
+        (GSourceFunc) G_CALLBACK (legba_ws_output_on_writable), output, NULL);
+    g_source_set_static_name (output->flush, "legba-ws-flush");
+    g_source_attach (output->flush, context != NULL ? context :
+        g_main_context_get_thread_default ());
+  }
+  return queued;
+}
+
+/* RFC 6455 §5.5.3: a pong carries its ping's payload, and an endpoint
+ * that has not yet answered earlier pings may answer the newest one only:
+ * a pong not started yet takes the newest ping's payload. */
+static void
+legba_ws_stream_answer_ping (LegbaWsStream * stream, const guint8 * payload,
+    gsize len)
+{
+  LegbaWsOutput *output = stream->output;
+  g_autoptr (GBytes) bytes = NULL;
+  LegbaWsFrame frame;
+
+  if (stream->fd < 0 || stream->aborted || output->close_written)
+    return;
+  bytes = g_bytes_new (payload, len);
+  if (output->pong != NULL) {
+    output->frames_left -= g_bytes_get_size (output->pong->payload);
+    output->frames_left += len;
+    g_bytes_unref (output->pong->payload);
+    output->pong->payload = g_steal_pointer (&bytes);
+    output->pong->header[1] = len;
+    return;
+  }
+  frame.payload = bytes;
+  frame.header[0] = 0x8a;
+  frame.header[1] = len;
+  frame.header_len = 2;
+  frame.sent = 0;
+  output->pong = legba_ws_stream_push_frame (stream, &frame, TRUE, NULL);
+  if (output->pong != NULL && output->pong->sent > 0)
+    output->pong = NULL;
+}
+
 gboolean
 legba_ws_stream_send_text (LegbaWsStream * stream, GBytes * payload,
     GMainContext * context)
 {
   LegbaWsOutput *output;
   LegbaWsFrame frame;
-  gsize size;
-  gssize n = 0;
 
   g_return_val_if_fail (LEGBA_IS_WS_STREAM (stream), FALSE);
   g_return_val_if_fail (payload != NULL, FALSE);
@@ -1610,37 +1838,11 @@ legba_ws_stream_send_text (LegbaWsStream * stream, GBytes * payload,
   if (stream->fd < 0 || stream->aborted || output->close_written)
     return TRUE;
 
-  size = g_bytes_get_size (payload);
   frame.payload = payload;
-  frame.header_len = legba_ws_text_header (frame.header, size);
+  frame.header_len = legba_ws_text_header (frame.header,
+      g_bytes_get_size (payload));
   frame.sent = 0;
-  if (g_queue_is_empty (&output->frames) &&
-      legba_ws_output_at_boundary (output)) {
-    n = legba_ws_frame_write (stream->fd, &frame);
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-      /* The peer is gone: what libsoup reads next tells it so. */
-      g_debug ("Error sending data: %s", g_strerror (errno));
-      legba_ws_stream_abort (stream);
-      return TRUE;
-    }
-    n = MAX (n, 0);
-    output->written += n;
-    if ((gsize) n == frame.header_len + size)
-      return TRUE;
-  }
-
-  frame.payload = g_bytes_ref (payload);
-  frame.sent = n;
-  g_queue_push_tail (&output->frames, g_memdup2 (&frame, sizeof frame));
-  output->frames_left += frame.header_len + size - n;
-  if (output->flush == NULL) {
-    output->flush = g_unix_fd_source_new (stream->fd, G_IO_OUT);
-    g_source_set_callback (output->flush,
-        (GSourceFunc) G_CALLBACK (legba_ws_output_on_writable), output, NULL);
-    g_source_set_static_name (output->flush, "legba-ws-flush");
-    g_source_attach (output->flush, context != NULL ? context :
-        g_main_context_get_thread_default ());
-  }
+  legba_ws_stream_push_frame (stream, &frame, FALSE, context);
   return TRUE;
 }
 
@@ -1660,6 +1862,12 @@ legba_ws_stream_inject_close (LegbaWsStream * stream, guint16 code,
       !legba_ws_output_at_boundary (output) ||
       !g_pollable_output_stream_can_poll (G_POLLABLE_OUTPUT_STREAM (output)))
     return FALSE;
+
+  /* The stream's own frames go first, those the socket takes now; the
+   * others give way to the close. */
+  if (!g_queue_is_empty (&output->frames) &&
+      !legba_ws_output_flush_frames (output, NULL))
+    legba_ws_output_drop_unstarted (output);
 
   /* RFC 6455 §5.5.1: a control frame's payload is at most 125 bytes. */
   reason_len = reason ? MIN (strlen (reason), 123) : 0;
@@ -1681,6 +1889,15 @@ legba_ws_stream_set_max_message (LegbaWsStream * stream, guint64 max_bytes)
   g_return_if_fail (LEGBA_IS_WS_STREAM (stream));
 
   stream->input->max_message = max_bytes;
+}
+
+void
+legba_ws_stream_set_max_control_rate (LegbaWsStream * stream,
+    guint max_per_second)
+{
+  g_return_if_fail (LEGBA_IS_WS_STREAM (stream));
+
+  stream->input->max_control = max_per_second;
 }
 
 void

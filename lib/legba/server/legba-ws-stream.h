@@ -16,6 +16,17 @@
 
 G_BEGIN_DECLS
 
+/* How a read fails when the peer breaks a bound of the stream's (besides
+ * G_IO_ERROR_MESSAGE_TOO_LARGE for legba_ws_stream_set_max_message()). */
+#define LEGBA_WS_STREAM_ERROR (legba_ws_stream_error_quark ())
+GQuark legba_ws_stream_error_quark (void);
+
+typedef enum
+{
+  /* over the rate of legba_ws_stream_set_max_control_rate() */
+  LEGBA_WS_STREAM_ERROR_CONTROL_FLOOD,
+} LegbaWsStreamError;
+
 #define LEGBA_TYPE_WS_STREAM (legba_ws_stream_get_type ())
 G_DECLARE_FINAL_TYPE (LegbaWsStream, legba_ws_stream, LEGBA, WS_STREAM,
     GIOStream)
@@ -36,8 +47,9 @@ gsize legba_ws_frame_size (gsize payload_len);
  * counts as queued until its last byte is written to the socket. */
 void legba_ws_stream_account (LegbaWsStream * stream, gsize frame_size);
 
-/* Bytes of accounted messages, and of text frames the stream sends
- * itself, not yet written. */
+/* Bytes of accounted messages, of the frames the stream sends itself
+ * (texts, pongs) and of the pongs libsoup owes the peer, not yet
+ * written. */
 gsize legba_ws_stream_get_queued (LegbaWsStream * stream);
 
 /* Bytes written to the socket (every frame, control frames included). */
@@ -67,6 +79,13 @@ gboolean legba_ws_stream_inject_close (LegbaWsStream * stream, guint16 code,
  * G_IO_ERROR_MESSAGE_TOO_LARGE, before its payload is read. */
 void legba_ws_stream_set_max_message (LegbaWsStream * stream,
     guint64 max_bytes);
+
+/* Bounds the control frames (ping, pong, close) the peer sends: at most
+ * max_per_second in any one-second window (0: no bound). The read that
+ * brings the one over it fails with LEGBA_WS_STREAM_ERROR_CONTROL_FLOOD,
+ * before that frame reaches libsoup, and so does every read after it. */
+void legba_ws_stream_set_max_control_rate (LegbaWsStream * stream,
+    guint max_per_second);
 
 /* When the stream is closed, first shut down the sending side and read
  * and drop what the peer still sends, for up to timeout_ms or until it
@@ -99,9 +118,12 @@ typedef gboolean (*LegbaWsTextFunc) (gpointer owner, const char *text,
 
 /* Over a plain socket, with a bound set and an owner, the stream takes
  * whole text frames itself and calls func with each, in order with the
- * messages libsoup reads (control frames, fragmented messages and
- * anything invalid, which libsoup answers as before). Only for a
- * connection without extensions: their frames are not plain text. */
+ * messages libsoup reads (fragmented messages, control frames other than
+ * pings, and anything invalid, which libsoup answers as before). It also
+ * takes pings and answers them itself (RFC 6455 §5.5.3): a pong the
+ * socket has not taken yet answers the newest ping instead of a pong
+ * more being queued for each. Only for a connection without extensions:
+ * their frames are not plain text. NULL: no more (a socket closing). */
 void legba_ws_stream_set_text_func (LegbaWsStream * stream,
     LegbaWsTextFunc func);
 
