@@ -24,7 +24,7 @@ done
 # Xvfb and GStreamer's X sinks for legba-call's windows in the tests.
 packages=(
   build-essential meson ninja-build pkg-config
-  libglib2.0-dev libsoup-3.0-dev libjson-glib-dev glib-networking
+  libglib2.0-dev libsoup-3.0-dev libjson-glib-dev glib-networking zlib1g-dev
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   libgstreamer-plugins-bad1.0-dev
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good

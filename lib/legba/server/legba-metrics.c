@@ -15,6 +15,7 @@ struct _LegbaMetrics
   guint64 origin_refused;
   guint64 accept[LEGBA_ACCEPT_N_EVENTS];
   guint64 control_floods;
+  guint64 inflate_limits;
 };
 
 LegbaMetrics *
@@ -132,6 +133,12 @@ void
 legba_metrics_count_control_flood (LegbaMetrics * metrics)
 {
   metrics->control_floods++;
+}
+
+void
+legba_metrics_count_inflate_limit (LegbaMetrics * metrics)
+{
+  metrics->inflate_limits++;
 }
 
 static void
@@ -292,6 +299,9 @@ legba_metrics_render (LegbaMetrics * metrics, LegbaHub * hub,
   legba_metrics_value (out, "legba_control_flood_closes_total", "counter",
       "Sockets closed (1008) for going over control-frames-per-second.",
       metrics->control_floods);
+  legba_metrics_value (out, "legba_inflate_limit_closes_total", "counter",
+      "Sockets closed (1009) for a compressed message that inflated over "
+      "max-frame-bytes.", metrics->inflate_limits);
   legba_metrics_render_errors (metrics, hub, out);
   legba_metrics_render_http (metrics, out);
 

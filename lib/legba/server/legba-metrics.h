@@ -62,6 +62,10 @@ void legba_metrics_count_origin_refused (LegbaMetrics * metrics);
  * control-frames-per-second. */
 void legba_metrics_count_control_flood (LegbaMetrics * metrics);
 
+/* A socket closed for a compressed message that inflated over
+ * max-frame-bytes. */
+void legba_metrics_count_inflate_limit (LegbaMetrics * metrics);
+
 char *legba_metrics_render (LegbaMetrics * metrics, LegbaHub * hub,
     const LegbaMetricsGauges * gauges);
 

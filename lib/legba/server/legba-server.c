@@ -27,6 +27,7 @@
 #include <legba/server/legba-server-private.h>
 
 #include <legba/server/legba-poll-group.h>
+#include <legba/server/legba-ws-deflate.h>
 #include <legba/server/legba-ws-stream.h>
 #include <legba/common/legba-turn.h>
 
@@ -626,12 +627,38 @@ legba_server_conn_text (gpointer owner, const char *text, gsize len)
   return !conn->closing && conn->hub_conn != NULL;
 }
 
-/* A bound of the socket's stream was broken: libsoup drops the connection
- * without a close frame; write one with code, then linger so that the
- * peer reads it. */
+/* permessage-deflate: the socket's compressed messages stop inflating
+ * at max_bytes. */
+static void
+legba_server_conn_bound_inflation (LegbaServerConn * conn, gsize max_bytes)
+{
+  GList *l;
+
+  for (l = soup_websocket_connection_get_extensions (conn->ws); l; l = l->next)
+    if (LEGBA_IS_WS_DEFLATE (l->data))
+      legba_ws_deflate_set_max_message (l->data, max_bytes);
+}
+
+static gboolean
+legba_server_conn_inflated_too_much (LegbaServerConn * conn)
+{
+  GList *l;
+
+  for (l = soup_websocket_connection_get_extensions (conn->ws); l; l = l->next)
+    if (LEGBA_IS_WS_DEFLATE (l->data) &&
+        legba_ws_deflate_is_over_limit (l->data))
+      return TRUE;
+  return FALSE;
+}
+
+/* A bound was broken: the socket is closed with code. libsoup drops the
+ * connection without a close frame when a read fails (the bounds of the
+ * socket's stream), so one is written (inject); it writes its own when
+ * an extension fails (a message inflated over the bound). Either way it
+ * then lingers, so that the peer reads the close frame. */
 static void
 legba_server_conn_refuse (LegbaServerConn * conn, guint16 code,
-    const char *reason)
+    const char *reason, gboolean inject)
 {
   if (!conn->closing) {
     conn->closing = TRUE;
@@ -639,9 +666,12 @@ legba_server_conn_refuse (LegbaServerConn * conn, guint16 code,
     legba_metrics_count_close (conn->server->metrics, code);
     if (code == SOUP_WEBSOCKET_CLOSE_POLICY_VIOLATION)
       legba_metrics_count_control_flood (conn->server->metrics);
+    if (!inject)
+      legba_metrics_count_inflate_limit (conn->server->metrics);
   }
   legba_ws_stream_set_text_func (conn->stream, NULL);
-  legba_ws_stream_inject_close (conn->stream, code, reason);
+  if (inject)
+    legba_ws_stream_inject_close (conn->stream, code, reason);
   legba_ws_stream_set_linger (conn->stream, OVERSIZE_LINGER_MS);
   legba_server_conn_schedule_release (conn);
 }
@@ -654,15 +684,19 @@ legba_server_conn_error (SoupWebsocketConnection * ws, GError * error,
 
   /* RFC 6455 §7.4.1: 1009, a message too big to process; 1008, a policy
    * violation (control frames over the rate). */
-  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE) ||
+  if (g_error_matches (error, SOUP_WEBSOCKET_ERROR,
+          SOUP_WEBSOCKET_CLOSE_TOO_BIG) &&
+      legba_server_conn_inflated_too_much (conn))
+    legba_server_conn_refuse (conn, SOUP_WEBSOCKET_CLOSE_TOO_BIG, NULL, FALSE);
+  else if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE) ||
       g_error_matches (error, SOUP_WEBSOCKET_ERROR,
           SOUP_WEBSOCKET_CLOSE_TOO_BIG))
     legba_server_conn_refuse (conn, SOUP_WEBSOCKET_CLOSE_TOO_BIG,
-        "message too big");
+        "message too big", TRUE);
   else if (g_error_matches (error, LEGBA_WS_STREAM_ERROR,
           LEGBA_WS_STREAM_ERROR_CONTROL_FLOOD))
     legba_server_conn_refuse (conn, SOUP_WEBSOCKET_CLOSE_POLICY_VIOLATION,
-        "too many control frames");
+        "too many control frames", TRUE);
 
   legba_server_log (G_LOG_LEVEL_INFO, "ws-error",
       "SOCKET_ID", conn->socket_id, "REMOTE", conn->remote,
@@ -773,6 +807,7 @@ legba_server_conn_new (LegbaServer * self, LegbaUpgrade * upgrade,
       self->limits.max_frame_bytes);
   conn->frames_direct =
       soup_websocket_connection_get_extensions (conn->ws) == NULL;
+  legba_server_conn_bound_inflation (conn, self->limits.max_frame_bytes);
   /* Pusher protocol 7 keeps connections alive with pusher:ping. */
   soup_websocket_connection_set_keepalive_interval (conn->ws, 0);
 
@@ -2033,7 +2068,7 @@ legba_server_init (LegbaServer * self)
   self->extension_types =
       g_ptr_array_new_with_free_func ((GDestroyNotify) g_type_class_unref);
   g_ptr_array_add (self->extension_types,
-      g_type_class_ref (SOUP_TYPE_WEBSOCKET_EXTENSION_DEFLATE));
+      g_type_class_ref (LEGBA_TYPE_WS_DEFLATE));
 
   self->soup = legba_server_new_soup (self);
   self->acceptor = legba_acceptor_new (self, self->soup);
