@@ -649,6 +649,12 @@ legba_ws_output_init (LegbaWsOutput * self)
 
 /* ---- LegbaWsInput: the input stream that bounds incoming messages ---- */
 
+/* Bytes one dispatch of a socket's reading takes off a plain socket: a
+ * peer that sends as fast as it is read must not hold the thread, which
+ * serves every other socket too. What is left waits for the next
+ * iteration; the socket is still readable. */
+#define LEGBA_WS_READ_BUDGET (64 * 1024)
+
 /* libsoup's max-incoming-payload-size bounds one frame, not a message
  * sent as many continuation frames (RFC 6455 §5.4), which it gathers in
  * memory. This stream reads the frame headers as they pass and fails the
@@ -667,6 +673,7 @@ struct _LegbaWsInput
   GByteArray *held;             /* the peer's first bytes, read before */
   gsize held_off;
   gboolean short_read;          /* the last socket read gave less than asked */
+  gsize budget;                 /* socket bytes still to read this dispatch */
   gboolean closed;              /* no more waiting on the socket */
   /* Waiting on the socket: the context's watch (a user of it) and the
    * poll record the input keeps in it. */
@@ -1097,6 +1104,7 @@ legba_ws_input_take_texts (LegbaWsInput * self)
       return FALSE;
     }
 
+    self->budget -= MIN (self->budget, (gsize) n);
     len = n;
     if (self->own != NULL) {
       g_byte_array_append (self->own, chunk, n);
@@ -1121,7 +1129,7 @@ legba_ws_input_take_texts (LegbaWsInput * self)
       self->held = g_steal_pointer (&self->own);
       return FALSE;
     }
-    if ((gsize) n < sizeof chunk)
+    if ((gsize) n < sizeof chunk || self->budget == 0)
       return TRUE;
   }
 }
@@ -1238,8 +1246,10 @@ legba_ws_reader_dispatch (GSource * source, GSourceFunc callback,
 
   if (callback == NULL)
     return G_SOURCE_REMOVE;
-  /* All the socket had was whole text frames, taken: libsoup has nothing
-   * to read, and its source stays as it is. */
+  reader->input->budget = LEGBA_WS_READ_BUDGET;
+  /* All the socket had was whole text frames, taken (or all this dispatch
+   * may read): libsoup has nothing to read, and its source stays as it
+   * is. */
   if (legba_ws_input_take_texts (reader->input))
     return G_SOURCE_CONTINUE;
   return ((GPollableSourceFunc) (void (*)(void)) callback) (G_OBJECT
@@ -1359,8 +1369,9 @@ legba_ws_input_read_nonblocking (GPollableInputStream * stream, void *buffer,
   /* libsoup reads until a read would block. A socket that gave less than
    * was asked had nothing more at that moment; what comes later makes the
    * socket readable again, so the read that would only say so is
-   * spared. */
-  if (from_socket && self->short_read) {
+   * spared. A socket that gave this dispatch's budget waits for the next
+   * one: the socket is still readable. */
+  if (from_socket && (self->short_read || self->budget == 0)) {
     self->short_read = FALSE;
     g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK,
         "no more input for now");
@@ -1368,6 +1379,8 @@ legba_ws_input_read_nonblocking (GPollableInputStream * stream, void *buffer,
   }
   n = legba_ws_input_receive (self, buffer, count, FALSE, NULL, error);
   self->short_read = from_socket && n > 0 && (gsize) n < count;
+  if (from_socket && n > 0)
+    self->budget -= MIN (self->budget, (gsize) n);
   return legba_ws_input_filter (self, buffer, n, error);
 }
 
@@ -1407,6 +1420,7 @@ static void
 legba_ws_input_init (LegbaWsInput * self)
 {
   self->header_need = 2;
+  self->budget = LEGBA_WS_READ_BUDGET;
 }
 
 /* ---- LegbaWsStream ---- */
