@@ -653,7 +653,7 @@ legba_ws_output_init (LegbaWsOutput * self)
  * peer that sends as fast as it is read must not hold the thread, which
  * serves every other socket too. What is left waits for the next
  * iteration; the socket is still readable. */
-#define LEGBA_WS_READ_BUDGET (64 * 1024)
+#define LEGBA_WS_READ_BUDGET (16 * 1024)
 
 /* libsoup's max-incoming-payload-size bounds one frame, not a message
  * sent as many continuation frames (RFC 6455 §5.4), which it gathers in
@@ -1542,9 +1542,10 @@ legba_ws_stream_drain_timeout (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
-/* Reads dropped in one dispatch of the drain: a peer that keeps sending
- * must not hold the thread until the linger's end. */
-#define LEGBA_WS_DRAIN_READS 16
+/* Reads dropped in one dispatch of the drain (16 KiB, as
+ * LEGBA_WS_READ_BUDGET): a peer that keeps sending must not hold the
+ * thread until the linger's end. */
+#define LEGBA_WS_DRAIN_READS 4
 
 static gboolean
 legba_ws_stream_drain (gint fd, GIOCondition condition, gpointer user_data)
