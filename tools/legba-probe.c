@@ -5,6 +5,7 @@
  *
  *   legba-probe probe --url ws://127.0.0.1:6001 --app-id ID --app-key K --app-secret S
  *   legba-probe rtt   --url ... --count 500 [--json]
+ *   legba-probe flood --url ... --count 500 --flooders 1 [--json]
  *   legba-probe load  --targets 127.0.0.1:6001 --connections 10000 ... [--json]
  *
  * Every subcommand exits 0 on success and 1 on failure (2 on bad usage),
@@ -513,7 +514,8 @@ usage (void)
       "  rtt     round trips: pusher:ping->pong and client event relay\n"
       "  load    fan-out and relay load over many sockets\n"
       "  relay   instances sharing rooms: events reach every instance once\n"
-      "  presence  instances sharing rooms: one presence list\n\n"
+      "  presence  instances sharing rooms: one presence list\n"
+      "  flood   round trips while other clients flood pings\n\n"
       "legba-probe COMMAND --help shows the options of a command.\n");
 }
 
@@ -533,6 +535,8 @@ main (int argc, char **argv)
     return command_probe (argc, argv);
   if (g_strcmp0 (command, "rtt") == 0)
     return command_rtt (argc, argv);
+  if (g_strcmp0 (command, "flood") == 0)
+    return probe_command_flood (argc, argv);
   if (g_strcmp0 (command, "load") == 0)
     return probe_command_load (argc, argv);
   if (g_strcmp0 (command, "relay") == 0)

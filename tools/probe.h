@@ -291,5 +291,7 @@ int probe_command_load (int argc, char **argv);
 /* probe-cluster.c: several instances sharing rooms */
 int probe_command_relay (int argc, char **argv);
 int probe_command_presence (int argc, char **argv);
+/* probe-flood.c: round trips during a ping flood */
+int probe_command_flood (int argc, char **argv);
 
 G_END_DECLS

@@ -96,6 +96,31 @@ test_probe_usage (void)
   g_assert_nonnull (strstr (err, "required"));
 }
 
+/* Round trips quiet and while a client floods pings (the server closes
+ * it with 1008, it connects again). */
+static void
+test_flood (void)
+{
+  g_autofree char *url = server_url ();
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *result;
+  int status;
+
+  status = run_probe (&out, &err, "flood", "--url", url, "--app-id", APP_ID,
+      "--app-key", APP_KEY, "--app-secret", APP_SECRET, "--count", "20",
+      "--seconds", "0", "--json", "--timeout", "60", NULL);
+  g_test_message ("%s%s", out, err);
+  g_assert_cmpint (status, ==, 0);
+  result = legba_test_parse_object (parser, out);
+  g_assert_cmpint (json_object_get_int_member (result, "flooders"), ==, 1);
+  assert_stats (result, "quiet_ms", 20);
+  assert_stats (result, "flood_ms", 20);
+  g_assert_cmpint (json_object_get_int_member (result, "flooder_connections"),
+      >=, 1);
+}
+
 static void
 test_rtt (void)
 {
@@ -236,15 +261,13 @@ test_load_self_test_sync (void)
       /* "PID (COMM) STATE PPID ...": its parent is the probe */
       g_assert_nonnull (strrchr (stat, ')'));
       g_assert_cmpint (sscanf (strrchr (stat, ')'), ") %*c %d", &ppid), ==, 1);
-      g_assert_cmpint (ppid, ==,
-          atoi (g_subprocess_get_identifier (probe)));
+      g_assert_cmpint (ppid, ==, atoi (g_subprocess_get_identifier (probe)));
       g_string_append (seen, "server ");
     } else {
       g_string_append_printf (seen, "%.*s ", (int) strcspn (line, " "), line);
     }
     g_free (line);
-    g_assert_true (g_output_stream_write_all (in, "\n", 1, NULL, NULL,
-            &error));
+    g_assert_true (g_output_stream_write_all (in, "\n", 1, NULL, NULL, &error));
   }
   g_assert_no_error (error);
   g_assert_true (g_subprocess_wait_check (probe, NULL, &error));
@@ -278,6 +301,7 @@ main (int argc, char **argv)
   g_test_add_func ("/probe/probe/no-server", test_probe_refused);
   g_test_add_func ("/probe/usage", test_probe_usage);
   g_test_add_func ("/probe/rtt/json", test_rtt);
+  g_test_add_func ("/probe/flood/json", test_flood);
   g_test_add_func ("/probe/load/fanout", test_load_fanout);
   g_test_add_func ("/probe/load/relay", test_load_relay);
   g_test_add_func ("/probe/load/self-test", test_load_self_test);
