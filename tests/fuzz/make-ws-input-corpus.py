@@ -82,6 +82,19 @@ SEEDS = {
     "pong-and-texts": (9, frame(0xA, b"unasked") + text("one") + text("two")),
     "fragmented-oversize": (0, text("a" * 600, fin=False)
                             + frame(0x0, b"b" * 600) + text("after")),
+    "pings-and-texts": (0, b"".join(frame(0x9, bytes([i]) * (i % 126))
+                                    + text('{"n":%d}' % i)
+                                    for i in range(0, 130, 7))),
+    "pings-cut": (13, b"".join(frame(0x9, b"p%d" % i) for i in range(40))
+                  + text("after") + frame(0x9, b"z" * 125)),
+    "ping-invalid": (0, frame(0x9, b"ok") + frame(0x9, b"long", length_bits=16)
+                     + frame(0x9, b"after")),
+    "ping-too-long": (0, frame(0x9, b"ok") + frame(0x9, b"x" * 126)),
+    "ping-rsv": (0, frame(0x9, b"ok") + frame(0x9, b"rsv", rsv=0x40)),
+    "ping-unmasked": (0, frame(0x9, b"ok") + frame(0x9, b"bare", masked=False)),
+    "ping-unfinished": (0, frame(0x9, b"ok") + frame(0x9, b"nofin", fin=False)),
+    "ping-after-close": (0, frame(0x9, b"before") + close()
+                         + frame(0x9, b"late")),
 }
 
 
