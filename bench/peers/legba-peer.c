@@ -1182,7 +1182,7 @@ main (int argc, char **argv)
 {
   guint iterations = 10, count = 100, frames = 300, width = 1280,
       height = 720, kbps = 1500;
-  double seconds = 120, rate = 100;
+  double seconds = 120, rate = 100, loss = 0;
   gint64 bytes = 4000000;
   guint size = 1024;
   char *url = NULL, *identity = NULL;
@@ -1221,7 +1221,7 @@ main (int argc, char **argv)
         "mesh: this participant's identity", "ID"},
     {"expect", 0, 0, G_OPTION_ARG_INT, &expect,
         "mesh: the other participants to decode", "N"},
-    {"loss", 0, 0, G_OPTION_ARG_DOUBLE, &loss_probability,
+    {"loss", 0, 0, G_OPTION_ARG_DOUBLE, &loss,
         "mesh: drop each RTP packet sent with this probability", "P"},
     {NULL}
   };
@@ -1240,6 +1240,7 @@ main (int argc, char **argv)
     return 2;
   }
   g_option_context_free (ctx);
+  loss_set_probability (loss);
   if (!loss_option_ok (argv[1]))
     return 2;
   if (sync_data && strcmp (argv[1], "rtt") != 0) {

@@ -1550,7 +1550,7 @@ main (int argc, char **argv)
       height = 720, kbps = 1500;
   gint64 bytes = 32 * 1024 * 1024;
   gint size = 1024;
-  double rate = 100, seconds = 120;
+  double rate = 100, seconds = 120, loss = 0;
   char *identity = NULL, *peers = NULL;
   int rc;
   GOptionEntry entries[] = {
@@ -1579,7 +1579,7 @@ main (int argc, char **argv)
         "mesh: this participant's id", "ID"},
     {"peers", 0, 0, G_OPTION_ARG_STRING, &peers,
         "mesh: the other participants' ids, comma-separated", "IDS"},
-    {"loss", 0, 0, G_OPTION_ARG_DOUBLE, &loss_probability,
+    {"loss", 0, 0, G_OPTION_ARG_DOUBLE, &loss,
         "mesh: drop each RTP packet sent with this probability", "P"},
     {NULL}
   };
@@ -1595,6 +1595,7 @@ main (int argc, char **argv)
     return 2;
   }
   g_option_context_free (ctx);
+  loss_set_probability (loss);
   if (!loss_option_ok (argv[1]))
     return 2;
   if (strcmp (argv[1], "setup") == 0)
