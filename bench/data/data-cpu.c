@@ -552,11 +552,9 @@ setup (void)
   g_signal_handler_block (b.room, b.handlers[1]);
   legba_room_data_set_send_func (sink_send);
 
-  b.participant = legba_participant_new ("b-1", NULL);
-  g_hash_table_insert (b.room->by_id, b.participant->id, b.participant);
-  g_list_store_append (b.room->participants, b.participant);
-  b.participant->listed = TRUE;
-  legba_room_data_participant_joined (b.room, b.participant);
+  legba_room_core_member_added (b.room->core, "b-1", NULL,
+      g_get_monotonic_time ());
+  b.participant = g_object_ref (legba_room_find_participant (b.room, "b-1"));
   b.peer = legba_peer_new (b.room, b.participant, "bench-pc",
       LEGBA_PEER_OFFERER, &error);
   if (b.peer == NULL)
@@ -564,6 +562,7 @@ setup (void)
   legba_clear_source (&b.peer->connect_timeout);
   b.participant->peer = b.peer;
   g_hash_table_insert (b.room->peers, b.peer->pc, b.peer);
+  legba_room_core_attach (b.room->core, "b-1", b.peer->pc);
   for (guint i = 0; i < 2; i++) {
     b.peer->channels[i] = g_object_ref (b.legba[i]);
     b.peer->channel_open[i] = TRUE;
@@ -580,18 +579,11 @@ setup (void)
 static void
 teardown (void)
 {
-  LegbaPeer *peer = g_steal_pointer (&b.participant->peer);
-  guint position;
-
   if (receiving)
     streams_teardown ();
 
-  g_hash_table_remove (b.room->peers, peer->pc);
-  legba_peer_close (peer);
-  legba_peer_unref (peer);
-  g_hash_table_remove (b.room->by_id, b.participant->id);
-  if (g_list_store_find (b.room->participants, b.participant, &position))
-    g_list_store_remove (b.room->participants, position);
+  /* closes the peer connection and unlists the participant */
+  legba_room_core_leave (b.room->core, FALSE);
   g_clear_object (&b.participant);
   while (g_main_context_iteration (NULL, FALSE));
   legba_room_data_set_send_func (NULL);

@@ -47,8 +47,6 @@ legba_participant_finalize (GObject * object)
   LegbaParticipant *self = LEGBA_PARTICIPANT (object);
 
   g_assert (self->peer == NULL);
-  legba_clear_source (&self->offer_timeout);
-  legba_clear_source (&self->grace_timeout);
   g_free (self->id);
   g_free (self->identity);
   g_free (self->name);

@@ -178,7 +178,8 @@ ensure_member (LegbaRoomCore * core, const char *id, gpointer member)
   g_hash_table_insert (core->by_id, m->id, m);
   g_queue_push_tail (&core->order, m);
   m->handle = core->actions.participant_added (id, member, core->user_data);
-  return m;
+  /* gone already if the application left the room when told */
+  return g_hash_table_lookup (core->by_id, id);
 }
 
 /* Closes the participant's current peer connection, if any. */
@@ -328,6 +329,8 @@ legba_room_core_joined (LegbaRoomCore * core, const char *const *ids,
   for (guint i = 0; i < n; i++) {
     Member *m = ensure_member (core, ids[i], members ? members[i] : NULL);
 
+    if (m == NULL)
+      break;
     if (m->removed)
       come_back (core, m);
     /* §3: offer to every listed member without a live peer connection */
@@ -353,6 +356,8 @@ legba_room_core_member_added (LegbaRoomCore * core, const char *id,
     return;
   }
   m = ensure_member (core, id, member);
+  if (m == NULL)
+    return;
   if (core->order.length + 1 > core->max_participants)
     g_debug ("%s is beyond max-participants (%u); it is expected to leave",
         id, core->max_participants);
@@ -412,6 +417,8 @@ legba_room_core_offer (LegbaRoomCore * core, const char *from,
     return;
   }
   m = ensure_member (core, from, NULL);
+  if (m == NULL)
+    return;
   if (m->pc != NULL) {
     if (m->offerer && !m->answered &&
         legba_room_core_local_is_greater (core, from)) {
@@ -555,6 +562,21 @@ legba_room_core_peer_failed (LegbaRoomCore * core, const char *pc,
     else
       wait_for_offer (core, m, now, LEGBA_ROOM_OFFER_WAIT_MS);
   }
+  reschedule (core);
+}
+
+void
+legba_room_core_attach (LegbaRoomCore * core, const char *id, const char *pc)
+{
+  Member *m = g_hash_table_lookup (core->by_id, id);
+
+  g_return_if_fail (m != NULL && m->pc == NULL);
+  g_return_if_fail (!g_hash_table_contains (core->by_pc, pc));
+
+  m->offer_at = NEVER;
+  m->pc = g_strdup (pc);
+  m->offerer = TRUE;
+  g_hash_table_insert (core->by_pc, m->pc, m);
   reschedule (core);
 }
 

@@ -24,9 +24,13 @@
  * Threads: a core belongs to one thread (the room's main context); nothing
  * locks. The actions run synchronously inside the event that caused them,
  * in the order the rules take them. They must not call back into the
- * core, except `start_peer`, which may report its connection failed
- * (legba_room_core_peer_failed()) before it returns: the core starts a
- * connection last, once its own records are complete.
+ * core, with two exceptions: `start_peer` may report its connection
+ * failed (legba_room_core_peer_failed()) before it returns, as the core
+ * starts a connection last, once its own records are complete; and
+ * `room_full` may leave (legba_room_core_leave()). An application that
+ * leaves the room from a handler of what participant_added,
+ * participant_removed or participant_failed report is tolerated: the
+ * core looks its records up again after those.
  *
  * The chunking of large signals into `part` messages, their reassembly and
  * the pacing of client events (§4) belong to the signaller
@@ -176,6 +180,12 @@ gboolean legba_room_core_peer_connected (LegbaRoomCore * core,
  * participant is reported failed. */
 void legba_room_core_peer_failed (LegbaRoomCore * core, const char *pc,
     const char *why, gint64 now);
+
+/* Records `pc` as the connection of listed participant `id`, made by the
+ * room outside these rules (a benchmark wires one by hand); nothing is
+ * opened or started. */
+void legba_room_core_attach (LegbaRoomCore * core, const char *id,
+    const char *pc);
 
 /* ---- Time ---- */
 

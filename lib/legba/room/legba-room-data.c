@@ -383,7 +383,7 @@ drain (LegbaRoomData * d, const char *id, LegbaReliability rel)
     legba_room_report (d->room, LEGBA_ROOM_ERROR_TOO_LARGE, "%s",
         (char *) dropped->pdata[i]);
   if (ready_id != NULL &&
-      (p = g_hash_table_lookup (d->room->by_id, ready_id)) != NULL)
+      (p = legba_room_find_participant (d->room, ready_id)) != NULL)
     g_signal_emit (d->room, signals[SIGNAL_READY_TO_SEND], 0, p, rel);
 }
 
@@ -412,7 +412,7 @@ kick_dispatch (GSource * source, GSourceFunc callback, gpointer data)
   }
   g_mutex_unlock (&d->lock);
   for (guint i = 0; i < lossy->len; i++) {
-    LegbaParticipant *p = g_hash_table_lookup (d->room->by_id,
+    LegbaParticipant *p = legba_room_find_participant (d->room,
         lossy->pdata[i]);
     LegbaPeer *peer = p ? p->peer : NULL;
     Recipient *r;

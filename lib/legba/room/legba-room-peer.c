@@ -1311,18 +1311,19 @@ legba_peer_media_ready (LegbaPeer * peer)
     answer_offer (peer);
 }
 
-void
+/* Returns whether the answer was taken. */
+gboolean
 legba_peer_handle_answer (LegbaPeer * peer, const char *sdp)
 {
   GstWebRTCSessionDescription *answer;
 
   if (peer->role != LEGBA_PEER_OFFERER || peer->remote_set || !peer->local_sent) {
     g_message ("pc %s: dropping an answer that was not asked for", peer->pc);
-    return;
+    return FALSE;
   }
   answer = parse_description (peer, GST_WEBRTC_SDP_TYPE_ANSWER, sdp);
   if (answer == NULL)
-    return;
+    return FALSE;
   gst_sdp_message_copy (answer->sdp, &peer->answer);
   legba_room_media_remote_description (answer->sdp);
   emit_with_promise (peer, "set-remote-description", answer,
@@ -1330,12 +1331,7 @@ legba_peer_handle_answer (LegbaPeer * peer, const char *sdp)
   gst_webrtc_session_description_free (answer);
   peer->remote_set = TRUE;
   apply_remote_candidates (peer);
-}
-
-gboolean
-legba_peer_awaits_answer (LegbaPeer * peer)
-{
-  return peer->role == LEGBA_PEER_OFFERER && !peer->remote_set;
+  return TRUE;
 }
 
 /* ---- Knobs (docs/webrtcbin.md) ---- */

@@ -2,7 +2,8 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * What the parts of LegbaRoom share: legba-room.c (state, participants,
- * signalling), legba-room-peer.c (one webrtcbin per peer connection:
+ * signalling, carrying out what the rules of legba-room-core.c decide),
+ * legba-room-peer.c (one webrtcbin per peer connection:
  * negotiation, ICE, knobs), legba-room-media.c (local tracks teed to every
  * peer, received tracks, stats).
  *
@@ -14,6 +15,7 @@
 #pragma once
 
 #include <legba/room/legba-room.h>
+#include <legba/room/legba-room-core.h>
 
 #include <string.h>
 #define GST_USE_UNSTABLE_API
@@ -25,25 +27,12 @@ GST_DEBUG_CATEGORY_EXTERN (legba_room_debug);
 #define GST_CAT_DEFAULT legba_room_debug
 void legba_room_debug_init (void);
 
-/* docs/room-protocol.md §3 */
-#define LEGBA_ROOM_OFFER_WAIT_MS 3000
-#define LEGBA_ROOM_GRACE_MS 10000
-/* §3: after a bye from the smaller id (its end of the connection failed)
- * the greater id offers a fresh connection this much later: long enough
- * for the member_removed of a participant that said bye because it left,
- * short beside the offer wait. A second bye in a row waits the full
- * LEGBA_ROOM_OFFER_WAIT_MS. */
-#define LEGBA_ROOM_REOFFER_MS 250
 /* docs/room-protocol.md §4 */
 #define LEGBA_ROOM_CANDIDATE_BATCH_MS 50
-#define LEGBA_ROOM_EARLY_SIGNAL_MS 10000
 /* A peer connection that makes no progress towards connected (a
  * description, a candidate, a state change, a data channel open) for this
  * long counts as failed. */
 #define LEGBA_ROOM_PEER_CONNECT_TIMEOUT_MS 20000
-/* A peer whose packets stopped this long ago is not "still connected"
- * when the server reports it gone (§3 grace period). */
-#define LEGBA_ROOM_LIVENESS_MS 1500
 /* At most one key-frame request upstream per this interval: ten key
  * frames a second at most, whatever the peers ask, and a receiver whose
  * first key frame came incomplete gets the next within about a jitter
@@ -75,14 +64,9 @@ struct _LegbaParticipant
   LegbaParticipantState state;
   GstStructure *stats;
 
-  /* the room's bookkeeping */
-  LegbaPeer *peer;              /* current peer connection, owned */
-  GSource *offer_timeout;       /* §3: the 3 s rule */
-  GSource *grace_timeout;       /* §3: member_removed grace period */
-  gint64 away_since;            /* monotonic time of member_removed */
-  guint attempts;               /* failed peer connections in a row */
-  gboolean listed;              /* in the room's list model */
-  gboolean removed;             /* the server lists it no more */
+  /* the room's: its current peer connection (the room core decides
+   * which), owned */
+  LegbaPeer *peer;
 };
 
 LegbaParticipant *legba_participant_new (const char *id,
@@ -139,9 +123,10 @@ struct _LegbaRoom
   GTask *connect_task;
   gulong cancel_handler;
   GListStore *participants;     /* LegbaParticipant, listed ones */
-  GHashTable *by_id;            /* participant id -> LegbaParticipant */
+  LegbaRoomCore *core;          /* the participant rules; its handles are
+                                 * the LegbaParticipants */
+  GSource *core_timer;          /* the core's wake-up */
   GHashTable *peers;            /* pc id -> LegbaPeer (unowned) */
-  GHashTable *early;            /* "from\npc" -> EarlySignals */
   GSource *stats_source;
 
   GMutex lock;
@@ -159,7 +144,6 @@ gboolean legba_room_send_signal (LegbaRoom * self, LegbaPeer * peer,
     JsonObject * signal);
 void legba_room_report (LegbaRoom * self, LegbaRoomError code,
     const char *format, ...) G_GNUC_PRINTF (3, 4);
-gboolean legba_room_local_is_greater (LegbaRoom * self, const char *other);
 void legba_room_peer_connected (LegbaRoom * self, LegbaPeer * peer);
 void legba_room_peer_failed (LegbaRoom * self, LegbaPeer * peer,
     const char *why);
@@ -255,12 +239,11 @@ void legba_peer_unref (LegbaPeer * peer);
 void legba_peer_closure_unref (gpointer peer, GClosure * closure);
 void legba_peer_start (LegbaPeer * peer);
 void legba_peer_handle_offer (LegbaPeer * peer, const char *sdp);
-void legba_peer_handle_answer (LegbaPeer * peer, const char *sdp);
+gboolean legba_peer_handle_answer (LegbaPeer * peer, const char *sdp);
 void legba_peer_handle_candidates (LegbaPeer * peer, JsonArray * candidates);
 void legba_peer_media_ready (LegbaPeer * peer);
 void legba_peer_close (LegbaPeer * peer);
 gboolean legba_peer_is_live (LegbaPeer * peer);
-gboolean legba_peer_awaits_answer (LegbaPeer * peer);
 void legba_peer_open_lossy (LegbaPeer * peer);
 void legba_peer_update_stats (LegbaPeer * peer);
 

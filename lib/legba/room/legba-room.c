@@ -117,17 +117,7 @@ static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE (LegbaRoom, legba_room, G_TYPE_OBJECT);
 
-/* Signals that came before anything else of their peer connection (§4). */
-typedef struct
-{
-  LegbaRoom *room;
-  char *key;
-  GPtrArray *candidates;        /* JsonArray */
-  GSource *expiry;
-} EarlySignals;
-
-static void remove_participant (LegbaRoom * self, LegbaParticipant * p);
-static void detach_peer (LegbaRoom * self, LegbaParticipant * p);
+static void remove_all_participants (LegbaRoom * self, gboolean say_bye);
 
 /* ---- Helpers ---- */
 
@@ -182,13 +172,6 @@ legba_clear_source (GSource ** source)
   g_clear_pointer (source, g_source_unref);
 }
 
-gboolean
-legba_room_local_is_greater (LegbaRoom * self, const char *other)
-{
-  /* §3: ids compare byte-wise */
-  return strcmp (self->participant_id, other) > 0;
-}
-
 void
 legba_room_report (LegbaRoom * self, LegbaRoomError code,
     const char *format, ...)
@@ -239,28 +222,17 @@ send_bye (LegbaRoom * self, LegbaPeer * peer)
   legba_room_send_signal (self, peer, bye);
 }
 
-/* ---- Participants ---- */
+/* ---- What the room core asks for (legba-room-core.h) ---- */
 
-static guint
-count_participants (LegbaRoom * self)
+static gpointer
+core_participant_added (const char *id, gpointer member, gpointer data)
 {
-  return g_list_model_get_n_items (G_LIST_MODEL (self->participants));
-}
+  LegbaRoom *self = data;
+  LegbaParticipant *p = legba_participant_new (id, member);
 
-static LegbaParticipant *
-ensure_participant (LegbaRoom * self, const char *id,
-    LegbaSignalMember * member)
-{
-  LegbaParticipant *p = g_hash_table_lookup (self->by_id, id);
-
-  if (p != NULL)
-    return p;
-  p = legba_participant_new (id, member);
-  g_hash_table_insert (self->by_id, p->id, p);
   /* the list model owns the participant */
   g_list_store_append (self->participants, p);
   g_object_unref (p);
-  p->listed = TRUE;
   legba_room_data_participant_joined (self, p);
   GST_INFO ("room %s: participant %s joined", self->room_name, id);
   g_signal_emit (self, signals[SIGNAL_PARTICIPANT_JOINED], 0, p);
@@ -268,19 +240,23 @@ ensure_participant (LegbaRoom * self, const char *id,
 }
 
 static void
-remove_participant (LegbaRoom * self, LegbaParticipant * p)
+core_participant_state (gpointer handle, LegbaRoomCoreState state,
+    gpointer data)
 {
+  legba_participant_set_state (handle, (LegbaParticipantState) state);
+}
+
+static void
+core_participant_removed (gpointer handle, gpointer data)
+{
+  LegbaRoom *self = data;
+  LegbaParticipant *p = handle;
   guint position;
 
-  /* the list and the table may hold the last references */
+  /* the list may hold the last reference */
   g_object_ref (p);
-  legba_clear_source (&p->offer_timeout);
-  legba_clear_source (&p->grace_timeout);
-  detach_peer (self, p);
   if (g_list_store_find (self->participants, p, &position))
     g_list_store_remove (self->participants, position);
-  p->listed = FALSE;
-  g_hash_table_remove (self->by_id, p->id);
   legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_LEFT);
   GST_INFO ("room %s: participant %s left", self->room_name, p->id);
   g_signal_emit (self, signals[SIGNAL_PARTICIPANT_LEFT], 0, p);
@@ -288,23 +264,60 @@ remove_participant (LegbaRoom * self, LegbaParticipant * p)
 }
 
 static void
-remove_all_participants (LegbaRoom * self, gboolean say_bye)
+core_participant_failed (gpointer handle, const char *why, gpointer data)
 {
-  while (count_participants (self) > 0) {
-    g_autoptr (LegbaParticipant) p =
-        g_list_model_get_item (G_LIST_MODEL (self->participants), 0);
+  LegbaParticipant *p = handle;
 
-    if (say_bye && p->peer != NULL)
-      send_bye (self, p->peer);
-    remove_participant (self, p);
+  legba_room_report (data, LEGBA_ROOM_ERROR_PEER,
+      "Could not connect to participant %s: %s", p->id, why);
+}
+
+static void
+core_entered (gpointer data)
+{
+  set_state (data, LEGBA_ROOM_STATE_CONNECTED);
+}
+
+static gboolean
+core_open_peer (gpointer handle, const char *pc, gboolean offerer,
+    gpointer data)
+{
+  LegbaRoom *self = data;
+  LegbaParticipant *p = handle;
+  g_autoptr (GError) error = NULL;
+  LegbaPeer *peer;
+
+  peer = legba_peer_new (self, p, pc, offerer ? LEGBA_PEER_OFFERER :
+      LEGBA_PEER_ANSWERER, &error);
+  if (peer == NULL) {
+    legba_room_report (self, error->code, "%s", error->message);
+    return FALSE;
+  }
+  p->peer = peer;
+  g_hash_table_insert (self->peers, peer->pc, peer);
+  return TRUE;
+}
+
+static void
+core_start_peer (gpointer handle, const char *pc, const char *offer_sdp,
+    gpointer data)
+{
+  LegbaRoom *self = data;
+  LegbaParticipant *p = handle;
+
+  if (offer_sdp == NULL) {
+    GST_INFO ("room %s: offering to %s (pc %s)", self->room_name, p->id, pc);
+    legba_peer_start (p->peer);
+  } else {
+    legba_peer_handle_offer (p->peer, offer_sdp);
   }
 }
 
-/* ---- Peer connections ---- */
-
 static void
-detach_peer (LegbaRoom * self, LegbaParticipant * p)
+core_close_peer (gpointer handle, const char *pc, gpointer data)
 {
+  LegbaRoom *self = data;
+  LegbaParticipant *p = handle;
   LegbaPeer *peer = g_steal_pointer (&p->peer);
 
   if (peer == NULL)
@@ -314,268 +327,176 @@ detach_peer (LegbaRoom * self, LegbaParticipant * p)
   legba_peer_unref (peer);
 }
 
-static char *
-new_pc_id (void)
+static void
+core_send_bye (gpointer handle, const char *pc, gpointer data)
 {
-  return g_strdup_printf ("%08x%08x", g_random_int (), g_random_int ());
+  LegbaParticipant *p = handle;
+
+  if (p->peer != NULL)
+    send_bye (data, p->peer);
 }
 
-static LegbaPeer *
-attach_peer (LegbaRoom * self, LegbaParticipant * p, const char *pc,
-    LegbaPeerRole role)
+static gboolean
+core_apply_answer (gpointer handle, const char *pc, const char *sdp,
+    gpointer data)
 {
-  g_autoptr (GError) error = NULL;
-  LegbaPeer *peer;
+  LegbaParticipant *p = handle;
 
-  legba_clear_source (&p->offer_timeout);
-  peer = legba_peer_new (self, p, pc, role, &error);
-  if (peer == NULL) {
-    legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_FAILED);
-    legba_room_report (self, error->code, "%s", error->message);
-    return NULL;
-  }
-  p->peer = peer;
-  g_hash_table_insert (self->peers, peer->pc, peer);
-  legba_participant_set_state (p, p->attempts > 0 ?
-      LEGBA_PARTICIPANT_STATE_RECONNECTING :
-      LEGBA_PARTICIPANT_STATE_CONNECTING);
-  return peer;
+  return legba_peer_handle_answer (p->peer, sdp);
 }
 
 static void
-offer_to (LegbaRoom * self, LegbaParticipant * p)
+core_apply_candidates (gpointer handle, const char *pc,
+    JsonArray * candidates, gpointer data)
 {
-  g_autofree char *pc = new_pc_id ();
-  LegbaPeer *peer;
+  LegbaParticipant *p = handle;
 
-  GST_INFO ("room %s: offering to %s (pc %s)", self->room_name, p->id, pc);
-  peer = attach_peer (self, p, pc, LEGBA_PEER_OFFERER);
-  if (peer != NULL)
-    legba_peer_start (peer);
+  legba_peer_handle_candidates (p->peer, candidates);
 }
 
-/* §3: the newcomer offers; if its offer has not come within 3 s, the
- * participant with the greater id offers instead. */
 static gboolean
-offer_wait_expired (gpointer data)
+core_peer_is_live (gpointer handle, const char *pc, gpointer data)
 {
-  LegbaParticipant *p = data;
-  LegbaRoom *self = g_object_get_data (G_OBJECT (p), "legba-room");
+  LegbaParticipant *p = handle;
 
-  legba_clear_source (&p->offer_timeout);
-  if (p->peer == NULL && p->listed && !p->removed &&
-      legba_room_local_is_greater (self, p->id) &&
-      (self->state == LEGBA_ROOM_STATE_CONNECTED ||
-          self->state == LEGBA_ROOM_STATE_RECONNECTING))
-    offer_to (self, p);
+  return p->peer != NULL && legba_peer_is_live (p->peer);
+}
+
+static gboolean
+core_timer_expired (gpointer data)
+{
+  LegbaRoom *self = data;
+
+  legba_clear_source (&self->core_timer);
+  legba_room_core_tick (self->core, g_get_monotonic_time ());
   return G_SOURCE_REMOVE;
 }
 
 static void
-wait_for_offer_ms (LegbaRoom * self, LegbaParticipant * p, guint ms)
+core_schedule (gint64 deadline, gpointer data)
 {
-  legba_clear_source (&p->offer_timeout);
-  g_object_set_data (G_OBJECT (p), "legba-room", self);
-  p->offer_timeout = legba_room_timeout (self, ms, offer_wait_expired, p, NULL);
+  LegbaRoom *self = data;
+  gint64 wait;
+
+  legba_clear_source (&self->core_timer);
+  if (deadline < 0)
+    return;
+  wait = MAX (deadline - g_get_monotonic_time (), 0);
+  self->core_timer = legba_room_timeout (self,
+      (wait + G_TIME_SPAN_MILLISECOND - 1) / G_TIME_SPAN_MILLISECOND,
+      core_timer_expired, self, NULL);
 }
 
+static void fail (LegbaRoom * self, LegbaRoomError code, const char *message);
+
 static void
-wait_for_offer (LegbaRoom * self, LegbaParticipant * p)
+core_room_full (guint members, gpointer data)
 {
-  wait_for_offer_ms (self, p, LEGBA_ROOM_OFFER_WAIT_MS);
+  LegbaRoom *self = data;
+  g_autofree char *message = g_strdup_printf ("Room %s is full: it "
+      "holds %u participants and max-participants is %u", self->room_name,
+      members, self->max_participants);
+
+  fail (self, LEGBA_ROOM_ERROR_FULL, message);
 }
+
+static const LegbaRoomCoreActions core_actions = {
+  .participant_added = core_participant_added,
+  .participant_state = core_participant_state,
+  .participant_removed = core_participant_removed,
+  .participant_failed = core_participant_failed,
+  .entered = core_entered,
+  .open_peer = core_open_peer,
+  .start_peer = core_start_peer,
+  .close_peer = core_close_peer,
+  .send_bye = core_send_bye,
+  .apply_answer = core_apply_answer,
+  .apply_candidates = core_apply_candidates,
+  .peer_is_live = core_peer_is_live,
+  .schedule = core_schedule,
+  .room_full = core_room_full,
+};
+
+static void
+remove_all_participants (LegbaRoom * self, gboolean say_bye)
+{
+  legba_room_core_leave (self->core, say_bye);
+}
+
+/* ---- What the peer connections report ---- */
 
 void
 legba_room_peer_connected (LegbaRoom * self, LegbaPeer * peer)
 {
-  LegbaParticipant *p = peer->participant;
-
-  if (p->peer != peer)
+  if (peer->participant->peer != peer ||
+      !legba_room_core_peer_connected (self->core, peer->pc))
     return;
-  p->attempts = 0;
-  if (!p->removed)
-    legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_CONNECTED);
   legba_room_data_peer_connected (self, peer);
 }
 
-/* §3: a failed peer connection is replaced by a fresh one, offered by the
- * participant with the greater id; if that fails too it is reported. */
 void
 legba_room_peer_failed (LegbaRoom * self, LegbaPeer * peer, const char *why)
 {
-  g_autoptr (LegbaParticipant) p = g_object_ref (peer->participant);
-  gboolean greater = legba_room_local_is_greater (self, p->id);
-
-  if (p->peer != peer)
+  if (peer->participant->peer != peer)
     return;
   GST_WARNING ("room %s: peer connection %s with %s failed: %s",
-      self->room_name, peer->pc, p->id, why);
-  p->attempts++;
-  /* the greater id replaces the connection with a fresh offer; the other
-   * side, or a side that gives up, says so */
-  if (!greater || p->attempts >= 2)
-    send_bye (self, peer);
-  detach_peer (self, p);
-  if (p->removed) {
-    remove_participant (self, p);
-    return;
-  }
-  if (p->attempts >= 2) {
-    legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_FAILED);
-    legba_room_report (self, LEGBA_ROOM_ERROR_PEER,
-        "Could not connect to participant %s: %s", p->id, why);
-    return;
-  }
-  legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_RECONNECTING);
-  if (greater)
-    offer_to (self, p);
-  else
-    wait_for_offer (self, p);
+      self->room_name, peer->pc, peer->participant->id, why);
+  legba_room_core_peer_failed (self->core, peer->pc, why,
+      g_get_monotonic_time ());
 }
 
 /* ---- Signals from peers (§4) ---- */
 
-static void
-early_free (gpointer data)
-{
-  EarlySignals *early = data;
-
-  legba_clear_source (&early->expiry);
-  g_ptr_array_unref (early->candidates);
-  g_free (early->key);
-  g_free (early);
-}
-
 static gboolean
-early_expired (gpointer data)
+offer_readable (const char *sdp)
 {
-  EarlySignals *early = data;
-
-  GST_INFO ("room %s: dropping signals for unknown pc %s after %d ms",
-      early->room->room_name, early->key, LEGBA_ROOM_EARLY_SIGNAL_MS);
-  g_hash_table_remove (early->room->early, early->key);
-  return G_SOURCE_REMOVE;
-}
-
-static char *
-early_key (const char *from, const char *pc)
-{
-  return g_strconcat (from, "\n", pc, NULL);
-}
-
-static void
-keep_early_candidates (LegbaRoom * self, const char *from, const char *pc,
-    JsonArray * candidates)
-{
-  g_autofree char *key = early_key (from, pc);
-  EarlySignals *early = g_hash_table_lookup (self->early, key);
-
-  if (early == NULL) {
-    early = g_new0 (EarlySignals, 1);
-    early->room = self;
-    early->key = g_steal_pointer (&key);
-    early->candidates =
-        g_ptr_array_new_with_free_func ((GDestroyNotify) json_array_unref);
-    early->expiry = legba_room_timeout (self, LEGBA_ROOM_EARLY_SIGNAL_MS,
-        early_expired, early, NULL);
-    g_hash_table_insert (self->early, early->key, early);
-  }
-  g_ptr_array_add (early->candidates, json_array_ref (candidates));
-}
-
-static void
-apply_early_candidates (LegbaRoom * self, LegbaPeer * peer)
-{
-  g_autofree char *key = early_key (peer->participant->id, peer->pc);
-  EarlySignals *early = g_hash_table_lookup (self->early, key);
-  g_autoptr (GPtrArray) candidates = NULL;
-
-  if (early == NULL)
-    return;
-  candidates = g_ptr_array_ref (early->candidates);
-  g_hash_table_remove (self->early, key);
-  for (guint i = 0; i < candidates->len; i++)
-    legba_peer_handle_candidates (peer, candidates->pdata[i]);
-}
-
-static void
-handle_offer (LegbaRoom * self, const char *from, const char *pc,
-    const char *sdp)
-{
-  LegbaParticipant *p;
-  LegbaPeer *peer;
   GstSDPMessage *message = NULL;
   gboolean readable;
 
-  /* an unreadable offer must not replace a working connection */
   readable = gst_sdp_message_new_from_text (sdp, &message) == GST_SDP_OK &&
       gst_sdp_message_medias_len (message) > 0;
   g_clear_pointer (&message, gst_sdp_message_free);
-  if (!readable) {
-    g_message ("room %s: dropping an unreadable offer from %s",
-        self->room_name, from);
-    return;
-  }
-  if (g_hash_table_contains (self->peers, pc)) {
-    GST_INFO ("room %s: dropping a second offer for pc %s", self->room_name,
-        pc);
-    return;
-  }
-  p = ensure_participant (self, from, NULL);
-  if (p->peer != NULL) {
-    if (legba_peer_awaits_answer (p->peer) &&
-        legba_room_local_is_greater (self, from)) {
-      /* §3 glare: the offer of the greater id wins */
-      GST_INFO ("room %s: glare with %s, our offer wins", self->room_name,
-          from);
-      return;
-    }
-    /* glare lost, or the peer replaced its connection (§3) */
-    GST_INFO ("room %s: %s offers pc %s, replacing pc %s", self->room_name,
-        from, pc, p->peer->pc);
-    detach_peer (self, p);
-  }
-  peer = attach_peer (self, p, pc, LEGBA_PEER_ANSWERER);
-  if (peer == NULL)
-    return;
-  legba_peer_handle_offer (peer, sdp);
-  apply_early_candidates (self, peer);
-}
-
-static LegbaPeer *
-find_peer (LegbaRoom * self, const char *from, const char *pc)
-{
-  LegbaPeer *peer = g_hash_table_lookup (self->peers, pc);
-
-  if (peer != NULL && strcmp (peer->participant->id, from) != 0) {
-    GST_WARNING ("room %s: %s sent a signal for pc %s, which is %s's",
-        self->room_name, from, pc, peer->participant->id);
-    return NULL;
-  }
-  return peer;
+  return readable;
 }
 
 static void
-handle_bye (LegbaRoom * self, LegbaPeer * peer)
+handle_signal (LegbaRoom * self, const char *from, const char *type,
+    const char *pc, JsonObject * signal)
 {
-  LegbaParticipant *p = peer->participant;
+  const char *sdp = legba_json_object_get_string (signal, "sdp");
+  gint64 now = g_get_monotonic_time ();
 
-  if (p->peer != peer)
-    return;
-  GST_INFO ("room %s: %s closed pc %s", self->room_name, p->id, peer->pc);
-  detach_peer (self, p);
-  if (p->removed) {
-    remove_participant (self, p);
-    return;
+  if (strcmp (type, "offer") == 0) {
+    /* an unreadable offer must not replace a working connection */
+    if (sdp == NULL)
+      g_message ("room %s: dropping an offer from %s without sdp",
+          self->room_name, from);
+    else if (!offer_readable (sdp))
+      g_message ("room %s: dropping an unreadable offer from %s",
+          self->room_name, from);
+    else
+      legba_room_core_offer (self->core, from, pc, sdp, now);
+  } else if (strcmp (type, "answer") == 0) {
+    if (sdp == NULL)
+      g_message ("room %s: dropping an answer from %s for pc %s (no sdp)",
+          self->room_name, from, pc);
+    else
+      legba_room_core_answer (self->core, from, pc, sdp);
+  } else if (strcmp (type, "candidates") == 0) {
+    JsonNode *node = json_object_get_member (signal, "candidates");
+
+    if (node == NULL || !JSON_NODE_HOLDS_ARRAY (node))
+      g_message ("room %s: dropping candidates from %s without an array",
+          self->room_name, from);
+    else
+      legba_room_core_candidates (self->core, from, pc,
+          json_node_get_array (node), now);
+  } else if (strcmp (type, "bye") == 0) {
+    legba_room_core_bye (self->core, from, pc, now);
+  } else {
+    g_message ("room %s: dropping a signal of type '%s' from %s",
+        self->room_name, type, from);
   }
-  legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_NEW);
-  /* §3: the greater id replaces the connection; soon after the first bye
-   * in a row, since the other side is waiting for that offer */
-  p->attempts++;
-  if (p->attempts == 1 && legba_room_local_is_greater (self, p->id))
-    wait_for_offer_ms (self, p, LEGBA_ROOM_REOFFER_MS);
-  else
-    wait_for_offer (self, p);
 }
 
 static void
@@ -586,7 +507,6 @@ on_signal_received (LegbaSignaller * signaller, const char *from,
   const char *pc = legba_json_object_get_string (signal, "pc");
   const char *claimed = json_object_has_member (signal, "from") ?
       legba_json_object_get_string (signal, "from") : from;
-  LegbaPeer *peer;
 
   if (claimed == NULL || strcmp (claimed, from) != 0) {
     g_message ("room %s: dropping a signal from %s claiming to be from %s",
@@ -598,45 +518,7 @@ on_signal_received (LegbaSignaller * signaller, const char *from,
         self->room_name, from);
     return;
   }
-  if (strcmp (type, "offer") == 0) {
-    const char *sdp = legba_json_object_get_string (signal, "sdp");
-
-    if (sdp == NULL)
-      g_message ("room %s: dropping an offer from %s without sdp",
-          self->room_name, from);
-    else
-      handle_offer (self, from, pc, sdp);
-    return;
-  }
-  peer = find_peer (self, from, pc);
-  if (strcmp (type, "answer") == 0) {
-    const char *sdp = legba_json_object_get_string (signal, "sdp");
-
-    if (peer == NULL || sdp == NULL)
-      g_message ("room %s: dropping an answer from %s for %s pc %s",
-          self->room_name, from, peer ? "(no sdp)" : "unknown", pc);
-    else
-      legba_peer_handle_answer (peer, sdp);
-  } else if (strcmp (type, "candidates") == 0) {
-    JsonNode *node = json_object_get_member (signal, "candidates");
-
-    if (node == NULL || !JSON_NODE_HOLDS_ARRAY (node))
-      g_message ("room %s: dropping candidates from %s without an array",
-          self->room_name, from);
-    else if (peer != NULL)
-      legba_peer_handle_candidates (peer, json_node_get_array (node));
-    else if (!g_hash_table_contains (self->peers, pc))
-      keep_early_candidates (self, from, pc, json_node_get_array (node));
-  } else if (strcmp (type, "bye") == 0) {
-    if (peer == NULL)
-      g_message ("room %s: dropping a bye from %s for unknown pc %s",
-          self->room_name, from, pc);
-    else
-      handle_bye (self, peer);
-  } else {
-    g_message ("room %s: dropping a signal of type '%s' from %s",
-        self->room_name, type, from);
-  }
+  handle_signal (self, from, type, pc, signal);
 }
 
 /* ---- Membership (§3) ---- */
@@ -668,7 +550,6 @@ fail (LegbaRoom * self, LegbaRoomError code, const char *message)
 
   GST_WARNING ("room %s: %s", self->room_name, message);
   remove_all_participants (self, TRUE);
-  g_hash_table_remove_all (self->early);
   legba_signaller_leave (self->signaller);
   set_state (self, LEGBA_ROOM_STATE_FAILED);
   if (connecting)
@@ -681,101 +562,29 @@ fail (LegbaRoom * self, LegbaRoomError code, const char *message)
 static void
 on_joined (LegbaSignaller * signaller, GPtrArray * members, LegbaRoom * self)
 {
-  if (self->state == LEGBA_ROOM_STATE_CONNECTING &&
-      members->len + 1 > self->max_participants) {
-    g_autofree char *message = g_strdup_printf ("Room %s is full: it "
-        "holds %u participants and max-participants is %u", self->room_name,
-        members->len, self->max_participants);
+  g_autofree const char **ids = g_new0 (const char *, members->len + 1);
 
-    fail (self, LEGBA_ROOM_ERROR_FULL, message);
-    return;
-  }
-  set_state (self, LEGBA_ROOM_STATE_CONNECTED);
-  for (guint i = 0; i < members->len; i++) {
-    LegbaSignalMember *member = members->pdata[i];
-    LegbaParticipant *p = ensure_participant (self,
-        legba_signal_member_get_id (member), member);
-
-    if (p->removed) {
-      /* listed again within the grace period: nothing is torn down */
-      p->removed = FALSE;
-      legba_clear_source (&p->grace_timeout);
-      legba_participant_set_state (p, p->peer && p->peer->connected ?
-          LEGBA_PARTICIPANT_STATE_CONNECTED :
-          LEGBA_PARTICIPANT_STATE_CONNECTING);
-    }
-    /* §3: offer to every listed member without a live peer connection */
-    if (p->peer == NULL && p->state != LEGBA_PARTICIPANT_STATE_FAILED)
-      offer_to (self, p);
-  }
-  complete_connect (self, NULL);
+  for (guint i = 0; i < members->len; i++)
+    ids[i] = legba_signal_member_get_id (members->pdata[i]);
+  if (legba_room_core_joined (self->core, ids, members->pdata, members->len,
+          g_get_monotonic_time ()))
+    complete_connect (self, NULL);
 }
 
 static void
 on_member_joined (LegbaSignaller * signaller, LegbaSignalMember * member,
     LegbaRoom * self)
 {
-  const char *id = legba_signal_member_get_id (member);
-  LegbaParticipant *p = g_hash_table_lookup (self->by_id, id);
-
-  if (p != NULL && p->removed) {
-    GST_INFO ("room %s: %s is back within the grace period",
-        self->room_name, id);
-    p->removed = FALSE;
-    legba_clear_source (&p->grace_timeout);
-    legba_participant_set_state (p, p->peer && p->peer->connected ?
-        LEGBA_PARTICIPANT_STATE_CONNECTED : LEGBA_PARTICIPANT_STATE_CONNECTING);
-    return;
-  }
-  if (p != NULL)
-    return;
-  p = ensure_participant (self, id, member);
-  if (count_participants (self) + 1 > self->max_participants)
-    GST_INFO ("room %s: %s is beyond max-participants (%u); it is "
-        "expected to leave", self->room_name, id, self->max_participants);
-  else
-    wait_for_offer (self, p);
-}
-
-/* §3: keep a still-connected peer for the grace period; a peer whose
- * packets stopped (a killed process) is not still connected. */
-static gboolean
-grace_tick (gpointer data)
-{
-  LegbaParticipant *p = data;
-  LegbaRoom *self = g_object_get_data (G_OBJECT (p), "legba-room");
-  gint64 away_ms = (g_get_monotonic_time () - p->away_since) / 1000;
-
-  if (p->peer != NULL && legba_peer_is_live (p->peer) &&
-      away_ms < LEGBA_ROOM_GRACE_MS)
-    return G_SOURCE_CONTINUE;
-  legba_clear_source (&p->grace_timeout);
-  remove_participant (self, p);
-  return G_SOURCE_REMOVE;
+  legba_room_core_member_added (self->core,
+      legba_signal_member_get_id (member), member, g_get_monotonic_time ());
 }
 
 static void
 on_member_left (LegbaSignaller * signaller, LegbaSignalMember * member,
     LegbaRoom * self)
 {
-  const char *id = legba_signal_member_get_id (member);
-  LegbaParticipant *p = g_hash_table_lookup (self->by_id, id);
-
-  if (p == NULL || p->removed)
-    return;
-  legba_clear_source (&p->offer_timeout);
-  if (p->peer == NULL || !legba_peer_is_live (p->peer)) {
-    remove_participant (self, p);
-    return;
-  }
-  GST_INFO ("room %s: %s left the server; keeping its connection for the "
-      "grace period", self->room_name, id);
-  p->removed = TRUE;
-  p->away_since = g_get_monotonic_time ();
-  legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_AWAY);
-  g_object_set_data (G_OBJECT (p), "legba-room", self);
-  p->grace_timeout = legba_room_timeout (self, LEGBA_ROOM_LIVENESS_MS / 3,
-      grace_tick, p, NULL);
+  legba_room_core_member_removed (self->core,
+      legba_signal_member_get_id (member), g_get_monotonic_time ());
 }
 
 static void
@@ -887,6 +696,9 @@ legba_room_dispose (GObject * object)
     for (guint i = 0; i < G_N_ELEMENTS (self->signaller_handlers); i++)
       g_clear_signal_handler (&self->signaller_handlers[i], self->signaller);
   }
+  /* what joined no room (a connection made by hand) */
+  legba_room_core_leave (self->core, FALSE);
+  legba_clear_source (&self->core_timer);
   legba_room_data_dispose (self);
   legba_clear_source (&self->stats_source);
   for (guint i = 0; i < G_N_ELEMENTS (self->tracks); i++)
@@ -906,9 +718,8 @@ legba_room_finalize (GObject * object)
   LegbaRoom *self = LEGBA_ROOM (object);
 
   g_clear_pointer (&self->data, legba_room_data_free);
-  g_hash_table_unref (self->early);
+  legba_room_core_free (self->core);
   g_hash_table_unref (self->peers);
-  g_hash_table_unref (self->by_id);
   g_object_unref (self->participants);
   g_free (self->room_name);
   g_free (self->identity);
@@ -991,6 +802,7 @@ legba_room_set_property (GObject * object, guint prop_id,
       break;
     case PROP_MAX_PARTICIPANTS:
       self->max_participants = g_value_get_uint (value);
+      legba_room_core_set_max_participants (self->core, self->max_participants);
       break;
     case PROP_LATENCY:
       self->latency = g_value_get_uint (value);
@@ -1363,10 +1175,9 @@ legba_room_init (LegbaRoom * self)
   self->ice_tcp = DEFAULT_ICE_TCP;
   self->stats_interval = DEFAULT_STATS_INTERVAL;
   self->participants = g_list_store_new (LEGBA_TYPE_PARTICIPANT);
-  self->by_id = g_hash_table_new (g_str_hash, g_str_equal);
+  self->core = legba_room_core_new (&core_actions, self);
+  legba_room_core_set_max_participants (self->core, self->max_participants);
   self->peers = g_hash_table_new (g_str_hash, g_str_equal);
-  self->early = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
-      early_free);
   g_mutex_init (&self->lock);
 }
 
@@ -1481,7 +1292,7 @@ legba_room_find_participant (LegbaRoom * self, const char *participant_id)
   g_return_val_if_fail (LEGBA_IS_ROOM (self), NULL);
   g_return_val_if_fail (participant_id != NULL, NULL);
 
-  return g_hash_table_lookup (self->by_id, participant_id);
+  return legba_room_core_find (self->core, participant_id);
 }
 
 void
@@ -1581,6 +1392,7 @@ legba_room_connect_async (LegbaRoom * self, GCancellable * cancellable,
         "Cannot join room %s: %s", self->room_name, error->message);
     return;
   }
+  legba_room_core_set_local_id (self->core, self->participant_id);
   /* the DTLS key is made while the room is joined, not on the first
    * peer connection's path */
   legba_room_prepare ();
@@ -1628,7 +1440,6 @@ legba_room_disconnect (LegbaRoom * self)
   if (self->state == LEGBA_ROOM_STATE_DISCONNECTED)
     return;
   remove_all_participants (self, self->state != LEGBA_ROOM_STATE_FAILED);
-  g_hash_table_remove_all (self->early);
   legba_signaller_leave (self->signaller);
   legba_clear_source (&self->stats_source);
   set_state (self, LEGBA_ROOM_STATE_DISCONNECTED);
