@@ -556,7 +556,7 @@ setup (void)
       g_get_monotonic_time ());
   b.participant = g_object_ref (legba_room_find_participant (b.room, "b-1"));
   b.peer = legba_peer_new (b.room, b.participant, "bench-pc",
-      LEGBA_PEER_OFFERER, &error);
+      LEGBA_PEER_OFFERER, &legba_room_peer_events, &error);
   if (b.peer == NULL)
     g_error ("peer: %s", error->message);
   legba_clear_source (&b.peer->connect_timeout);
@@ -569,7 +569,7 @@ setup (void)
     legba_peer_data_watch_channel (b.peer, b.legba[i]);
   }
   b.peer->connected = TRUE;
-  legba_room_peer_connected (b.room, b.peer);
+  legba_room_peer_events.connected (b.peer);
   /* the room's own first message (its mute state) */
   while (g_main_context_iteration (NULL, FALSE));
   if (receiving)

@@ -639,7 +639,7 @@ test_failed_with_inbox (Fixture * f, gconstpointer unused)
   g_assert_cmpint (g_atomic_int_get (&arrived), ==, 5);
   g_assert_cmpuint (b->got->len, ==, 0);
   alice = participant_find (b->p, a->p);
-  legba_room_peer_failed (b->p->room, alice->peer, "failed by the test");
+  alice->peer->events->failed (alice->peer, "failed by the test");
 
   ROOM_WAIT_FOR (b->got->len == 5 && participant_connected_to (a->p, b->p) &&
       participant_connected_to (b->p, a->p), "alice's messages and the "

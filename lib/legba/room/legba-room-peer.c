@@ -566,7 +566,7 @@ flush_candidates (gpointer data)
   if (peer->local_candidates_end)
     json_object_set_boolean_member (signal, "end", TRUE);
   peer->local_candidates_end = FALSE;
-  legba_room_send_signal (peer->room, peer, signal);
+  peer->events->send_signal (peer, signal);
   return G_SOURCE_REMOVE;
 }
 
@@ -715,7 +715,7 @@ check_connected (LegbaPeer * peer)
   legba_clear_source (&peer->connect_timeout);
   GST_INFO ("pc %s: connected to %s in %" G_GINT64_FORMAT " us", peer->pc,
       peer->participant->id, g_get_monotonic_time () - peer->created);
-  legba_room_peer_connected (peer->room, peer);
+  peer->events->connected (peer);
 }
 
 /* The DTLS transport the connection's streams share (max-bundle): under
@@ -769,7 +769,7 @@ connection_state_changed (LegbaPeer * peer, gpointer data)
   peer->connection_state = state;
   progress (peer);
   if (state == GST_WEBRTC_PEER_CONNECTION_STATE_FAILED)
-    legba_room_peer_failed (peer->room, peer, failure_reason (peer));
+    peer->events->failed (peer, failure_reason (peer));
   else
     check_connected (peer);
 }
@@ -791,7 +791,7 @@ connect_expired (LegbaPeer * peer, gpointer data)
   if (peer->connected || !peer->connect_expired)
     return;
   peer->connect_expired = FALSE;
-  legba_room_peer_failed (peer->room, peer, "not connected in time");
+  peer->events->failed (peer, "not connected in time");
 }
 
 /* The deadline passed on the room's context, which may not have seen
@@ -844,7 +844,7 @@ mark_channel_open (LegbaPeer * peer, int i)
   peer->channel_open[i] = TRUE;
   check_connected (peer);
   if (i == 1 && peer->connected)
-    legba_room_data_lossy_open (peer->room, peer);
+    peer->events->lossy_open (peer);
 }
 
 static void
@@ -1011,7 +1011,7 @@ expire_promises (LegbaPeer * peer)
 static void
 fail_peer (LegbaPeer * peer, const char *why)
 {
-  legba_room_peer_failed (peer->room, peer, why);
+  peer->events->failed (peer, why);
 }
 
 static void
@@ -1052,7 +1052,7 @@ description_applied (LegbaPeer * peer, gpointer data)
   peer->negotiated = TRUE;
   GST_DEBUG ("pc %s: negotiated", peer->pc);
   if (!legba_peer_media_link_send (peer, &link_error))
-    legba_room_report (peer->room, link_error->code, "%s", link_error->message);
+    peer->events->error (peer, link_error);
   /* the copies served the negotiation; webrtcbin keeps its descriptions */
   g_clear_pointer (&peer->answer, gst_sdp_message_free);
   g_clear_pointer (&peer->offer, gst_sdp_message_free);
@@ -1115,7 +1115,7 @@ description_created (LegbaPeer * peer, gpointer data)
   json_object_set_string_member (signal, "type", offer ? "offer" : "answer");
   json_object_set_string_member (signal, "sdp", text);
   GST_DEBUG ("pc %s: sending the %s", peer->pc, offer ? "offer" : "answer");
-  legba_room_send_signal (peer->room, peer, signal);
+  peer->events->send_signal (peer, signal);
   /* §4: the description leaves before any of its candidates */
   peer->local_sent = TRUE;
   if (peer->local_candidates->len > 0 || peer->local_candidates_end)
@@ -1523,7 +1523,8 @@ connect_webrtcbin (LegbaPeer * peer)
 
 LegbaPeer *
 legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
-    const char *pc, LegbaPeerRole role, GError ** error)
+    const char *pc, LegbaPeerRole role, const LegbaPeerEvents * events,
+    GError ** error)
 {
   LegbaPeer *peer;
   g_autofree char *name = NULL;
@@ -1537,6 +1538,7 @@ legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
   peer->participant = g_object_ref (participant);
   peer->pc = g_strdup (pc);
   peer->role = role;
+  peer->events = events;
   peer->created = g_get_monotonic_time ();
   peer->sctp_id = legba_room_next_sctp_association_id ();
   peer->remote_candidates =
@@ -1726,10 +1728,7 @@ stats_ready (LegbaPeer * peer, gpointer data)
   GstStructure *summary = legba_peer_media_summarize (peer, data);
 
   legba_peer_data_add_stats (peer, summary);
-  if (peer->participant->peer == peer)
-    legba_participant_take_stats (peer->participant, summary);
-  else
-    gst_structure_free (summary);
+  peer->events->stats (peer, summary);
 }
 
 static void

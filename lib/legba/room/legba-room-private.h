@@ -137,16 +137,14 @@ struct _LegbaRoom
 
 void legba_room_invoke (LegbaRoom * self, GSourceFunc func, gpointer data,
     GDestroyNotify notify);
+/* attaches source to the room's context with func; returns it */
+GSource *legba_room_attach_source (LegbaRoom * self, GSource * source,
+    GSourceFunc func, gpointer data, GDestroyNotify notify);
 GSource *legba_room_timeout (LegbaRoom * self, guint ms, GSourceFunc func,
     gpointer data, GDestroyNotify notify);
 void legba_clear_source (GSource ** source);
-gboolean legba_room_send_signal (LegbaRoom * self, LegbaPeer * peer,
-    JsonObject * signal);
 void legba_room_report (LegbaRoom * self, LegbaRoomError code,
     const char *format, ...) G_GNUC_PRINTF (3, 4);
-void legba_room_peer_connected (LegbaRoom * self, LegbaPeer * peer);
-void legba_room_peer_failed (LegbaRoom * self, LegbaPeer * peer,
-    const char *why);
 const char *legba_enum_nick (GType type, int value);
 
 /* ---- Peer connections (legba-room-peer.c) ---- */
@@ -156,6 +154,29 @@ typedef enum
   LEGBA_PEER_OFFERER,
   LEGBA_PEER_ANSWERER,
 } LegbaPeerRole;
+
+/* What a peer connection reports to its room, on the room's context;
+ * the room decides what follows (legba-room.c, legba-room-core.c).
+ *
+ * connected: connected, its reliable data channel open
+ * failed: it failed (ICE or DTLS, an element's error, no progress in
+ *   time, a description it could not make or apply)
+ * send_signal: send `signal` (its `pc` and `type` set) to the participant
+ * lossy_open: its lossy data channel opened once it was connected
+ * stats: its statistics summary (transfer full)
+ * error: something the application should know (transfer none) */
+typedef struct
+{
+  void (*connected) (LegbaPeer * peer);
+  void (*failed) (LegbaPeer * peer, const char *why);
+  void (*send_signal) (LegbaPeer * peer, JsonObject * signal);
+  void (*lossy_open) (LegbaPeer * peer);
+  void (*stats) (LegbaPeer * peer, GstStructure * summary);
+  void (*error) (LegbaPeer * peer, const GError * error);
+} LegbaPeerEvents;
+
+/* The room's */
+extern const LegbaPeerEvents legba_room_peer_events;
 
 typedef struct
 {
@@ -179,6 +200,7 @@ struct _LegbaPeer
   LegbaParticipant *participant;        /* owned */
   char *pc;
   LegbaPeerRole role;
+  const LegbaPeerEvents *events;        /* how it reports to its room */
 
   GstBin *bin;                  /* holds webrtcbin and the media branches */
   GstElement *webrtcbin;
@@ -233,7 +255,8 @@ typedef void (*PeerFunc) (LegbaPeer * peer, gpointer data);
 void legba_peer_invoke (LegbaPeer * peer, PeerFunc func, gpointer data,
     GDestroyNotify free_data);
 LegbaPeer *legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
-    const char *pc, LegbaPeerRole role, GError ** error);
+    const char *pc, LegbaPeerRole role, const LegbaPeerEvents * events,
+    GError ** error);
 LegbaPeer *legba_peer_ref (LegbaPeer * peer);
 void legba_peer_unref (LegbaPeer * peer);
 void legba_peer_closure_unref (gpointer peer, GClosure * closure);

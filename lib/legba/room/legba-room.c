@@ -34,8 +34,6 @@
 #include <legba/room/legba-room-data-private.h>
 #include <legba/common/legba-json.h>
 
-GST_DEBUG_CATEGORY (legba_room_debug);
-
 GQuark
 legba_room_error_quark (void)
 {
@@ -119,59 +117,6 @@ G_DEFINE_FINAL_TYPE (LegbaRoom, legba_room, G_TYPE_OBJECT);
 
 static void remove_all_participants (LegbaRoom * self, gboolean say_bye);
 
-/* ---- Helpers ---- */
-
-const char *
-legba_enum_nick (GType type, int value)
-{
-  GEnumClass *klass = g_type_class_ref (type);
-  GEnumValue *v = g_enum_get_value (klass, value);
-
-  g_type_class_unref (klass);
-  return v ? v->value_nick : "?";
-}
-
-void
-legba_room_invoke (LegbaRoom * self, GSourceFunc func, gpointer data,
-    GDestroyNotify notify)
-{
-  /* Always queued, never run at once: a callback from inside webrtcbin
-   * must not call back into it (it may hold its locks). */
-  GSource *source = g_idle_source_new ();
-
-  g_source_set_priority (source, G_PRIORITY_DEFAULT);
-  g_source_set_callback (source, func, data, notify);
-  g_source_set_static_name (source, "legba-room-invoke");
-  g_source_attach (source, self->context);
-  g_source_unref (source);
-}
-
-static GSource *
-attach_timeout (LegbaRoom * self, GSource * source, GSourceFunc func,
-    gpointer data, GDestroyNotify notify)
-{
-  g_source_set_callback (source, func, data, notify);
-  g_source_set_static_name (source, "legba-room-timeout");
-  g_source_attach (source, self->context);
-  return source;
-}
-
-GSource *
-legba_room_timeout (LegbaRoom * self, guint ms, GSourceFunc func,
-    gpointer data, GDestroyNotify notify)
-{
-  return attach_timeout (self, g_timeout_source_new (ms), func, data, notify);
-}
-
-void
-legba_clear_source (GSource ** source)
-{
-  if (*source == NULL)
-    return;
-  g_source_destroy (*source);
-  g_clear_pointer (source, g_source_unref);
-}
-
 void
 legba_room_report (LegbaRoom * self, LegbaRoomError code,
     const char *format, ...)
@@ -198,18 +143,17 @@ set_state (LegbaRoom * self, LegbaRoomState state)
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);
 }
 
-gboolean
-legba_room_send_signal (LegbaRoom * self, LegbaPeer * peer, JsonObject * signal)
+static void
+send_signal (LegbaRoom * self, LegbaPeer * peer, JsonObject * signal)
 {
   g_autoptr (GError) error = NULL;
 
   if (legba_signaller_send (self->signaller, peer->participant->id, signal,
           &error))
-    return TRUE;
+    return;
   GST_WARNING ("room %s: could not send a %s to %s: %s", self->room_name,
       legba_json_object_get_string (signal, "type"),
       peer->participant->id, error->message);
-  return FALSE;
 }
 
 static void
@@ -219,7 +163,7 @@ send_bye (LegbaRoom * self, LegbaPeer * peer)
 
   json_object_set_string_member (bye, "pc", peer->pc);
   json_object_set_string_member (bye, "type", "bye");
-  legba_room_send_signal (self, peer, bye);
+  send_signal (self, peer, bye);
 }
 
 /* ---- What the room core asks for (legba-room-core.h) ---- */
@@ -288,7 +232,7 @@ core_open_peer (gpointer handle, const char *pc, gboolean offerer,
   LegbaPeer *peer;
 
   peer = legba_peer_new (self, p, pc, offerer ? LEGBA_PEER_OFFERER :
-      LEGBA_PEER_ANSWERER, &error);
+      LEGBA_PEER_ANSWERER, &legba_room_peer_events, &error);
   if (peer == NULL) {
     legba_room_report (self, error->code, "%s", error->message);
     return FALSE;
@@ -423,20 +367,24 @@ remove_all_participants (LegbaRoom * self, gboolean say_bye)
   legba_room_core_leave (self->core, say_bye);
 }
 
-/* ---- What the peer connections report ---- */
+/* ---- What the peer connections report (LegbaPeerEvents) ---- */
 
-void
-legba_room_peer_connected (LegbaRoom * self, LegbaPeer * peer)
+static void
+peer_connected (LegbaPeer * peer)
 {
+  LegbaRoom *self = peer->room;
+
   if (peer->participant->peer != peer ||
       !legba_room_core_peer_connected (self->core, peer->pc))
     return;
   legba_room_data_peer_connected (self, peer);
 }
 
-void
-legba_room_peer_failed (LegbaRoom * self, LegbaPeer * peer, const char *why)
+static void
+peer_failed (LegbaPeer * peer, const char *why)
 {
+  LegbaRoom *self = peer->room;
+
   if (peer->participant->peer != peer)
     return;
   GST_WARNING ("room %s: peer connection %s with %s failed: %s",
@@ -444,6 +392,42 @@ legba_room_peer_failed (LegbaRoom * self, LegbaPeer * peer, const char *why)
   legba_room_core_peer_failed (self->core, peer->pc, why,
       g_get_monotonic_time ());
 }
+
+static void
+peer_send_signal (LegbaPeer * peer, JsonObject * signal)
+{
+  send_signal (peer->room, peer, signal);
+}
+
+static void
+peer_lossy_open (LegbaPeer * peer)
+{
+  legba_room_data_lossy_open (peer->room, peer);
+}
+
+static void
+peer_stats (LegbaPeer * peer, GstStructure * summary)
+{
+  if (peer->participant->peer == peer)
+    legba_participant_take_stats (peer->participant, summary);
+  else
+    gst_structure_free (summary);
+}
+
+static void
+peer_error (LegbaPeer * peer, const GError * error)
+{
+  legba_room_report (peer->room, error->code, "%s", error->message);
+}
+
+const LegbaPeerEvents legba_room_peer_events = {
+  .connected = peer_connected,
+  .failed = peer_failed,
+  .send_signal = peer_send_signal,
+  .lossy_open = peer_lossy_open,
+  .stats = peer_stats,
+  .error = peer_error,
+};
 
 /* ---- Signals from peers (§4) ---- */
 
@@ -679,7 +663,7 @@ restart_stats (LegbaRoom * self)
   legba_clear_source (&self->stats_source);
   if (ms == 0 || self->state == LEGBA_ROOM_STATE_DISCONNECTED)
     return;
-  self->stats_source = attach_timeout (self, ms % 1000 == 0 ?
+  self->stats_source = legba_room_attach_source (self, ms % 1000 == 0 ?
       g_timeout_source_new_seconds (ms / 1000) : g_timeout_source_new (ms),
       stats_tick, self, NULL);
 }
@@ -901,19 +885,6 @@ legba_room_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-  }
-}
-
-/* The rooms' debug category, for the code that may run before a room is
- * made (legba_room_prepare()). */
-void
-legba_room_debug_init (void)
-{
-  static gsize done;
-
-  if (g_once_init_enter (&done)) {
-    GST_DEBUG_CATEGORY_INIT (legba_room_debug, "legbaroom", 0, "Legba rooms");
-    g_once_init_leave (&done, 1);
   }
 }
 
