@@ -380,10 +380,10 @@ drain (LegbaRoomData * d, const char *id, LegbaReliability rel)
   }
   g_mutex_unlock (&d->lock);
   for (guint i = 0; i < dropped->len; i++)
-    legba_room_report (d->room, LEGBA_ROOM_ERROR_TOO_LARGE, "%s",
-        (char *) dropped->pdata[i]);
+    d->room->events->report (d->room, LEGBA_ROOM_ERROR_TOO_LARGE,
+        dropped->pdata[i]);
   if (ready_id != NULL &&
-      (p = legba_room_find_participant (d->room, ready_id)) != NULL)
+      (p = d->room->events->find_participant (d->room, ready_id)) != NULL)
     g_signal_emit (d->room, signals[SIGNAL_READY_TO_SEND], 0, p, rel);
 }
 
@@ -412,14 +412,9 @@ kick_dispatch (GSource * source, GSourceFunc callback, gpointer data)
   }
   g_mutex_unlock (&d->lock);
   for (guint i = 0; i < lossy->len; i++) {
-    LegbaParticipant *p = legba_room_find_participant (d->room,
-        lossy->pdata[i]);
-    LegbaPeer *peer = p ? p->peer : NULL;
     Recipient *r;
 
-    if (peer != NULL)
-      legba_peer_open_lossy (peer);
-    if (peer != NULL && peer->channels[LEGBA_RELIABILITY_LOSSY] != NULL)
+    if (d->room->events->open_lossy (d->room, lossy->pdata[i]))
       continue;
     /* none was made: the next lossy message asks again */
     g_mutex_lock (&d->lock);
@@ -853,9 +848,11 @@ legba_room_get_participant_muted (LegbaRoom * self,
 static void
 report_malformed (LegbaRoomData * d, LegbaParticipant * p, const char *what)
 {
+  g_autofree char *message = g_strdup_printf ("Participant %s sent %s; it "
+      "was dropped", p->id, what);
+
   d->malformed++;
-  legba_room_report (d->room, LEGBA_ROOM_ERROR_MALFORMED,
-      "Participant %s sent %s; it was dropped", p->id, what);
+  d->room->events->report (d->room, LEGBA_ROOM_ERROR_MALFORMED, message);
 }
 
 static void

@@ -23,19 +23,8 @@ static const char *const kind_names[] = { "video", "audio" };
 static void
 local_caps_known (LegbaRoom * self)
 {
-  GHashTableIter iter;
-  gpointer peer;
-  g_autoptr (GPtrArray) peers = g_ptr_array_new_with_free_func ((GDestroyNotify)
-      legba_peer_unref);
-
-  if (!legba_room_media_ready (self))
-    return;
-  g_hash_table_iter_init (&iter, self->peers);
-  while (g_hash_table_iter_next (&iter, NULL, &peer))
-    g_ptr_array_add (peers, legba_peer_ref (peer));
-  for (guint i = 0; i < peers->len; i++)
-    if (((LegbaPeer *) peers->pdata[i])->room != NULL)
-      legba_peer_media_ready (peers->pdata[i]);
+  if (legba_room_media_ready (self))
+    self->events->media_ready (self);
 }
 
 static gboolean
@@ -843,8 +832,8 @@ legba_peer_media_unlink (LegbaPeer * peer)
     track_pad = g_steal_pointer (&m->track_pad);
     g_mutex_unlock (&peer->lock);
     if (track_pad != NULL && m->track_announced)
-      legba_room_emit_track (peer->room, peer->participant, kind, track_pad,
-          FALSE);
+      peer->room->events->track (peer->room, peer->participant, kind,
+          track_pad, FALSE);
     m->track_announced = FALSE;
     gst_clear_object (&track_pad);
     unlink_send (peer, kind);
@@ -924,7 +913,7 @@ announce_track (LegbaPeer * peer, gpointer data)
   peer->media[kind].track_announced = TRUE;
   GST_INFO ("pc %s: %s track of %s", peer->pc, kind_names[kind],
       peer->participant->id);
-  legba_room_emit_track (peer->room, peer->participant, kind, pad, TRUE);
+  peer->room->events->track (peer->room, peer->participant, kind, pad, TRUE);
   gst_object_unref (pad);
 }
 

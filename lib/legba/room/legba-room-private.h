@@ -93,6 +93,26 @@ typedef struct
 
 /* ---- The room ---- */
 
+/* What the room's media and data parts report to it (legba-room.c), on
+ * its context; the room decides what follows.
+ *
+ * track: a participant's received track is announced (added) or ends
+ * media_ready: the local tracks' caps are all known: peer connections
+ *   waiting for them may negotiate
+ * report: something the application should know (an error signal)
+ * find_participant: the listed participant with that id, or NULL
+ * open_lossy: open the lossy data channel to the participant; returns
+ *   whether the connection has one now */
+typedef struct
+{
+  void (*track) (LegbaRoom * self, LegbaParticipant * participant,
+      LegbaTrackKind kind, GstPad * pad, gboolean added);
+  void (*media_ready) (LegbaRoom * self);
+  void (*report) (LegbaRoom * self, LegbaRoomError code, const char *message);
+  LegbaParticipant *(*find_participant) (LegbaRoom * self, const char *id);
+  gboolean (*open_lossy) (LegbaRoom * self, const char *participant_id);
+} LegbaRoomEvents;
+
 struct _LegbaRoom
 {
   GObject parent;
@@ -133,6 +153,7 @@ struct _LegbaRoom
   LegbaLocalTrack *tracks[2];   /* by LegbaTrackKind */
 
   LegbaRoomData *data;          /* application data (§6, §7) */
+  const LegbaRoomEvents *events;        /* how its parts report to it */
 };
 
 void legba_room_invoke (LegbaRoom * self, GSourceFunc func, gpointer data,
@@ -291,9 +312,6 @@ gboolean legba_peer_media_has_streams (LegbaPeer * peer);
 GstStructure *legba_peer_media_summarize (LegbaPeer * peer,
     const GstStructure * webrtc_stats);
 
-/* Signals of LegbaRoom the other parts emit. */
-void legba_room_emit_track (LegbaRoom * self, LegbaParticipant * participant,
-    LegbaTrackKind kind, GstPad * pad, gboolean added);
 
 /* ---- Process-wide (legba-room-peer.c) ---- */
 

@@ -429,6 +429,59 @@ const LegbaPeerEvents legba_room_peer_events = {
   .error = peer_error,
 };
 
+/* ---- What the media and data parts report (LegbaRoomEvents) ---- */
+
+static void
+parts_track (LegbaRoom * self, LegbaParticipant * participant,
+    LegbaTrackKind kind, GstPad * pad, gboolean added)
+{
+  g_signal_emit (self, signals[added ? SIGNAL_TRACK_ADDED :
+          SIGNAL_TRACK_REMOVED], 0, participant, kind, pad);
+}
+
+/* Peer connections that waited for the local tracks' caps negotiate. */
+static void
+parts_media_ready (LegbaRoom * self)
+{
+  GHashTableIter iter;
+  gpointer peer;
+  g_autoptr (GPtrArray) peers = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      legba_peer_unref);
+
+  g_hash_table_iter_init (&iter, self->peers);
+  while (g_hash_table_iter_next (&iter, NULL, &peer))
+    g_ptr_array_add (peers, legba_peer_ref (peer));
+  for (guint i = 0; i < peers->len; i++)
+    if (((LegbaPeer *) peers->pdata[i])->room != NULL)
+      legba_peer_media_ready (peers->pdata[i]);
+}
+
+static void
+parts_report (LegbaRoom * self, LegbaRoomError code, const char *message)
+{
+  legba_room_report (self, code, "%s", message);
+}
+
+static gboolean
+parts_open_lossy (LegbaRoom * self, const char *participant_id)
+{
+  LegbaParticipant *p = legba_room_find_participant (self, participant_id);
+  LegbaPeer *peer = p ? p->peer : NULL;
+
+  if (peer == NULL)
+    return FALSE;
+  legba_peer_open_lossy (peer);
+  return peer->channels[LEGBA_RELIABILITY_LOSSY] != NULL;
+}
+
+static const LegbaRoomEvents parts_events = {
+  .track = parts_track,
+  .media_ready = parts_media_ready,
+  .report = parts_report,
+  .find_participant = legba_room_find_participant,
+  .open_lossy = parts_open_lossy,
+};
+
 /* ---- Signals from peers (§4) ---- */
 
 static gboolean
@@ -1146,6 +1199,7 @@ legba_room_init (LegbaRoom * self)
   self->ice_tcp = DEFAULT_ICE_TCP;
   self->stats_interval = DEFAULT_STATS_INTERVAL;
   self->participants = g_list_store_new (LEGBA_TYPE_PARTICIPANT);
+  self->events = &parts_events;
   self->core = legba_room_core_new (&core_actions, self);
   legba_room_core_set_max_participants (self->core, self->max_participants);
   self->peers = g_hash_table_new (g_str_hash, g_str_equal);
@@ -1264,14 +1318,6 @@ legba_room_find_participant (LegbaRoom * self, const char *participant_id)
   g_return_val_if_fail (participant_id != NULL, NULL);
 
   return legba_room_core_find (self->core, participant_id);
-}
-
-void
-legba_room_emit_track (LegbaRoom * self, LegbaParticipant * participant,
-    LegbaTrackKind kind, GstPad * pad, gboolean added)
-{
-  g_signal_emit (self, signals[added ? SIGNAL_TRACK_ADDED :
-          SIGNAL_TRACK_REMOVED], 0, participant, kind, pad);
 }
 
 static gboolean
