@@ -1,9 +1,10 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * What every part of a room uses: its debug category, and running on the
- * room's main context (hand-overs, timeouts, clearing a source). Calls
- * nothing of the room's other files.
+ * What every part of a room uses: its debug category, running on the
+ * room's main context (hand-overs, timeouts, clearing a source), and
+ * holding a peer connection and handing its work over to that context.
+ * Calls nothing of the room's other files.
  */
 #include <legba/room/legba-room-private.h>
 
@@ -72,4 +73,77 @@ legba_clear_source (GSource ** source)
     return;
   g_source_destroy (*source);
   g_clear_pointer (source, g_source_unref);
+}
+
+/* ---- Reference counting ---- */
+
+LegbaPeer *
+legba_peer_ref (LegbaPeer * peer)
+{
+  g_atomic_ref_count_inc (&peer->ref);
+  return peer;
+}
+
+void
+legba_peer_unref (LegbaPeer * peer)
+{
+  if (g_atomic_ref_count_dec (&peer->ref))
+    peer->free (peer);
+}
+
+void
+legba_peer_closure_unref (gpointer peer, GClosure * closure)
+{
+  legba_peer_unref (peer);
+}
+
+/* ---- Handing over to the room's context ---- */
+
+typedef struct
+{
+  LegbaPeer *peer;
+  PeerFunc func;
+  gpointer data;
+  GDestroyNotify free_data;
+} PeerCall;
+
+static gboolean
+peer_call_run (gpointer data)
+{
+  PeerCall *call = data;
+
+  if (call->peer->room != NULL)
+    call->func (call->peer, call->data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+peer_call_free (gpointer data)
+{
+  PeerCall *call = data;
+
+  if (call->free_data != NULL && call->data != NULL)
+    call->free_data (call->data);
+  legba_peer_unref (call->peer);
+  g_free (call);
+}
+
+/* From any thread: runs func (peer, data) on the room's main context
+ * unless the peer is closed by then; data is freed either way. */
+void
+legba_peer_invoke (LegbaPeer * peer, PeerFunc func, gpointer data,
+    GDestroyNotify free_data)
+{
+  PeerCall *call = g_new0 (PeerCall, 1);
+  LegbaRoom *room = peer->room;
+
+  call->peer = legba_peer_ref (peer);
+  call->func = func;
+  call->data = data;
+  call->free_data = free_data;
+  if (room == NULL) {
+    peer_call_free (call);
+    return;
+  }
+  legba_room_invoke (room, peer_call_run, call, peer_call_free);
 }

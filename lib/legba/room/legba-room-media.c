@@ -1059,7 +1059,7 @@ key_gate (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 /* The plugin of the decoder decodebin would choose for a received format
  * (the highest-ranked one), loaded once per process: on a thread of its
  * own from the first description that announces media
- * (legba_room_media_remote_description), and at the latest on a stream's
+ * (legba_room_media_receives), and at the latest on a stream's
  * own thread before its first track is announced (a stream that comes
  * first waits here for the load under way). An application makes its decoder
  * in its track-added handler, on the room's context; the first one of a
@@ -1101,12 +1101,13 @@ legba_room_media_load_decoders (void)
     load_decoder (&receive_formats[i]);
 }
 
-/* A participant's offer or answer: once one says it sends audio or video
- * (an m-line with a port whose direction lets the remote side send),
- * the decoders are loaded, long before that media's first packet. A
- * process whose rooms only ever exchange data never loads them. */
-void
-legba_room_media_remote_description (const GstSDPMessage * sdp)
+/* A participant's offer or answer: whether it sends audio or video (an
+ * m-line with a port whose direction lets the remote side send). Once
+ * one does, the decoders are loaded, long before that media's first
+ * packet. A process whose rooms only ever exchange data never loads
+ * them. */
+gboolean
+legba_room_media_receives (const GstSDPMessage * sdp)
 {
   for (guint i = 0; i < gst_sdp_message_medias_len (sdp); i++) {
     const GstSDPMedia *media = gst_sdp_message_get_media (sdp, i);
@@ -1116,11 +1117,10 @@ legba_room_media_remote_description (const GstSDPMessage * sdp)
     if (gst_sdp_media_get_port (media) != 0 &&
         (g_strcmp0 (kind, "audio") == 0 || g_strcmp0 (kind, "video") == 0) &&
         (strcmp (direction, "sendrecv") == 0 ||
-            strcmp (direction, "sendonly") == 0)) {
-      legba_room_prepare_decoders ();
-      return;
-    }
+            strcmp (direction, "sendonly") == 0))
+      return TRUE;
   }
+  return FALSE;
 }
 
 /* webrtcbin's pad-added, on a streaming thread: the stream is flowing, so

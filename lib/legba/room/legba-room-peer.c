@@ -446,20 +446,12 @@ peer_bin_set_peer (GstBin * bin, LegbaPeer * peer)
   GST_OBJECT_UNLOCK (bin);
 }
 
-/* ---- Reference counting ---- */
+/* ---- Freeing ---- */
 
-LegbaPeer *
-legba_peer_ref (LegbaPeer * peer)
+/* The last reference was dropped (legba_peer_unref()). */
+static void
+peer_free (LegbaPeer * peer)
 {
-  g_atomic_ref_count_inc (&peer->ref);
-  return peer;
-}
-
-void
-legba_peer_unref (LegbaPeer * peer)
-{
-  if (!g_atomic_ref_count_dec (&peer->ref))
-    return;
   g_assert (peer->room == NULL);
   g_clear_object (&peer->bin);
   g_clear_object (&peer->webrtcbin);
@@ -482,63 +474,6 @@ legba_peer_unref (LegbaPeer * peer)
   legba_peer_data_free (peer->data);
   g_mutex_clear (&peer->lock);
   g_free (peer);
-}
-
-void
-legba_peer_closure_unref (gpointer peer, GClosure * closure)
-{
-  legba_peer_unref (peer);
-}
-
-/* ---- Handing over to the room's context ---- */
-
-typedef struct
-{
-  LegbaPeer *peer;
-  PeerFunc func;
-  gpointer data;
-  GDestroyNotify free_data;
-} PeerCall;
-
-static gboolean
-peer_call_run (gpointer data)
-{
-  PeerCall *call = data;
-
-  if (call->peer->room != NULL)
-    call->func (call->peer, call->data);
-  return G_SOURCE_REMOVE;
-}
-
-static void
-peer_call_free (gpointer data)
-{
-  PeerCall *call = data;
-
-  if (call->free_data != NULL && call->data != NULL)
-    call->free_data (call->data);
-  legba_peer_unref (call->peer);
-  g_free (call);
-}
-
-/* From any thread: runs func (peer, data) on the room's main context
- * unless the peer is closed by then; data is freed either way. */
-void
-legba_peer_invoke (LegbaPeer * peer, PeerFunc func, gpointer data,
-    GDestroyNotify free_data)
-{
-  PeerCall *call = g_new0 (PeerCall, 1);
-  LegbaRoom *room = peer->room;
-
-  call->peer = legba_peer_ref (peer);
-  call->func = func;
-  call->data = data;
-  call->free_data = free_data;
-  if (room == NULL) {
-    peer_call_free (call);
-    return;
-  }
-  legba_room_invoke (room, peer_call_run, call, peer_call_free);
 }
 
 static void progress (LegbaPeer * peer);
@@ -1290,7 +1225,8 @@ legba_peer_handle_offer (LegbaPeer * peer, const char *sdp)
     fail_peer (peer, "unreadable offer");
     return;
   }
-  legba_room_media_remote_description (peer->pending_offer->sdp);
+  if (legba_room_media_receives (peer->pending_offer->sdp))
+    legba_room_prepare_decoders ();
   if (!legba_room_media_ready (peer->room)) {
     GST_DEBUG ("pc %s: waiting for the local tracks' caps", peer->pc);
     peer->waiting_media = TRUE;
@@ -1325,7 +1261,8 @@ legba_peer_handle_answer (LegbaPeer * peer, const char *sdp)
   if (answer == NULL)
     return FALSE;
   gst_sdp_message_copy (answer->sdp, &peer->answer);
-  legba_room_media_remote_description (answer->sdp);
+  if (legba_room_media_receives (answer->sdp))
+    legba_room_prepare_decoders ();
   emit_with_promise (peer, "set-remote-description", answer,
       applied_promise (peer));
   gst_webrtc_session_description_free (answer);
@@ -1539,6 +1476,7 @@ legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
   peer->pc = g_strdup (pc);
   peer->role = role;
   peer->events = events;
+  peer->free = peer_free;
   peer->created = g_get_monotonic_time ();
   peer->sctp_id = legba_room_next_sctp_association_id ();
   peer->remote_candidates =

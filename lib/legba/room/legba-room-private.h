@@ -1,11 +1,16 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * What the parts of LegbaRoom share: legba-room.c (state, participants,
- * signalling, carrying out what the rules of legba-room-core.c decide),
- * legba-room-peer.c (one webrtcbin per peer connection:
- * negotiation, ICE, knobs), legba-room-media.c (local tracks teed to every
- * peer, received tracks, stats).
+ * What the parts of LegbaRoom share. legba-room.c drives them: it feeds
+ * the rules (legba-room-core.c, no I/O) the signaller's events and
+ * carries out what they decide through legba-room-peer.c (one webrtcbin
+ * per peer connection: negotiation, ICE, knobs), legba-room-media.c
+ * (local tracks teed to every peer, received tracks, stats) and
+ * legba-room-data.c (data channels; legba-room-tap.c takes their
+ * messages off SCTP). Those report back through LegbaPeerEvents and
+ * LegbaRoomEvents, never by calling the room; a peer connection calls
+ * into its own media and data parts, which call nothing of the peer's but
+ * legba-room-context.c (references and hand-overs to the room's context).
  *
  * Threads: everything here belongs to the room's main context unless a
  * field says otherwise. Streaming threads touch only what is marked
@@ -222,6 +227,7 @@ struct _LegbaPeer
   char *pc;
   LegbaPeerRole role;
   const LegbaPeerEvents *events;        /* how it reports to its room */
+  void (*free) (LegbaPeer * peer);      /* once the last reference goes */
 
   GstBin *bin;                  /* holds webrtcbin and the media branches */
   GstElement *webrtcbin;
@@ -273,14 +279,18 @@ struct _LegbaPeer
 
 typedef void (*PeerFunc) (LegbaPeer * peer, gpointer data);
 
-void legba_peer_invoke (LegbaPeer * peer, PeerFunc func, gpointer data,
-    GDestroyNotify free_data);
-LegbaPeer *legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
-    const char *pc, LegbaPeerRole role, const LegbaPeerEvents * events,
-    GError ** error);
+/* legba-room-context.c: holding a peer connection, and running func
+ * (peer, data) on the room's context from any thread unless the peer is
+ * closed by then (data is freed either way) */
 LegbaPeer *legba_peer_ref (LegbaPeer * peer);
 void legba_peer_unref (LegbaPeer * peer);
 void legba_peer_closure_unref (gpointer peer, GClosure * closure);
+void legba_peer_invoke (LegbaPeer * peer, PeerFunc func, gpointer data,
+    GDestroyNotify free_data);
+
+LegbaPeer *legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
+    const char *pc, LegbaPeerRole role, const LegbaPeerEvents * events,
+    GError ** error);
 void legba_peer_start (LegbaPeer * peer);
 void legba_peer_handle_offer (LegbaPeer * peer, const char *sdp);
 gboolean legba_peer_handle_answer (LegbaPeer * peer, const char *sdp);
@@ -297,7 +307,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (LegbaPeer, legba_peer_unref)
 
 gboolean legba_room_media_ready (LegbaRoom * self);
 void legba_room_media_load_decoders (void);
-void legba_room_media_remote_description (const GstSDPMessage * sdp);
+gboolean legba_room_media_receives (const GstSDPMessage * sdp);
 GstCaps *legba_room_media_codec_preferences (LegbaRoom * self,
     LegbaTrackKind kind, LegbaPeerRole role);
 void legba_room_media_free_track (LegbaLocalTrack * track);
