@@ -47,6 +47,7 @@
  */
 #include "legba-elements.h"
 #include "legbadata-common.h"
+#include "legba-context-call.h"
 
 #include <gst/base/gstbasesink.h>
 
@@ -103,7 +104,7 @@ struct _GstLegbaDataSink
   guint ready_generation;       /* (lock) ready-to-send emissions and
                                  * changes of members */
   gboolean flushing;            /* (lock) */
-  LegbaDataCall *call;          /* (lock) the call being waited for */
+  LegbaContextCall *call;       /* (lock) the call being waited for */
 };
 
 G_DEFINE_FINAL_TYPE (GstLegbaDataSink, gst_legba_data_sink, GST_TYPE_BASE_SINK);
@@ -159,9 +160,10 @@ on_left (LegbaRoom * room, LegbaParticipant * p, GstLegbaDataSink * self)
   g_mutex_unlock (&self->lock);
 }
 
-static void
-connect_room (LegbaRoom * room, gpointer data)
+static gpointer
+connect_room (gpointer object, gpointer data)
 {
+  LegbaRoom *room = object;
   GstLegbaDataSink *self = data;
   GListModel *list = legba_room_get_participants (room);
 
@@ -178,11 +180,13 @@ connect_room (LegbaRoom * room, gpointer data)
     add_member (self, p);
   }
   g_mutex_unlock (&self->lock);
+  return NULL;
 }
 
-static void
-disconnect_room (LegbaRoom * room, gpointer data)
+static gpointer
+disconnect_room (gpointer object, gpointer data)
 {
+  LegbaRoom *room = object;
   GstLegbaDataSink *self = data;
 
   for (guint i = 0; i < G_N_ELEMENTS (self->handlers); i++)
@@ -190,6 +194,7 @@ disconnect_room (LegbaRoom * room, gpointer data)
   g_mutex_lock (&self->lock);
   g_hash_table_remove_all (self->members);
   g_mutex_unlock (&self->lock);
+  return NULL;
 }
 
 /* ---- Streaming thread ---- */
@@ -268,22 +273,23 @@ send_to_targets (Send * s)
 
 /* Runs func on the room's thread: FALSE when flushing. */
 static gboolean
-run_on_room (GstLegbaDataSink * self, LegbaDataFunc func, gpointer data)
+run_on_room (GstLegbaDataSink * self, LegbaContextFunc func, gpointer data)
 {
-  LegbaDataCall *call;
+  LegbaContextCall *call;
   gboolean ran;
 
-  call = legba_data_call_new (self->room, func, data);
+  call = legba_context_call_new (legba_room_get_main_context (self->room),
+      self->room, func, data);
   g_mutex_lock (&self->lock);
   if (self->flushing)
-    legba_data_call_cancel (call);
+    legba_context_call_cancel (call);
   self->call = call;
   g_mutex_unlock (&self->lock);
-  ran = legba_data_call_wait (call);
+  ran = legba_context_call_wait (call, NULL);
   g_mutex_lock (&self->lock);
   self->call = NULL;
   g_mutex_unlock (&self->lock);
-  legba_data_call_unref (call);
+  legba_context_call_unref (call);
   return ran;
 }
 
@@ -438,15 +444,17 @@ typedef struct
   gboolean idle;
 } Drained;
 
-static void
-drained_on_room (LegbaRoom * room, gpointer data)
+static gpointer
+drained_on_room (gpointer object, gpointer data)
 {
+  LegbaRoom *room = object;
   g_autoptr (GstStructure) stats = legba_room_get_data_stats (room);
   guint64 queued = 0, buffered = 0;
 
   gst_structure_get_uint64 (stats, "messages-queued", &queued);
   gst_structure_get_uint64 (stats, "buffered-bytes", &buffered);
   ((Drained *) data)->idle = queued == 0 && buffered == 0;
+  return NULL;
 }
 
 /* EOS: the messages leave before the pipeline may stop (within timeout):
@@ -524,7 +532,8 @@ gst_legba_data_sink_start (GstBaseSink * sink)
   g_mutex_lock (&self->lock);
   self->flushing = FALSE;
   g_mutex_unlock (&self->lock);
-  legba_data_run (self->room, connect_room, self);
+  legba_context_run (legba_room_get_main_context (self->room),
+      self->room, connect_room, self);
   return TRUE;
 }
 
@@ -535,7 +544,8 @@ gst_legba_data_sink_stop (GstBaseSink * sink)
 
   if (self->room == NULL)
     return TRUE;
-  legba_data_run (self->room, disconnect_room, self);
+  legba_context_run (legba_room_get_main_context (self->room),
+      self->room, disconnect_room, self);
   g_clear_object (&self->room);
   return TRUE;
 }
@@ -548,7 +558,7 @@ gst_legba_data_sink_unlock (GstBaseSink * sink)
   g_mutex_lock (&self->lock);
   self->flushing = TRUE;
   if (self->call != NULL)
-    legba_data_call_cancel (self->call);
+    legba_context_call_cancel (self->call);
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
   return TRUE;

@@ -41,6 +41,7 @@
  */
 #include "legba-elements.h"
 #include "legbadata-common.h"
+#include "legba-context-call.h"
 
 #include <gst/base/gstpushsrc.h>
 
@@ -207,9 +208,10 @@ release_self (gpointer data, GClosure * closure)
   gst_object_unref (data);
 }
 
-static void
-connect_room (LegbaRoom * room, gpointer data)
+static gpointer
+connect_room (gpointer object, gpointer data)
 {
+  LegbaRoom *room = object;
   GstLegbaDataSrc *self = data;
 
   /* each handler holds the element while it may run */
@@ -220,17 +222,20 @@ connect_room (LegbaRoom * room, gpointer data)
       G_CALLBACK (on_bytes), gst_object_ref (self),
       release_self, 0);
   legba_room_enable_sync_data_emission (room);
+  return NULL;
 }
 
-static void
-disconnect_room (LegbaRoom * room, gpointer data)
+static gpointer
+disconnect_room (gpointer object, gpointer data)
 {
+  LegbaRoom *room = object;
   GstLegbaDataSrc *self = data;
 
   if (self->handlers[0] != 0)
     legba_room_disable_sync_data_emission (room);
   g_clear_signal_handler (&self->handlers[0], room);
   g_clear_signal_handler (&self->handlers[1], room);
+  return NULL;
 }
 
 /* ---- Streaming thread ---- */
@@ -321,7 +326,8 @@ gst_legba_data_src_start (GstBaseSrc * src)
   self->warned = FALSE;
   self->started = FALSE;
   g_mutex_unlock (&self->lock);
-  legba_data_run (self->room, connect_room, self);
+  legba_context_run (legba_room_get_main_context (self->room),
+      self->room, connect_room, self);
   return TRUE;
 }
 
@@ -331,7 +337,8 @@ gst_legba_data_src_stop (GstBaseSrc * src)
   GstLegbaDataSrc *self = GST_LEGBA_DATA_SRC (src);
 
   if (self->room != NULL) {
-    legba_data_run (self->room, disconnect_room, self);
+    legba_context_run (legba_room_get_main_context (self->room),
+      self->room, disconnect_room, self);
     g_clear_object (&self->room);
   }
   g_mutex_lock (&self->lock);

@@ -69,6 +69,7 @@
  * ]|
  */
 #include "legba-elements.h"
+#include "legba-context-call.h"
 
 #include <legba/legba.h>
 
@@ -212,52 +213,13 @@ static const char *const kind_names[] = { "video", "audio" };
 
 /* ---- Running things on the room's thread ---- */
 
-typedef gpointer (*RoomFunc) (GstLegbaRoom * self, gpointer data);
-
-typedef struct
-{
-  GstLegbaRoom *self;
-  RoomFunc func;
-  gpointer data;
-  gpointer result;
-  gboolean done;
-  GMutex lock;
-  GCond cond;
-} RoomCall;
-
-static gboolean
-room_call_run (gpointer data)
-{
-  RoomCall *call = data;
-  gpointer result = call->func (call->self, call->data);
-
-  g_mutex_lock (&call->lock);
-  call->result = result;
-  call->done = TRUE;
-  g_cond_signal (&call->cond);
-  g_mutex_unlock (&call->lock);
-  return G_SOURCE_REMOVE;
-}
-
-/* Runs func on the room's thread and waits for it. The room's thread
- * never waits for another thread, so this cannot deadlock. */
+/* Runs func (self, data) on the room's thread and waits for it. The
+ * room's thread never waits for another thread, so this cannot
+ * deadlock. */
 static gpointer
-run_on_room_thread (GstLegbaRoom * self, RoomFunc func, gpointer data)
+run_on_room_thread (GstLegbaRoom * self, LegbaContextFunc func, gpointer data)
 {
-  RoomCall call = { self, func, data, NULL, FALSE };
-
-  if (g_main_context_is_owner (self->context))
-    return func (self, data);
-  g_mutex_init (&call.lock);
-  g_cond_init (&call.cond);
-  g_main_context_invoke (self->context, room_call_run, &call);
-  g_mutex_lock (&call.lock);
-  while (!call.done)
-    g_cond_wait (&call.cond, &call.lock);
-  g_mutex_unlock (&call.lock);
-  g_mutex_clear (&call.lock);
-  g_cond_clear (&call.cond);
-  return call.result;
+  return legba_context_run (self->context, self, func, data);
 }
 
 static void
@@ -420,8 +382,10 @@ new_room (GstLegbaRoom * self)
 }
 
 static gpointer
-make_room (GstLegbaRoom * self, gpointer data)
+make_room (gpointer object, gpointer data)
 {
+  GstLegbaRoom *self = object;
+
   self->src_pads = g_hash_table_new_full (NULL, NULL, gst_object_unref,
       gst_object_unref);
   new_room (self);
@@ -431,8 +395,9 @@ make_room (GstLegbaRoom * self, gpointer data)
 /* The signaller changed (the element is not joined): a room for it takes
  * the old one's place, and the request pads' tracks move to it. */
 static gpointer
-replace_room (GstLegbaRoom * self, gpointer data)
+replace_room (gpointer object, gpointer data)
 {
+  GstLegbaRoom *self = object;
   LegbaRoom *old = self->room;
 
   g_signal_handlers_disconnect_by_data (old, self);
@@ -476,8 +441,10 @@ ensure_room (GstLegbaRoom * self)
 }
 
 static gpointer
-release_room (GstLegbaRoom * self, gpointer data)
+release_room (gpointer object, gpointer data)
 {
+  GstLegbaRoom *self = object;
+
   g_signal_handlers_disconnect_by_data (self->room, self);
   legba_room_disconnect (self->room);
   g_clear_object (&self->room);
@@ -516,8 +483,9 @@ on_connected (GObject * object, GAsyncResult * result, gpointer data)
 }
 
 static gpointer
-connect_room (GstLegbaRoom * self, gpointer data)
+connect_room (gpointer object, gpointer data)
 {
+  GstLegbaRoom *self = object;
   GValue values[N_ROOM_SETTINGS] = { G_VALUE_INIT };
 
   GST_OBJECT_LOCK (self);
@@ -537,8 +505,10 @@ connect_room (GstLegbaRoom * self, gpointer data)
 }
 
 static gpointer
-disconnect_room (GstLegbaRoom * self, gpointer data)
+disconnect_room (gpointer object, gpointer data)
 {
+  GstLegbaRoom *self = object;
+
   legba_room_disconnect (self->room);
   return NULL;
 }
@@ -639,16 +609,19 @@ typedef struct
 } TrackRequest;
 
 static gpointer
-add_track (GstLegbaRoom * self, gpointer data)
+add_track (gpointer object, gpointer data)
 {
+  GstLegbaRoom *self = object;
   TrackRequest *request = data;
 
   return legba_room_add_track (self->room, request->kind, &request->error);
 }
 
 static gpointer
-remove_track (GstLegbaRoom * self, gpointer data)
+remove_track (gpointer object, gpointer data)
 {
+  GstLegbaRoom *self = object;
+
   legba_room_remove_track (self->room, GPOINTER_TO_INT (data));
   return NULL;
 }
