@@ -96,8 +96,6 @@ gboolean legba_room_get_participant_muted (LegbaRoom * self,
 
 LEGBA_API
 GstStructure *legba_room_get_data_stats (LegbaRoom * self);
-LEGBA_API
-GMainContext *legba_room_get_main_context (LegbaRoom * self);
 
 /**
  * LegbaDataMeta:

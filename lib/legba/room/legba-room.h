@@ -157,6 +157,8 @@ LegbaSignaller *legba_room_get_signaller (LegbaRoom * self);
 LEGBA_API
 GstBin *legba_room_get_bin (LegbaRoom * self);
 LEGBA_API
+GMainContext *legba_room_get_main_context (LegbaRoom * self);
+LEGBA_API
 LegbaRoomState legba_room_get_state (LegbaRoom * self);
 LEGBA_API
 const char *legba_room_get_participant_id (LegbaRoom * self);
