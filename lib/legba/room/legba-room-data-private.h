@@ -1,8 +1,11 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * The data-channel part of LegbaRoom (legba-room-data.c) and the points
- * where the rest of the room calls it.
+ * The data-channel part of LegbaRoom (legba-room-data.c,
+ * legba-room-data-receive.c, legba-room-data-signals.c,
+ * legba-room-data-meta.c) and the points where the rest of the room calls
+ * it; what those files share among themselves is in
+ * legba-room-data-shared.h.
  */
 #pragma once
 
