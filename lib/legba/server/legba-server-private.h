@@ -39,7 +39,9 @@ void legba_server_log (GLogLevelFlags level, const char *event, ...)
 
 #include <libsoup/soup.h>
 #include <legba/server/legba-metrics.h>
+#include <legba/server/legba-poll-group.h>
 #include <legba/server/legba-relay.h>
+#include <legba/server/legba-ws-stream.h>
 
 typedef struct _LegbaAcceptor LegbaAcceptor;
 
@@ -109,8 +111,56 @@ struct _LegbaServer
   GSource *shutdown_timer;
 };
 
-/* legba-server.c */
+/* The closures of the handlers of LegbaServerConn.ws, in the order of
+ * ws_signals, and how many sockets are connected through them. */
+typedef struct
+{
+  GClosure *closures[3];
+  guint users;
+} LegbaWsHandlers;
+
+/* One WebSocket socket. */
+typedef struct
+{
+  /* What sending a frame reads, together */
+  gboolean closing;
+  gboolean frames_direct;       /* no extension: the stream may write text
+                                 * frames itself */
+  SoupWebsocketConnection *ws;
+  LegbaWsStream *stream;
+  LegbaPollBucket *bucket;      /* where its sources are; NULL: main context */
+  LegbaServer *server;
+  LegbaWsHandlers *handlers;    /* its handlers' closures, shared */
+  LegbaHubConn *hub_conn;       /* NULL once the hub let it go */
+  GSource *release_source;
+  GSource *close_timer;         /* tears it down if the close goes unanswered */
+  char *remote;
+  char *socket_id;
+  guint16 close_code;           /* what the server closed with, 0: peer */
+} LegbaServerConn;
+
+/* legba-server.c: LegbaServer:connection-count changed. */
+G_GNUC_INTERNAL void legba_server_notify_connection_count (LegbaServer * self);
+
+/* legba-server-ws.c: the hub's transport, the WebSocket sockets and the
+ * upgrade to them. */
+G_GNUC_INTERNAL extern const LegbaHubTransport legba_server_transport;
+G_GNUC_INTERNAL void legba_server_handle_app (SoupServer * soup,
+    SoupServerMessage * msg, const char *path, GHashTable * query,
+    gpointer user_data);
+G_GNUC_INTERNAL void legba_server_transport_close (gpointer handle,
+    guint16 code, const char *reason, gpointer user_data);
+/* Tells the hub at once that conn is gone. */
+G_GNUC_INTERNAL void legba_server_conn_release (LegbaServerConn * conn);
+/* The free functions of LegbaServer.conns and LegbaServer.ws_handlers. */
+G_GNUC_INTERNAL void legba_server_conn_free (gpointer data);
+G_GNUC_INTERNAL void legba_ws_handlers_free (gpointer data);
+
+/* legba-server-listen.c: listening, the server's gauges, apps, TLS and
+ * shutdown. */
 void legba_server_get_gauges (LegbaServer * self, LegbaMetricsGauges * gauges);
+/* The free function of LegbaServer.pending_apps. */
+G_GNUC_INTERNAL void legba_pending_app_free (gpointer data);
 
 /* legba-server-http.c: the HTTP side (/apps/, /up, /metrics, CORS, bounded
  * request bodies). */
