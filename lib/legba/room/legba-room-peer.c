@@ -3,7 +3,11 @@
  *
  * One peer connection of a LegbaRoom: a webrtcbin in a bin of its own,
  * its negotiation (docs/room-protocol.md §3 to §6), trickle ICE with
- * batching and queueing (§4), and the knobs of docs/webrtcbin.md.
+ * batching and queueing (§4), its data channels and its closing. The
+ * knobs of docs/webrtcbin.md it is given are in legba-room-knobs.c, the
+ * process-wide DTLS certificate in legba-room-certificate.c, and what
+ * every connection of a process shares is prepared in
+ * legba-room-prepare.c.
  *
  * Threads: webrtcbin calls back on its own threads (promises, ICE, data
  * channels, connection state). Every such callback only hands a closure
@@ -13,375 +17,6 @@
 #include <legba/room/legba-room-private.h>
 #include <legba/room/legba-room-data-private.h>
 #include <legba/common/legba-json.h>
-
-#include <nice/agent.h>
-#include <stdlib.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-
-/* ---- Process-wide: certificate, SCTP ids, the first dtlsdec ---- */
-
-/* docs/webrtcbin.md, "DTLS certificate": an ECDSA P-256 certificate
- * shakes hands faster than webrtcbin's RSA-2048 one, and shared by every
- * connection (and held by one long-lived dtlsdec) it is built once per
- * process. */
-typedef struct
-{
-  char *pem;                    /* certificate and private key */
-  char *fingerprint;            /* "sha-256 AB:CD:…", of the certificate */
-} Certificate;
-
-/* RFC 8122: the hash of the certificate's DER encoding, in uppercase hex
- * pairs joined by colons. */
-static char *
-certificate_fingerprint (X509 * cert)
-{
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  GString *out;
-
-  if (X509_digest (cert, EVP_sha256 (), md, &len) == 0 || len == 0)
-    return NULL;
-  out = g_string_new ("sha-256 ");
-  for (unsigned int i = 0; i < len; i++)
-    g_string_append_printf (out, i ? ":%02X" : "%02X", md[i]);
-  return g_string_free (out, FALSE);
-}
-
-static gboolean
-make_certificate (Certificate * out)
-{
-  EVP_PKEY *key = EVP_EC_gen ("P-256");
-  X509 *cert = X509_new ();
-  X509_NAME *name;
-  BIO *bio = BIO_new (BIO_s_mem ());
-  char *data = NULL;
-  long len;
-
-  if (key == NULL || cert == NULL || bio == NULL)
-    goto out;
-  X509_set_version (cert, 2);
-  ASN1_INTEGER_set (X509_get_serialNumber (cert), g_random_int () >> 1);
-  X509_gmtime_adj (X509_getm_notBefore (cert), -24 * 3600);
-  X509_gmtime_adj (X509_getm_notAfter (cert), 30L * 24 * 3600);
-  X509_set_pubkey (cert, key);
-  name = X509_get_subject_name (cert);
-  X509_NAME_add_entry_by_txt (name, "CN", MBSTRING_ASC,
-      (const unsigned char *) "legba", -1, -1, 0);
-  X509_set_issuer_name (cert, name);
-  if (X509_sign (cert, key, EVP_sha256 ()) == 0 ||
-      !PEM_write_bio_X509 (bio, cert) ||
-      !PEM_write_bio_PrivateKey (bio, key, NULL, NULL, 0, NULL, NULL))
-    goto out;
-  out->fingerprint = certificate_fingerprint (cert);
-  if (out->fingerprint == NULL)
-    goto out;
-  len = BIO_get_mem_data (bio, &data);
-  out->pem = g_strndup (data, len);
-
-out:
-  BIO_free (bio);
-  X509_free (cert);
-  EVP_PKEY_free (key);
-  return out->pem != NULL;
-}
-
-static const Certificate *
-certificate (void)
-{
-  static gsize made;
-  static Certificate cert;
-
-  if (g_once_init_enter (&made)) {
-    if (!make_certificate (&cert)) {
-      g_warning ("Could not make an ECDSA certificate; webrtcbin's own "
-          "will be used");
-      g_clear_pointer (&cert.fingerprint, g_free);
-    }
-    g_once_init_leave (&made, 1);
-  }
-  return &cert;
-}
-
-const char *
-legba_room_certificate_pem (void)
-{
-  return certificate ()->pem;
-}
-
-/* webrtcbin 1.22 derives a=fingerprint from everything base64 in the
- * dtlssrtpdec's `pem`: with a private key in it, the hash covers the key
- * too and matches no certificate (a browser then refuses the handshake).
- * Each fingerprint of a local description is set to the certificate's
- * own. Nothing changes when webrtcbin's own certificate is in use. */
-static void
-fix_fingerprints (GstSDPMessage * sdp)
-{
-  const char *fingerprint = certificate ()->fingerprint;
-  GstSDPAttribute attr;
-
-  if (fingerprint == NULL)
-    return;
-  for (guint i = 0; i < gst_sdp_message_attributes_len (sdp); i++) {
-    if (g_strcmp0 (gst_sdp_message_get_attribute (sdp, i)->key,
-            "fingerprint") != 0)
-      continue;
-    gst_sdp_attribute_set (&attr, "fingerprint", fingerprint);
-    gst_sdp_message_replace_attribute (sdp, i, &attr);
-  }
-  for (guint m = 0; m < gst_sdp_message_medias_len (sdp); m++) {
-    GstSDPMedia *media = (GstSDPMedia *) gst_sdp_message_get_media (sdp, m);
-
-    for (guint i = 0; i < gst_sdp_media_attributes_len (media); i++) {
-      if (g_strcmp0 (gst_sdp_media_get_attribute (media, i)->key,
-              "fingerprint") != 0)
-        continue;
-      gst_sdp_attribute_set (&attr, "fingerprint", fingerprint);
-      gst_sdp_media_replace_attribute (media, i, &attr);
-    }
-  }
-}
-
-/* docs/webrtcbin.md, "SCTP association ids": webrtcbin draws them at
- * random and pairs in one process collide; Legba hands out distinct
- * ones. */
-guint16
-legba_room_next_sctp_association_id (void)
-{
-  static gint next;
-  guint id = (guint) g_atomic_int_add (&next, 1);
-
-  return (guint16) (id % 65535 + 1);
-}
-
-static struct
-{
-  GThread *thread;
-  GThread *decoders;            /* legba_room_media_load_decoders() */
-  GstElement *dtls;             /* keeps the certificate's DTLS agent */
-} prepared;
-static GMutex prepared_lock;    /* prepared.thread, prepared.decoders */
-
-/* Sets what a warm-up connection needs of the knobs: a process-unique
- * SCTP association id, and the shared certificate. */
-static void
-warm_up_element_added (GstBin * bin, GstBin * sub_bin, GstElement * element,
-    gpointer data)
-{
-  GstElementFactory *factory = gst_element_get_factory (element);
-  const char *name = factory ? GST_OBJECT_NAME (factory) : "";
-
-  if (strcmp (name, "sctpenc") == 0 || strcmp (name, "sctpdec") == 0)
-    g_object_set (element, "sctp-association-id",
-        (guint) GPOINTER_TO_UINT (data), NULL);
-  else if (strcmp (name, "dtlssrtpdec") == 0 &&
-      legba_room_certificate_pem () != NULL)
-    g_object_set (element, "pem", legba_room_certificate_pem (), NULL);
-}
-
-static gboolean
-warm_up_step (GstElement * webrtcbin, const char *action, gpointer argument,
-    const char *field, GstWebRTCSessionDescription ** out)
-{
-  GstPromise *promise = gst_promise_new ();
-  const GstStructure *reply;
-  gboolean ok;
-
-  g_signal_emit_by_name (webrtcbin, action, argument, promise);
-  ok = gst_promise_wait (promise) == GST_PROMISE_RESULT_REPLIED;
-  reply = ok ? gst_promise_get_reply (promise) : NULL;
-  if (out != NULL && reply != NULL)
-    gst_structure_get (reply, field, GST_TYPE_WEBRTC_SESSION_DESCRIPTION, out,
-        NULL);
-  ok = ok && (reply == NULL || !gst_structure_has_field (reply, "error"));
-  gst_promise_unref (promise);
-  return ok && (out == NULL || *out != NULL);
-}
-
-/* The first peer connection of a process spends tens of milliseconds on
- * one-time work: loading the webrtc, nice, dtls, srtp, sctp and
- * rtpmanager plugins, registering their types, libnice's and usrsctp's
- * first use. A throwaway connection that describes a session like a
- * room's (two transceivers, a data channel) and gathers on 127.0.0.1 does
- * it here instead. It never sends a packet to anyone. */
-static void
-warm_up_webrtcbin (void)
-{
-  GstElement *bin = gst_bin_new ("legba-warm-up");
-  GstElement *webrtcbin = gst_element_factory_make ("webrtcbin", NULL);
-  GstWebRTCSessionDescription *offer = NULL;
-  GstWebRTCDataChannel *channel = NULL;
-  const char *caps[] = {
-    "application/x-rtp,media=video,encoding-name=VP8,payload=96,"
-        "clock-rate=90000",
-    "application/x-rtp,media=audio,encoding-name=OPUS,payload=111,"
-        "clock-rate=48000,encoding-params=(string)2",
-  };
-  GObject *ice = NULL, *agent = NULL;
-
-  gst_object_ref_sink (bin);
-  if (webrtcbin == NULL)
-    goto out;
-  g_signal_connect (bin, "deep-element-added",
-      G_CALLBACK (warm_up_element_added),
-      GUINT_TO_POINTER (legba_room_next_sctp_association_id ()));
-  g_object_set (webrtcbin, "bundle-policy",
-      GST_WEBRTC_BUNDLE_POLICY_MAX_BUNDLE, NULL);
-  g_object_get (webrtcbin, "ice-agent", &ice, NULL);
-  if (ice != NULL &&
-      g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent"))
-    g_object_get (ice, "agent", &agent, NULL);
-  if (agent != NULL && NICE_IS_AGENT (agent)) {
-    NiceAddress address;
-
-    g_object_set (agent, "upnp", FALSE, NULL);
-    nice_address_init (&address);
-    nice_address_set_from_string (&address, "127.0.0.1");
-    nice_agent_add_local_address (NICE_AGENT (agent), &address);
-  }
-  g_clear_object (&agent);
-  g_clear_object (&ice);
-  gst_bin_add (GST_BIN (bin), webrtcbin);
-  if (gst_element_set_state (bin, GST_STATE_READY) == GST_STATE_CHANGE_FAILURE)
-    goto out;
-  for (guint i = 0; i < G_N_ELEMENTS (caps); i++) {
-    GstCaps *c = gst_caps_from_string (caps[i]);
-    GstWebRTCRTPTransceiver *transceiver = NULL;
-
-    g_signal_emit_by_name (webrtcbin, "add-transceiver",
-        GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY, c, &transceiver);
-    g_clear_object (&transceiver);
-    gst_caps_unref (c);
-  }
-  g_signal_emit_by_name (webrtcbin, "create-data-channel", "legba-warm-up",
-      NULL, &channel);
-  if (warm_up_step (webrtcbin, "create-offer", NULL, "offer", &offer))
-    warm_up_step (webrtcbin, "set-local-description", offer, NULL, NULL);
-
-out:
-  g_clear_pointer (&offer, gst_webrtc_session_description_free);
-  gst_element_set_state (bin, GST_STATE_NULL);
-  g_clear_object (&channel);
-  gst_object_unref (bin);
-}
-
-static gpointer
-decoders_thread (gpointer data)
-{
-  legba_room_media_load_decoders ();
-  return NULL;
-}
-
-/* Loads the decoders' plugins (legba_room_media_load_decoders) on a
- * thread of its own, once per process; legba_room_prepare_wait() waits
- * for it as for the rest. */
-void
-legba_room_prepare_decoders (void)
-{
-  static gsize started;
-
-  if (g_once_init_enter (&started)) {
-    g_mutex_lock (&prepared_lock);
-    prepared.decoders = g_thread_new ("legba-decoders", decoders_thread,
-        NULL);
-    g_mutex_unlock (&prepared_lock);
-    g_once_init_leave (&started, 1);
-  }
-}
-
-static gpointer
-prepare_thread (gpointer data)
-{
-  const char *pem = legba_room_certificate_pem ();
-  GstElement *dec = gst_element_factory_make ("dtlsdec", "legba-dtls-keeper");
-
-  if (dec == NULL)
-    return NULL;
-  if (pem != NULL)
-    g_object_set (dec, "pem", pem, NULL);
-  prepared.dtls = gst_object_ref_sink (dec);
-  warm_up_webrtcbin ();
-  /* the signalling client's first connection loads GIO's proxy modules
-   * (libproxy, GSettings): ~15 ms on the first call's path otherwise */
-  g_proxy_resolver_get_default ();
-  return NULL;
-}
-
-/**
- * legba_room_prepare_wait:
- *
- * Waits until what legba_room_prepare() started is made. An application
- * that must not overlap that work with its first call (a measurement of
- * the first call, a "ready" indicator) calls it; rooms wait for it when
- * they are disposed, and the process when it exits (a process that exits
- * while that thread is inside OpenSSL crashes in OpenSSL's cleanup).
- * Returns at once when legba_room_prepare() was never called or is done.
- */
-void
-legba_room_prepare_wait (void)
-{
-  GThread *thread, *decoders;
-
-  g_mutex_lock (&prepared_lock);
-  thread = g_steal_pointer (&prepared.thread);
-  decoders = g_steal_pointer (&prepared.decoders);
-  g_mutex_unlock (&prepared_lock);
-  if (thread != NULL) {
-    g_thread_join (thread);
-    GST_DEBUG ("DTLS prepared: %" GST_PTR_FORMAT, prepared.dtls);
-  }
-  if (decoders != NULL)
-    g_thread_join (decoders);
-}
-
-static void
-prepare_finish_at_exit (void)
-{
-  legba_room_prepare_wait ();
-}
-
-/**
- * legba_room_prepare:
- *
- * Makes, on a thread of its own, what the first call of a process would
- * otherwise make on its way: the process's DTLS certificate, the key
- * GStreamer's DTLS plugin generates when its first element is created (an
- * RSA key, 80–560 ms), and GStreamer's one-time work for a first peer
- * connection (loading and initialising the webrtc, nice, dtls, srtp, sctp
- * and rtpmanager plugins, through a throwaway connection that gathers on
- * 127.0.0.1 and sends nothing; GIO's proxy resolver, which the first
- * signalling connection would load). legba_room_connect_async() calls
- * it, and so do #LegbaCall when it starts and the `legbaroom` element when
- * it goes to READY; an application calls it earlier
- * (after gst_init()) to take it further off its first call's path, and
- * legba_room_prepare_wait() waits for it. Only the first call does
- * anything.
- */
-void
-legba_room_prepare (void)
-{
-  static gsize started;
-
-  if (g_once_init_enter (&started)) {
-    legba_room_debug_init ();
-    /* Initialised here first, OpenSSL is told not to clean up at exit:
-     * GStreamer's pooled streaming threads that used it (DTLS, SRTP) can
-     * still be ending when the process does, and its exit-time cleanup
-     * would free their per-thread state under them (a double free). What
-     * it would free is the process's until it ends anyway. The process
-     * still waits at exit for the thread below. (With no option at all,
-     * OPENSSL_init_crypto() returns at once.) */
-    OPENSSL_init_crypto (OPENSSL_INIT_ADD_ALL_CIPHERS |
-        OPENSSL_INIT_ADD_ALL_DIGESTS | OPENSSL_INIT_NO_ATEXIT, NULL);
-    atexit (prepare_finish_at_exit);
-    g_mutex_lock (&prepared_lock);
-    prepared.thread = g_thread_new ("legba-prepare", prepare_thread, NULL);
-    g_mutex_unlock (&prepared_lock);
-    g_once_init_leave (&started, 1);
-  }
-}
 
 /* ---- The peer's bin: its elements' errors are the peer's ---- */
 
@@ -1037,7 +672,7 @@ description_created (LegbaPeer * peer, gpointer data)
     return;
   }
   progress (peer);
-  fix_fingerprints (desc->sdp);
+  legba_room_fix_fingerprints (desc->sdp);
   if (!offer && peer->offer != NULL)
     legba_room_media_complete_answer (peer->offer, desc->sdp);
   remember_mids (peer, desc->sdp);
@@ -1271,168 +906,6 @@ legba_peer_handle_answer (LegbaPeer * peer, const char *sdp)
   return TRUE;
 }
 
-/* ---- Knobs (docs/webrtcbin.md) ---- */
-
-static void
-on_deep_element_added (GstBin * bin, GstBin * sub_bin, GstElement * element,
-    LegbaPeer * peer)
-{
-  GstElementFactory *factory = gst_element_get_factory (element);
-  const char *name = factory ? GST_OBJECT_NAME (factory) : "";
-
-  if (strcmp (name, "dtlssrtpdec") == 0) {
-    const char *pem = legba_room_certificate_pem ();
-
-    if (pem != NULL)
-      g_object_set (element, "pem", pem, NULL);
-  } else if (strcmp (name, "sctpenc") == 0 || strcmp (name, "sctpdec") == 0) {
-    g_object_set (element, "sctp-association-id", (guint) peer->sctp_id, NULL);
-    if (name[4] == 'e') {
-      g_mutex_lock (&peer->lock);
-      gst_object_replace ((GstObject **) & peer->sctpenc, GST_OBJECT (element));
-      g_mutex_unlock (&peer->lock);
-    } else {
-      legba_peer_tap_decoder (peer, element);
-    }
-  } else if (strcmp (name, "nicesrc") == 0) {
-    legba_peer_media_watch_input (peer, element);
-  }
-}
-
-static char **
-effective_local_addresses (LegbaRoom * room)
-{
-  if (room->local_addresses != NULL)
-    return g_strdupv (room->local_addresses);
-  if (legba_signaller_is_loopback (room->signaller)) {
-    char *loopback[] = { (char *) "127.0.0.1", NULL };
-
-    return g_strdupv (loopback);
-  }
-  return NULL;
-}
-
-static void
-configure_ice (LegbaPeer * peer)
-{
-  LegbaRoom *room = peer->room;
-  g_autoptr (GObject) ice = NULL;
-  g_autoptr (GObject) agent = NULL;
-  g_auto (GStrv) addresses = effective_local_addresses (room);
-
-  g_object_get (peer->webrtcbin, "ice-agent", &ice, NULL);
-  if (ice != NULL &&
-      g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "ice-tcp"))
-    g_object_set (ice, "ice-tcp", room->ice_tcp, NULL);
-  if (ice == NULL ||
-      g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent") == NULL)
-    return;
-  g_object_get (ice, "agent", &agent, NULL);
-  if (agent == NULL || !NICE_IS_AGENT (agent))
-    return;
-  g_object_set (agent, "upnp", FALSE, "stun-pacing-timer",
-      room->stun_pacing_timer, NULL);
-  if (g_object_class_find_property (G_OBJECT_GET_CLASS (agent),
-          "idle-timeout") != NULL)
-    g_object_set (agent, "idle-timeout", room->ice_idle_timeout, NULL);
-  for (guint i = 0; addresses != NULL && addresses[i] != NULL; i++) {
-    NiceAddress address;
-
-    nice_address_init (&address);
-    if (nice_address_set_from_string (&address, addresses[i]))
-      nice_agent_add_local_address (NICE_AGENT (agent), &address);
-    else
-      g_warning ("local-addresses: '%s' is not an IP address", addresses[i]);
-  }
-}
-
-/* webrtcbin 1.22 answers rtpbin's request-fec-decoder-full with a ULPFEC
- * decoder for every stream it receives, and rtpbin 1.22 records that
- * decoder in two lists of its own from the stream's thread, with no lock
- * (gstrtpbin.c, expose_recv_src_pad): a participant's audio and video,
- * starting together on their two jitter buffer threads, can lose an
- * entry, and the decoder is then never freed. A room negotiates no FEC
- * (docs/room-protocol.md §5: the codecs it offers and accepts are H.264, VP8
- * and Opus), so that decoder would only pass packets on: webrtcbin's
- * handler is taken off, and rtpbin gets no decoder to record. The packets
- * webrtcbin has each session's rtpstorage keep for such a decoder (the
- * jitter buffer's latency plus 50 ms of them) are not kept either. */
-static void
-on_new_storage (GstElement * rtpbin, GstElement * storage, guint session,
-    gpointer data)
-{
-  g_object_set (storage, "size-time", (guint64) 0, NULL);
-}
-
-static void
-refuse_fec (GstElement * webrtcbin)
-{
-  g_autoptr (GstElement) rtpbin = gst_bin_get_by_name (GST_BIN (webrtcbin),
-      "rtpbin");
-  guint id;
-
-  if (rtpbin == NULL)
-    return;
-  id = g_signal_lookup ("request-fec-decoder-full", G_OBJECT_TYPE (rtpbin));
-  if (id != 0)
-    g_signal_handlers_disconnect_matched (rtpbin, G_SIGNAL_MATCH_ID |
-        G_SIGNAL_MATCH_DATA, id, 0, NULL, NULL, webrtcbin);
-  /* after webrtcbin's own handler, which sets the size */
-  g_signal_connect (rtpbin, "new-storage", G_CALLBACK (on_new_storage), NULL);
-}
-
-static void
-configure_webrtcbin (LegbaPeer * peer)
-{
-  LegbaRoom *room = peer->room;
-
-  g_object_set (peer->webrtcbin, "bundle-policy",
-      GST_WEBRTC_BUNDLE_POLICY_MAX_BUNDLE, "latency", room->latency,
-      "ice-transport-policy", room->ice_transport_policy, NULL);
-  if (room->stun_server != NULL)
-    g_object_set (peer->webrtcbin, "stun-server", room->stun_server, NULL);
-  /* An explicit turn-server wins over those the signaller handed out */
-  if (room->turn_server != NULL) {
-    g_object_set (peer->webrtcbin, "turn-server", room->turn_server, NULL);
-    peer->uses_turn = TRUE;
-  } else {
-    for (guint i = 0; room->ice_servers && room->ice_servers[i]; i++) {
-      gboolean added = FALSE;
-
-      g_signal_emit_by_name (peer->webrtcbin, "add-turn-server",
-          room->ice_servers[i], &added);
-      peer->uses_turn |= added;
-    }
-  }
-  configure_ice (peer);
-  refuse_fec (peer->webrtcbin);
-}
-
-static gboolean
-check_plugins (GError ** error)
-{
-  static const char *const needed[][2] = {
-    {"webrtcbin", "webrtcbin (gst-plugins-bad, the webrtc plugin)"},
-    {"nicesrc", "the nice plugin (gstreamer1.0-nice)"},
-    {"dtlssrtpdec", "the dtls plugin (gst-plugins-bad)"},
-    {"srtpdec", "the srtp plugin (gst-plugins-bad)"},
-    {"sctpenc", "the sctp plugin (gst-plugins-bad)"},
-    {"rtpbin", "the rtpmanager plugin (gst-plugins-good)"},
-  };
-
-  for (guint i = 0; i < G_N_ELEMENTS (needed); i++) {
-    g_autoptr (GstElementFactory) factory =
-        gst_element_factory_find (needed[i][0]);
-
-    if (factory == NULL) {
-      g_set_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_MISSING_PLUGIN,
-          "The GStreamer element %s is missing: install %s", needed[i][0],
-          needed[i][1]);
-      return FALSE;
-    }
-  }
-  return TRUE;
-}
 
 static void
 connect_webrtcbin (LegbaPeer * peer)
@@ -1454,7 +927,7 @@ connect_webrtcbin (LegbaPeer * peer)
         handlers[i].callback, legba_peer_ref (peer),
         legba_peer_closure_unref, 0);
   g_signal_connect_data (peer->bin, "deep-element-added",
-      G_CALLBACK (on_deep_element_added), legba_peer_ref (peer),
+      G_CALLBACK (legba_peer_on_deep_element_added), legba_peer_ref (peer),
       legba_peer_closure_unref, 0);
 }
 
@@ -1466,7 +939,7 @@ legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
   LegbaPeer *peer;
   g_autofree char *name = NULL;
 
-  if (!check_plugins (error))
+  if (!legba_peer_check_plugins (error))
     return NULL;
   peer = g_new0 (LegbaPeer, 1);
   g_atomic_ref_count_init (&peer->ref);
@@ -1491,7 +964,7 @@ legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
   peer_bin_set_peer (peer->bin, peer);
   peer->webrtcbin = gst_object_ref_sink (gst_element_factory_make ("webrtcbin",
           "webrtcbin"));
-  configure_webrtcbin (peer);
+  legba_peer_configure_webrtcbin (peer);
   connect_webrtcbin (peer);
   gst_bin_add (peer->bin, peer->webrtcbin);
   gst_bin_add (room->bin, GST_ELEMENT (peer->bin));
@@ -1560,59 +1033,6 @@ detach_data_channels (LegbaPeer * peer)
   gst_promise_unref (promise);
 }
 
-static void
-agent_closed (GObject * agent, GAsyncResult * result, gpointer data)
-{
-  *(gboolean *) data = TRUE;
-}
-
-static gboolean
-close_expired (gpointer data)
-{
-  *(gboolean *) data = TRUE;
-  return G_SOURCE_REMOVE;
-}
-
-/* Allocations on a TURN server outlive the connection unless released
- * (the server keeps them for their lifetime, 10 min by default, and may
- * count them against the user), and webrtcbin 1.22 never releases them.
- * They are released while the connection still runs, so that the
- * server's replies are read: a wait of at most 2 s, for connections that
- * use a TURN server only. */
-static void
-release_turn_allocations (LegbaPeer * peer)
-{
-  g_autoptr (GObject) ice = NULL;
-  g_autoptr (GObject) agent = NULL;
-  g_autoptr (GMainContext) context = NULL;
-  GSource *deadline;
-  gboolean closed = FALSE, expired = FALSE;
-
-  if (!peer->uses_turn)
-    return;
-  g_object_get (peer->webrtcbin, "ice-agent", &ice, NULL);
-  if (ice == NULL ||
-      g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent") == NULL)
-    return;
-  g_object_get (ice, "agent", &agent, NULL);
-  if (agent == NULL || !NICE_IS_AGENT (agent))
-    return;
-  context = g_main_context_new ();
-  g_main_context_push_thread_default (context);
-  nice_agent_close_async (NICE_AGENT (agent), agent_closed, &closed);
-  deadline = g_timeout_source_new (2000);
-  g_source_set_callback (deadline, close_expired, &expired, NULL);
-  g_source_attach (deadline, context);
-  while (!closed && !expired)
-    g_main_context_iteration (context, TRUE);
-  g_source_destroy (deadline);
-  g_source_unref (deadline);
-  g_main_context_pop_thread_default (context);
-  if (!closed)
-    GST_WARNING ("pc %s: the TURN server did not confirm the release of "
-        "its allocations within 2 s", peer->pc);
-}
-
 void
 legba_peer_close (LegbaPeer * peer)
 {
@@ -1635,7 +1055,7 @@ legba_peer_close (LegbaPeer * peer)
     if (peer->channels[i] != NULL)
       g_signal_handlers_disconnect_by_data (peer->channels[i], peer);
   detach_data_channels (peer);
-  release_turn_allocations (peer);
+  legba_peer_release_turn_allocations (peer);
   gst_element_set_locked_state (GST_ELEMENT (peer->bin), TRUE);
   gst_element_set_state (GST_ELEMENT (peer->bin), GST_STATE_NULL);
   legba_peer_data_closed (peer);

@@ -303,6 +303,15 @@ void legba_peer_update_stats (LegbaPeer * peer);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (LegbaPeer, legba_peer_unref)
 
+/* ---- A peer connection's knobs (legba-room-knobs.c) ---- */
+
+G_GNUC_INTERNAL gboolean legba_peer_check_plugins (GError ** error);
+G_GNUC_INTERNAL void legba_peer_configure_webrtcbin (LegbaPeer * peer);
+/* the handler of the peer's bin's deep-element-added */
+G_GNUC_INTERNAL void legba_peer_on_deep_element_added (GstBin * bin,
+    GstBin * sub_bin, GstElement * element, LegbaPeer * peer);
+G_GNUC_INTERNAL void legba_peer_release_turn_allocations (LegbaPeer * peer);
+
 /* ---- Media (legba-room-media.c) ---- */
 
 gboolean legba_room_media_ready (LegbaRoom * self);
@@ -323,9 +332,13 @@ GstStructure *legba_peer_media_summarize (LegbaPeer * peer,
     const GstStructure * webrtc_stats);
 
 
-/* ---- Process-wide (legba-room-peer.c) ---- */
+/* ---- Process-wide: the DTLS certificate (legba-room-certificate.c) ---- */
 
 const char *legba_room_certificate_pem (void);
+G_GNUC_INTERNAL void legba_room_fix_fingerprints (GstSDPMessage * sdp);
+
+/* ---- Process-wide: the preparation (legba-room-prepare.c) ---- */
+
 guint16 legba_room_next_sctp_association_id (void);
 void legba_room_prepare_decoders (void);
 
