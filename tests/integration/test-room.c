@@ -136,7 +136,7 @@ assert_knobs (Participant * p, guint latency)
 
 /* Each webrtcbin receives its streams without a ULPFEC decoder, and its
  * rtpstorage keeps no packets for one: a room negotiates no FEC, and
- * rtpbin 1.22 records such decoders without a lock (legba-room-peer.c,
+ * rtpbin 1.22 records such decoders without a lock (legba-room-knobs.c,
  * refuse_fec). Called once media has been decoded, so the streams went
  * through rtpbin's receive path. */
 static void
