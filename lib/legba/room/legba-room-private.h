@@ -4,10 +4,12 @@
  * What the parts of LegbaRoom share. legba-room.c drives them: it feeds
  * the rules (legba-room-core.c, no I/O) the signaller's events and
  * carries out what they decide through legba-room-peer.c (one webrtcbin
- * per peer connection: negotiation, ICE, knobs), legba-room-media.c
- * (local tracks teed to every peer, received tracks, stats) and
- * legba-room-data.c (data channels; legba-room-tap.c takes their
- * messages off SCTP). Those report back through LegbaPeerEvents and
+ * per peer connection: negotiation, ICE; its knobs in legba-room-knobs.c,
+ * the process's certificate and preparation in legba-room-certificate.c
+ * and legba-room-prepare.c), legba-room-media.c (local tracks teed to
+ * every peer, received tracks, stats) and legba-room-data.c (data
+ * channels, with legba-room-data-receive.c, -signals.c and -meta.c;
+ * legba-room-tap.c takes their messages off SCTP). Those report back through LegbaPeerEvents and
  * LegbaRoomEvents, never by calling the room; a peer connection calls
  * into its own media and data parts, which call nothing of the peer's but
  * legba-room-context.c (references and hand-overs to the room's context).
