@@ -121,7 +121,7 @@ static Phases phases;           /* setup */
 static gboolean timing_phases;  /* setup */
 static double main_ms;          /* when main() started */
 static gboolean external_server;
-static gboolean no_teardown;   /* pairs */
+static gboolean no_teardown;    /* pairs */
 
 /* bulk and rtt */
 static GMutex data_lock;        /* received_msgs and rtts, which rtt
@@ -195,8 +195,7 @@ side_create (Side * side, GstElement * pipeline, const char *room_name,
   if (hub != NULL) {
     signaller = LEGBA_SIGNALLER (test_signaller_new (hub));
   } else {
-    signaller = LEGBA_SIGNALLER (legba_signal_client_new (server_url,
-            APP_KEY));
+    signaller = LEGBA_SIGNALLER (legba_signal_client_new (server_url, APP_KEY));
     g_object_set (signaller, "app-secret", APP_SECRET, NULL);
   }
   if (pipeline == NULL) {
@@ -342,8 +341,7 @@ mode_setup (guint iterations)
     p = pair_new (i);
     if (pair_wait (p, 30)) {
       t[0] = (g_get_monotonic_time () - phases.t0) / 1000.0;
-      t[1] = (MAX (p->s[0].joined_at, p->s[1].joined_at) - phases.t0) /
-          1000.0;
+      t[1] = (MAX (p->s[0].joined_at, p->s[1].joined_at) - phases.t0) / 1000.0;
       t[2] = phases_described_ms (&phases);
       t[3] = phases_connected_ms (&phases);
       for (guint s = 0; s < G_N_ELEMENTS (series); s++)
@@ -446,8 +444,7 @@ static Pair *
 data_pair (void)
 {
   Pair *p = pair_new (0);
-  const char *received = sync_data ? "sync-bytes-received" :
-      "bytes-received";
+  const char *received = sync_data ? "sync-bytes-received" : "bytes-received";
 
   if (!pair_wait (p, 30))
     g_error ("the pair did not connect");
@@ -1200,18 +1197,18 @@ main (int argc, char **argv)
     {"height", 0, 0, G_OPTION_ARG_INT, &height, "call: height", "H"},
     {"bitrate", 0, 0, G_OPTION_ARG_INT, &kbps, "call: kbit/s", "K"},
     {"sync", 0, 0, G_OPTION_ARG_NONE, &call_sync,
-        "call: read the stamps after a clocksync (as a synced sink shows them)",
+          "call: read the stamps after a clocksync (as a synced sink shows them)",
         NULL},
     {"latency", 0, 0, G_OPTION_ARG_INT, &call_latency,
         "call: the receiving room's latency (default: the room's)", "MS"},
     {"recalculate-latency", 0, 0, G_OPTION_ARG_NONE, &call_recalculate,
-        "call: the sender's pipeline recomputes its latency after 10 frames",
+          "call: the sender's pipeline recomputes its latency after 10 frames",
         NULL},
     {"bytes", 0, 0, G_OPTION_ARG_INT64, &bytes, "bulk: bytes", "B"},
     {"size", 0, 0, G_OPTION_ARG_INT, &size, "bulk, rtt: message size", "S"},
     {"rate", 0, 0, G_OPTION_ARG_DOUBLE, &rate, "rtt: messages/s", "R"},
     {"sync-data", 0, 0, G_OPTION_ARG_NONE, &sync_data,
-        "rtt: take and echo the messages on the threads they arrive on",
+          "rtt: take and echo the messages on the threads they arrive on",
         NULL},
     {"server-url", 0, 0, G_OPTION_ARG_STRING, &url, "a legba-server's URL",
         "URL"},

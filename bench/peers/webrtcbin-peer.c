@@ -487,8 +487,7 @@ mode_setup (guint iterations)
     g_string_append (out, ", ");
   }
   g_string_append_printf (out, "\"failed\": %u, \"pacing_ms\": %u, "
-      "\"like_legba\": %s}", failed, pacing_ms,
-      like_legba ? "true" : "false");
+      "\"like_legba\": %s}", failed, pacing_ms, like_legba ? "true" : "false");
   puts (out->str);
   g_string_free (out, TRUE);
   rc = series[0]->len ? 0 : 1;
@@ -1571,7 +1570,7 @@ main (int argc, char **argv)
     {"height", 0, 0, G_OPTION_ARG_INT, &height, "call: height", "H"},
     {"bitrate", 0, 0, G_OPTION_ARG_INT, &kbps, "call: kbit/s", "K"},
     {"sync", 0, 0, G_OPTION_ARG_NONE, &call_sync,
-        "call: read the stamps after a clocksync (as a synced sink shows them)",
+          "call: read the stamps after a clocksync (as a synced sink shows them)",
         NULL},
     {"latency", 0, 0, G_OPTION_ARG_INT, &call_latency,
         "call: the jitter buffer's latency", "MS"},

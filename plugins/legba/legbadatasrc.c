@@ -216,11 +216,9 @@ connect_room (gpointer object, gpointer data)
 
   /* each handler holds the element while it may run */
   self->handlers[0] = g_signal_connect_data (room, "sync-data-received",
-      G_CALLBACK (on_data), gst_object_ref (self),
-      release_self, 0);
+      G_CALLBACK (on_data), gst_object_ref (self), release_self, 0);
   self->handlers[1] = g_signal_connect_data (room, "sync-bytes-received",
-      G_CALLBACK (on_bytes), gst_object_ref (self),
-      release_self, 0);
+      G_CALLBACK (on_bytes), gst_object_ref (self), release_self, 0);
   legba_room_enable_sync_data_emission (room);
   return NULL;
 }
@@ -338,7 +336,7 @@ gst_legba_data_src_stop (GstBaseSrc * src)
 
   if (self->room != NULL) {
     legba_context_run (legba_room_get_main_context (self->room),
-      self->room, disconnect_room, self);
+        self->room, disconnect_room, self);
     g_clear_object (&self->room);
   }
   g_mutex_lock (&self->lock);

@@ -51,8 +51,7 @@ parse_object (const char *text, gsize len)
 static gboolean
 is_part (JsonObject * signal)
 {
-  return g_strcmp0 (legba_json_object_get_string (signal, "type"),
-      "part") == 0;
+  return g_strcmp0 (legba_json_object_get_string (signal, "type"), "part") == 0;
 }
 
 static void
@@ -68,11 +67,9 @@ received (Harness * h, const char *text, gsize len)
   g_autoptr (JsonObject) signal = parse_object (text, len);
   g_autoptr (JsonObject) whole = NULL;
 
-  if (signal == NULL || !legba_signal_check (signal, NULL) ||
-      !is_part (signal))
+  if (signal == NULL || !legba_signal_check (signal, NULL) || !is_part (signal))
     return;
-  whole = legba_signal_reassembler_add (h->reassembler, signal, h->now,
-      NULL);
+  whole = legba_signal_reassembler_add (h->reassembler, signal, h->now, NULL);
   if (whole != NULL)
     check_whole (whole);
 }
@@ -86,8 +83,7 @@ split (Harness * h, gsize limit, guint shift, const char *text, gsize len)
   g_autoptr (JsonObject) whole = NULL;
   g_autofree char *original = NULL, *again = NULL;
 
-  if (signal == NULL || !legba_signal_check (signal, NULL) ||
-      is_part (signal))
+  if (signal == NULL || !legba_signal_check (signal, NULL) || is_part (signal))
     return;
   texts = legba_signal_split (signal, "fz", limit, NULL);
   if (texts == NULL)
@@ -146,7 +142,7 @@ harness_line (Harness * h, const char *line, gsize len)
   if (len > 6 && memcmp (line, "!tick ", 6) == 0) {
     p = line + 6;
     if (take_number (&p, end, &a)) {
-      h->now += (gint64) a * G_USEC_PER_SEC;
+      h->now += (gint64) a *G_USEC_PER_SEC;
       legba_signal_reassembler_expire (h->reassembler, h->now);
     }
   } else if (len > 7 && memcmp (line, "!split ", 7) == 0) {

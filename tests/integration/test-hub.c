@@ -97,8 +97,7 @@ static gboolean
 hears (TestSignaller * self, TestSignaller * member)
 {
   return member != self && same_room (member, self) &&
-      (!self->hub->ordered ||
-      member->state == LEGBA_SIGNALLER_STATE_CONNECTED);
+      (!self->hub->ordered || member->state == LEGBA_SIGNALLER_STATE_CONNECTED);
 }
 
 static char *

@@ -300,8 +300,7 @@ test_send_latency (Fixture * f, gconstpointer data)
   g_assert_nonnull (enc);
   enc_src = gst_element_get_static_pad (enc, "src");
   g_assert_true (query_latency (enc_src, FALSE, &min));
-  g_test_message ("the encoder reports %" GST_TIME_FORMAT,
-      GST_TIME_ARGS (min));
+  g_test_message ("the encoder reports %" GST_TIME_FORMAT, GST_TIME_ARGS (min));
   g_assert_cmpuint (min, >, 0);
 
   webrtcbin = find_element (GST_BIN (alice->pipeline), "webrtcbin");

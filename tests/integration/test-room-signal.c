@@ -75,8 +75,7 @@ cut_ice (TestHub * hub, const char *from, const char *to, JsonObject * signal,
       (*cut)++;
     }
   } else if (json_object_has_member (signal, "sdp")) {
-    g_autoptr (GRegex) pwd = g_regex_new ("a=ice-pwd:[^\\r\\n]+", 0, 0,
-        NULL);
+    g_autoptr (GRegex) pwd = g_regex_new ("a=ice-pwd:[^\\r\\n]+", 0, 0, NULL);
     g_autofree char *sdp = g_regex_replace_literal (pwd,
         json_object_get_string_member (signal, "sdp"), -1, 0,
         "a=ice-pwd:notthepasswordofthispeer", 0, NULL);

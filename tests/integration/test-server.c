@@ -1435,8 +1435,8 @@ test_queued_order (void)
    * which the server answers in turn with its events. */
   g_assert_true (raw_send_frame (raw, 0x89, "p1", 2));
   g_assert_true (raw_send_frame (raw, 0x81, ping, strlen (ping)));
-  WAIT_UNTIL (legba_hub_get_counters (legba_server_get_hub (server))->
-      messages_in >= 2, WAIT_S, "the server to read the pings");
+  WAIT_UNTIL (legba_hub_get_counters (legba_server_get_hub
+          (server))->messages_in >= 2, WAIT_S, "the server to read the pings");
   g_assert_cmpuint (legba_server_get_queued_bytes (server), >, 0);
   for (i = 0; i < 20; i++)
     publish_seq (server, sent++, padding);
@@ -1455,8 +1455,7 @@ test_queued_order (void)
     g_autoptr (JsonObject) data = NULL;
 
     if (i == before_ping) {
-      g_autoptr (JsonObject) pong =
-          raw_next_json_counting_pongs (raw, &pongs);
+      g_autoptr (JsonObject) pong = raw_next_json_counting_pongs (raw, &pongs);
 
       g_assert_cmpstr (frame_event (pong), ==, "pusher:pong");
     }
@@ -2037,8 +2036,7 @@ main (int argc, char **argv)
   g_test_add_func ("/server/http/api-auth", test_http_api_auth);
   g_test_add_func ("/server/http/request-too-large", test_request_too_large);
   g_test_add_func ("/server/http/up", test_up);
-  g_test_add_func ("/server/http/closed-connections",
-      test_closed_connections);
+  g_test_add_func ("/server/http/closed-connections", test_closed_connections);
   g_test_add_func ("/server/http/metrics", test_metrics);
   g_test_add_func ("/server/http/metrics-listener", test_metrics_listener);
   g_test_add_func ("/server/http/cors", test_cors);

@@ -444,8 +444,7 @@ test_recursion (void)
   Nesting n = { a, b, 0, 0 };
 
   g_assert_true (a->bucket != b->bucket);
-  g_source_set_callback (a->source, G_SOURCE_FUNC (nesting_readable), &n,
-      NULL);
+  g_source_set_callback (a->source, G_SOURCE_FUNC (nesting_readable), &n, NULL);
   member_write (a, "a");
   WAIT_UNTIL (g_str_equal (b->received->str, "o"),
       "the other member, once the nested loop returned");

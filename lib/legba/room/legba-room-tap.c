@@ -153,8 +153,7 @@ take (Tap * t, GstBuffer * buffer, guint32 ppid)
       bytes = g_bytes_new_with_free_func (m->map.data, m->map.size,
           mapped_free, m);
     }
-    legba_peer_data_take (t->peer, t->reliability, &t->parser, NULL, 0,
-        bytes);
+    legba_peer_data_take (t->peer, t->reliability, &t->parser, NULL, 0, bytes);
   }
   return TRUE;
 }
