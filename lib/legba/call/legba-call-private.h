@@ -1,7 +1,8 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * What legba-call.c (configuration, pipeline, lifecycle) and
+ * What legba-call.c (the object: configuration, state, signals),
+ * legba-call-pipeline.c (the pipeline, local tracks, start and stop) and
  * legba-call-remote.c (what is received: decoders, displays, the grid,
  * counters) share.
  */
@@ -139,3 +140,7 @@ void legba_call_emit_data (LegbaCall * self, LegbaParticipant * participant,
     const char *topic, JsonNode * data);
 void legba_call_notify_participant (LegbaCall * self,
     LegbaParticipant * participant, gboolean joined);
+G_GNUC_INTERNAL void legba_call_emit_stats_updated (LegbaCall * self);
+G_GNUC_INTERNAL void legba_call_set_state (LegbaCall * self,
+    LegbaCallState state);
+G_GNUC_INTERNAL void legba_call_teardown (LegbaCall * self);
