@@ -812,6 +812,83 @@ def provisional_banner(results_dir):
             "re-run on a quiet machine before quoting them.")
 
 
+def _f(v, fmt="{:,.0f}"):
+    return "–" if v is None else fmt.format(v)
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return stats.median(values) if values else None
+
+
+def netlab_lines(results_dir, rel):
+    """The network lab's section (bench/netlab/netlab.py): one row per
+    scenario and sender bitrate, and the capacity step phase by phase."""
+    path = newest(results_dir, "netlab")
+    lines = ["## 10. Network lab: Legba calls on impaired links", ""]
+    if path is None:
+        return lines + ["Not measured: no results file yet "
+                        "(`bench/run.sh netlab`, as root).", ""]
+    with open(path) as f:
+        res = json.load(f)
+    lines += [f"Raw series, every second of every run: "
+              f"[`{os.path.basename(path)}`]({rel(path)}). A Legba sender "
+              "(`legba-call --video CLIP --bitrate N`) to a Legba receiver "
+              "(`legbaroom ! avdec_h264`) across the lab; one run each, "
+              "medians over the window of the per-second samples; freeze "
+              "time by Chromium's definition (docs/benchmarks.md, "
+              "\"Network lab\"). RTX: RTP packets of a payload type other "
+              "than the media's, counted by the delay line.", "",
+              "| scenario | --bitrate | window | first frame | received "
+              "kbit/s | fps | freezes (time) | queue p50 / p95 ms | "
+              "bottleneck drops | RTX pkt/s |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in res["scenarios"]:
+        if "error" in r:
+            lines.append(f"| {r['scenario']} | {r.get('bitrate_kbps')} | "
+                         f"failed: {r['error']} | | | | | | | |")
+            continue
+        first = ("no frame" if r["first_frame_s"] is None
+                 else f"{r['first_frame_s']:.1f} s")
+        lines.append(
+            f"| {r['scenario']} | {r['bitrate_kbps']} | {r['window_s']:.0f} s"
+            f" | {first} | {_f(r['received_kbps_median'])} | "
+            f"{_f(r['fps_median'])} | {r['freeze_count']} "
+            f"({r['freeze_s']:.1f} s) | {_f(r['queue_ms_p50'])} / "
+            f"{_f(r['queue_ms_p95'])} | {_f(r['qdisc_drops'])} | "
+            f"{_f(r['rtx_pps_median'])} |")
+    lines.append("")
+    for r in res["scenarios"]:
+        if "error" in r or not r.get("steps"):
+            continue
+        w, start = r["window_s"], r["warmup_s"]
+        edges = [0] + [f for f, _ in r["steps"]] + [1]
+        rates = [r["series"][0]["rate_kbps"] if r["series"] else None] + \
+            [k for _, k in r["steps"]]
+        lines += [f"The capacity step, --bitrate {r['bitrate_kbps']}, "
+                  "phase by phase (medians of its seconds):", "",
+                  "| phase | capacity kbit/s | sent kbit/s | received "
+                  "kbit/s | fps | queue p95 ms |", "|---|---|---|---|---|---|"]
+        for i in range(len(edges) - 1):
+            a, b = start + edges[i] * w, start + edges[i + 1] * w
+            sec = [s for s in r["series"] if a < s["t"] <= b + 0.5]
+            q = sorted(s["queue_ms"] for s in sec)
+            lines.append(
+                f"| {a - start:.0f}–{b - start:.0f} s | {rates[i]} | "
+                f"{_f(_median([s['sent_kbps'] for s in sec]))} | "
+                f"{_f(_median([s['received_kbps'] for s in sec]))} | "
+                f"{_f(_median([s['frames'] for s in sec]))} | "
+                f"{_f(q[int(0.95 * (len(q) - 1))] if q else None)} |")
+        lines.append("")
+    lines += ["Not measured: Chromium as sender and receiver; NACK and PLI "
+              "counts (inside SRTCP, which the lab cannot read); "
+              "glass-to-glass latency across the lab.", "",
+              f"Conditions: load average {res.get('load_start')} at the "
+              f"start, {res.get('load_end')} at the end; kernel "
+              f"{res.get('kernel')}; Legba {res.get('legba')}.", ""]
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
@@ -916,6 +993,7 @@ def main():
             lines += [f"- {n}" for n in NOT_MEASURED[suite]]
             lines.append("")
         lines += ["Conditions:"] + conditions_lines(res) + [""]
+    lines += netlab_lines(args.results, rel)
     chart = os.path.join(charts, "fanout.png")
     source = fanout_chart(args.results, chart)
     if source:

@@ -17,7 +17,7 @@
 #                                a round
 #
 # Suites: setup datachannel data video-send video-receive video-call
-# first-frame mesh mesh-loss audio scale signalling footprint.
+# first-frame mesh mesh-loss audio scale signalling footprint netlab.
 # first-frame: a call's connect to its first decoded frame, Legba against
 # plain webrtcbin; mesh: CPU per participant of a 4-way 640x360 mesh, one
 # process each, Legba beside plain webrtcbin and aiortc (about 5 and 10
@@ -30,7 +30,11 @@
 # minutes). video-send is bench/encoders/run.sh, signalling is
 # bench/server/run.sh (fewer rounds and sizes than its own
 # full run, to keep the whole run within the hour; run it alone for the
-# full series). Every suite is bounded by a timeout.
+# full series). netlab is bench/netlab/netlab.py: Legba calls through the
+# network lab's scenarios (bottlenecks, loss, delay, a capacity step, a
+# competing TCP flow), as root; not in the default list (about 20
+# minutes, and it needs root): `bench/run.sh netlab`. Every suite is
+# bounded by a timeout.
 #
 # Builds Legba and the C peers as a release build in build-release/
 # (LEGBA_BENCH_BUILD overrides) and refuses any other build type; builds
@@ -43,6 +47,8 @@ root=$(cd "$here/.." && pwd)
 build=${LEGBA_BENCH_BUILD:-$root/build-release}
 all=(setup datachannel data video-send video-receive video-call first-frame
   mesh mesh-loss audio scale signalling footprint)
+# run only when named
+extra_suites=(netlab)
 quick=0
 scale_rounds=1
 suites=()
@@ -55,11 +61,11 @@ while [ $# -gt 0 ]; do
       [[ "$scale_rounds" =~ ^[1-9][0-9]*$ ]] || {
         echo "bench: --scale-rounds takes a number of rounds" >&2; exit 2; }
       shift ;;
-    --list) printf '%s\n' "${all[@]}"; exit 0 ;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    --list) printf '%s\n' "${all[@]}" "${extra_suites[@]}"; exit 0 ;;
+    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
     -*) echo "bench: unknown option $arg" >&2; exit 2 ;;
     *)
-      if [[ " ${all[*]} " != *" $arg "* ]]; then
+      if [[ " ${all[*]} ${extra_suites[*]} " != *" $arg "* ]]; then
         echo "bench: unknown suite $arg (bench/run.sh --list)" >&2; exit 2
       fi
       suites+=("$arg") ;;
@@ -128,6 +134,11 @@ for suite in "${suites[@]}"; do
       else
         "$here/encoders/run.sh" --sweep || status=1
       fi ;;
+    netlab)
+      timeout --signal=TERM 40m /usr/bin/python3 "$here/netlab/netlab.py" \
+        --build "$build" "${qflag[@]}" \
+        --command "bench/run.sh${qflag[*]:+ ${qflag[*]}} netlab" \
+        --output "$outdir/netlab-$stamp.json" || status=1 ;;
     signalling)
       if [ $quick -eq 1 ]; then
         "$here/server/run.sh" --quick || status=1
