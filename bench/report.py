@@ -831,32 +831,43 @@ def netlab_lines(results_dir, rel):
                         "(`bench/run.sh netlab`, as root).", ""]
     with open(path) as f:
         res = json.load(f)
+    receiver = {"chromium": "the room page in headless Chromium",
+                "legba": "a Legba receiver (`legbaroom ! avdec_h264`)"}.get(
+                    res.get("receiver"), res.get("receiver"))
     lines += [f"Raw series, every second of every run: "
-              f"[`{os.path.basename(path)}`]({rel(path)}). A Legba sender "
-              "(`legba-call --video CLIP --bitrate N`) to a Legba receiver "
-              "(`legbaroom ! avdec_h264`) across the lab; one run each, "
-              "medians over the window of the per-second samples; freeze "
-              "time by Chromium's definition (docs/benchmarks.md, "
-              "\"Network lab\"). RTX: RTP packets of a payload type other "
-              "than the media's, counted by the delay line.", "",
-              "| scenario | --bitrate | window | first frame | received "
+              f"[`{os.path.basename(path)}`]({rel(path)}). Senders in "
+              "turn on the same link: Legba (`legba-call --video CLIP "
+              "--bitrate N`) and the room page in headless Chromium (its "
+              f"fake camera playing the same picture); the receiver: "
+              f"{receiver}. One run each, medians over the window of the "
+              "per-second samples; freeze time by Chromium's definition; "
+              "RTX: RTP packets of a payload type other than the media's, "
+              "counted on the wire by the delay line (docs/benchmarks.md, "
+              "\"Network lab\")."]
+    lines += [f"Left out: {n}." for n in res.get("notes", [])]
+    lines += ["", "| scenario | sender | window | first frame | received "
               "kbit/s | fps | freezes (time) | queue p50 / p95 ms | "
-              "bottleneck drops | RTX pkt/s |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "bottleneck drops | RTX pkt/s | NACKs / PLIs sent by the "
+              "receiver |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["scenarios"]:
+        who = r.get("sender", "legba")
+        if r.get("bitrate_kbps"):
+            who += f" --bitrate {r['bitrate_kbps']}"
         if "error" in r:
-            lines.append(f"| {r['scenario']} | {r.get('bitrate_kbps')} | "
-                         f"failed: {r['error']} | | | | | | | |")
+            lines.append(f"| {r['scenario']} | {who} | failed: "
+                         f"{r['error']} | | | | | | | | |")
             continue
         first = ("no frame" if r["first_frame_s"] is None
                  else f"{r['first_frame_s']:.1f} s")
         lines.append(
-            f"| {r['scenario']} | {r['bitrate_kbps']} | {r['window_s']:.0f} s"
+            f"| {r['scenario']} | {who} | {r['window_s']:.0f} s"
             f" | {first} | {_f(r['received_kbps_median'])} | "
             f"{_f(r['fps_median'])} | {r['freeze_count']} "
             f"({r['freeze_s']:.1f} s) | {_f(r['queue_ms_p50'])} / "
             f"{_f(r['queue_ms_p95'])} | {_f(r['qdisc_drops'])} | "
-            f"{_f(r['rtx_pps_median'])} |")
+            f"{_f(r['rtx_pps_median'])} | "
+            f"{_f(r.get('nacks_sent'))} / {_f(r.get('plis_sent'))} |")
     lines.append("")
     for r in res["scenarios"]:
         if "error" in r or not r.get("steps"):
@@ -865,8 +876,11 @@ def netlab_lines(results_dir, rel):
         edges = [0] + [f for f, _ in r["steps"]] + [1]
         rates = [r["series"][0]["rate_kbps"] if r["series"] else None] + \
             [k for _, k in r["steps"]]
-        lines += [f"The capacity step, --bitrate {r['bitrate_kbps']}, "
-                  "phase by phase (medians of its seconds):", "",
+        who = r.get("sender", "legba")
+        if r.get("bitrate_kbps"):
+            who += f" --bitrate {r['bitrate_kbps']}"
+        lines += [f"The capacity step, {who}, phase by phase (medians of "
+                  "its seconds):", "",
                   "| phase | capacity kbit/s | sent kbit/s | received "
                   "kbit/s | fps | queue p95 ms |", "|---|---|---|---|---|---|"]
         for i in range(len(edges) - 1):
@@ -880,9 +894,10 @@ def netlab_lines(results_dir, rel):
                 f"{_f(_median([s['frames'] for s in sec]))} | "
                 f"{_f(q[int(0.95 * (len(q) - 1))] if q else None)} |")
         lines.append("")
-    lines += ["Not measured: Chromium as sender and receiver; NACK and PLI "
-              "counts (inside SRTCP, which the lab cannot read); "
-              "glass-to-glass latency across the lab.", "",
+    lines += ["Not measured: glass-to-glass latency across the lab; a "
+              "Legba sender's NACK and PLI counts where the receiver is "
+              "Legba (they travel inside SRTCP; the JSON has the room "
+              "page's own counts where it takes part).", "",
               f"Conditions: load average {res.get('load_start')} at the "
               f"start, {res.get('load_end')} at the end; kernel "
               f"{res.get('kernel')}; Legba {res.get('legba')}.", ""]

@@ -32,8 +32,8 @@
 # full run, to keep the whole run within the hour; run it alone for the
 # full series). netlab is bench/netlab/netlab.py: Legba calls through the
 # network lab's scenarios (bottlenecks, loss, delay, a capacity step, a
-# competing TCP flow), as root; not in the default list (about 20
-# minutes, and it needs root): `bench/run.sh netlab`. Every suite is
+# competing TCP flow), Legba beside headless Chromium, as root; not in
+# the default list (about 30 minutes, and it needs root). Every suite is
 # bounded by a timeout.
 #
 # Builds Legba and the C peers as a release build in build-release/
@@ -135,7 +135,7 @@ for suite in "${suites[@]}"; do
         "$here/encoders/run.sh" --sweep || status=1
       fi ;;
     netlab)
-      timeout --signal=TERM 40m /usr/bin/python3 "$here/netlab/netlab.py" \
+      timeout --signal=TERM 50m /usr/bin/python3 "$here/netlab/netlab.py" \
         --build "$build" "${qflag[@]}" \
         --command "bench/run.sh${qflag[*]:+ ${qflag[*]}} netlab" \
         --output "$outdir/netlab-$stamp.json" || status=1 ;;

@@ -3,20 +3,27 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The network lab's suite (docs/benchmarks.md, "Network lab"), as root:
 for each scenario, a lab of its own (bench/netlab/lab.sh), legba-server
-in the router namespace, a Legba sender (legba-call --video CLIP) on the
-sender side and a Legba receiver (a legbaroom pipeline decoding the
-video) on the receiver side, sampled every second; writes one JSON file.
+in the router namespace, a sender on the sender side and a receiver on
+the receiver side, sampled every second; writes one JSON file.
 
   netlab.py --build DIR --output FILE [--quick | --smoke]
-            [--scenarios NAME,...] [--window S] [--bitrates KBPS,...]
+            [--scenarios NAME,...] [--window S] [--senders LIST]
+            [--receiver legba|chromium]
   netlab.py --list
 
-Each scenario runs once per sender bitrate (legba-call --bitrate; 600
-and 2000 kbit/s: under and over the 1 Mbit/s bottleneck), 5 s of
-warm-up then a 30 s window (the step: 60 s, 20 s a phase). --quick:
-10 s windows (the step 3 x 10 s); --smoke: the 1mbit scenario alone,
---bitrate 600, for 10 s (the CI smoke test). Every run is bounded: a
-scenario whose sender has not left 60 s after its window is stopped.
+Senders, each in turn on every scenario: legba:KBPS (legba-call --video
+CLIP --bitrate KBPS) and chromium (the room page in headless Chromium,
+its fake camera playing the same picture: chromium-peer.mjs); by
+default legba:600, legba:2000 (under and over the 1 Mbit/s bottleneck)
+and chromium. The receiver: the room page in Chromium (the default), or
+legba (a legbaroom pipeline decoding the video). Without Chromium, node
+or playwright-core, Legba alone, and the results say so.
+
+5 s of warm-up, then a 30 s window (the step: 60 s, 20 s a phase).
+--quick: 10 s windows (the step 3 x 10 s); --smoke: the 1mbit scenario
+alone, legba:600 to a Legba receiver, for 10 s (the CI smoke test).
+Every run is bounded: a scenario whose sender has not left 60 s after
+its window is stopped.
 """
 
 import argparse
@@ -24,6 +31,7 @@ import datetime
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -37,12 +45,18 @@ sys.path.insert(0, os.path.dirname(HERE))
 from version import source_version  # noqa: E402
 
 LAB = os.path.join(HERE, "lab.sh")
+CHROMIUM_PEER = os.path.join(HERE, "chromium-peer.mjs")
+CHROMIUM = os.environ.get("LEGBA_CHROMIUM", "/usr/bin/chromium")
+PLAYWRIGHT = os.path.join(HERE, "..", "..", "tests", "integration",
+                          "node_modules", "playwright-core")
 WARMUP_S = 5
 PORT = 6001
-# Legba's offers fix the media payload types (H.264 96, VP8 97, Opus 111,
-# lib/legba/room/legba-room-media.c); any other RTP payload type the
-# sender puts out is a retransmission (RTX, RFC 4588)
-MEDIA_PT = {"96", "97", "111"}
+# The media payload types when Legba offers (H.264 96, VP8 97, Opus 111:
+# lib/legba/room/legba-room-media.c); when the room page is a participant,
+# the video's is read from its getStats (Opus is 111 there too). Any
+# other dynamic payload type (96-127) from the sender is a retransmission
+# (RTX, RFC 4588, or padding sent on it).
+LEGBA_MEDIA_PT = {"96", "97", "111"}
 
 # name: lab.sh options, the bottleneck's rate over time (None: none),
 # a competing TCP flow
@@ -74,20 +88,33 @@ def ns_exec(ns, cmd):
     return ["ip", "netns", "exec", ns] + cmd
 
 
-def make_clip(workdir):
+def chromium_available():
+    return (os.access(CHROMIUM, os.X_OK) and shutil.which("node")
+            and os.path.isdir(PLAYWRIGHT))
+
+
+def make_clip(workdir, raw):
     """A 10 s 640x360 30 fps H.264 clip of a moving zone plate: content
     an encoder spends its whole bitrate on (the plain test pattern makes
     ~220 kbit/s whatever it is asked for); legba-call plays it in a
-    loop."""
-    path = os.path.join(workdir, "clip.mp4")
-    subprocess.run(
-        ["gst-launch-1.0", "-q", "videotestsrc", "pattern=zone-plate",
-         "kt=2", "kx2=20", "ky2=20", "num-buffers=300", "!",
-         "video/x-raw,width=640,height=360,framerate=30/1", "!",
-         "x264enc", "bitrate=3000", "speed-preset=veryfast",
-         "key-int-max=60", "!", "h264parse", "!", "mp4mux", "!",
-         "filesink", f"location={path}"], check=True, timeout=120)
-    return path
+    loop. With raw, the same picture as 5 s of raw video (Y4M, 52 MB)
+    for Chromium's fake camera, which loops it too."""
+    source = ["gst-launch-1.0", "-q", "videotestsrc", "pattern=zone-plate",
+              "kt=2", "kx2=20", "ky2=20", "num-buffers=300", "!",
+              "video/x-raw,width=640,height=360,framerate=30/1,format=I420",
+              "!"]
+    clip = {"mp4": os.path.join(workdir, "clip.mp4"), "y4m": None}
+    subprocess.run(source + [
+        "x264enc", "bitrate=3000", "speed-preset=veryfast",
+        "key-int-max=60", "!", "h264parse", "!", "mp4mux", "!",
+        "filesink", f"location={clip['mp4']}"], check=True, timeout=120)
+    if raw:
+        clip["y4m"] = os.path.join(workdir, "clip.y4m")
+        source[source.index("num-buffers=300")] = "num-buffers=150"
+        subprocess.run(source + ["y4menc", "!", "filesink",
+                                 f"location={clip['y4m']}"],
+                       check=True, timeout=120)
+    return clip
 
 
 class Reader(threading.Thread):
@@ -170,6 +197,127 @@ def freezes(times, start, end):
     return out
 
 
+def wire_series(samples, media_pt):
+    """Per second: what crossed the lab's interfaces, the bottleneck's
+    queue and drops, the delay line's counts (media and RTX packets by
+    payload type)."""
+    series = []
+    for a, b in zip(samples, samples[1:]):
+        dt = b["t"] - a["t"]
+        dl_a, dl_b = a["delayline"], b["delayline"]
+        rtx = media = lost = None
+        # per second of the delay line's own clock (its lines come once
+        # a second, not in step with these samples)
+        if dl_a and dl_b and dl_b["t"] > dl_a["t"]:
+            span = dl_b["t"] - dl_a["t"]
+            pa, pb = dl_a["ab"]["rtp"], dl_b["ab"]["rtp"]
+            diff = {pt: pb[pt] - pa.get(pt, 0) for pt in pb}
+            media = sum(v for pt, v in diff.items() if pt in media_pt) / span
+            rtx = sum(v for pt, v in diff.items()
+                      if pt not in media_pt and int(pt) >= 96) / span
+            lost = (dl_b["ab"]["lost"] - dl_a["ab"]["lost"]) / span
+        rate = b["rate_kbps"]
+        series.append({
+            "t": b["t"],
+            "sent_kbps": (b["sent_bytes"] - a["sent_bytes"]) * 8 / dt / 1000,
+            "received_kbps": (b["received_bytes"] - a["received_bytes"])
+            * 8 / dt / 1000,
+            "queue_ms": b["backlog_bytes"] * 8 / rate if rate else 0,
+            "qdisc_drops": b["qdisc_drops"] - a["qdisc_drops"],
+            "random_losses": lost, "rtp_pps": media, "rtx_pps": rtx,
+            "rate_kbps": rate, "rtp_by_pt": dl_b["ab"]["rtp"] if dl_b else None})
+    return series
+
+
+def legba_receiver(lines, t0, series, start, end):
+    """A legbaroom receiver: every decoded frame's arrival time."""
+    frames = [t - t0 for t, _ in lines]
+    prev = 0
+    for s in series:
+        s["frames"] = sum(1 for f in frames if prev < f <= s["t"])
+        prev = s["t"]
+    fr = freezes(frames, start, end)
+    return {"first_frame_s": min(frames) if frames else None,
+            "frames_in_window": sum(1 for f in frames if start <= f <= end),
+            "freeze_count": len(fr), "freeze_s": round(sum(fr), 3),
+            "freezes_by": "frame times",
+            "frame_times": [round(f, 4) for f in frames]}
+
+
+def stats_lines(lines, t0, side):
+    """chromium-peer.mjs's per-second lines: (t, the first peer
+    connection's video counters of that side)."""
+    out = []
+    for t, line in lines:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        for pc in msg.get("stats", []):
+            if pc.get(side):
+                out.append((t - t0, pc[side]))
+                break
+    return out
+
+
+def at(points, t, key):
+    """The counter's value at time t: its last sample at or before t."""
+    v = 0
+    for pt, c in points:
+        if pt > t:
+            break
+        v = c.get(key, v)
+    return v
+
+
+def chromium_receiver(lines, t0, series, start, end):
+    """The room page receiving: frames decoded a second from getStats,
+    freezes as Chromium counts them (its definition), and a stall at the
+    window's end that Chromium has not counted yet (it counts a freeze
+    when the next frame comes)."""
+    pts = stats_lines(lines, t0, "inbound")
+    prev = 0
+    for s in series:
+        s["frames"] = (at(pts, s["t"], "framesDecoded")
+                       - at(pts, prev, "framesDecoded"))
+        prev = s["t"]
+    decoded = [(t, c.get("framesDecoded", 0)) for t, c in pts]
+    first = next((t for t, n in decoded if n > 0), None)
+    count = at(pts, end, "freezeCount") - at(pts, start, "freezeCount")
+    total = (at(pts, end, "totalFreezesDuration")
+             - at(pts, start, "totalFreezesDuration"))
+    last_new = max([start] + [t for (t, n), (_, m) in zip(decoded[1:],
+                   decoded) if n > m and t <= end])
+    if end - last_new > 1:
+        count += 1
+        total += end - last_new
+    return {"first_frame_s": first,
+            "frames_in_window": (at(pts, end, "framesDecoded")
+                                 - at(pts, start, "framesDecoded")),
+            "freeze_count": count, "freeze_s": round(total, 3),
+            "freezes_by": "Chromium's getStats",
+            "nacks_sent": at(pts, end, "nackCount")
+            - at(pts, start, "nackCount"),
+            "plis_sent": at(pts, end, "pliCount") - at(pts, start, "pliCount"),
+            "receiver_stats": [{"t": round(t, 3), **c} for t, c in pts]}
+
+
+def chromium_sender(lines, t0, series):
+    """The room page sending: its target bitrate, retransmissions, the
+    NACKs and PLIs it received, its picture size, a second at a time."""
+    pts = stats_lines(lines, t0, "outbound")
+    prev = 0
+    for s in series:
+        dt = s["t"] - prev
+        s["chromium_rtx_pps"] = (
+            at(pts, s["t"], "retransmittedPacketsSent")
+            - at(pts, prev, "retransmittedPacketsSent")) / dt
+        s["target_kbps"] = at(pts, s["t"], "targetBitrate") / 1000
+        s["height"] = at(pts, s["t"], "frameHeight")
+        prev = s["t"]
+    return {"sender_stats": [{"t": round(t, 3), **c} for t, c in pts]}
+
+
 def percentile(values, p):
     if not values:
         return None
@@ -178,9 +326,11 @@ def percentile(values, p):
 
 
 class Scenario:
-    def __init__(self, args, name, spec, window, clip, bitrate):
+    def __init__(self, args, name, spec, window, clip, sender, receiver):
         self.args, self.name, self.spec = args, name, spec
-        self.bitrate = bitrate
+        self.sender, _, bitrate = sender.partition(":")
+        self.bitrate = int(bitrate) if bitrate else None
+        self.receiver = receiver
         self.window, self.clip = window, clip
         self.lab_name = f"legba-lab-b{os.getpid()}"
         self.procs = []
@@ -230,6 +380,26 @@ class Scenario:
             time.sleep(0.1)
         raise RuntimeError("legba-server did not listen within 10 s")
 
+    def token(self, identity):
+        return subprocess.run(
+            [os.path.join(self.args.build, "tools", "legba-token"),
+             "--secret", "lab-secret", "--room", "lab", "--identity",
+             identity], capture_output=True, text=True, check=True,
+            timeout=10).stdout.strip()
+
+    def chromium(self, ns, identity, server, seconds, env):
+        """The room page in headless Chromium (chromium-peer.mjs): the
+        sender publishes its fake camera playing the clip, the receiver
+        nothing."""
+        role = "send" if identity == "snd" else "recv"
+        cmd = ["node", CHROMIUM_PEER, "--role", role, "--url", server,
+               "--app-id", "1", "--key", "lab", "--token",
+               self.token(identity), "--room", "lab", "--identity",
+               identity, "--seconds", str(seconds)]
+        if role == "send":
+            cmd += ["--video-file", self.clip["y4m"]]
+        return self.start(ns_exec(ns, cmd), lambda l: l.startswith("{"), env)
+
     def measure(self, env):
         n = self.lab_name
         lab = {"snd": n + "-snd", "rtr": n + "-rtr", "rcv": n + "-rcv",
@@ -240,22 +410,32 @@ class Scenario:
             "0.0.0.0", "--port", str(PORT), "--app-id", "1", "--app-key",
             "lab", "--app-secret", "lab-secret"]), lambda l: False, env)
         self.wait_server(lab["rtr"])
-        room = ["app-key=lab", "app-secret=lab-secret", "room=lab"]
-        _, rcv = self.start(ns_exec(lab["rcv"], [
-            "gst-launch-1.0", "-v", "legbaroom", "name=r",
-            f"server-url=ws://10.201.2.1:{PORT}", *room, "identity=rcv",
-            "r.", "!", "video/x-h264", "!", "avdec_h264", "!", "fakesink",
-            "name=frames", "silent=false", "sync=false"]),
-            lambda l: "(frames:sink) (" in l and "chain" in l, env)
         duration = WARMUP_S + self.window + 2
+        if self.receiver == "chromium":
+            _, rcv = self.chromium(lab["rcv"], "rcv",
+                                   f"ws://10.201.2.1:{PORT}",
+                                   duration + 10, env)
+        else:
+            _, rcv = self.start(ns_exec(lab["rcv"], [
+                "gst-launch-1.0", "-v", "legbaroom", "name=r",
+                f"server-url=ws://10.201.2.1:{PORT}", "app-key=lab",
+                "app-secret=lab-secret", "room=lab", "identity=rcv", "r.",
+                "!", "video/x-h264", "!", "avdec_h264", "!", "fakesink",
+                "name=frames", "silent=false", "sync=false"]),
+                lambda l: "(frames:sink) (" in l and "chain" in l, env)
         t0 = time.monotonic()
-        sender, snd = self.start(ns_exec(lab["snd"], [
-            os.path.join(build, "tools", "legba-call"), "--server",
-            f"ws://10.201.1.1:{PORT}", "--key", "lab", "--secret",
-            "lab-secret", "--room", "lab", "--identity", "snd", "--video",
-            self.clip, "--bitrate", str(self.bitrate), "--stats",
-            "--json", "--duration", str(duration)]),
-            lambda l: l.startswith("stats:"), env)
+        if self.sender == "chromium":
+            sender, snd = self.chromium(lab["snd"], "snd",
+                                        f"ws://10.201.1.1:{PORT}", duration,
+                                        env)
+        else:
+            sender, snd = self.start(ns_exec(lab["snd"], [
+                os.path.join(build, "tools", "legba-call"), "--server",
+                f"ws://10.201.1.1:{PORT}", "--key", "lab", "--secret",
+                "lab-secret", "--room", "lab", "--identity", "snd",
+                "--video", self.clip["mp4"], "--bitrate", str(self.bitrate),
+                "--stats", "--json", "--duration", str(duration)]),
+                lambda l: l.startswith("stats:"), env)
         if self.spec.get("tcp"):
             self.procs += tcp_flow(lab)
         samples = self.sample(lab, t0)
@@ -288,68 +468,47 @@ class Scenario:
             tick += 1
             time.sleep(max(0, tick - time.monotonic()))
 
-    def summarize(self, t0, samples, frame_lines, stat_lines):
-        frames = [t - t0 for t, _ in frame_lines]
+    def summarize(self, t0, samples, rcv_lines, snd_lines):
         start, end = WARMUP_S, WARMUP_S + self.window
-        series = []
-        for a, b in zip(samples, samples[1:]):
-            dt = b["t"] - a["t"]
-            dl_a, dl_b = a["delayline"], b["delayline"]
-            rtx = media = lost = None
-            # per second of the delay line's own clock (its lines come
-            # once a second, not in step with these samples)
-            if dl_a and dl_b and dl_b["t"] > dl_a["t"]:
-                span = dl_b["t"] - dl_a["t"]
-                pa, pb = dl_a["ab"]["rtp"], dl_b["ab"]["rtp"]
-                diff = {pt: pb[pt] - pa.get(pt, 0) for pt in pb}
-                rtx = sum(v for pt, v in diff.items()
-                          if pt not in MEDIA_PT) / span
-                media = sum(v for pt, v in diff.items()
-                            if pt in MEDIA_PT) / span
-                lost = (dl_b["ab"]["lost"] - dl_a["ab"]["lost"]) / span
-            rate = b["rate_kbps"]
-            series.append({
-                "t": b["t"],
-                "sent_kbps": (b["sent_bytes"] - a["sent_bytes"]) * 8 / dt
-                / 1000,
-                "received_kbps": (b["received_bytes"] - a["received_bytes"])
-                * 8 / dt / 1000,
-                "frames": sum(1 for f in frames if a["t"] < f <= b["t"]),
-                "queue_ms": b["backlog_bytes"] * 8 / rate if rate else 0,
-                "qdisc_drops": b["qdisc_drops"] - a["qdisc_drops"],
-                "random_losses": lost, "rtp_media_pps": media,
-                "rtx_pps": rtx, "rate_kbps": rate})
-        enc = []
-        for t, line in stat_lines:
-            m = re.match(r"stats: \S+ (\d+) kbit/s", line)
-            if m:
-                enc.append({"t": round(t - t0, 3),
-                            "encoder_kbps": int(m.group(1))})
+        media_pt = LEGBA_MEDIA_PT
+        for lines, side in ((rcv_lines, "inbound"), (snd_lines, "outbound")):
+            pts = [c["payloadType"] for _, c in stats_lines(lines, t0, side)
+                   if "payloadType" in c]
+            if pts:
+                media_pt = {str(pts[-1]), "111"}
+        series = wire_series(samples, media_pt)
+        if self.receiver == "chromium":
+            recv = chromium_receiver(rcv_lines, t0, series, start, end)
+        else:
+            recv = legba_receiver(rcv_lines, t0, series, start, end)
+        if self.sender == "chromium":
+            sent = chromium_sender(snd_lines, t0, series)
+        else:
+            sent = {"encoder": [
+                {"t": round(t - t0, 3), "encoder_kbps": int(m.group(1))}
+                for t, m in ((t, re.match(r"stats: \S+ (\d+) kbit/s", l))
+                             for t, l in snd_lines) if m]}
         win = [s for s in series if start < s["t"] <= end + 0.5]
-        fr = freezes(frames, start, end)
-        first = min(frames) if frames else None
+
+        def med(key):
+            v = [s[key] for s in win if s.get(key) is not None]
+            return statistics.median(v) if v else None
+
         return {
             "scenario": self.name, "lab": self.spec["lab"],
-            "steps": self.spec.get("steps"), "tcp": bool(self.spec.get("tcp")),
+            "steps": self.spec.get("steps"),
+            "tcp": bool(self.spec.get("tcp")),
+            "sender": self.sender, "receiver": self.receiver,
             "window_s": self.window, "warmup_s": WARMUP_S,
             "bitrate_kbps": self.bitrate,
-            "first_frame_s": first,
-            "frames_in_window": sum(1 for f in frames if start <= f <= end),
-            "received_kbps_median": statistics.median(
-                [s["received_kbps"] for s in win]) if win else None,
-            "sent_kbps_median": statistics.median(
-                [s["sent_kbps"] for s in win]) if win else None,
-            "fps_median": statistics.median([s["frames"] for s in win])
-            if win else None,
-            "freeze_count": len(fr), "freeze_s": round(sum(fr), 3),
+            "received_kbps_median": med("received_kbps"),
+            "sent_kbps_median": med("sent_kbps"),
+            "fps_median": med("frames"),
             "queue_ms_p50": percentile([s["queue_ms"] for s in win], 50),
             "queue_ms_p95": percentile([s["queue_ms"] for s in win], 95),
             "qdisc_drops": sum(s["qdisc_drops"] for s in win),
-            "rtx_pps_median": statistics.median(
-                [s["rtx_pps"] for s in win if s["rtx_pps"] is not None])
-            if any(s["rtx_pps"] is not None for s in win) else None,
-            "series": series, "encoder": enc,
-            "frame_times": [round(f, 4) for f in frames],
+            "rtx_pps_median": med("rtx_pps"), "media_pt": sorted(media_pt),
+            **recv, **sent, "series": series,
         }
 
 
@@ -362,9 +521,13 @@ def main():
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--scenarios", default="")
     ap.add_argument("--window", type=float)
-    ap.add_argument("--bitrates", default="",
-                    help="the sender's --bitrate, each in turn (default "
-                    "600,2000; --smoke: 600)")
+    ap.add_argument("--senders", default="",
+                    help="legba:KBPS (legba-call --bitrate KBPS) or chromium,"
+                    " each in turn (default legba:600,legba:2000,chromium; "
+                    "--smoke: legba:600)")
+    ap.add_argument("--receiver", choices=["legba", "chromium"],
+                    help="default chromium (legba with --smoke or without "
+                    "Chromium)")
     ap.add_argument("--list", action="store_true")
     args = ap.parse_args()
     if args.list:
@@ -382,20 +545,33 @@ def main():
         if s not in SCENARIOS:
             ap.error(f"unknown scenario {s} (--list)")
     window = args.window or (10 if args.smoke or args.quick else 30)
+    browser = chromium_available()
+    senders = [x for x in (args.senders or (
+        "legba:600" if args.smoke else "legba:600,legba:2000,chromium")
+    ).split(",") if x]
+    receiver = args.receiver or (
+        "chromium" if browser and not args.smoke else "legba")
+    for x in senders:
+        if not re.fullmatch(r"legba:[1-9][0-9]*|chromium", x):
+            ap.error(f"--senders: {x} is neither legba:KBPS nor chromium")
+    notes = []
+    if not browser and (receiver == "chromium" or "chromium" in senders):
+        notes.append(f"Chromium left out: {CHROMIUM}, node or playwright-"
+                     "core (scripts/setup.sh) is missing")
+        senders = [x for x in senders if x != "chromium"]
+        receiver = "legba"
     result = {
         "suite": "netlab", "command": args.command, "quick": args.quick,
         "smoke": args.smoke,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
         "legba": source_version(HERE), "kernel": os.uname().release,
-        "load_start": loadavg(), "sender": "legba-call --video CLIP",
-        "receiver": "legbaroom ! avdec_h264", "scenarios": [],
+        "load_start": loadavg(), "senders": senders, "receiver": receiver,
+        "notes": notes, "scenarios": [],
     }
     t_start = time.time()
     with tempfile.TemporaryDirectory(prefix="legba-netlab-") as workdir:
-        clip = make_clip(workdir)
-        bitrates = [int(b) for b in (args.bitrates or (
-            "600" if args.smoke else "600,2000")).split(",")]
-        for name in names:
+        clip = make_clip(workdir, "chromium" in senders)
+        for index, name in enumerate(names):
             spec = SCENARIOS[name]
             # the step's three phases are a window each (20 s in a full
             # run)
@@ -403,15 +579,20 @@ def main():
             if spec.get("steps"):
                 w = 60 if not (args.window or args.quick or args.smoke) \
                     else window * 3
-            for bitrate in bitrates:
-                print(f"netlab: {name}, --bitrate {bitrate} ({w:.0f} s)",
+            # the senders take turns, in the opposite order every other
+            # scenario, so that drift of the shared machine hits them all
+            order = senders if index % 2 == 0 \
+                else senders[::-1]
+            for sender in order:
+                print(f"netlab: {name}, {sender} to {receiver} ({w:.0f} s)",
                       file=sys.stderr)
                 try:
-                    res = Scenario(args, name, spec, w, clip, bitrate).run()
+                    res = Scenario(args, name, spec, w, clip, sender,
+                                   receiver).run()
                 except (subprocess.SubprocessError, RuntimeError,
                         OSError) as e:
-                    res = {"scenario": name, "bitrate_kbps": bitrate,
-                           "error": str(e)}
+                    res = {"scenario": name, "sender": sender,
+                           "receiver": receiver, "error": str(e)}
                 res["load"] = loadavg()
                 result["scenarios"].append(res)
     result.update({"seconds": time.time() - t_start, "load_end": loadavg()})

@@ -47,6 +47,8 @@ class NetlabSmoke(unittest.TestCase):
         self.assertNotIn(lab, names)
         [run] = res["scenarios"]
         self.assertEqual(run["scenario"], "1mbit")
+        self.assertEqual(run["sender"], "legba")
+        self.assertEqual(run["receiver"], "legba")
         self.assertEqual(run["bitrate_kbps"], 600)
         # frames came across and were decoded in the window
         self.assertIsNotNone(run["first_frame_s"])
@@ -55,7 +57,7 @@ class NetlabSmoke(unittest.TestCase):
         # the sender's side and the bottleneck were sampled every second
         self.assertGreaterEqual(len(run["series"]), 10)
         self.assertTrue(all(s["rate_kbps"] == 1000 for s in run["series"]))
-        self.assertTrue(any(s["rtp_media_pps"] for s in run["series"]))
+        self.assertTrue(any(s["rtp_pps"] for s in run["series"]))
         self.assertGreater(len(run["encoder"]), 0)
 
 
