@@ -869,6 +869,17 @@ def netlab_lines(results_dir, rel):
             f"{_f(r['rtx_pps_median'])} | "
             f"{_f(r.get('nacks_sent'))} / {_f(r.get('plis_sent'))} |")
     lines.append("")
+    shares = [r for r in res["scenarios"]
+              if "error" not in r and r.get("tcp_kbps_median") is not None]
+    if shares:
+        lines += ["The competing TCP flow, medians of the window's seconds: "
+                  + "; ".join(
+                      f"{r.get('sender', 'legba')}"
+                      + (f" --bitrate {r['bitrate_kbps']}"
+                         if r.get("bitrate_kbps") else "")
+                      + f": the call {_f(r['call_kbps_median'])} kbit/s, "
+                      f"TCP {_f(r['tcp_kbps_median'])} kbit/s"
+                      for r in shares) + ".", ""]
     for r in res["scenarios"]:
         if "error" in r or not r.get("steps"):
             continue

@@ -32,6 +32,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -158,20 +159,27 @@ def last_json_line(path):
 
 def tcp_flow(lab):
     """A bulk TCP flow from the sender side to the receiver side, on the
-    same bottleneck: a sink in the receiver namespace, a writer in the
-    sender's, both ended with the lab."""
-    sink = ("import socket\ns=socket.socket()\n"
+    same bottleneck: a sink in the receiver namespace that prints the
+    bytes it received so far every 100 ms, and a writer in the sender's,
+    both ended with the lab. Returns the processes and the sink's
+    reader."""
+    sink = ("import socket,time\ns=socket.socket()\n"
             "s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n"
-            "s.bind(('0.0.0.0',5201))\ns.listen(1)\nprint('ready',flush=True)\n"
-            "c,_=s.accept()\nwhile c.recv(65536):\n  pass\n")
-    src = ("import socket,sys\nc=socket.create_connection((sys.argv[1],5201))\n"
-           "b=bytes(65536)\nwhile True:\n  c.sendall(b)\n")
+            "s.bind(('0.0.0.0',5201))\ns.listen(1)\n"
+            "print('ready',flush=True)\nc,_=s.accept()\nn=0\nt=0\n"
+            "while True:\n  b=c.recv(65536)\n  if not b:\n    break\n"
+            "  n+=len(b)\n  if time.monotonic()-t>0.1:\n"
+            "    t=time.monotonic()\n    print(n,flush=True)\n")
+    src = ("import socket,sys\nc=socket.create_connection((sys.argv[1],"
+           "5201))\nb=bytes(65536)\nwhile True:\n  c.sendall(b)\n")
     p = subprocess.Popen(ns_exec(lab["rcv"], [sys.executable, "-c", sink]),
                          stdout=subprocess.PIPE, text=True)
     p.stdout.readline()
+    reader = Reader(p.stdout, lambda l: l.strip().isdigit())
+    reader.start()
     q = subprocess.Popen(ns_exec(lab["snd"], [sys.executable, "-c", src,
                                               lab["rcv_addr"]]))
-    return [p, q]
+    return [p, q], reader
 
 
 def freezes(times, start, end):
@@ -318,6 +326,24 @@ def chromium_sender(lines, t0, series):
     return {"sender_stats": [{"t": round(t, 3), **c} for t, c in pts]}
 
 
+def tcp_share(res, lines, t0):
+    """The competing flow's received bitrate a second, and the call's:
+    what the receiver's interface took in less the flow's."""
+    pts = [(t - t0, {"bytes": int(l)}) for t, l in lines]
+    prev = 0
+    for s in res["series"]:
+        s["tcp_kbps"] = ((at(pts, s["t"], "bytes") - at(pts, prev, "bytes"))
+                         * 8 / (s["t"] - prev) / 1000)
+        s["call_kbps"] = max(0.0, s["received_kbps"] - s["tcp_kbps"])
+        prev = s["t"]
+    start, end = res["warmup_s"], res["warmup_s"] + res["window_s"]
+    win = [s for s in res["series"] if start < s["t"] <= end + 0.5]
+    res["tcp_kbps_median"] = statistics.median(
+        [s["tcp_kbps"] for s in win]) if win else None
+    res["call_kbps_median"] = statistics.median(
+        [s["call_kbps"] for s in win]) if win else None
+
+
 def percentile(values, p):
     if not values:
         return None
@@ -436,11 +462,16 @@ class Scenario:
                 "--video", self.clip["mp4"], "--bitrate", str(self.bitrate),
                 "--stats", "--json", "--duration", str(duration)]),
                 lambda l: l.startswith("stats:"), env)
+        tcp = None
         if self.spec.get("tcp"):
-            self.procs += tcp_flow(lab)
+            procs, tcp = tcp_flow(lab)
+            self.procs += procs
         samples = self.sample(lab, t0)
         sender.wait(60)
-        return self.summarize(t0, samples, rcv.lines, snd.lines)
+        res = self.summarize(t0, samples, rcv.lines, snd.lines)
+        if tcp:
+            tcp_share(res, tcp.lines, t0)
+        return res
 
     def sample(self, lab, t0):
         """One sample a second until the window ends; the bottleneck's
@@ -539,6 +570,9 @@ def main():
         print("netlab: the lab needs root (network namespaces)",
               file=sys.stderr)
         return 2
+    # a timeout's SIGTERM unwinds like Ctrl-C: each lab is deleted on the
+    # way out
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     names = [s for s in args.scenarios.split(",") if s] or (
         ["1mbit"] if args.smoke else list(SCENARIOS))
     for s in names:
