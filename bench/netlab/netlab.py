@@ -51,6 +51,7 @@ CHROMIUM = os.environ.get("LEGBA_CHROMIUM", "/usr/bin/chromium")
 PLAYWRIGHT = os.path.join(HERE, "..", "..", "tests", "integration",
                           "node_modules", "playwright-core")
 WARMUP_S = 5
+FRAME_S = 1 / 30
 PORT = 6001
 # The media payload types when Legba offers (H.264 96, VP8 97, Opus 111:
 # lib/legba/room/legba-room-media.c); when the room page is a participant,
@@ -183,27 +184,32 @@ def tcp_flow(lab):
 
 
 def freezes(times, start, end):
-    """Chromium's freezes: a frame interval over max(3 x the mean, mean +
-    150 ms), the mean over the previous 30 intervals; a window that ends
-    (or begins) with no frame for that long counts as frozen to its
-    end. Without any frame the whole window is frozen."""
-    frames = [t for t in times if start <= t <= end]
-    if not frames:
+    """Chromium's freezes in the window [start, end]: a frame interval
+    over max(3 x the mean, mean + 150 ms), the mean over the 30 intervals
+    before it (every interval, frozen or not, as Chromium's moving
+    average takes them); the part of it inside the window counts. A
+    window that opens before the first frame is frozen until it, one that
+    ends long after the last frame is frozen to its end, and one without
+    any frame is frozen throughout."""
+    frames = sorted(t for t in times if t <= end)
+    if not any(t >= start for t in frames):
         return [end - start]
-    out, intervals = [], []
-    prev = frames[0]
-    if frames[0] - start > 0.5:
+    out, history = [], []
+    if frames[0] - start > 0.150 + FRAME_S:
         out.append(frames[0] - start)
-    for t in frames[1:] + [end]:
+    ends = frames[1:] + [end]
+    for k, (prev, t) in enumerate(zip(frames, ends)):
+        last = k == len(ends) - 1
         gap = t - prev
-        mean = statistics.mean(intervals[-30:]) if intervals else 1 / 30
-        if gap > max(3 * mean, mean + 0.150):
-            out.append(gap)
-        elif t != end:
-            intervals.append(gap)
-        prev = t
+        mean = statistics.mean(history[-30:]) if history else (
+            FRAME_S if last else None)
+        if mean is not None and gap > max(3 * mean, mean + 0.150):
+            inside = min(t, end) - max(prev, start)
+            if inside > 0:
+                out.append(inside)
+        if not last:
+            history.append(gap)
     return out
-
 
 def wire_series(samples, media_pt):
     """Per second: what crossed the lab's interfaces, the bottleneck's
