@@ -821,7 +821,46 @@ def _median(values):
     return stats.median(values) if values else None
 
 
-def netlab_lines(results_dir, rel):
+def netlab_step_chart(runs, path):
+    """The capacity step over time, every sender on one chart: what the
+    receiver took in (with the capacity) and the bottleneck's queue."""
+    datas, rate_plots, queue_plots = [], [], []
+    for i, r in enumerate(runs):
+        who = r.get("sender", "legba") + (
+            f" {r['bitrate_kbps']}" if r.get("bitrate_kbps") else "")
+        data = f"{path}.{i}.dat"
+        with open(data, "w") as f:
+            for x in r["series"]:
+                f.write(f"{x['t'] - r['warmup_s']:.2f} {x['received_kbps']:.1f}"
+                        f" {x['queue_ms']:.1f} {x['rate_kbps'] or 0}\n")
+        datas.append(data)
+        rate_plots.append(f"'{data}' using 1:2 with lines lw 2 "
+                          f"title '{who}'")
+        queue_plots.append(f"'{data}' using 1:3 with lines lw 2 "
+                           f"title '{who}'")
+    if not datas:
+        return False
+    rate_plots.append(f"'{datas[0]}' using 1:4 with steps dt 2 lc 'black' "
+                      "title 'capacity'")
+    ok = gnuplot(f"""set terminal pngcairo size 900,700 font ',9'
+set output '{path}'
+set multiplot layout 2,1 title 'Capacity step: 2 Mbit/s, 500 kbit/s, 2 Mbit/s'
+set grid
+set key outside right
+set xlabel 's from the window start'
+set ylabel 'received kbit/s'
+set xrange [0:*]
+plot {", ".join(rate_plots)}
+set ylabel 'bottleneck queue, ms'
+plot {", ".join(queue_plots)}
+unset multiplot
+""")
+    for d in datas:
+        os.unlink(d)
+    return ok
+
+
+def netlab_lines(results_dir, rel, charts):
     """The network lab's section (bench/netlab/netlab.py): one row per
     scenario and sender bitrate, and the capacity step phase by phase."""
     path = newest(results_dir, "netlab")
@@ -880,9 +919,12 @@ def netlab_lines(results_dir, rel):
                       + f": the call {_f(r['call_kbps_median'])} kbit/s, "
                       f"TCP {_f(r['tcp_kbps_median'])} kbit/s"
                       for r in shares) + ".", ""]
-    for r in res["scenarios"]:
-        if "error" in r or not r.get("steps"):
-            continue
+    steps = [r for r in res["scenarios"]
+             if "error" not in r and r.get("steps")]
+    chart = os.path.join(charts, "netlab-step.png")
+    if netlab_step_chart(steps, chart):
+        lines += [f"![The capacity step over time]({rel(chart)})", ""]
+    for r in steps:
         w, start = r["window_s"], r["warmup_s"]
         edges = [0] + [f for f, _ in r["steps"]] + [1]
         rates = [r["series"][0]["rate_kbps"] if r["series"] else None] + \
@@ -1019,7 +1061,7 @@ def main():
             lines += [f"- {n}" for n in NOT_MEASURED[suite]]
             lines.append("")
         lines += ["Conditions:"] + conditions_lines(res) + [""]
-    lines += netlab_lines(args.results, rel)
+    lines += netlab_lines(args.results, rel, charts)
     chart = os.path.join(charts, "fanout.png")
     source = fanout_chart(args.results, chart)
     if source:

@@ -19,7 +19,7 @@ and chromium. The receiver: the room page in Chromium (the default), or
 legba (a legbaroom pipeline decoding the video). Without Chromium, node
 or playwright-core, Legba alone, and the results say so.
 
-5 s of warm-up, then a 30 s window (the step: 60 s, 20 s a phase).
+10 s of warm-up, then a 30 s window (the step: 60 s, 20 s a phase).
 --quick: 10 s windows (the step 3 x 10 s); --smoke: the 1mbit scenario
 alone, legba:600 to a Legba receiver, for 10 s (the CI smoke test).
 Every run is bounded: a scenario whose sender has not left 60 s after
@@ -50,7 +50,7 @@ CHROMIUM_PEER = os.path.join(HERE, "chromium-peer.mjs")
 CHROMIUM = os.environ.get("LEGBA_CHROMIUM", "/usr/bin/chromium")
 PLAYWRIGHT = os.path.join(HERE, "..", "..", "tests", "integration",
                           "node_modules", "playwright-core")
-WARMUP_S = 5
+WARMUP_S = 10
 FRAME_S = 1 / 30
 PORT = 6001
 # The media payload types when Legba offers (H.264 96, VP8 97, Opus 111:
