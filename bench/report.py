@@ -899,6 +899,8 @@ def netlab_lines(results_dir, rel, charts):
             continue
         first = ("no frame" if r["first_frame_s"] is None
                  else f"{r['first_frame_s']:.1f} s")
+        if r.get("sender_failed"):
+            first += f" (the sender exited {r['sender_failed']['exit']})"
         lines.append(
             f"| {r['scenario']} | {who} | {r['window_s']:.0f} s"
             f" | {first} | {_f(r['received_kbps_median'])} | "

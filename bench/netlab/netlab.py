@@ -27,6 +27,7 @@ its window is stopped.
 """
 
 import argparse
+import collections
 import datetime
 import json
 import os
@@ -120,16 +121,20 @@ def make_clip(workdir, raw):
 
 
 class Reader(threading.Thread):
-    """Collects a process's output lines with their arrival time."""
+    """Collects a process's output lines with their arrival time (those
+    `keep` wants), and its last lines whatever they are, to say why it
+    failed."""
 
     def __init__(self, stream, keep):
         super().__init__(daemon=True)
         self.stream, self.keep, self.lines = stream, keep, []
+        self.tail = collections.deque(maxlen=20)
 
     def run(self):
         for line in self.stream:
             if self.keep(line):
                 self.lines.append((time.monotonic(), line.rstrip("\n")))
+            self.tail.append(line.rstrip("\n"))
 
 
 def counters(ns, dev):
@@ -386,9 +391,11 @@ class Scenario:
         env = dict(os.environ, LEGBA_DELAYLINE=os.path.join(
             build, "bench", "netlab-delayline"),
             GST_PLUGIN_PATH=os.path.join(build, "plugins", "legba"))
-        subprocess.run([LAB, "up", "--name", self.lab_name]
-                       + self.spec["lab"], check=True, env=env, timeout=60)
         try:
+            # inside: a lab that failed half-way up is deleted too
+            subprocess.run([LAB, "up", "--name", self.lab_name]
+                           + self.spec["lab"], check=True, env=env,
+                           timeout=60)
             return self.measure(env)
         finally:
             for p in self.procs:
@@ -477,6 +484,11 @@ class Scenario:
         res = self.summarize(t0, samples, rcv.lines, snd.lines)
         if tcp:
             tcp_share(res, tcp.lines, t0)
+        if sender.returncode != 0:
+            res["sender_failed"] = {"exit": sender.returncode,
+                                    "output": list(snd.tail)}
+        if not rcv.lines:
+            res["receiver_output"] = list(rcv.tail)
         return res
 
     def sample(self, lab, t0):
