@@ -73,11 +73,18 @@ while [ $# -gt 0 ]; do
 done
 [ ${#suites[@]} -gt 0 ] || suites=("${all[@]}")
 
-for need in go gnuplot valgrind; do
+# the peers (Pion, aiortc) are for every suite but netlab
+peers=0
+for suite in "${suites[@]}"; do
+  [ "$suite" = netlab ] || peers=1
+done
+needs=(gnuplot)
+[ $peers -eq 0 ] || needs+=(go valgrind)
+for need in "${needs[@]}"; do
   command -v "$need" >/dev/null || {
     echo "bench: $need is missing: scripts/setup.sh --bench" >&2; exit 1; }
 done
-/usr/bin/python3 -c 'import aiortc' 2>/dev/null || {
+[ $peers -eq 0 ] || /usr/bin/python3 -c 'import aiortc' 2>/dev/null || {
   echo "bench: python3-aiortc is missing: scripts/setup.sh --bench" >&2
   exit 1; }
 
@@ -96,7 +103,7 @@ ninja -C "$build" >/dev/null
 
 # Pion: GOPATH mode over Debian's sources, no network.
 pion="$build/bench/pion-peer"
-"$here/peers/pion/build.sh" "$pion"
+[ $peers -eq 0 ] || "$here/peers/pion/build.sh" "$pion"
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 if [ $quick -eq 1 ]; then
