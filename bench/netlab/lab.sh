@@ -18,7 +18,7 @@
 # queue of so many ms). Nothing of the lab lives outside its namespaces.
 #
 #   lab.sh up [--name NAME] [--rate KBIT] [--queue MS] [--delay MS]
-#             [--jitter MS] [--loss PERCENT] [--delayline PATH]
+#             [--jitter MS] [--reorder] [--loss PERCENT] [--delayline PATH]
 #   lab.sh rate [--name NAME] KBIT|none   change the bottleneck's rate
 #   lab.sh run [up's options] -- COMMAND [ARG...]
 #             up, COMMAND (with LAB_* in its environment), then down,
@@ -41,6 +41,7 @@ queue=200
 delay=0
 jitter=0
 loss=0
+reorder=()
 all=0
 delayline=${LEGBA_DELAYLINE:-}
 
@@ -55,6 +56,7 @@ parse() {
       --delay) delay=${2:?}; shift 2 ;;
       --jitter) jitter=${2:?}; shift 2 ;;
       --loss) loss=${2:?}; shift 2 ;;
+      --reorder) reorder=(--reorder); shift ;;
       --delayline) delayline=${2:?}; shift 2 ;;
       --all) all=1; shift ;;
       --) shift; break ;;
@@ -160,7 +162,7 @@ up() {
     ip -n "$rtr" link set "$dev" up
   done
   ip netns exec "$rtr" "$delayline" --dev-a dl-snd --dev-b dl-rcv \
-    --delay "$delay" --jitter "$jitter" --loss "$loss" \
+    --delay "$delay" --jitter "$jitter" --loss "$loss" "${reorder[@]}" \
     >"$state/delayline.jsonl" 2>"$state/delayline.err" &
   echo $! >"$state/delayline.pid"
   wait_carrier dl-snd

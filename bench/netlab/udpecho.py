@@ -7,7 +7,8 @@
   udpecho.py probe HOST PORT COUNT   sends COUNT numbered datagrams, 50 ms
                                      apart, and prints one JSON object:
                                      the round-trip times in ms of those
-                                     that came back within 5 s
+                                     that came back within 5 s, and their
+                                     numbers in the order they came
 """
 
 import json
@@ -29,7 +30,7 @@ def probe(host, port, count):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setblocking(False)
     sent = {}
-    rtts = []
+    rtts, order = [], []
     deadline = time.monotonic() + count * 0.05 + 5
     nxt = time.monotonic()
     i = 0
@@ -45,9 +46,10 @@ def probe(host, port, count):
             seq = int(data)
             if seq in sent:
                 rtts.append((time.monotonic() - sent.pop(seq)) * 1000)
+                order.append(seq)
         except BlockingIOError:
             time.sleep(0.001)
-    print(json.dumps({"sent": i, "rtt_ms": rtts}))
+    print(json.dumps({"sent": i, "rtt_ms": rtts, "order": order}))
 
 
 if __name__ == "__main__":
