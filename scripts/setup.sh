@@ -21,7 +21,8 @@ done
 # certificates, clang for the fuzzers and sanitizer runtimes, Chromium for
 # the browser interop tests (driven headless through playwright-core);
 # GObject introspection and PyGObject for Legba-1.0.typelib and its test;
-# Xvfb and GStreamer's X sinks for legba-call's windows in the tests.
+# Xvfb and GStreamer's X sinks for legba-call's windows in the tests;
+# iproute2 (ip, tc) for the network lab's namespaces (bench/netlab).
 packages=(
   build-essential meson ninja-build pkg-config
   libglib2.0-dev libsoup-3.0-dev libjson-glib-dev glib-networking zlib1g-dev
@@ -37,6 +38,7 @@ packages=(
   gobject-introspection libgirepository1.0-dev python3-gi
   gir1.2-glib-2.0 gir1.2-gstreamer-1.0 gir1.2-json-1.0
   xvfb gstreamer1.0-x libxcb1-dev
+  iproute2
 )
 
 missing=()
