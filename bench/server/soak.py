@@ -996,8 +996,9 @@ def main():
                     "judged and round trips timed (at most a quarter of the "
                     "run; default 60)")
     ap.add_argument("--watchers", type=int, default=20)
-    ap.add_argument("--idle", type=int, default=200,
-                    help="idle subscribed sockets (default 200)")
+    ap.add_argument("--idle", type=int, default=1000,
+                    help="idle subscribed sockets (default 1000: past the "
+                    "255 that one GClosure holds)")
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--client-event-rate", type=float, default=4,
                     help="client events per second per pair side")
