@@ -13,7 +13,7 @@ chart of every run's value relative to soketi's median. A difference is
 
   /usr/bin/python3 bench/analyze.py [RESULTS.json] [--output bench/server/RESULTS.md]
 
-Without a file it takes the newest bench/results/server-*.json.
+Without a file it takes the newest bench/results/server-STAMP.json.
 Standard library only.
 """
 
@@ -472,8 +472,9 @@ def main():
     args = ap.parse_args()
     path = args.results
     if path is None:
+        # server-STAMP.json: not server-flood-STAMP.json, a suite of its own
         found = sorted(glob.glob(os.path.join(HERE, "results",
-                                              "server-*.json")))
+                                              "server-[0-9]*.json")))
         if not found:
             raise SystemExit("analyze.py: no bench/results/server-*.json")
         path = found[-1]

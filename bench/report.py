@@ -528,11 +528,10 @@ plot {", ".join(plots)}
 
 
 def fanout_chart(results_dir, path):
-    found = sorted(glob.glob(os.path.join(results_dir, "server-*.json")))
-    found = [f for f in found if "quick" not in os.path.basename(f)]
-    if not found:
+    found = newest(results_dir, "server")
+    if found is None:
         return None
-    with open(found[-1]) as f:
+    with open(found) as f:
         server = json.load(f)
     points = {}
     for run in server["runs"]:
