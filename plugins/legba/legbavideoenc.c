@@ -63,6 +63,14 @@
  * #GstLegbaVideoEnc:stats. `maintain-resolution` keeps the size and lets
  * the encoder drop frames.
  *
+ * Downstream may say what the network carries with a custom upstream
+ * event named `legba-target-bitrate` with a `bitrate` field (uint, bit/s;
+ * 0 lifts the limit): legbaroom sends it from its bandwidth estimation
+ * (docs/congestion-control.md). The encoder is then given the lower of it
+ * and #GstLegbaVideoEnc:bitrate (and #GstLegbaVideoEnc:max-bitrate no
+ * higher than it), and the size is decided again as for a property
+ * change: #GstLegbaVideoEnc:bitrate stays the ceiling.
+ *
  * Operators steer selection with the `LEGBA_ENCODER` environment variable
  * (a comma-separated list of factory names tried in that order, and/or
  * `hardware`, `software` or `auto`); #GstLegbaVideoEnc:encoder-factory
@@ -128,6 +136,7 @@ struct _GstLegbaVideoEnc
   gchar *forced_factory;
   LegbaEncoderPrefer prefer;
   LegbaEncoderSettings settings;
+  guint network_bitrate;        /* 0: none asked for */
   guint proof_timeout;
   gchar *current;
   GstElement *encoder;          /* also read by handle_message */
@@ -163,6 +172,24 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS,
     GST_STATIC_CAPS ("video/x-h264, stream-format=(string)byte-stream, "
         "alignment=(string)au; video/x-vp8; video/x-vp9; video/x-av1"));
+
+/* The settings the encoder is given: the properties, with the bitrate and
+ * its cap lowered to what the network carries when downstream said so
+ * (the `legba-target-bitrate` event). Called with the object lock. */
+static LegbaEncoderSettings
+effective_settings (GstLegbaVideoEnc * self)
+{
+  LegbaEncoderSettings settings = self->settings;
+  guint net = self->network_bitrate;
+
+  if (net != 0) {
+    settings.bitrate = MIN (settings.bitrate, net);
+    if (settings.max_bitrate != 0)
+      settings.max_bitrate = MAX (MIN (settings.max_bitrate, net),
+          settings.bitrate);
+  }
+  return settings;
+}
 
 /* ---- output caps ---- */
 
@@ -253,7 +280,7 @@ decide_frame_dropping (GstLegbaVideoEnc * self, GstElement * encoder,
   gboolean drop;
 
   GST_OBJECT_LOCK (self);
-  settings = self->settings;
+  settings = effective_settings (self);
   GST_OBJECT_UNLOCK (self);
   drop = legba_encoder_apply_frame_dropping (encoder, &settings, caps, &needed);
   GST_OBJECT_LOCK (self);
@@ -317,6 +344,7 @@ decide_size (GstLegbaVideoEnc * self, GstElement * encoder, gboolean fresh)
 {
   g_autoptr (GstCaps) raw = NULL;
   g_autoptr (GstCaps) out_floor_caps = NULL;
+  LegbaEncoderSettings settings;
   LegbaDegradationPreference degradation;
   gint in_w = 0, in_h = 0, cur_w, cur_h, w, h;
   guint target, cap, floor;
@@ -327,9 +355,9 @@ decide_size (GstLegbaVideoEnc * self, GstElement * encoder, gboolean fresh)
   GST_OBJECT_LOCK (self);
   raw = self->raw_caps ? gst_caps_ref (self->raw_caps) : NULL;
   degradation = self->degradation;
-  cap = self->settings.max_bitrate ? self->settings.max_bitrate :
-      self->settings.bitrate;
-  target = MIN (self->settings.bitrate, cap);
+  settings = effective_settings (self);
+  cap = settings.max_bitrate ? settings.max_bitrate : settings.bitrate;
+  target = MIN (settings.bitrate, cap);
   cur_w = fresh ? 0 : self->out_width;
   cur_h = fresh ? 0 : self->out_height;
   GST_OBJECT_UNLOCK (self);
@@ -420,7 +448,7 @@ install_encoder (GstLegbaVideoEnc * self, const gchar * factory,
   g_autoptr (GstCaps) sized = NULL;
 
   GST_OBJECT_LOCK (self);
-  settings = self->settings;
+  settings = effective_settings (self);
   GST_OBJECT_UNLOCK (self);
 
   remove_encoder (self);
@@ -757,6 +785,7 @@ static void
 apply_bitrate (GstLegbaVideoEnc * self)
 {
   GstElement *encoder;
+  LegbaEncoderSettings settings;
   guint bitrate, max_bitrate, min_bitrate;
   gboolean dropping;
   gint old_w, old_h, new_w, new_h;
@@ -764,8 +793,9 @@ apply_bitrate (GstLegbaVideoEnc * self)
 
   GST_OBJECT_LOCK (self);
   encoder = self->encoder ? gst_object_ref (self->encoder) : NULL;
-  bitrate = self->settings.bitrate;
-  max_bitrate = self->settings.max_bitrate;
+  settings = effective_settings (self);
+  bitrate = settings.bitrate;
+  max_bitrate = settings.max_bitrate;
   min_bitrate = self->min_bitrate;
   dropping = self->frame_dropping;
   GST_OBJECT_UNLOCK (self);
@@ -799,6 +829,32 @@ apply_bitrate (GstLegbaVideoEnc * self)
   gst_object_unref (encoder);
 }
 
+/* `legba-target-bitrate` (upstream, custom): what the network carries,
+ * from legbaroom's bandwidth estimation; 0 lifts the limit. */
+static GstPadProbeReturn
+target_bitrate_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  GstLegbaVideoEnc *self = data;
+  GstEvent *event = GST_PAD_PROBE_INFO_EVENT (info);
+  const GstStructure *s = gst_event_get_structure (event);
+  guint bitrate = 0;
+  gboolean changed;
+
+  if (GST_EVENT_TYPE (event) != GST_EVENT_CUSTOM_UPSTREAM || s == NULL
+      || !gst_structure_has_name (s, "legba-target-bitrate")
+      || !gst_structure_get_uint (s, "bitrate", &bitrate))
+    return GST_PAD_PROBE_OK;
+  GST_OBJECT_LOCK (self);
+  changed = self->network_bitrate != bitrate;
+  self->network_bitrate = bitrate;
+  GST_OBJECT_UNLOCK (self);
+  if (changed) {
+    GST_DEBUG_OBJECT (self, "the network carries %u bit/s", bitrate);
+    apply_bitrate (self);
+  }
+  return GST_PAD_PROBE_DROP;
+}
+
 static GstStructure *
 get_stats (GstLegbaVideoEnc * self)
 {
@@ -813,6 +869,7 @@ get_stats (GstLegbaVideoEnc * self)
       "fallbacks", G_TYPE_UINT, self->fallbacks,
       "frame-dropping", G_TYPE_BOOLEAN, self->frame_dropping,
       "min-bitrate", G_TYPE_UINT, self->min_bitrate,
+      "network-bitrate", G_TYPE_UINT, self->network_bitrate,
       "scaled", G_TYPE_BOOLEAN, self->out_width != self->in_width
       || self->out_height != self->in_height,
       "input-width", G_TYPE_INT, self->in_width,
@@ -979,6 +1036,8 @@ gst_legba_video_enc_init (GstLegbaVideoEnc * self)
   gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
   gst_pad_add_probe (filter_src, GST_PAD_PROBE_TYPE_BUFFER |
       GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, output_probe, self, NULL);
+  gst_pad_add_probe (self->srcpad, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM,
+      target_bitrate_probe, self, NULL);
 }
 
 static void
@@ -1058,8 +1117,10 @@ install_properties (GObjectClass * gobject_class)
           "output-height (gint: the size that comes in and the size sent), "
           "scaling-floor (guint: the bitrate the encoder needs at the "
           "input size to keep 90% of the frames within 1.10 x the cap; 0 "
-          "for encoders never scaled)", GST_TYPE_STRUCTURE,
-          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+          "for encoders never scaled), network-bitrate (guint: what the "
+          "network carries, from legbaroom's bandwidth estimation; the "
+          "encoder gets the lower of it and bitrate; 0: no estimate)",
+          GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 }
 
 static void

@@ -803,6 +803,65 @@ GST_START_TEST (test_bitrate_change)
 
 GST_END_TEST;
 
+/* The same change, as legbaroom asks for it: a legba-target-bitrate event
+ * from downstream when the frame at 2 s enters. */
+static GstPadProbeReturn
+network_bitrate (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  GstPad *downstream = data;
+
+  if (GST_BUFFER_PTS (GST_PAD_PROBE_INFO_BUFFER (info)) >= 2 * GST_SECOND) {
+    gst_pad_push_event (downstream,
+        gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM,
+            gst_structure_new ("legba-target-bitrate", "bitrate", G_TYPE_UINT,
+                250000, NULL)));
+    return GST_PAD_PROBE_REMOVE;
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+GST_START_TEST (test_network_bitrate)
+{
+  GstElement *pipeline = contract_pipeline ("h264", "x264enc", 640, 360,
+      150, 2000000);
+  g_autoptr (GstElement) enc = gst_bin_get_by_name (GST_BIN (pipeline), "enc");
+  g_autoptr (GstElement) fakesink = gst_bin_get_by_name (GST_BIN (pipeline),
+      "sink");
+  g_autoptr (GstPad) sink = gst_element_get_static_pad (enc, "sink");
+  g_autoptr (GstPad) downstream = gst_element_get_static_pad (fakesink,
+      "sink");
+  g_autoptr (GstStructure) stats = NULL;
+  Output out;
+  GList *messages;
+  gdouble before, after;
+  guint bitrate = 0, network = 0;
+
+  setup ();
+  output_init (&out);
+  out.split_pts = 3 * GST_SECOND;
+  gst_pad_add_probe (sink, GST_PAD_PROBE_TYPE_BUFFER, network_bitrate,
+      downstream, NULL);
+  messages = run_to_eos (pipeline, &out);
+  before = (out.bytes - out.bytes_after_split) * 8.0 * 30 /
+      (out.buffers - out.buffers_after_split);
+  after = out.bytes_after_split * 8.0 * 30 / out.buffers_after_split;
+  GST_INFO ("before %.0f bit/s, after %.0f bit/s", before, after);
+  fail_unless (after <= 1.10 * 250000, "%.0f bit/s after the network asked "
+      "for 250000", after);
+  fail_unless (after < before / 3, "%.0f then %.0f bit/s", before, after);
+  /* the user's bitrate stays the ceiling; the stats say what the network
+   * carries */
+  g_object_get (enc, "bitrate", &bitrate, "stats", &stats, NULL);
+  fail_unless_equals_int (bitrate, 2000000);
+  fail_unless (gst_structure_get_uint (stats, "network-bitrate", &network));
+  fail_unless_equals_int (network, 250000);
+  g_list_free_full (messages, (GDestroyNotify) gst_message_unref);
+  output_clear (&out);
+  gst_object_unref (pipeline);
+}
+
+GST_END_TEST;
+
 
 /* ---- scaling down when the bitrate cannot carry the picture ---- */
 
@@ -1293,6 +1352,7 @@ legbavideoenc_suite (void)
   tcase_add_test (tc, test_openh264_frame_dropping);
   tcase_add_test (tc, test_frame_rate);
   tcase_add_test (tc, test_bitrate_change);
+  tcase_add_test (tc, test_network_bitrate);
   tcase_add_test (tc, test_scaling_vp8);
   tcase_add_test (tc, test_scaling_openh264);
   tcase_add_test (tc, test_scaling_not_x264);
