@@ -1,0 +1,253 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The delay-based rate control (draft-ietf-rmcat-gcc-02 §5.5, libwebrtc's
+ * AIMD): overuse decreases to BETA times the acknowledged bitrate,
+ * underuse holds (a queue is draining), normal increases. The
+ * acknowledged bitrate at each overuse feeds a running estimate of the
+ * link capacity; near it the rate grows additively, about a packet per
+ * response time, far below it multiplicatively. Once the acknowledged
+ * bitrate passes the estimate's upper bound the link has grown: the
+ * estimate is forgotten and, with none, the rate ramps at RAMP_FREE per
+ * second, the fast ramp after a drop (docs/congestion-control.md).
+ */
+#include <legba/room/legba-bwe-private.h>
+
+#include <math.h>
+
+#define BETA 0.85
+/* per second, below the capacity estimate; with none, from RAMP_NEAR up
+ * by RAMP_GAIN a second to RAMP_FREE */
+#define RAMP_NEAR 1.08
+#define RAMP_GAIN 0.16
+#define RAMP_FREE 1.35
+/* a second decrease in one overuse waits this and a round trip */
+#define EPISODE_US (300 * LEGBA_BWE_MS)
+#define MIN_MULTIPLICATIVE_BPS 1000.0
+#define MIN_ADDITIVE_BPS_PER_S 4000.0
+#define PACKET_BITS (1200 * 8.0)
+#define FPS 30.0
+#define RESPONSE_EXTRA_US (100 * LEGBA_BWE_MS)
+/* never above this times the acknowledged bitrate, plus CAP_EXTRA_BPS */
+#define CAP_FACTOR 1.5
+#define CAP_EXTRA_BPS 10000.0
+/* near the link capacity, never above this times what it delivers */
+#define NEAR_CAP 1.02
+#define MAX_LOSS 0.5
+/* the link capacity's running mean and normalised variance */
+#define CAPACITY_ALPHA 0.05
+#define DEVIATION_MIN 0.4
+#define DEVIATION_MAX 2.5
+#define DEVIATIONS 3.0
+/* The link has grown when the acknowledged bitrate stays over the upper
+ * bound this long; it has shrunk when it is under the lower bound at
+ * this many overuses in a row. Once is noise, with jitter. */
+#define ABOVE_US (500 * LEGBA_BWE_MS)
+#define BELOW_TIMES 2
+
+void
+legba_bwe_aimd_init (LegbaBweAimd * r, gdouble start, gdouble min, gdouble max)
+{
+  r->rate = start;
+  r->min_rate = min;
+  r->max_rate = max;
+  r->state = LEGBA_BWE_RATE_HOLD;
+  r->have_change = FALSE;
+  r->have_decrease = FALSE;
+  r->overusing = FALSE;
+  r->last_change = r->last_decrease = 0;
+  r->have_capacity = FALSE;
+  r->capacity_kbps = 0;
+  r->deviation = DEVIATION_MIN;
+}
+
+static gdouble
+capacity_sigma (const LegbaBweAimd * r)
+{
+  return sqrt (r->deviation * r->capacity_kbps);
+}
+
+static gdouble
+capacity_upper (const LegbaBweAimd * r)
+{
+  return (r->capacity_kbps + DEVIATIONS * capacity_sigma (r)) * 1000.0;
+}
+
+static gdouble
+capacity_lower (const LegbaBweAimd * r)
+{
+  return MAX (0, r->capacity_kbps - DEVIATIONS * capacity_sigma (r)) * 1000.0;
+}
+
+static void
+capacity_update (LegbaBweAimd * r, gdouble sample_bps)
+{
+  gdouble kbps = sample_bps / 1000.0, error;
+
+  if (!r->have_capacity) {
+    r->have_capacity = TRUE;
+    r->capacity_kbps = kbps;
+  } else {
+    r->capacity_kbps = (1 - CAPACITY_ALPHA) * r->capacity_kbps +
+        CAPACITY_ALPHA * kbps;
+  }
+  error = r->capacity_kbps - kbps;
+  r->deviation = (1 - CAPACITY_ALPHA) * r->deviation +
+      CAPACITY_ALPHA * error * error / MAX (r->capacity_kbps, 1.0);
+  r->deviation = CLAMP (r->deviation, DEVIATION_MIN, DEVIATION_MAX);
+}
+
+static void
+capacity_reset (LegbaBweAimd * r, gint64 now_us)
+{
+  r->above = FALSE;
+  r->below = 0;
+  r->ramp_since = now_us;
+  r->have_capacity = FALSE;
+  r->capacity_kbps = 0;
+  r->deviation = DEVIATION_MIN;
+}
+
+/* About one packet more per response time: a frame of the current rate
+ * at FPS, split into packets of at most PACKET_BITS. */
+static gdouble
+additive_bps_per_s (const LegbaBweAimd * r, gint64 rtt_us)
+{
+  gdouble frame = r->rate / FPS;
+  gdouble packets = MAX (1.0, ceil (frame / PACKET_BITS));
+  gdouble response_s = (rtt_us + RESPONSE_EXTRA_US) / (gdouble) LEGBA_BWE_S;
+
+  return MAX (MIN_ADDITIVE_BPS_PER_S, frame / packets / response_s);
+}
+
+static void
+increase (LegbaBweAimd * r, const LegbaBweSignals * in, gint64 now_us)
+{
+  guint acked = in->acked_bps;
+  gdouble dt_s = CLAMP ((now_us - r->last_change) / (gdouble) LEGBA_BWE_S,
+      0, 1);
+  gdouble limit = acked ? CAP_FACTOR * acked + CAP_EXTRA_BPS : G_MAXDOUBLE;
+  gdouble next;
+
+  if (acked && r->have_capacity && acked > capacity_upper (r)) {
+    if (!r->above) {
+      r->above = TRUE;
+      r->above_since = now_us;
+    } else if (now_us - r->above_since >= ABOVE_US) {
+      capacity_reset (r, now_us);
+    }
+  } else {
+    r->above = FALSE;
+  }
+  /* Near the link, sending more than it delivers (what was acknowledged
+   * and what was lost on the way) only grows the queue. */
+  if (acked && r->have_capacity)
+    limit = MIN (limit, NEAR_CAP * acked / (1 - MIN (in->loss, MAX_LOSS)));
+  if (r->rate >= limit)
+    return;
+  if (r->have_capacity && r->rate >= capacity_lower (r)) {
+    next = r->rate + additive_bps_per_s (r, in->rtt_us) * dt_s;
+  } else {
+    gdouble ramp = RAMP_NEAR;
+
+    if (!r->have_capacity)
+      ramp = MIN (RAMP_FREE, RAMP_NEAR + RAMP_GAIN *
+          (now_us - r->ramp_since) / (gdouble) LEGBA_BWE_S);
+
+    next = r->rate + MAX (r->rate * (pow (ramp, dt_s) - 1),
+        MIN_MULTIPLICATIVE_BPS * dt_s);
+  }
+  r->rate = MIN (next, limit);
+}
+
+/* Once per overuse: a decrease takes a round trip and a trend window to
+ * show, and the acknowledged bitrate falls while the queue drains, so
+ * decreasing again at once would go below the link. Only a link that fell
+ * by half or more, or an overuse that outlasts EPISODE_US and a round
+ * trip, decreases again. */
+static gboolean
+time_to_decrease (const LegbaBweAimd * r, guint recent, gint64 rtt_us,
+    gint64 now_us)
+{
+  if (!r->have_decrease || !r->overusing)
+    return TRUE;
+  if (recent && recent < 0.5 * r->rate)
+    return TRUE;
+  return now_us - r->last_decrease >= rtt_us + EPISODE_US;
+}
+
+static void
+decrease (LegbaBweAimd * r, guint acked, guint recent, gint64 now_us)
+{
+  gdouble next = BETA * r->rate;
+
+  if (recent) {
+    next = BETA * recent;
+    if (next > r->rate && r->have_capacity)
+      next = BETA * r->capacity_kbps * 1000.0;
+  }
+  /* the capacity from the smoother estimate: one window's noise would
+   * move its bounds */
+  if (acked) {
+    if (!r->have_capacity || acked >= capacity_lower (r))
+      r->below = 0;
+    else if (++r->below >= BELOW_TIMES)
+      capacity_reset (r, now_us);
+    capacity_update (r, acked);
+  }
+  if (next < r->rate)
+    r->rate = next;
+  r->have_decrease = TRUE;
+  r->overusing = TRUE;
+  r->last_decrease = now_us;
+}
+
+/* One step of the rate control, at each feedback report. */
+void
+legba_bwe_aimd_update (LegbaBweAimd * r, const LegbaBweSignals * in,
+    gint64 now_us)
+{
+  if (!r->have_change) {
+    r->have_change = TRUE;
+    r->last_change = now_us;
+  }
+  switch (in->usage) {
+    case LEGBA_BWE_USAGE_OVERUSING:
+      if (time_to_decrease (r, in->recent_bps, in->rtt_us, now_us)) {
+        r->state = LEGBA_BWE_RATE_DECREASE;
+        decrease (r, in->acked_bps, in->recent_bps, now_us);
+      }
+      break;
+    case LEGBA_BWE_USAGE_UNDERUSING:
+      r->overusing = FALSE;
+      r->state = LEGBA_BWE_RATE_HOLD;
+      break;
+    case LEGBA_BWE_USAGE_NORMAL:
+      r->overusing = FALSE;
+      if (r->state != LEGBA_BWE_RATE_INCREASE) {
+        r->state = LEGBA_BWE_RATE_INCREASE;
+        r->ramp_since = now_us;
+      } else
+        increase (r, in, now_us);
+      break;
+  }
+  r->last_change = now_us;
+  r->rate = CLAMP (r->rate, r->min_rate, r->max_rate);
+}
+
+/* Without feedback: scales the rate down, within [min, max], and forgets
+ * the link capacity, which may have changed meanwhile. */
+void
+legba_bwe_aimd_fallback (LegbaBweAimd * r, gdouble factor, gint64 now_us)
+{
+  r->rate = CLAMP (r->rate * factor, r->min_rate, r->max_rate);
+  capacity_reset (r, now_us);
+  r->state = LEGBA_BWE_RATE_HOLD;
+}
+
+void
+legba_bwe_aimd_set_max (LegbaBweAimd * r, gdouble max)
+{
+  r->max_rate = max;
+  r->rate = CLAMP (r->rate, r->min_rate, r->max_rate);
+}

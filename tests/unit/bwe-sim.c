@@ -1,0 +1,338 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The simulated call of bwe-sim.h.
+ */
+#include "bwe-sim.h"
+
+#define MS ((gint64) 1000)
+#define STEP_US MS
+#define FPS 30
+#define MAX_PAYLOAD 1200
+#define AUDIO_BYTES 120
+#define AUDIO_INTERVAL_US (20 * MS)
+/* IP, UDP and SRTP around each RTP packet: counted in the sizes the
+ * estimator is given, as it is on the link */
+#define OVERHEAD 40
+#define AUDIO_LINK_BPS ((AUDIO_BYTES + OVERHEAD) * 8 * 50)
+#define PACING 2.5
+#define TICK_US (50 * MS)
+#define RTT_US (1000 * MS)
+#define SAMPLE_US (10 * MS)
+/* the receiver's clock is this far ahead of the sender's */
+#define RECEIVER_OFFSET_US ((gint64) 987654321)
+#define FIRST_SEQ 65000
+
+typedef struct
+{
+  gint64 send_us;
+  gint64 arrival_us;            /* sim time, -1 until delivered */
+  guint size;
+  gboolean reported;
+} Sent;
+
+typedef struct
+{
+  guint index;                  /* into sent */
+  gint64 at;                    /* when it reaches the next stage */
+  guint bits_left;              /* in the bottleneck, of the head */
+} Hop;
+
+typedef struct
+{
+  gint64 at;
+  GArray *packets;              /* LegbaBwePacket */
+} Report;
+
+struct _BweSim
+{
+  BweSimConfig c;
+  LegbaBwe *bwe;
+  GRand *rand;
+  gint64 now;
+  gboolean feedback_on;
+
+  GArray *sent;                 /* Sent, by transport-wide index */
+  GQueue pacer;                 /* guint index */
+  gdouble budget;               /* pacer, bytes */
+  GQueue queue;                 /* Hop, the bottleneck */
+  guint64 queue_bits;
+  gint64 link_clock;
+  GQueue flight;                /* Hop, past the bottleneck */
+  gint64 last_delivery;
+  guint next_report;            /* first index not yet reported */
+  guint highest_arrived;
+  gboolean any_arrived;
+  GQueue reports;               /* Report, on the way back */
+  GArray *samples;              /* BweSimSample */
+};
+
+void
+bwe_sim_config_init (BweSimConfig * c)
+{
+  *c = (BweSimConfig) {
+    .capacity_bps = 0,.queue_us = 200 * MS,.one_way_us = 20 * MS,.feedback_us =
+        100 * MS,.seed = 1,.bwe = { 50000, 300000, 2000000 }
+  };
+}
+
+BweSim *
+bwe_sim_new (const BweSimConfig * c)
+{
+  BweSim *s = g_new0 (BweSim, 1);
+
+  s->c = *c;
+  s->bwe = legba_bwe_new (&c->bwe);
+  s->rand = g_rand_new_with_seed (c->seed);
+  s->feedback_on = TRUE;
+  s->sent = g_array_new (FALSE, TRUE, sizeof (Sent));
+  s->samples = g_array_new (FALSE, FALSE, sizeof (BweSimSample));
+  g_queue_init (&s->pacer);
+  g_queue_init (&s->queue);
+  g_queue_init (&s->flight);
+  g_queue_init (&s->reports);
+  return s;
+}
+
+static void
+report_free (gpointer data)
+{
+  Report *r = data;
+
+  g_array_unref (r->packets);
+  g_free (r);
+}
+
+void
+bwe_sim_free (BweSim * s)
+{
+  legba_bwe_free (s->bwe);
+  g_rand_free (s->rand);
+  g_array_unref (s->sent);
+  g_array_unref (s->samples);
+  g_queue_clear (&s->pacer);
+  g_queue_clear_full (&s->queue, g_free);
+  g_queue_clear_full (&s->flight, g_free);
+  g_queue_clear_full (&s->reports, report_free);
+  g_free (s);
+}
+
+void
+bwe_sim_set_capacity (BweSim * s, guint bps)
+{
+  s->c.capacity_bps = bps;
+}
+
+void
+bwe_sim_set_feedback (BweSim * s, gboolean on)
+{
+  s->feedback_on = on;
+}
+
+LegbaBwe *
+bwe_sim_get_bwe (BweSim * s)
+{
+  return s->bwe;
+}
+
+const GArray *
+bwe_sim_get_samples (BweSim * s)
+{
+  return s->samples;
+}
+
+static void
+encode (BweSim * s, guint bytes)
+{
+  guint n = (bytes + MAX_PAYLOAD - 1) / MAX_PAYLOAD;
+
+  for (guint i = 0; i < n; i++) {
+    Sent p = {.arrival_us = -1,.size = bytes / n };
+
+    g_array_append_val (s->sent, p);
+    g_queue_push_tail (&s->pacer, GUINT_TO_POINTER (s->sent->len - 1));
+  }
+}
+
+/* Media for this step: a video frame of the target's size (less the
+ * audio and the overhead, give or take 15%) and an audio packet when due. */
+static void
+produce (BweSim * s)
+{
+  guint target = legba_bwe_target (s->bwe);
+
+  if (s->now % AUDIO_INTERVAL_US == 0)
+    encode (s, AUDIO_BYTES);
+  if (s->now * FPS / G_USEC_PER_SEC != (s->now - STEP_US) * FPS /
+      G_USEC_PER_SEC || s->now == 0) {
+    gdouble video = MAX ((gdouble) target - AUDIO_LINK_BPS, 20000) / FPS / 8
+        * MAX_PAYLOAD / (MAX_PAYLOAD + OVERHEAD);
+
+    encode (s, (guint) (video * g_rand_double_range (s->rand, 0.85, 1.15)));
+  }
+}
+
+static void
+depart (BweSim * s, Hop * h, gint64 at)
+{
+  gint64 jitter = s->c.jitter_us > 0 ?
+      g_rand_int_range (s->rand, 0, s->c.jitter_us + 1) : 0;
+
+  h->bits_left = 0;
+  h->at = MAX (s->last_delivery, at + s->c.one_way_us + jitter);
+  s->last_delivery = h->at;
+  g_queue_push_tail (&s->flight, h);
+}
+
+static void
+enqueue (BweSim * s, guint index)
+{
+  Sent *p = &g_array_index (s->sent, Sent, index);
+  guint bits = (p->size + OVERHEAD) * 8;
+  Hop *h;
+
+  if (g_rand_double (s->rand) < s->c.loss)
+    return;
+  if (s->c.capacity_bps > 0 && (s->queue_bits + bits) * G_USEC_PER_SEC >
+      (guint64) s->c.capacity_bps * s->c.queue_us)
+    return;
+  h = g_new0 (Hop, 1);
+  h->index = index;
+  h->at = s->now;
+  h->bits_left = bits;
+  if (s->c.capacity_bps == 0) {
+    depart (s, h, s->now);
+    return;
+  }
+  g_queue_push_tail (&s->queue, h);
+  s->queue_bits += bits;
+}
+
+/* The pacer sends at PACING times the target. */
+static void
+pace (BweSim * s)
+{
+  s->budget += PACING * legba_bwe_target (s->bwe) / 8.0 * STEP_US /
+      G_USEC_PER_SEC;
+  s->budget = MIN (s->budget, MAX_PAYLOAD);
+  while (s->budget > 0 && !g_queue_is_empty (&s->pacer)) {
+    guint index = GPOINTER_TO_UINT (g_queue_pop_head (&s->pacer));
+    Sent *p = &g_array_index (s->sent, Sent, index);
+
+    p->send_us = s->now;
+    s->budget -= p->size;
+    enqueue (s, index);
+  }
+  if (g_queue_is_empty (&s->pacer))
+    s->budget = MIN (s->budget, 0);
+}
+
+/* The bottleneck serves its queue until the end of this step. */
+static void
+serve (BweSim * s)
+{
+  gint64 end = s->now + STEP_US;
+  Hop *h;
+
+  if (s->c.capacity_bps == 0)
+    return;
+  s->link_clock = MAX (s->link_clock, s->now);
+  while ((h = g_queue_peek_head (&s->queue)) != NULL) {
+    gint64 need = (gint64) h->bits_left * G_USEC_PER_SEC / s->c.capacity_bps;
+
+    if (s->link_clock + need > end) {
+      guint served = (end - s->link_clock) * s->c.capacity_bps / G_USEC_PER_SEC;
+
+      h->bits_left -= served;
+      s->queue_bits -= served;
+      s->link_clock = end;
+      return;
+    }
+    s->link_clock += need;
+    s->queue_bits -= (guint64) (h->bits_left);
+    g_queue_pop_head (&s->queue);
+    depart (s, h, s->link_clock);
+  }
+}
+
+/* Delivery, and the receiver's feedback every interval. */
+static void
+receive (BweSim * s)
+{
+  Hop *h;
+
+  while ((h = g_queue_peek_head (&s->flight)) != NULL && h->at <= s->now) {
+    g_array_index (s->sent, Sent, h->index).arrival_us = h->at;
+    s->highest_arrived = h->index;
+    s->any_arrived = TRUE;
+    g_free (g_queue_pop_head (&s->flight));
+  }
+  if (!s->feedback_on || !s->any_arrived || s->now % s->c.feedback_us != 0 ||
+      s->next_report > s->highest_arrived)
+    return;
+  {
+    Report *r = g_new0 (Report, 1);
+
+    r->packets = g_array_new (FALSE, FALSE, sizeof (LegbaBwePacket));
+    for (; s->next_report <= s->highest_arrived; s->next_report++) {
+      Sent *p = &g_array_index (s->sent, Sent, s->next_report);
+      LegbaBwePacket fb = {.seq = (FIRST_SEQ + s->next_report) & 0xffff,
+        .send_us = p->send_us,.size = p->size + OVERHEAD,
+        .arrival_us = p->arrival_us < 0 ? LEGBA_BWE_LOST :
+            p->arrival_us + RECEIVER_OFFSET_US
+      };
+      g_array_append_val (r->packets, fb);
+    }
+    r->at = s->now + s->c.one_way_us;
+    if (g_rand_double (s->rand) < s->c.loss)
+      report_free (r);
+    else
+      g_queue_push_tail (&s->reports, r);
+  }
+}
+
+static void
+sender_events (BweSim * s)
+{
+  Report *r;
+
+  while ((r = g_queue_peek_head (&s->reports)) != NULL && r->at <= s->now) {
+    g_queue_pop_head (&s->reports);
+    legba_bwe_on_feedback (s->bwe, (const LegbaBwePacket *) r->packets->data,
+        r->packets->len, s->now);
+    report_free (r);
+  }
+  if (s->now % TICK_US == 0)
+    legba_bwe_on_tick (s->bwe, s->now);
+  if (s->now % RTT_US == 0 && s->now > 0) {
+    gint64 queue = s->c.capacity_bps ? (gint64) (s->queue_bits *
+        G_USEC_PER_SEC / s->c.capacity_bps) : 0;
+
+    legba_bwe_on_rtt (s->bwe, 2 * s->c.one_way_us + queue, s->now);
+  }
+}
+
+static void
+sample (BweSim * s)
+{
+  BweSimSample x = {.t = s->now,.target = legba_bwe_target (s->bwe) };
+
+  if (s->c.capacity_bps > 0)
+    x.queue_us = s->queue_bits * G_USEC_PER_SEC / s->c.capacity_bps;
+  legba_bwe_get_state (s->bwe, &x.state);
+  g_array_append_val (s->samples, x);
+}
+
+void
+bwe_sim_run (BweSim * s, gint64 until_us)
+{
+  for (; s->now < until_us; s->now += STEP_US) {
+    produce (s);
+    pace (s);
+    serve (s);
+    receive (s);
+    sender_events (s);
+    if (s->now % SAMPLE_US == 0)
+      sample (s);
+  }
+}

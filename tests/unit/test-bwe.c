@@ -1,0 +1,234 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * LegbaBwe (docs/congestion-control.md) against simulated links
+ * (bwe-sim.h): a bottleneck, a capacity step, random loss, a long round
+ * trip, each also with jitter; and against hostile feedback. Simulated
+ * time: each case runs in milliseconds, every seed fixed.
+ */
+#include "bwe-sim.h"
+
+#define MS ((gint64) 1000)
+#define S ((gint64) 1000000)
+#define JITTER_US (20 * MS)
+
+static gboolean with_jitter;
+
+/* Every half second, with --verbose: the target and the queue. */
+static void
+trace (BweSim * s, const char *name)
+{
+  const GArray *samples = bwe_sim_get_samples (s);
+
+  if (!g_test_verbose ())
+    return;
+  for (guint i = 0; i < samples->len; i += 50) {
+    const BweSimSample *x = &g_array_index (samples, BweSimSample, i);
+
+    g_printerr ("%s %5.1f s target %7u queue %4" G_GINT64_FORMAT " ms "
+        "delay %7u loss %7u (%.3f) acked %7u %s %s\n", name,
+        x->t / (gdouble) S, x->target, x->queue_us / MS, x->state.delay_bps,
+        x->state.loss_bps, x->state.loss_fraction, x->state.acked_bps,
+        legba_bwe_usage_name (x->state.usage),
+        legba_bwe_rate_state_name (x->state.rate_state));
+  }
+}
+
+static BweSim *
+sim_new (guint capacity, gdouble loss, gint64 one_way_us)
+{
+  BweSimConfig c;
+
+  bwe_sim_config_init (&c);
+  c.capacity_bps = capacity;
+  c.loss = loss;
+  c.one_way_us = one_way_us;
+  c.jitter_us = with_jitter ? JITTER_US : 0;
+  c.seed = 42;
+  return bwe_sim_new (&c);
+}
+
+/* A bottleneck of capacity, the user's ceiling at 2 Mbit/s: from 10 s on
+ * the target's mean over each second stays within [low, 1.05] x capacity
+ * (the target saws: overuse cuts it to 0.85 x the acknowledged bitrate,
+ * and an encoder follows it over about a second), its mean over the last
+ * 30 s of 60 is below the capacity, and so is the queue's p95 100 ms. */
+static void
+check_bottleneck (guint capacity, gdouble loss, gint64 one_way_us, gdouble low)
+{
+  g_autoptr (BweSim) s = sim_new (capacity, loss, one_way_us);
+  guint min, max, mean;
+  gint64 p95;
+
+  bwe_sim_run (s, 60 * S);
+  trace (s, "bottleneck");
+  bwe_sim_target_range (s, 10 * S, 60 * S, &min, &max);
+  mean = bwe_sim_target_mean (s, 30 * S, 60 * S);
+  p95 = bwe_sim_queue_percentile (s, 30 * S, 60 * S, 0.95);
+  g_test_message ("capacity %u: target %u..%u, mean %u, queue p95 %"
+      G_GINT64_FORMAT " ms", capacity, min, max, mean, p95 / MS);
+  g_assert_cmpuint (min, >=, low * capacity);
+  g_assert_cmpuint (max, <=, 1.05 * capacity);
+  g_assert_cmpuint (mean, <, capacity);
+  g_assert_cmpint (p95, <=, 100 * MS);
+}
+
+static void
+test_1mbit (void)
+{
+  check_bottleneck (1000000, 0, 20 * MS, 0.8);
+}
+
+static void
+test_300kbit (void)
+{
+  check_bottleneck (300000, 0, 20 * MS, 0.7);
+}
+
+/* 80 ms round trip and 2% loss */
+static void
+test_1mbit_loss_rtt (void)
+{
+  check_bottleneck (1000000, 0.02, 40 * MS, 0.8);
+}
+
+/* Random loss below 10% on a link without a bottleneck is not
+ * congestion: the target stays at 80% of the ceiling or more. */
+static void
+check_loss (gdouble loss)
+{
+  g_autoptr (BweSim) s = sim_new (0, loss, 20 * MS);
+  guint min, max;
+
+  bwe_sim_run (s, 60 * S);
+  trace (s, "loss");
+  bwe_sim_target_range (s, 15 * S, 60 * S, &min, &max);
+  g_test_message ("loss %.0f%%: target from 15 s on >= %u", loss * 100, min);
+  g_assert_cmpuint (min, >=, 0.8 * 2000000);
+}
+
+static void
+test_loss3 (void)
+{
+  check_loss (0.03);
+}
+
+static void
+test_loss5 (void)
+{
+  check_loss (0.05);
+}
+
+/* 2 Mbit/s, 500 kbit/s from 20 s to 40 s, 2 Mbit/s again: below
+ * 500 kbit/s within 2 s of the drop, the queue under 100 ms within 3 s,
+ * and 1.6 Mbit/s or more within 10 s of the restore. */
+static void
+test_step (void)
+{
+  g_autoptr (BweSim) s = sim_new (2000000, 0, 20 * MS);
+  gint64 below, drained, back;
+
+  bwe_sim_run (s, 20 * S);
+  bwe_sim_set_capacity (s, 500000);
+  bwe_sim_run (s, 40 * S);
+  bwe_sim_set_capacity (s, 2000000);
+  bwe_sim_run (s, 60 * S);
+  trace (s, "step");
+  below = bwe_sim_first_target_below (s, 20 * S, 500000) - 20 * S;
+  drained = bwe_sim_first_queue_below (s, 20 * S + 500 * MS, 100 * MS) - 20 * S;
+  back = bwe_sim_first_target_above (s, 40 * S, 1600000) - 40 * S;
+  g_test_message ("step: below 500k after %" G_GINT64_FORMAT " ms, queue "
+      "under 100 ms after %" G_GINT64_FORMAT " ms, 1.6M after %"
+      G_GINT64_FORMAT " ms", below / MS, drained / MS, back / MS);
+  g_assert_cmpint (below, >=, 0);
+  g_assert_cmpint (below, <=, 2 * S);
+  g_assert_cmpint (drained, >=, 0);
+  g_assert_cmpint (drained, <=, 3 * S);
+  g_assert_cmpint (back, >=, 0);
+  g_assert_cmpint (back, <=, 10 * S);
+}
+
+/* The receiver stops reporting for 10 s on a 1 Mbit/s link: the target
+ * holds, then falls, and says why; once reports come again it is back to
+ * 80% of the link within 10 s, without a queue over 100 ms. */
+static void
+test_feedback_gap (void)
+{
+  g_autoptr (BweSim) s = sim_new (1000000, 0, 20 * MS);
+  LegbaBweState st;
+  guint min, max;
+
+  bwe_sim_run (s, 20 * S);
+  bwe_sim_set_feedback (s, FALSE);
+  bwe_sim_run (s, 30 * S);
+  legba_bwe_get_state (bwe_sim_get_bwe (s), &st);
+  g_assert_true (st.feedback_missing);
+  g_assert_cmpuint (st.target_bps, <, 400000);
+  bwe_sim_set_feedback (s, TRUE);
+  bwe_sim_run (s, 45 * S);
+  trace (s, "gap");
+  legba_bwe_get_state (bwe_sim_get_bwe (s), &st);
+  g_assert_false (st.feedback_missing);
+  bwe_sim_target_range (s, 40 * S, 45 * S, &min, &max);
+  g_test_message ("after the gap: target %u..%u", min, max);
+  g_assert_cmpuint (min, >=, 800000);
+  g_assert_cmpint (bwe_sim_queue_percentile (s, 30 * S, 45 * S, 1.0), <=,
+      100 * MS);
+}
+
+/* The user's ceiling moves: the target follows it down at once, and back
+ * up. */
+static void
+test_set_max (void)
+{
+  g_autoptr (BweSim) s = sim_new (0, 0, 20 * MS);
+  LegbaBwe *bwe = bwe_sim_get_bwe (s);
+  guint min, max;
+
+  bwe_sim_run (s, 20 * S);
+  g_assert_cmpuint (legba_bwe_target (bwe), ==, 2000000);
+  legba_bwe_set_max (bwe, 700000);
+  g_assert_cmpuint (legba_bwe_target (bwe), ==, 700000);
+  bwe_sim_run (s, 25 * S);
+  bwe_sim_target_range (s, 20 * S, 25 * S, &min, &max);
+  g_assert_cmpuint (max, ==, 700000);
+  legba_bwe_set_max (bwe, 10);
+  g_assert_cmpuint (legba_bwe_target (bwe), ==, 50000);
+  legba_bwe_set_max (bwe, 2000000);
+  bwe_sim_run (s, 45 * S);
+  g_assert_cmpuint (legba_bwe_target (bwe), ==, 2000000);
+}
+
+static void
+run_jittered (gconstpointer data)
+{
+  GTestFunc func = (GTestFunc) data;
+
+  with_jitter = TRUE;
+  func ();
+  with_jitter = FALSE;
+}
+
+static void
+add_sim (const char *path, GTestFunc func)
+{
+  g_autofree char *jittered = g_strconcat (path, "-jitter", NULL);
+
+  g_test_add_func (path, func);
+  g_test_add_data_func (jittered, (gconstpointer) func, run_jittered);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  add_sim ("/bwe/sim/1mbit", test_1mbit);
+  add_sim ("/bwe/sim/300kbit", test_300kbit);
+  add_sim ("/bwe/sim/1mbit-loss-rtt", test_1mbit_loss_rtt);
+  add_sim ("/bwe/sim/loss3", test_loss3);
+  add_sim ("/bwe/sim/loss5", test_loss5);
+  add_sim ("/bwe/sim/step", test_step);
+  add_sim ("/bwe/sim/feedback-gap", test_feedback_gap);
+  g_test_add_func ("/bwe/sim/set-max", test_set_max);
+  return g_test_run ();
+}
