@@ -120,8 +120,9 @@ test_loss5 (void)
 }
 
 /* 2 Mbit/s, 500 kbit/s from 20 s to 40 s, 2 Mbit/s again: below
- * 500 kbit/s within 2 s of the drop, the queue under 100 ms within 3 s,
- * and 1.6 Mbit/s or more within 10 s of the restore. */
+ * 500 kbit/s within 1 s of the drop (the lab's target is 2 s; Chromium's
+ * sender took 1 s), the queue under 100 ms within 3 s, and 1.6 Mbit/s or
+ * more within 10 s of the restore. */
 static void
 test_step (void)
 {
@@ -141,7 +142,7 @@ test_step (void)
       "under 100 ms after %" G_GINT64_FORMAT " ms, 1.6M after %"
       G_GINT64_FORMAT " ms", below / MS, drained / MS, back / MS);
   g_assert_cmpint (below, >=, 0);
-  g_assert_cmpint (below, <=, 2 * S);
+  g_assert_cmpint (below, <=, 1 * S);
   g_assert_cmpint (drained, >=, 0);
   g_assert_cmpint (drained, <=, 3 * S);
   g_assert_cmpint (back, >=, 0);
