@@ -46,6 +46,7 @@ static char *opt_send_data;
 static gint opt_expect = -1;
 static gboolean opt_json;
 static gboolean opt_latency;
+static gboolean opt_no_cc;
 
 static const GOptionEntry entries[] = {
   {"server", 's', 0, G_OPTION_ARG_STRING, &opt_server,
@@ -92,6 +93,9 @@ static const GOptionEntry entries[] = {
       "Leave after S seconds (default: at Ctrl-C)", "S"},
   {"stats", 0, 0, G_OPTION_ARG_NONE, &opt_stats,
       "Show live stats every second", NULL},
+  {"no-congestion-control", 0, 0, G_OPTION_ARG_NONE, &opt_no_cc,
+      "Send at the bitrate set, unpaced, answering every retransmission "
+        "request (LegbaRoom:congestion-control off)", NULL},
   {"chat", 0, 0, G_OPTION_ARG_NONE, &opt_chat,
       "Send standard input's lines as chat messages", NULL},
   {"send-data", 0, 0, G_OPTION_ARG_STRING, &opt_send_data,
@@ -288,6 +292,7 @@ on_stats (LegbaCall * call, App * app)
   for (guint i = 0; ids[i]; i++) {
     g_autoptr (GstStructure) s = legba_call_get_remote_stats (call, ids[i]);
     gboolean present = FALSE;
+    guint target = 0;
 
     gst_structure_get_boolean (s, "present", &present);
     if (!present)
@@ -300,6 +305,11 @@ on_stats (LegbaCall * call, App * app)
     if (gst_structure_has_field (s, "round-trip-time"))
       g_string_append_printf (line, " rtt %.0f ms",
           field_double (s, "round-trip-time", 0) * 1000);
+    if (gst_structure_get_uint (s, "target-bitrate", &target))
+      g_string_append_printf (line, " est %.0f kbit/s queue %.0f ms rtx %"
+          G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT, target / 1000.0,
+          field_double (s, "pacing-queue-ms", 0), field_u64 (s, "rtx-sent"),
+          field_u64 (s, "rtx-requests"));
     if (gst_structure_has_field (s, "packets-lost")) {
       gint64 lost = 0;
 
@@ -511,6 +521,9 @@ main (int argc, char **argv)
   g_signal_connect (app.call, "data-received", G_CALLBACK (on_data), &app);
   if (opt_stats)
     g_signal_connect (app.call, "stats-updated", G_CALLBACK (on_stats), &app);
+  if (opt_no_cc)
+    g_object_set (legba_call_get_room (app.call), "congestion-control", FALSE,
+        NULL);
   g_unix_signal_add (SIGINT, on_signal, &app);
   g_unix_signal_add (SIGTERM, on_signal, &app);
   if (opt_duration > 0)

@@ -46,8 +46,8 @@
  * (#GstChildProxy): `signaller::server-url=ws://...`. The element's own
  * `server-url`, `app-key`, `app-secret`, `app-id`, `auth-url` and `token`
  * are the same settings of the signaller under shorter names; `room`,
- * `identity`, `display-name`, `stun-server`, `turn-server`, `latency` and
- * `max-participants` are #LegbaRoom's, applied to the room each time the
+ * `identity`, `display-name`, `stun-server`, `turn-server`, `latency`,
+ * `max-participants` and `congestion-control` are #LegbaRoom's, applied to the room each time the
  * element joins. Each comes with the description, range and default of
  * the property it stands for.
  *
@@ -142,7 +142,7 @@ G_DECLARE_FINAL_TYPE (GstLegbaRoom, gst_legba_room, GST, LEGBA_ROOM, GstBin);
  * to its room on each join */
 static const char *const room_settings[] = {
   "room", "identity", "display-name", "stun-server", "turn-server",
-  "latency", "max-participants",
+  "latency", "max-participants", "congestion-control",
 };
 
 #define N_ROOM_SETTINGS G_N_ELEMENTS (room_settings)
@@ -847,6 +847,9 @@ copy_pspec (GParamSpec * source, GParamFlags flags)
     return g_param_spec_uint (name, nick, blurb, u->minimum, u->maximum,
         u->default_value, flags);
   }
+  if (G_IS_PARAM_SPEC_BOOLEAN (source))
+    return g_param_spec_boolean (name, nick, blurb,
+        G_PARAM_SPEC_BOOLEAN (source)->default_value, flags);
   g_return_val_if_reached (NULL);
 }
 

@@ -828,8 +828,7 @@ GST_START_TEST (test_network_bitrate)
   g_autoptr (GstElement) fakesink = gst_bin_get_by_name (GST_BIN (pipeline),
       "sink");
   g_autoptr (GstPad) sink = gst_element_get_static_pad (enc, "sink");
-  g_autoptr (GstPad) downstream = gst_element_get_static_pad (fakesink,
-      "sink");
+  g_autoptr (GstPad) downstream = gst_element_get_static_pad (fakesink, "sink");
   g_autoptr (GstStructure) stats = NULL;
   Output out;
   GList *messages;

@@ -447,7 +447,12 @@ legba_call_list_remotes (LegbaCall * self)
  * decoded), `fps` (double, video frames decoded per second over the last
  * stats interval); when its peer connection reported them, `bitrate-in`
  * (guint64, bit/s), `packets-received` (guint64), `packets-lost` (gint64),
- * `round-trip-time` and `jitter` (double, s); `data-messages` (guint64,
+ * `round-trip-time` and `jitter` (double, s); what is sent to it, when
+ * the room's congestion control runs (docs/congestion-control.md):
+ * `target-bitrate` (guint, bit/s: the estimate of what the connection
+ * carries), `pacing-queue-ms` (double), `rtx-requests` and `rtx-sent`
+ * (guint64: retransmissions asked for and answered), `feedback-loss`
+ * (double, 0..1) and `feedback-missing` (boolean); `data-messages` (guint64,
  * application data messages received from it, the room's own `legba.`
  * topics aside), `audio-muted` and `video-muted` (boolean, as it
  * announced on the `legba.mute` topic), `video-published` and
@@ -490,6 +495,12 @@ legba_call_get_remote_stats (LegbaCall * self, const char *participant_id)
   copy_field (s, r->room_stats, "packets-lost", G_TYPE_INT64);
   copy_field (s, r->room_stats, "round-trip-time", G_TYPE_DOUBLE);
   copy_field (s, r->room_stats, "jitter", G_TYPE_DOUBLE);
+  copy_field (s, r->room_stats, "target-bitrate", G_TYPE_UINT);
+  copy_field (s, r->room_stats, "pacing-queue-ms", G_TYPE_DOUBLE);
+  copy_field (s, r->room_stats, "rtx-requests", G_TYPE_UINT64);
+  copy_field (s, r->room_stats, "rtx-sent", G_TYPE_UINT64);
+  copy_field (s, r->room_stats, "feedback-loss", G_TYPE_DOUBLE);
+  copy_field (s, r->room_stats, "feedback-missing", G_TYPE_BOOLEAN);
   if (self->measure_latency) {
     keep_latency (r);
     gst_structure_set (s, "latency-p50", G_TYPE_DOUBLE, r->latency[0],

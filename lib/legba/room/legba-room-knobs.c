@@ -145,6 +145,7 @@ legba_peer_configure_webrtcbin (LegbaPeer * peer)
   }
   configure_ice (peer);
   refuse_fec (peer->webrtcbin);
+  legba_peer_congestion_setup (peer);
 }
 
 gboolean

@@ -13,6 +13,7 @@
  * is handed to the room's main context.
  */
 #include <legba/room/legba-room-private.h>
+#include <legba/room/legba-peer-sender.h>
 
 #include <gst/video/video.h>
 
@@ -779,6 +780,11 @@ link_send (LegbaPeer * peer, LegbaTrackKind kind, GError ** error)
   gst_pad_link (m->tee_pad, m->bin_sink);
   GST_DEBUG ("pc %s: sending %s as %" GST_PTR_FORMAT, peer->pc,
       kind_names[kind], caps);
+  g_mutex_lock (&peer->lock);
+  if (kind == LEGBA_TRACK_KIND_AUDIO && peer->sender != NULL && m->ssrc != 0)
+    legba_peer_sender_set_audio_ssrc (LEGBA_PEER_SENDER (peer->sender),
+        m->ssrc);
+  g_mutex_unlock (&peer->lock);
   return TRUE;
 }
 
@@ -1328,6 +1334,7 @@ legba_peer_media_summarize (LegbaPeer * peer, const GstStructure * stats)
       "jitter", G_TYPE_DOUBLE, t.jitter,
       "video-frames-received", G_TYPE_UINT64, frames[0],
       "audio-frames-received", G_TYPE_UINT64, frames[1], NULL);
+  legba_peer_congestion_add_stats (peer, summary);
   g_clear_pointer (&peer->last_stats, gst_structure_free);
   peer->last_stats = gst_structure_copy (summary);
   peer->last_stats_time = now;

@@ -1048,6 +1048,7 @@ legba_peer_close (LegbaPeer * peer)
   g_mutex_unlock (&peer->lock);
   legba_peer_data_close (peer);
   legba_peer_media_unlink (peer);
+  legba_peer_congestion_close (peer);
   g_signal_handlers_disconnect_by_data (peer->webrtcbin, peer);
   g_signal_handlers_disconnect_by_data (peer->bin, peer);
   peer_bin_set_peer (peer->bin, NULL);

@@ -145,6 +145,8 @@ struct _LegbaRoom
   guint ice_idle_timeout;
   gboolean ice_tcp;
   guint stats_interval;
+  gboolean congestion_control;
+  guint video_target;           /* told the video encoder; 0: none */
 
   LegbaRoomState state;
   GTask *connect_task;
@@ -277,6 +279,7 @@ struct _LegbaPeer
   guint64 frames[2];            /* depayloaded frames, by kind */
   gboolean closing;             /* no new receive branches */
   LegbaPeerData *data;          /* received messages, channels watched */
+  GstElement *sender;           /* LegbaPeerSender, webrtcbin's aux sender */
 };
 
 typedef void (*PeerFunc) (LegbaPeer * peer, gpointer data);
@@ -313,6 +316,14 @@ G_GNUC_INTERNAL void legba_peer_configure_webrtcbin (LegbaPeer * peer);
 G_GNUC_INTERNAL void legba_peer_on_deep_element_added (GstBin * bin,
     GstBin * sub_bin, GstElement * element, LegbaPeer * peer);
 G_GNUC_INTERNAL void legba_peer_release_turn_allocations (LegbaPeer * peer);
+
+/* ---- Congestion control (legba-room-congestion.c) ---- */
+
+void legba_peer_congestion_setup (LegbaPeer * peer);
+void legba_peer_congestion_close (LegbaPeer * peer);
+void legba_peer_congestion_add_stats (LegbaPeer * peer,
+    GstStructure * summary);
+void legba_room_congestion_update (LegbaRoom * self);
 
 /* ---- Media (legba-room-media.c) ---- */
 

@@ -74,6 +74,7 @@ G_DEFINE_ENUM_TYPE (LegbaTrackKind, legba_track_kind,
  * that block UDP, does not need them */
 #define DEFAULT_ICE_TCP FALSE
 #define DEFAULT_STATS_INTERVAL 1000
+#define DEFAULT_CONGESTION_CONTROL TRUE
 #define DEFAULT_ICE_TRANSPORT_POLICY GST_WEBRTC_ICE_TRANSPORT_POLICY_ALL
 
 enum
@@ -97,6 +98,7 @@ enum
   PROP_ICE_IDLE_TIMEOUT,
   PROP_ICE_TCP,
   PROP_STATS_INTERVAL,
+  PROP_CONGESTION_CONTROL,
   N_PROPERTIES
 };
 
@@ -269,6 +271,7 @@ core_close_peer (gpointer handle, const char *pc, gpointer data)
   g_hash_table_remove (self->peers, peer->pc);
   legba_peer_close (peer);
   legba_peer_unref (peer);
+  legba_room_congestion_update (self);
 }
 
 static void
@@ -844,6 +847,9 @@ legba_room_set_property (GObject * object, guint prop_id,
     case PROP_LATENCY:
       self->latency = g_value_get_uint (value);
       break;
+    case PROP_CONGESTION_CONTROL:
+      self->congestion_control = g_value_get_boolean (value);
+      break;
     case PROP_STUN_SERVER:
       set_string (&self->stun_server, value);
       break;
@@ -908,6 +914,9 @@ legba_room_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_LATENCY:
       g_value_set_uint (value, self->latency);
+      break;
+    case PROP_CONGESTION_CONTROL:
+      g_value_set_boolean (value, self->congestion_control);
       break;
     case PROP_STUN_SERVER:
       g_value_set_string (value, self->stun_server);
@@ -1112,6 +1121,22 @@ legba_room_class_init (LegbaRoomClass * klass)
   properties[PROP_STATS_INTERVAL] = g_param_spec_uint ("stats-interval",
       "Stats interval", "How often each participant's stats are refreshed, "
       "in milliseconds (0: never)", 0, G_MAXINT, DEFAULT_STATS_INTERVAL, rw);
+  /**
+   * LegbaRoom:congestion-control:
+   *
+   * Whether each peer connection estimates what the network carries
+   * (from the receiver's transport-wide feedback), paces its packets and
+   * bounds its retransmissions, and the video encoder follows the lowest
+   * estimate among the participants it sends to (legbavideoenc does;
+   * docs/congestion-control.md). When off, packets leave as they come,
+   * every retransmission request is answered, and the bitrate is what the
+   * encoder was set to. Read when a peer connection is made.
+   */
+  properties[PROP_CONGESTION_CONTROL] = g_param_spec_boolean
+      ("congestion-control", "Congestion control", "Estimate each "
+      "connection's bandwidth, pace packets, bound retransmissions, and "
+      "have the video encoder follow the lowest estimate",
+      DEFAULT_CONGESTION_CONTROL, rw);
 
   g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
 
@@ -1198,6 +1223,7 @@ legba_room_init (LegbaRoom * self)
   self->ice_idle_timeout = DEFAULT_ICE_IDLE_TIMEOUT;
   self->ice_tcp = DEFAULT_ICE_TCP;
   self->stats_interval = DEFAULT_STATS_INTERVAL;
+  self->congestion_control = DEFAULT_CONGESTION_CONTROL;
   self->participants = g_list_store_new (LEGBA_TYPE_PARTICIPANT);
   self->events = &parts_events;
   self->core = legba_room_core_new (&core_actions, self);

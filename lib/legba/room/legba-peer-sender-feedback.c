@@ -1,0 +1,475 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * LegbaPeerSender's feedback: what comes back up from the RTP session
+ * (transport-wide feedback for the estimator, retransmission requests for
+ * the policy), the round trip read from the session's receiver reports,
+ * the target reported to the room, and the stats.
+ */
+#include <legba/room/legba-peer-sender-private.h>
+
+#define GST_CAT_DEFAULT legba_sender_debug
+
+/* How often the estimator is told the time when no feedback comes, and
+ * the round trip read. */
+#define TICK_US (50 * G_TIME_SPAN_MILLISECOND)
+#define RTT_POLL_US G_USEC_PER_SEC
+#define RTX_PTS_POLL_US (2 * G_USEC_PER_SEC)
+/* The target is reported when it moved by more than this fraction, and
+ * at least this often. */
+#define REPORT_CHANGE 0.03
+#define REPORT_US G_USEC_PER_SEC
+#define MIN_BITRATE 30000
+
+void
+legba_peer_sender_feedback_init (LegbaPeerSender * self, guint start_bitrate,
+    guint max_bitrate)
+{
+  LegbaBweConfig config = {
+    .min_bps = MIN (MIN_BITRATE, max_bitrate),
+    .start_bps = CLAMP (start_bitrate, MIN (MIN_BITRATE, max_bitrate),
+        max_bitrate),
+    .max_bps = max_bitrate,
+  };
+
+  self->bwe = legba_bwe_new (&config);
+  self->target = legba_bwe_target (self->bwe);
+  self->policies = g_hash_table_new_full (NULL, NULL, NULL,
+      (GDestroyNotify) legba_rtx_policy_free);
+  self->rtx_pts = g_array_new (FALSE, FALSE, sizeof (guint8));
+}
+
+void
+legba_peer_sender_feedback_clear (LegbaPeerSender * self)
+{
+  g_clear_pointer (&self->bwe, legba_bwe_free);
+  g_clear_pointer (&self->policies, g_hash_table_unref);
+  g_clear_pointer (&self->rtx_pts, g_array_unref);
+  g_clear_object (&self->session);
+}
+
+/* ---- The target ---- */
+
+static void
+set_policy_target (gpointer ssrc, gpointer policy, gpointer target)
+{
+  legba_rtx_policy_set_target (policy, GPOINTER_TO_UINT (target));
+}
+
+static void
+set_policy_rtt (gpointer ssrc, gpointer policy, gpointer rtt)
+{
+  legba_rtx_policy_set_rtt (policy, *(gint64 *) rtt);
+}
+
+/* Takes the estimator's target; returns whether the room should hear it
+ * now. Called with the lock. */
+static gboolean
+update_target (LegbaPeerSender * self, gint64 now)
+{
+  guint target = legba_bwe_target (self->bwe);
+  gdouble change;
+
+  self->target = target;
+  g_hash_table_foreach (self->policies, set_policy_target,
+      GUINT_TO_POINTER (target));
+  if (self->target_func == NULL)
+    return FALSE;
+  change = self->reported_target == 0 ? 1.0 :
+      ABS ((gdouble) target - self->reported_target) / self->reported_target;
+  if (change <= REPORT_CHANGE && now - self->reported_at < REPORT_US)
+    return FALSE;
+  self->reported_target = target;
+  self->reported_at = now;
+  return TRUE;
+}
+
+static void
+report_target (LegbaPeerSender * self, gboolean report)
+{
+  LegbaPeerSenderTargetFunc func;
+  gpointer data;
+  guint target;
+
+  if (!report)
+    return;
+  g_mutex_lock (&self->lock);
+  func = self->target_func;
+  data = self->target_data;
+  target = self->reported_target;
+  g_mutex_unlock (&self->lock);
+  if (func != NULL)
+    func (target, data);
+}
+
+/* The estimate, or 0 before the first feedback (a receiver that never
+ * sends any does not hold the encoder back). */
+guint
+legba_peer_sender_get_target (LegbaPeerSender * self)
+{
+  guint target;
+
+  g_mutex_lock (&self->lock);
+  target = self->feedback_reports > 0 ? self->target : 0;
+  g_mutex_unlock (&self->lock);
+  return target;
+}
+
+void
+legba_peer_sender_set_max_bitrate (LegbaPeerSender * self, guint max_bitrate)
+{
+  gboolean report;
+
+  g_mutex_lock (&self->lock);
+  legba_bwe_set_max (self->bwe, max_bitrate);
+  report = update_target (self, g_get_monotonic_time ());
+  g_mutex_unlock (&self->lock);
+  report_target (self, report);
+}
+
+/* ---- Transport-wide feedback ---- */
+
+static gint64
+ts_us (const GstStructure * s, const char *field)
+{
+  guint64 ts = GST_CLOCK_TIME_NONE;
+
+  if (!gst_structure_get_uint64 (s, field, &ts)
+      || !GST_CLOCK_TIME_IS_VALID (ts))
+    return LEGBA_BWE_LOST;
+  return (gint64) MIN (ts / GST_USECOND, (guint64) G_MAXINT64 / 2);
+}
+
+/* rtpsession's RTPTWCCPackets: a "packets" array of RTPTWCCPacket
+ * structures (seqnum, local-ts, remote-ts, size, lost). A malformed entry
+ * is skipped, never trusted. */
+static GArray *
+parse_twcc (const GstStructure * s)
+{
+  const GValue *value = gst_structure_get_value (s, "packets");
+  GArray *packets = g_array_new (FALSE, FALSE, sizeof (LegbaBwePacket));
+  guint n;
+
+  G_GNUC_BEGIN_IGNORE_DEPRECATIONS;
+  if (value == NULL || !G_VALUE_HOLDS (value, g_value_array_get_type ())
+      || g_value_get_boxed (value) == NULL)
+    return packets;
+  n = ((GValueArray *) g_value_get_boxed (value))->n_values;
+  for (guint i = 0; i < n; i++) {
+    const GValue *v = g_value_array_get_nth (g_value_get_boxed (value), i);
+    const GstStructure *p;
+    LegbaBwePacket packet = { 0, };
+    guint seqnum = 0, size = 0;
+    gboolean lost = FALSE;
+
+    if (!GST_VALUE_HOLDS_STRUCTURE (v))
+      continue;
+    p = gst_value_get_structure (v);
+    if (!gst_structure_get_uint (p, "seqnum", &seqnum) ||
+        !gst_structure_get_uint (p, "size", &size))
+      continue;
+    gst_structure_get_boolean (p, "lost", &lost);
+    packet.seq = seqnum & 0xffff;
+    packet.size = size;
+    packet.send_us = ts_us (p, "local-ts");
+    packet.arrival_us = lost ? LEGBA_BWE_LOST : ts_us (p, "remote-ts");
+    if (packet.send_us == LEGBA_BWE_LOST)
+      continue;
+    g_array_append_val (packets, packet);
+  }
+  G_GNUC_END_IGNORE_DEPRECATIONS;
+  return packets;
+}
+
+static void
+on_twcc (LegbaPeerSender * self, const GstStructure * s)
+{
+  g_autoptr (GArray) packets = parse_twcc (s);
+  gint64 now = g_get_monotonic_time ();
+  gboolean report;
+
+  g_mutex_lock (&self->lock);
+  self->feedback_reports++;
+  legba_bwe_on_feedback (self->bwe, (LegbaBwePacket *) packets->data,
+      packets->len, now);
+  report = update_target (self, now);
+  g_mutex_unlock (&self->lock);
+  report_target (self, report);
+}
+
+/* ---- Retransmissions ---- */
+
+static LegbaRtxPolicy *
+policy_for (LegbaPeerSender * self, guint32 ssrc)
+{
+  LegbaRtxPolicy *policy = g_hash_table_lookup (self->policies,
+      GUINT_TO_POINTER (ssrc));
+
+  if (policy == NULL && g_hash_table_size (self->policies) < 16) {
+    policy = legba_rtx_policy_new ();
+    legba_rtx_policy_set_target (policy, self->target);
+    if (self->rtt_us > 0)
+      legba_rtx_policy_set_rtt (policy, self->rtt_us);
+    g_hash_table_insert (self->policies, GUINT_TO_POINTER (ssrc), policy);
+  }
+  return policy;
+}
+
+/* Whether rtprtxsend is asked to send the packet again. */
+static gboolean
+answer_request (LegbaPeerSender * self, const GstStructure * s)
+{
+  guint seqnum = 0, ssrc = 0;
+  LegbaRtxPolicy *policy;
+  LegbaRtxVerdict verdict = LEGBA_RTX_UNKNOWN;
+
+  if (!gst_structure_get_uint (s, "seqnum", &seqnum) ||
+      !gst_structure_get_uint (s, "ssrc", &ssrc))
+    return FALSE;
+  g_mutex_lock (&self->lock);
+  policy = g_hash_table_lookup (self->policies, GUINT_TO_POINTER (ssrc));
+  if (policy != NULL)
+    verdict = legba_rtx_policy_request (policy, seqnum & 0xffff,
+        g_get_monotonic_time ());
+  g_mutex_unlock (&self->lock);
+  GST_LOG_OBJECT (self, "retransmission of %u (SSRC %08x): %s", seqnum, ssrc,
+      verdict == LEGBA_RTX_SEND ? "sent" : "refused");
+  return verdict == LEGBA_RTX_SEND;
+}
+
+gboolean
+legba_peer_sender_src_event (GstPad * pad, GstObject * parent, GstEvent * event)
+{
+  LegbaPeerSender *self = LEGBA_PEER_SENDER (parent);
+  const GstStructure *s = gst_event_get_structure (event);
+
+  if (GST_EVENT_TYPE (event) == GST_EVENT_CUSTOM_UPSTREAM && s != NULL) {
+    if (gst_structure_has_name (s, "GstRTPRetransmissionRequest") &&
+        !answer_request (self, s)) {
+      gst_event_unref (event);
+      return TRUE;
+    }
+    if (gst_structure_has_name (s, "RTPTWCCPackets"))
+      on_twcc (self, s);
+  }
+  return gst_pad_push_event (self->sinkpad, event);
+}
+
+static void
+read_rtx_pts (LegbaPeerSender * self, gint64 now)
+{
+  g_autoptr (GstPad) peer = NULL;
+  g_autoptr (GstElement) upstream = NULL;
+  GstStructure *map = NULL;
+
+  self->rtx_pts_at = now;
+  peer = gst_pad_get_peer (self->sinkpad);
+  upstream = peer ? gst_pad_get_parent_element (peer) : NULL;
+  if (upstream == NULL || g_object_class_find_property
+      (G_OBJECT_GET_CLASS (upstream), "payload-type-map") == NULL)
+    return;
+  g_object_get (upstream, "payload-type-map", &map, NULL);
+  g_array_set_size (self->rtx_pts, 0);
+  for (gint i = 0; map != NULL && i < gst_structure_n_fields (map); i++) {
+    guint pt = 0;
+
+    if (gst_structure_get_uint (map, gst_structure_nth_field_name (map, i),
+            &pt) && pt < 128) {
+      guint8 byte = pt;
+
+      g_array_append_val (self->rtx_pts, byte);
+    }
+  }
+  g_clear_pointer (&map, gst_structure_free);
+}
+
+/* Called with the lock. */
+gboolean
+legba_peer_sender_is_rtx_pt (LegbaPeerSender * self, guint8 pt)
+{
+  gint64 now = g_get_monotonic_time ();
+
+  if (self->rtx_pts_at == 0 || now - self->rtx_pts_at > RTX_PTS_POLL_US)
+    read_rtx_pts (self, now);
+  for (guint i = 0; i < self->rtx_pts->len; i++)
+    if (g_array_index (self->rtx_pts, guint8, i) == pt)
+      return TRUE;
+  return FALSE;
+}
+
+/* A packet leaves: its time goes into its stream's history. */
+void
+legba_peer_sender_record_sent (LegbaPeerSender * self, GstBuffer * buffer)
+{
+  guint8 header[12];
+  gsize size = gst_buffer_get_size (buffer);
+  LegbaSenderLane lane = LEGBA_SENDER_LANE_VIDEO;
+
+  if (gst_buffer_extract (buffer, 0, header, 12) < 12)
+    return;
+  g_mutex_lock (&self->lock);
+  if (self->audio_ssrc != 0 &&
+      GST_READ_UINT32_BE (header + 8) == self->audio_ssrc)
+    lane = LEGBA_SENDER_LANE_AUDIO;
+  else if (legba_peer_sender_is_rtx_pt (self, header[1] & 0x7f))
+    lane = LEGBA_SENDER_LANE_RTX;
+  if (lane == LEGBA_SENDER_LANE_VIDEO) {
+    LegbaRtxPolicy *policy = policy_for (self, GST_READ_UINT32_BE (header + 8));
+
+    if (policy != NULL)
+      legba_rtx_policy_packet_sent (policy, GST_READ_UINT16_BE (header + 2),
+          size, g_get_monotonic_time ());
+  }
+  self->bytes_sent[lane] += size;
+  self->packets_sent[lane]++;
+  g_mutex_unlock (&self->lock);
+}
+
+/* ---- Round trip ---- */
+
+static GObject *
+find_session (LegbaPeerSender * self)
+{
+  g_autoptr (GstObject) bin = gst_object_get_parent (GST_OBJECT (self));
+  g_autoptr (GstObject) rtpbin = bin ? gst_object_get_parent (bin) : NULL;
+  GObject *session = NULL;
+
+  if (rtpbin == NULL || g_signal_lookup ("get-internal-session",
+          G_OBJECT_TYPE (rtpbin)) == 0)
+    return NULL;
+  /* webrtcbin bundles everything into session 0 */
+  g_signal_emit_by_name (rtpbin, "get-internal-session", 0, &session);
+  return session;
+}
+
+/* The round trip of the newest receiver report about what we send, in
+ * microseconds, or 0. */
+static gint64
+read_rtt (GObject * session)
+{
+  GValueArray *sources = NULL;
+  gint64 rtt = 0;
+
+  g_object_get (session, "sources", &sources, NULL);
+  G_GNUC_BEGIN_IGNORE_DEPRECATIONS;
+  for (guint i = 0; sources != NULL && i < sources->n_values; i++) {
+    GObject *source = g_value_get_object (g_value_array_get_nth (sources, i));
+    g_autoptr (GstStructure) stats = NULL;
+    gboolean internal = FALSE, have_rb = FALSE;
+    guint round_trip = 0;
+
+    g_object_get (source, "stats", &stats, NULL);
+    if (stats == NULL || !gst_structure_get_boolean (stats, "internal",
+            &internal) || !internal)
+      continue;
+    if (gst_structure_get_boolean (stats, "have-rb", &have_rb) && have_rb &&
+        gst_structure_get_uint (stats, "rb-round-trip", &round_trip))
+      rtt = MAX (rtt, (gint64) round_trip * G_USEC_PER_SEC / 65536);
+  }
+  g_clear_pointer (&sources, g_value_array_free);
+  G_GNUC_END_IGNORE_DEPRECATIONS;
+  return rtt;
+}
+
+static void
+poll_rtt (LegbaPeerSender * self, gint64 now)
+{
+  GObject *session;
+  gint64 rtt;
+
+  g_mutex_lock (&self->lock);
+  self->rtt_at = now;
+  session = self->session ? g_object_ref (self->session) : NULL;
+  g_mutex_unlock (&self->lock);
+  if (session == NULL && (session = find_session (self)) != NULL) {
+    g_mutex_lock (&self->lock);
+    g_set_object (&self->session, session);
+    g_mutex_unlock (&self->lock);
+  }
+  if (session == NULL)
+    return;
+  rtt = read_rtt (session);
+  g_object_unref (session);
+  if (rtt <= 0)
+    return;
+  g_mutex_lock (&self->lock);
+  self->rtt_us = rtt;
+  legba_bwe_on_rtt (self->bwe, rtt, now);
+  g_hash_table_foreach (self->policies, set_policy_rtt, &rtt);
+  g_mutex_unlock (&self->lock);
+}
+
+/* Runs on the task, every TICK_US. */
+void
+legba_peer_sender_tick (LegbaPeerSender * self, gint64 now)
+{
+  gboolean report, rtt_due;
+
+  g_mutex_lock (&self->lock);
+  self->tick_at = now + TICK_US;
+  legba_bwe_on_tick (self->bwe, now);
+  report = update_target (self, now);
+  rtt_due = now - self->rtt_at >= RTT_POLL_US;
+  g_mutex_unlock (&self->lock);
+  report_target (self, report);
+  if (rtt_due)
+    poll_rtt (self, now);
+}
+
+/* ---- Stats ---- */
+
+static void
+add_counts (gpointer ssrc, gpointer policy, gpointer total)
+{
+  LegbaRtxCounts counts, *sum = total;
+
+  legba_rtx_policy_get_counts (policy, &counts);
+  sum->requests += counts.requests;
+  sum->sent += counts.sent;
+  sum->unknown += counts.unknown;
+  sum->too_old += counts.too_old;
+  sum->recent += counts.recent;
+  sum->over_budget += counts.over_budget;
+}
+
+GstStructure *
+legba_peer_sender_get_stats (LegbaPeerSender * self)
+{
+  LegbaBweState state;
+  LegbaRtxCounts rtx = { 0, };
+  GstStructure *s;
+  gdouble rate;
+
+  g_mutex_lock (&self->lock);
+  legba_bwe_get_state (self->bwe, &state);
+  g_hash_table_foreach (self->policies, add_counts, &rtx);
+  rate = LEGBA_PACING_FACTOR * self->target;
+  s = gst_structure_new ("legba-sender-stats",
+      "target-bitrate", G_TYPE_UINT, state.target_bps,
+      "delay-based-bitrate", G_TYPE_UINT, state.delay_bps,
+      "loss-based-bitrate", G_TYPE_UINT, state.loss_bps,
+      "acknowledged-bitrate", G_TYPE_UINT, state.acked_bps,
+      "delay-usage", G_TYPE_STRING, legba_bwe_usage_name (state.usage),
+      "rate-control", G_TYPE_STRING,
+      legba_bwe_rate_state_name (state.rate_state),
+      "feedback-loss", G_TYPE_DOUBLE, state.loss_fraction,
+      "feedback-reports", G_TYPE_UINT64, self->feedback_reports,
+      "feedback-missing", G_TYPE_BOOLEAN, state.feedback_missing,
+      "pacing-rate", G_TYPE_UINT, (guint) rate,
+      "pacing-queue-ms", G_TYPE_DOUBLE,
+      rate > 0 ? self->queued_bytes * 8 * 1000.0 / rate : 0.0,
+      "pacing-queue-packets", G_TYPE_UINT, self->queued_packets,
+      "rtx-requests", G_TYPE_UINT64, rtx.requests,
+      "rtx-sent", G_TYPE_UINT64, rtx.sent,
+      "rtx-refused-recent", G_TYPE_UINT64, rtx.recent,
+      "rtx-refused-too-old", G_TYPE_UINT64, rtx.too_old + rtx.unknown,
+      "rtx-refused-budget", G_TYPE_UINT64, rtx.over_budget,
+      "packets-sent-audio", G_TYPE_UINT64,
+      self->packets_sent[LEGBA_SENDER_LANE_AUDIO],
+      "packets-sent-video", G_TYPE_UINT64,
+      self->packets_sent[LEGBA_SENDER_LANE_VIDEO],
+      "packets-sent-rtx", G_TYPE_UINT64,
+      self->packets_sent[LEGBA_SENDER_LANE_RTX], NULL);
+  g_mutex_unlock (&self->lock);
+  return s;
+}

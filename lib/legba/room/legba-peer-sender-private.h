@@ -1,0 +1,75 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * What the two files of LegbaPeerSender share: legba-peer-sender.c (pads,
+ * queues, pacing task) and legba-peer-sender-feedback.c (the estimator,
+ * the retransmission policy, the round trip, the stats).
+ */
+#pragma once
+
+#include <legba/room/legba-peer-sender.h>
+#include <legba/room/legba-bwe.h>
+#include <legba/room/legba-rtx-policy.h>
+
+G_BEGIN_DECLS
+
+GST_DEBUG_CATEGORY_EXTERN (legba_sender_debug);
+
+typedef enum
+{
+  LEGBA_SENDER_LANE_AUDIO,
+  LEGBA_SENDER_LANE_RTX,
+  LEGBA_SENDER_LANE_VIDEO,      /* and the serialized events */
+  LEGBA_SENDER_N_LANES,
+} LegbaSenderLane;
+
+struct _LegbaPeerSender
+{
+  GstElement parent;
+  GstPad *sinkpad;
+  GstPad *srcpad;
+
+  GMutex lock;
+  GCond cond;                   /* an item queued, room in the queue, stop */
+  GQueue queues[LEGBA_SENDER_N_LANES];
+  guint64 queued_bytes;
+  guint queued_packets;
+  GstFlowReturn srcresult;
+  gboolean started;             /* a segment went downstream */
+  gdouble budget;               /* bytes that may leave now */
+  gint64 budget_at;
+  gint64 tick_at;               /* the next legba_peer_sender_tick() */
+  guint32 audio_ssrc;
+
+  /* legba-peer-sender-feedback.c */
+  LegbaBwe *bwe;
+  guint target;                 /* bit/s */
+  guint reported_target;        /* what target_func last heard */
+  gint64 reported_at;
+  GHashTable *policies;         /* SSRC -> LegbaRtxPolicy */
+  GArray *rtx_pts;              /* guint8: the retransmission payload types */
+  gint64 rtx_pts_at;
+  GObject *session;             /* the RTPSession, for the round trip */
+  gint64 rtt_us;
+  gint64 rtt_at;
+  guint64 feedback_reports;
+  guint64 bytes_sent[LEGBA_SENDER_N_LANES];
+  guint64 packets_sent[LEGBA_SENDER_N_LANES];
+
+  LegbaPeerSenderTargetFunc target_func;
+  gpointer target_data;
+  GDestroyNotify target_notify;
+};
+
+void legba_peer_sender_loop (gpointer data);
+
+void legba_peer_sender_feedback_init (LegbaPeerSender * self,
+    guint start_bitrate, guint max_bitrate);
+void legba_peer_sender_feedback_clear (LegbaPeerSender * self);
+gboolean legba_peer_sender_src_event (GstPad * pad, GstObject * parent,
+    GstEvent * event);
+gboolean legba_peer_sender_is_rtx_pt (LegbaPeerSender * self, guint8 pt);
+void legba_peer_sender_record_sent (LegbaPeerSender * self, GstBuffer * buffer);
+void legba_peer_sender_tick (LegbaPeerSender * self, gint64 now);
+
+G_END_DECLS

@@ -1,0 +1,168 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Congestion control in a room (docs/congestion-control.md): each peer
+ * connection gets a LegbaPeerSender as webrtcbin's aux sender, which
+ * estimates what the connection carries; the room gives the shared video
+ * encoder the lowest estimate among the peers it sends video to, as a
+ * `legba-target-bitrate` event up the track (legbavideoenc follows it,
+ * with its own bitrate as the ceiling).
+ */
+#include <legba/room/legba-room-private.h>
+#include <legba/room/legba-peer-sender.h>
+
+/* What a connection is assumed to carry before its first feedback (as
+ * libwebrtc), and the most an estimate may reach; the encoder's own
+ * bitrate caps what it sends. */
+#define START_BITRATE 300000
+#define MAX_BITRATE 20000000
+/* The encoder hears a new target when it moved by more than this. */
+#define TARGET_CHANGE 0.03
+
+static void
+target_changed (LegbaPeer * peer, gpointer data)
+{
+  legba_room_congestion_update (peer->room);
+}
+
+static void
+on_target (guint bitrate, gpointer data)
+{
+  LegbaPeer *peer = data;
+
+  legba_peer_invoke (peer, target_changed, NULL, NULL);
+}
+
+static GstElement *
+on_request_aux_sender (GstElement * webrtcbin, GObject * transport,
+    LegbaPeer * peer)
+{
+  GstElement *sender = legba_peer_sender_new (START_BITRATE, MAX_BITRATE);
+
+  legba_peer_sender_set_target_func (LEGBA_PEER_SENDER (sender), on_target,
+      legba_peer_ref (peer), (GDestroyNotify) legba_peer_unref);
+  g_mutex_lock (&peer->lock);
+  gst_object_replace ((GstObject **) & peer->sender, GST_OBJECT (sender));
+  if (peer->media[LEGBA_TRACK_KIND_AUDIO].ssrc != 0)
+    legba_peer_sender_set_audio_ssrc (LEGBA_PEER_SENDER (sender),
+        peer->media[LEGBA_TRACK_KIND_AUDIO].ssrc);
+  g_mutex_unlock (&peer->lock);
+  GST_INFO ("pc %s: pacing and estimating the bandwidth", peer->pc);
+  return sender;
+}
+
+void
+legba_peer_congestion_setup (LegbaPeer * peer)
+{
+  if (!peer->room->congestion_control)
+    return;
+  g_signal_connect (peer->webrtcbin, "request-aux-sender",
+      G_CALLBACK (on_request_aux_sender), peer);
+}
+
+/* Drops the sender's reference on the peer (its target function's): a
+ * closed peer's sender may live on inside webrtcbin until it goes. */
+void
+legba_peer_congestion_close (LegbaPeer * peer)
+{
+  GstElement *sender;
+
+  g_mutex_lock (&peer->lock);
+  sender = g_steal_pointer (&peer->sender);
+  g_mutex_unlock (&peer->lock);
+  if (sender == NULL)
+    return;
+  legba_peer_sender_set_target_func (LEGBA_PEER_SENDER (sender), NULL, NULL,
+      NULL);
+  gst_object_unref (sender);
+}
+
+/* The sender of @peer, or NULL (transfer full). */
+static LegbaPeerSender *
+peer_sender (LegbaPeer * peer)
+{
+  LegbaPeerSender *sender;
+
+  g_mutex_lock (&peer->lock);
+  sender = peer->sender ? gst_object_ref (peer->sender) : NULL;
+  g_mutex_unlock (&peer->lock);
+  return sender;
+}
+
+/* The lowest target among the connections the video goes to; 0 when it
+ * goes to none with an estimate. */
+static guint
+lowest_target (LegbaRoom * self)
+{
+  GHashTableIter iter;
+  gpointer value;
+  guint lowest = 0;
+
+  g_hash_table_iter_init (&iter, self->peers);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    LegbaPeer *peer = value;
+    g_autoptr (LegbaPeerSender) sender = NULL;
+    guint target;
+
+    if (peer->media[LEGBA_TRACK_KIND_VIDEO].webrtc_sink == NULL ||
+        (sender = peer_sender (peer)) == NULL)
+      continue;
+    target = legba_peer_sender_get_target (sender);
+    if (target != 0 && (lowest == 0 || target < lowest))
+      lowest = target;
+  }
+  return lowest;
+}
+
+/* Tells the video encoder what the peers carry, when that moved. Runs on
+ * the room's context: after a target changed, a peer connection came or
+ * went. */
+void
+legba_room_congestion_update (LegbaRoom * self)
+{
+  LegbaLocalTrack *track;
+  g_autoptr (GstPad) teesink = NULL;
+  guint target;
+  gdouble change;
+
+  if (self == NULL || !self->congestion_control)
+    return;
+  target = lowest_target (self);
+  change = self->video_target == 0 || target == 0 ?
+      (target != self->video_target) :
+      ABS ((gdouble) target - self->video_target) / self->video_target;
+  if (change <= TARGET_CHANGE)
+    return;
+  g_mutex_lock (&self->lock);
+  track = self->tracks[LEGBA_TRACK_KIND_VIDEO];
+  teesink = track ? gst_element_get_static_pad (track->tee, "sink") : NULL;
+  g_mutex_unlock (&self->lock);
+  if (teesink == NULL)
+    return;
+  self->video_target = target;
+  GST_DEBUG ("room %s: the video's target is %u bit/s", self->room_name,
+      target);
+  gst_pad_push_event (teesink, gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM,
+          gst_structure_new ("legba-target-bitrate", "bitrate", G_TYPE_UINT,
+              target, NULL)));
+}
+
+static gboolean
+copy_field (GQuark field, const GValue * value, gpointer summary)
+{
+  gst_structure_id_set_value (summary, field, value);
+  return TRUE;
+}
+
+/* Adds the sender's figures to the participant's stats summary. */
+void
+legba_peer_congestion_add_stats (LegbaPeer * peer, GstStructure * summary)
+{
+  g_autoptr (LegbaPeerSender) sender = peer_sender (peer);
+  g_autoptr (GstStructure) stats = NULL;
+
+  if (sender == NULL)
+    return;
+  stats = legba_peer_sender_get_stats (sender);
+  gst_structure_foreach (stats, copy_field, summary);
+}

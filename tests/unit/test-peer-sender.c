@@ -1,0 +1,238 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * LegbaPeerSender in a GstHarness: packets leave paced, audio first;
+ * retransmission requests reach upstream only as LegbaRtxPolicy allows;
+ * transport-wide feedback is taken in and passed on; stats.
+ */
+#include <legba/room/legba-peer-sender.h>
+#include <gst/check/gstharness.h>
+
+#define VIDEO_SSRC 0x11111111
+#define AUDIO_SSRC 0x22222222
+
+static GstBuffer *
+rtp_packet (guint32 ssrc, guint16 seq, gsize size)
+{
+  GstBuffer *buffer = gst_buffer_new_allocate (NULL, size, NULL);
+  GstMapInfo map;
+
+  gst_buffer_map (buffer, &map, GST_MAP_WRITE);
+  memset (map.data, 0, size);
+  map.data[0] = 0x80;
+  map.data[1] = ssrc == AUDIO_SSRC ? 111 : 96;
+  GST_WRITE_UINT16_BE (map.data + 2, seq);
+  GST_WRITE_UINT32_BE (map.data + 8, ssrc);
+  gst_buffer_unmap (buffer, &map);
+  return buffer;
+}
+
+static GstHarness *
+sender_harness (guint start, guint max)
+{
+  GstElement *sender = legba_peer_sender_new (start, max);
+  GstHarness *h = gst_harness_new_with_element (sender, "sink", "src");
+
+  gst_object_unref (sender);
+  gst_harness_set_src_caps_str (h, "application/x-rtp");
+  return h;
+}
+
+static guint16
+seq_of (GstBuffer * buffer)
+{
+  guint8 header[4];
+
+  gst_buffer_extract (buffer, 0, header, 4);
+  return GST_READ_UINT16_BE (header + 2);
+}
+
+static void
+feedback (GstHarness * h)
+{
+  GstEvent *event;
+
+  gst_harness_push_upstream_event (h,
+      gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM,
+          gst_structure_new_empty ("RTPTWCCPackets")));
+  while ((event = gst_harness_try_pull_upstream_event (h)) != NULL)
+    gst_event_unref (event);
+}
+
+/* Pushes 30 packets of 1200 bytes at once; returns how long they took to
+ * come out, in microseconds. */
+static gint64
+burst_span (GstHarness * h)
+{
+  gint64 first = 0, last = 0;
+
+  for (guint16 i = 0; i < 30; i++)
+    gst_harness_push (h, rtp_packet (VIDEO_SSRC, i, 1200));
+  for (guint16 i = 0; i < 30; i++) {
+    GstBuffer *out = gst_harness_pull (h);
+
+    g_assert_nonnull (out);
+    g_assert_cmpuint (seq_of (out), ==, i);
+    last = g_get_monotonic_time ();
+    if (i == 0)
+      first = last;
+    gst_buffer_unref (out);
+  }
+  return last - first;
+}
+
+/* Once the receiver gives feedback, 30 packets of 1200 bytes pushed at
+ * once leave at 2.5 x the 300 kbit/s start: spread over about 380 ms,
+ * not in one burst. */
+static void
+test_paced (void)
+{
+  GstHarness *h = sender_harness (300000, 2000000);
+
+  feedback (h);
+  /* 29 x 1200 bytes at 93,750 bytes/s, less what the budget may hold */
+  g_assert_cmpint (burst_span (h), >=, 300 * G_TIME_SPAN_MILLISECOND);
+  gst_harness_teardown (h);
+}
+
+/* A receiver that never sent feedback gives nothing to pace by: the same
+ * burst leaves as it comes. */
+static void
+test_unpaced_without_feedback (void)
+{
+  GstHarness *h = sender_harness (300000, 2000000);
+
+  g_assert_cmpint (burst_span (h), <, 300 * G_TIME_SPAN_MILLISECOND);
+  gst_harness_teardown (h);
+}
+
+/* An audio packet queued behind a frame's worth of video leaves first. */
+static void
+test_audio_first (void)
+{
+  GstHarness *h = sender_harness (300000, 2000000);
+  guint position = 0;
+
+  legba_peer_sender_set_audio_ssrc (LEGBA_PEER_SENDER (h->element), AUDIO_SSRC);
+  for (guint16 i = 0; i < 30; i++)
+    gst_harness_push (h, rtp_packet (VIDEO_SSRC, i, 1200));
+  gst_harness_push (h, rtp_packet (AUDIO_SSRC, 1000, 100));
+  for (guint i = 0; i < 31; i++) {
+    GstBuffer *out = gst_harness_pull (h);
+
+    if (seq_of (out) == 1000)
+      position = i;
+    gst_buffer_unref (out);
+  }
+  /* at most the packets already on their way when it came */
+  g_assert_cmpuint (position, <=, 3);
+  gst_harness_teardown (h);
+}
+
+static GstEvent *
+rtx_request (guint seq, guint ssrc)
+{
+  return gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM,
+      gst_structure_new ("GstRTPRetransmissionRequest", "seqnum", G_TYPE_UINT,
+          seq, "ssrc", G_TYPE_UINT, ssrc, NULL));
+}
+
+static guint
+count_upstream_requests (GstHarness * h)
+{
+  GstEvent *event;
+  guint n = 0;
+
+  while ((event = gst_harness_try_pull_upstream_event (h)) != NULL) {
+    const GstStructure *s = gst_event_get_structure (event);
+
+    if (s != NULL && gst_structure_has_name (s, "GstRTPRetransmissionRequest"))
+      n++;
+    gst_event_unref (event);
+  }
+  return n;
+}
+
+/* A request for a packet sent passes once; the same request again at
+ * once, one for a packet never sent, and a storm of requests do not. */
+static void
+test_requests_bounded (void)
+{
+  GstHarness *h = sender_harness (300000, 2000000);
+  guint passed;
+
+  for (guint16 i = 0; i < 10; i++)
+    gst_harness_push (h, rtp_packet (VIDEO_SSRC, i, 1200));
+  for (guint16 i = 0; i < 10; i++)
+    gst_buffer_unref (gst_harness_pull (h));
+  count_upstream_requests (h);
+
+  gst_harness_push_upstream_event (h, rtx_request (3, VIDEO_SSRC));
+  g_assert_cmpuint (count_upstream_requests (h), ==, 1);
+  gst_harness_push_upstream_event (h, rtx_request (3, VIDEO_SSRC));
+  g_assert_cmpuint (count_upstream_requests (h), ==, 0);
+  gst_harness_push_upstream_event (h, rtx_request (500, VIDEO_SSRC));
+  gst_harness_push_upstream_event (h, rtx_request (4, 0x3333));
+  g_assert_cmpuint (count_upstream_requests (h), ==, 0);
+
+  /* every packet asked for a hundred times: each goes again at most
+   * once (within the round trip), and only as far as the budget of a
+   * quarter of 300 kbit/s over 500 ms (4,687 bytes) reaches */
+  for (guint round = 0; round < 100; round++)
+    for (guint seq = 0; seq < 10; seq++)
+      gst_harness_push_upstream_event (h, rtx_request (seq, VIDEO_SSRC));
+  passed = count_upstream_requests (h);
+  g_assert_cmpuint (passed, >=, 1);
+  g_assert_cmpuint (passed, <=, 4);
+  gst_harness_teardown (h);
+}
+
+/* Other upstream events, transport-wide feedback among them, pass on. */
+static void
+test_feedback_passes (void)
+{
+  GstHarness *h = sender_harness (300000, 2000000);
+  GstStructure *twcc = gst_structure_new_empty ("RTPTWCCPackets");
+  g_autoptr (GstStructure) stats = NULL;
+  GstEvent *event;
+  guint64 reports = 0;
+  gboolean seen = FALSE;
+
+  gst_harness_push (h, rtp_packet (VIDEO_SSRC, 0, 1200));
+  gst_buffer_unref (gst_harness_pull (h));
+  while ((event = gst_harness_try_pull_upstream_event (h)) != NULL)
+    gst_event_unref (event);
+  g_assert_cmpuint (legba_peer_sender_get_target (LEGBA_PEER_SENDER
+          (h->element)), ==, 0);
+  gst_harness_push_upstream_event (h,
+      gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM, twcc));
+  while ((event = gst_harness_try_pull_upstream_event (h)) != NULL) {
+    const GstStructure *s = gst_event_get_structure (event);
+
+    seen |= s != NULL && gst_structure_has_name (s, "RTPTWCCPackets");
+    gst_event_unref (event);
+  }
+  g_assert_true (seen);
+  stats = legba_peer_sender_get_stats (LEGBA_PEER_SENDER (h->element));
+  g_assert_true (gst_structure_get_uint64 (stats, "feedback-reports",
+          &reports));
+  g_assert_cmpuint (reports, ==, 1);
+  /* an estimate once feedback came, none before */
+  g_assert_cmpuint (legba_peer_sender_get_target (LEGBA_PEER_SENDER
+          (h->element)), >, 0);
+  gst_harness_teardown (h);
+}
+
+int
+main (int argc, char **argv)
+{
+  gst_init (&argc, &argv);
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/peer-sender/paced", test_paced);
+  g_test_add_func ("/peer-sender/unpaced-without-feedback",
+      test_unpaced_without_feedback);
+  g_test_add_func ("/peer-sender/audio-first", test_audio_first);
+  g_test_add_func ("/peer-sender/requests-bounded", test_requests_bounded);
+  g_test_add_func ("/peer-sender/feedback-passes", test_feedback_passes);
+  return g_test_run ();
+}
