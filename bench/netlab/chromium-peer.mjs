@@ -15,7 +15,8 @@
 // one JSON line when joined, then one a second until S seconds have
 // passed: getStats' video RTP counters of every peer connection
 // (outbound-rtp and inbound-rtp, with remote-inbound-rtp's round trip,
-// and the negotiated payload type), as Chromium gives them.
+// and the negotiated payload type) and the nominated candidate pair's
+// availableOutgoingBitrate, as Chromium gives them.
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -61,9 +62,15 @@ function pageStats ()
     .filter((p) => p.conn)
     .map(async (p) => {
       const out = { participant: p.id, outbound: null, inbound: null,
-        remoteInbound: null };
+        remoteInbound: null, availableOutgoingBitrate: null };
       const report = await p.conn.pc.getStats();
       for (const r of report.values()) {
+        /* the congestion controller's estimate of the link (from the
+         * transport feedback the remote side sends), on the pair in use */
+        const pair = r.type === 'transport' && r.selectedCandidatePairId ?
+          report.get(r.selectedCandidatePairId) : null;
+        if (pair?.availableOutgoingBitrate !== undefined)
+          out.availableOutgoingBitrate = pair.availableOutgoingBitrate;
         if (r.kind !== 'video')
           continue;
         const side = { 'outbound-rtp': 'outbound', 'inbound-rtp': 'inbound',

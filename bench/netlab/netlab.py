@@ -8,7 +8,7 @@ the receiver side, sampled every second; writes one JSON file.
 
   netlab.py --build DIR --output FILE [--quick | --smoke]
             [--scenarios NAME,...] [--window S] [--senders LIST]
-            [--receiver legba|chromium]
+            [--receiver legba|chromium] [--lab-name NAME]
   netlab.py --list
 
 Senders, each in turn on every scenario: legba:KBPS (legba-call --video
@@ -265,7 +265,9 @@ def legba_receiver(lines, t0, series, start, end):
 
 def stats_lines(lines, t0, side):
     """chromium-peer.mjs's per-second lines: (t, the first peer
-    connection's video counters of that side)."""
+    connection's video counters of that side, with its connection's
+    availableOutgoingBitrate and, sending, the remote-inbound-rtp's
+    round trip and fraction lost)."""
     out = []
     for t, line in lines:
         try:
@@ -274,7 +276,16 @@ def stats_lines(lines, t0, side):
             continue
         for pc in msg.get("stats", []):
             if pc.get(side):
-                out.append((t - t0, pc[side]))
+                c = dict(pc[side])
+                if pc.get("availableOutgoingBitrate") is not None:
+                    c["availableOutgoingBitrate"] = \
+                        pc["availableOutgoingBitrate"]
+                remote = pc.get("remoteInbound") or {}
+                if side == "outbound":
+                    for k in ("roundTripTime", "fractionLost"):
+                        if k in remote:
+                            c["remote_" + k] = remote[k]
+                out.append((t - t0, c))
                 break
     return out
 
@@ -321,9 +332,13 @@ def chromium_receiver(lines, t0, series, start, end):
             "receiver_stats": [{"t": round(t, 3), **c} for t, c in pts]}
 
 
-def chromium_sender(lines, t0, series):
-    """The room page sending: its target bitrate, retransmissions, the
-    NACKs and PLIs it received, its picture size, a second at a time."""
+def chromium_sender(lines, t0, series, start, end):
+    """The room page sending: its target bitrate, the estimate of its
+    congestion controller (availableOutgoingBitrate), retransmissions,
+    the NACKs and PLIs it received, its picture size and what limits its
+    quality, a second at a time; and over the window, the NACKs and PLIs
+    it received (what the receiver sent back) and how many seconds each
+    qualityLimitationReason held."""
     pts = stats_lines(lines, t0, "outbound")
     prev = 0
     for s in series:
@@ -332,9 +347,19 @@ def chromium_sender(lines, t0, series):
             at(pts, s["t"], "retransmittedPacketsSent")
             - at(pts, prev, "retransmittedPacketsSent")) / dt
         s["target_kbps"] = at(pts, s["t"], "targetBitrate") / 1000
+        s["available_kbps"] = at(pts, s["t"],
+                                 "availableOutgoingBitrate") / 1000
         s["height"] = at(pts, s["t"], "frameHeight")
+        s["limitation"] = at(pts, s["t"], "qualityLimitationReason") or None
         prev = s["t"]
-    return {"sender_stats": [{"t": round(t, 3), **c} for t, c in pts]}
+    limited = collections.Counter(
+        c.get("qualityLimitationReason") for t, c in pts if start < t <= end)
+    return {"nacks_received": at(pts, end, "nackCount")
+            - at(pts, start, "nackCount"),
+            "plis_received": at(pts, end, "pliCount")
+            - at(pts, start, "pliCount"),
+            "limitation_s": dict(limited),
+            "sender_stats": [{"t": round(t, 3), **c} for t, c in pts]}
 
 
 def tcp_share(res, lines, t0):
@@ -369,7 +394,7 @@ class Scenario:
         self.bitrate = int(bitrate) if bitrate else None
         self.receiver = receiver
         self.window, self.clip = window, clip
-        self.lab_name = f"legba-lab-b{os.getpid()}"
+        self.lab_name = args.lab_name or f"legba-lab-b{os.getpid()}"
         self.procs = []
 
     def lab(self, *cmd):
@@ -531,7 +556,7 @@ class Scenario:
         else:
             recv = legba_receiver(rcv_lines, t0, series, start, end)
         if self.sender == "chromium":
-            sent = chromium_sender(snd_lines, t0, series)
+            sent = chromium_sender(snd_lines, t0, series, start, end)
         else:
             sent = {"encoder": [
                 {"t": round(t - t0, 3), "encoder_kbps": int(m.group(1))}
@@ -557,6 +582,8 @@ class Scenario:
             "queue_ms_p95": percentile([s["queue_ms"] for s in win], 95),
             "qdisc_drops": sum(s["qdisc_drops"] for s in win),
             "rtx_pps_median": med("rtx_pps"), "media_pt": sorted(media_pt),
+            "target_kbps_median": med("target_kbps"),
+            "available_kbps_median": med("available_kbps"),
             **recv, **sent, "series": series,
         }
 
@@ -577,6 +604,9 @@ def main():
     ap.add_argument("--receiver", choices=["legba", "chromium"],
                     help="default chromium (legba with --smoke or without "
                     "Chromium)")
+    ap.add_argument("--lab-name",
+                    help="the labs' name (lab.sh --name: legba-lab-SUFFIX; "
+                    "default legba-lab-bPID), for runs side by side")
     ap.add_argument("--list", action="store_true")
     args = ap.parse_args()
     if args.list:
@@ -593,6 +623,9 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     names = [s for s in args.scenarios.split(",") if s] or (
         ["1mbit"] if args.smoke else list(SCENARIOS))
+    if args.lab_name and not re.fullmatch(r"legba-lab-[a-z0-9]+",
+                                          args.lab_name):
+        ap.error("--lab-name is legba-lab-SUFFIX (lowercase, digits)")
     for s in names:
         if s not in SCENARIOS:
             ap.error(f"unknown scenario {s} (--list)")
