@@ -160,6 +160,84 @@ assert_no_fec (Participant * p)
   }
 }
 
+/* The id of the transport-wide-cc a=extmap of desc's video, or 0 */
+static guint
+video_twcc_id (GstWebRTCSessionDescription * desc)
+{
+  for (guint m = 0; m < gst_sdp_message_medias_len (desc->sdp); m++) {
+    const GstSDPMedia *media = gst_sdp_message_get_media (desc->sdp, m);
+
+    if (g_strcmp0 (gst_sdp_media_get_media (media), "video") != 0)
+      continue;
+    for (guint i = 0; i < gst_sdp_media_attributes_len (media); i++) {
+      const GstSDPAttribute *attr = gst_sdp_media_get_attribute (media, i);
+
+      if (strcmp (attr->key, "extmap") == 0 &&
+          strstr (attr->value, "transport-wide-cc") != NULL)
+        return (guint) g_ascii_strtoull (attr->value, NULL, 10);
+    }
+  }
+  return 0;
+}
+
+/* The bitrate at which the transport-wide feedback p received says its
+ * packets arrived (its rtpsession's twcc-stats, computed from the
+ * feedback of the participant it sends to over the last feedback
+ * window), 0 without any. */
+static guint
+twcc_bitrate_reported (Participant * p)
+{
+  g_autoptr (GstElement) webrtcbin = first_webrtcbin (p);
+  g_autoptr (GstElement) rtpbin = gst_bin_get_by_name (GST_BIN (webrtcbin),
+      "rtpbin");
+  g_autoptr (GstElement) session = NULL;
+  g_autoptr (GstStructure) stats = NULL;
+  guint bitrate = 0;
+
+  g_signal_emit_by_name (rtpbin, "get-session", 0, &session);
+  if (session == NULL)
+    return 0;
+  g_object_get (session, "twcc-stats", &stats, NULL);
+  if (stats != NULL)
+    gst_structure_get_uint (stats, "bitrate-recv", &bitrate);
+  return bitrate;
+}
+
+static gboolean
+wake (gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+/* A receiver sends transport-wide congestion control feedback, whoever
+ * offered: the answer takes the offer's extension id for it
+ * (docs/room-protocol.md §5), and the sender on each side gets feedback
+ * on what it sends. */
+static void
+assert_transport_feedback (Participant * offerer, Participant * answerer)
+{
+  g_autoptr (GstElement) offering = first_webrtcbin (offerer);
+  g_autoptr (GstElement) answering = first_webrtcbin (answerer);
+  GstWebRTCSessionDescription *offer = NULL, *answer = NULL;
+  guint poll;
+
+  g_object_get (offering, "local-description", &offer, NULL);
+  g_object_get (answering, "local-description", &answer, NULL);
+  g_assert_cmpuint (video_twcc_id (offer), >, 0);
+  g_assert_cmpuint (video_twcc_id (answer), ==, video_twcc_id (offer));
+  gst_webrtc_session_description_free (offer);
+  gst_webrtc_session_description_free (answer);
+  /* twcc-stats is a property: polled, not signalled */
+  poll = g_timeout_add (50, wake, NULL);
+  ROOM_WAIT_FOR (twcc_bitrate_reported (offerer) > 0 &&
+      twcc_bitrate_reported (answerer) > 0,
+      "transport-wide feedback to reach both senders");
+  g_source_remove (poll);
+  g_test_message ("transport-wide feedback: the offerer's packets arrive at "
+      "%u bit/s, the answerer's at %u bit/s", twcc_bitrate_reported (offerer),
+      twcc_bitrate_reported (answerer));
+}
+
 static void
 test_two (Fixture * f, gconstpointer data)
 {
@@ -181,6 +259,7 @@ test_two (Fixture * f, gconstpointer data)
   /* bob, the newcomer, offered; alice answered */
   assert_description (bob, alice, "local-description");
   assert_description (alice, bob, "local-description");
+  assert_transport_feedback (bob, alice);
   ROOM_WAIT_FOR (stats_show_media (alice, bob) && stats_show_media (bob,
           alice), "stats to show the media");
 

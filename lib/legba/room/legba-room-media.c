@@ -330,6 +330,100 @@ is_h264 (const GstSDPMedia * media, const char *pt)
  * accepted: the same profile (the one the offer and the codec preferences
  * agreed on) and the offerer's level (level-asymmetry-allowed lets each
  * side send at its own). */
+static void
+complete_h264_levels (const GstSDPMedia * from, GstSDPMedia * media)
+{
+  for (guint f = 0; f < gst_sdp_media_formats_len (media); f++) {
+    const char *pt = gst_sdp_media_get_format (media, f);
+    g_autofree char *level = NULL;
+    g_autofree char *value = NULL;
+    const char *fmtp;
+    guint index = 0;
+
+    if (!is_h264 (media, pt))
+      continue;
+    fmtp = find_fmtp (media, pt, &index);
+    if (fmtp != NULL && strstr (fmtp, "profile-level-id=") != NULL)
+      continue;
+    level = find_profile_level_id (find_fmtp (from, pt, NULL));
+    if (level == NULL)
+      continue;
+    if (fmtp == NULL) {
+      value = g_strdup_printf ("%s profile-level-id=%s", pt, level);
+      gst_sdp_media_add_attribute (media, "fmtp", value);
+    } else {
+      GstSDPAttribute attr;
+
+      value = g_strdup_printf ("%s %s;profile-level-id=%s", pt, fmtp, level);
+      gst_sdp_attribute_set (&attr, "fmtp", value);
+      gst_sdp_media_replace_attribute (media, index, &attr);
+    }
+  }
+}
+
+/* The id an a=extmap of media gives the transport-wide-cc extension
+ * (RFC 8285: "ID[/direction] URI [attributes]"), or 0. */
+static guint
+twcc_extension_id (const GstSDPMedia * media)
+{
+  for (guint i = 0; i < gst_sdp_media_attributes_len (media); i++) {
+    const GstSDPAttribute *attr = gst_sdp_media_get_attribute (media, i);
+    g_auto (GStrv) words = NULL;
+    guint64 id;
+    char *end;
+
+    if (g_strcmp0 (attr->key, "extmap") != 0 || attr->value == NULL)
+      continue;
+    words = g_strsplit (attr->value, " ", 3);
+    if (words[0] == NULL || words[1] == NULL ||
+        strcmp (words[1], LEGBA_TWCC_URI) != 0)
+      continue;
+    id = g_ascii_strtoull (words[0], &end, 10);
+    /* one-byte (1-14) or two-byte (1-255) headers */
+    if (end != words[0] && (*end == '\0' || *end == '/') && id >= 1 &&
+        id <= 255)
+      return (guint) id;
+  }
+  return 0;
+}
+
+static gboolean
+has_transport_cc (const GstSDPMedia * media)
+{
+  for (guint i = 0; i < gst_sdp_media_attributes_len (media); i++) {
+    const GstSDPAttribute *attr = gst_sdp_media_get_attribute (media, i);
+
+    if (g_strcmp0 (attr->key, "rtcp-fb") == 0 && attr->value != NULL &&
+        g_str_has_suffix (attr->value, " transport-cc"))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* draft-holmer-rmcat-transport-wide-cc-extensions-01 §4: the sender
+ * numbers its packets only if the answer takes the extension too.
+ * webrtcbin 1.22 builds an answer from the offer's formats and feedback
+ * but not its a=extmap lines, so it accepts transport-cc feedback and
+ * then gets no sequence number to give it with: the offerer (a browser)
+ * is left without any delay-based estimate and ramps up on its
+ * loss-based controller alone, 8% a second. The answer takes the offer's
+ * id for the extension on each media whose transport-cc feedback it
+ * accepted; webrtcbin reads it from the local description it is given
+ * and hands it to the receiving rtpsession, which then sends the
+ * feedback. */
+static void
+complete_twcc (const GstSDPMedia * from, GstSDPMedia * media)
+{
+  guint id = twcc_extension_id (from);
+  g_autofree char *value = NULL;
+
+  if (id == 0 || gst_sdp_media_get_port (media) == 0 ||
+      !has_transport_cc (media) || twcc_extension_id (media) != 0)
+    return;
+  value = g_strdup_printf ("%u %s", id, LEGBA_TWCC_URI);
+  gst_sdp_media_add_attribute (media, "extmap", value);
+}
+
 void
 legba_room_media_complete_answer (const GstSDPMessage * offer,
     GstSDPMessage * answer)
@@ -341,32 +435,8 @@ legba_room_media_complete_answer (const GstSDPMessage * offer,
     const GstSDPMedia *from = gst_sdp_message_get_media (offer, m);
     GstSDPMedia *media = (GstSDPMedia *) gst_sdp_message_get_media (answer, m);
 
-    for (guint f = 0; f < gst_sdp_media_formats_len (media); f++) {
-      const char *pt = gst_sdp_media_get_format (media, f);
-      g_autofree char *level = NULL;
-      g_autofree char *value = NULL;
-      const char *fmtp;
-      guint index = 0;
-
-      if (!is_h264 (media, pt))
-        continue;
-      fmtp = find_fmtp (media, pt, &index);
-      if (fmtp != NULL && strstr (fmtp, "profile-level-id=") != NULL)
-        continue;
-      level = find_profile_level_id (find_fmtp (from, pt, NULL));
-      if (level == NULL)
-        continue;
-      if (fmtp == NULL) {
-        value = g_strdup_printf ("%s profile-level-id=%s", pt, level);
-        gst_sdp_media_add_attribute (media, "fmtp", value);
-      } else {
-        GstSDPAttribute attr;
-
-        value = g_strdup_printf ("%s %s;profile-level-id=%s", pt, fmtp, level);
-        gst_sdp_attribute_set (&attr, "fmtp", value);
-        gst_sdp_media_replace_attribute (media, index, &attr);
-      }
-    }
+    complete_h264_levels (from, media);
+    complete_twcc (from, media);
   }
 }
 
@@ -379,8 +449,9 @@ rtp_structure (const char *media, const char *encoding, int clock_rate,
       "encoding-name", G_TYPE_STRING, encoding,
       "clock-rate", G_TYPE_INT, clock_rate, NULL);
 
-  /* an answer keeps the offer's payload types, header extension ids and
-   * feedback (webrtcbin intersects the offer with these) */
+  /* an answer keeps the offer's payload types and feedback (webrtcbin
+   * intersects the offer with these) and its transport-wide-cc extension
+   * id (legba_room_media_complete_answer) */
   if (role == LEGBA_PEER_ANSWERER)
     return s;
   gst_structure_set (s, "payload", G_TYPE_INT, payload, NULL);
