@@ -5,7 +5,8 @@
  * participants in one process that decode and count each other's video
  * and audio; joining and leaving mid-call; a full room; chunked offers;
  * the server restarted mid-call; a peer whose sending stalled; a join
- * while one peer's sending is stuck.
+ * while one peer's sending is stuck; what a receiver sends back to a
+ * sender (transport-wide feedback, NACKs for lost packets, PLIs).
  */
 #include "room-test.h"
 #include "legba-test.h"
@@ -203,6 +204,38 @@ twcc_bitrate_reported (Participant * p)
   return bitrate;
 }
 
+/* The sum of a counter over the sources of p's rtpsession ("sent-nack-count",
+ * "sent-pli-count", ...) */
+static guint
+session_count (Participant * p, const char *field)
+{
+  g_autoptr (GstElement) webrtcbin = first_webrtcbin (p);
+  g_autoptr (GstElement) rtpbin = gst_bin_get_by_name (GST_BIN (webrtcbin),
+      "rtpbin");
+  g_autoptr (GstElement) session = NULL;
+  g_autoptr (GstStructure) stats = NULL;
+  GValueArray *sources;
+  guint sum = 0;
+
+  g_signal_emit_by_name (rtpbin, "get-session", 0, &session);
+  if (session == NULL)
+    return 0;
+  g_object_get (session, "stats", &stats, NULL);
+  /* rtpsession 1.22 gives its sources' stats as a GValueArray */
+  G_GNUC_BEGIN_IGNORE_DEPRECATIONS;
+  sources = g_value_get_boxed (gst_structure_get_value (stats, "source-stats"));
+  for (guint i = 0; sources != NULL && i < sources->n_values; i++) {
+    const GstStructure *s =
+        gst_value_get_structure (g_value_array_get_nth (sources, i));
+    guint n = 0;
+
+    if (gst_structure_get_uint (s, field, &n))
+      sum += n;
+  }
+  G_GNUC_END_IGNORE_DEPRECATIONS;
+  return sum;
+}
+
 static gboolean
 wake (gpointer data)
 {
@@ -304,6 +337,94 @@ assert_distinct_sctp_ids (Participant ** all, guint n)
     }
   }
   g_assert_cmpuint (encoders, ==, n * (n - 1));
+}
+
+/* Drops every 20th RTP packet a webrtcbin receives (after SRTP, before
+ * rtpbin): a lossy link, the same on every run. */
+static gboolean
+drop_every_20th (GstBuffer ** buffer, guint idx, gpointer data)
+{
+  guint *n = data;
+
+  if (++*n % 20 == 0)
+    gst_clear_buffer (buffer);
+  return TRUE;
+}
+
+static GstPadProbeReturn
+lose_packets (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  guint *n = data;
+  GstBufferList *list;
+
+  if (info->type & GST_PAD_PROBE_TYPE_BUFFER)
+    return ++ * n % 20 == 0 ? GST_PAD_PROBE_DROP : GST_PAD_PROBE_OK;
+  list = gst_buffer_list_make_writable (GST_PAD_PROBE_INFO_BUFFER_LIST (info));
+  gst_buffer_list_foreach (list, drop_every_20th, n);
+  GST_PAD_PROBE_INFO_DATA (info) = list;
+  return gst_buffer_list_length (list) > 0 ? GST_PAD_PROBE_OK :
+      GST_PAD_PROBE_DROP;
+}
+
+/* The sum of a counter over p's jitter buffers' stats */
+static guint64
+jitterbuffer_count (Participant * p, const char *field)
+{
+  g_autoptr (GPtrArray) found = elements_by_factory (p->pipeline,
+      "rtpjitterbuffer");
+  guint64 sum = 0;
+
+  for (guint i = 0; i < found->len; i++) {
+    g_autoptr (GstStructure) stats = NULL;
+    guint64 n = 0;
+
+    g_object_get (found->pdata[i], "stats", &stats, NULL);
+    if (gst_structure_get_uint64 (stats, field, &n))
+      sum += n;
+  }
+  return sum;
+}
+
+/* A receiver asks for the video packets it lost (RTCP NACK) and gets them
+ * again (RTX, RFC 4588) within its jitter buffer's latency: every 20th
+ * packet the receiver takes in is dropped. The sender offers, as
+ * Chromium joining a room of Legba receivers does. */
+static void
+test_nack (Fixture * f, gconstpointer data)
+{
+  Participant *alice = participant_new_for_server (f, "alice", NULL, FALSE);
+  Participant *bob = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *all[] = { alice };
+  g_autoptr (GstElement) webrtcbin = NULL;
+  g_autoptr (GstElement) rtpbin = NULL;
+  g_autoptr (GstPad) in = NULL;
+  guint dropped = 0, poll;
+  gulong probe;
+
+  participant_connect_and_wait (alice);
+  participant_connect_and_wait (bob);
+  ROOM_WAIT_FOR (participant_connected_to (alice, bob), "the connection");
+  wait_until_all_decode (all, 1, 1);
+  webrtcbin = first_webrtcbin (alice);
+  rtpbin = gst_bin_get_by_name (GST_BIN (webrtcbin), "rtpbin");
+  in = gst_element_get_static_pad (rtpbin, "recv_rtp_sink_0");
+  probe = gst_pad_add_probe (in, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_BUFFER_LIST, lose_packets, &dropped, NULL);
+  /* the counters are properties: polled, not signalled */
+  poll = g_timeout_add (50, wake, NULL);
+  ROOM_WAIT_FOR (session_count (alice, "sent-nack-count") > 0 &&
+      jitterbuffer_count (alice, "rtx-success-count") > 0,
+      "a lost packet to be asked for and to come again");
+  g_source_remove (poll);
+  g_test_message ("%u NACKs sent, %" G_GUINT64_FORMAT " packets asked for, %"
+      G_GUINT64_FORMAT " of them repaired", session_count (alice,
+          "sent-nack-count"), jitterbuffer_count (alice, "rtx-count"),
+      jitterbuffer_count (alice, "rtx-success-count"));
+  gst_pad_remove_probe (in, probe);
+  assert_no_room_errors (alice);
+  assert_no_room_errors (bob);
+  participant_free (bob);
+  participant_free (alice);
 }
 
 /* A 4-way mesh: everyone decodes everyone. Under AddressSanitizer the
@@ -1109,6 +1230,7 @@ main (int argc, char **argv)
       fixture_setup, func, fixture_teardown)
   g_test_add_func ("/room/prepare-first", test_prepare_first);
   ADD_ROOM ("two", test_two, 0);
+  ADD_ROOM ("nack", test_nack, 0);
   ADD_ROOM ("setup-times", test_setup_times, 0);
   ADD_ROOM ("four", test_four, 0);
   ADD_ROOM ("leave-and-return", test_leave_and_return, 0);

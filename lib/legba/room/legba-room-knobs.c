@@ -103,6 +103,70 @@ on_new_storage (GstElement * rtpbin, GstElement * storage, guint session,
   g_object_set (storage, "size-time", (guint64) 0, NULL);
 }
 
+/* The mid of the m-line of sdp that announces ssrc (a=ssrc, RFC 5576),
+ * or NULL. */
+static char *
+mid_announcing (const GstSDPMessage * sdp, guint ssrc)
+{
+  for (guint m = 0; m < gst_sdp_message_medias_len (sdp); m++) {
+    const GstSDPMedia *media = gst_sdp_message_get_media (sdp, m);
+
+    for (guint i = 0; i < gst_sdp_media_attributes_len (media); i++) {
+      const GstSDPAttribute *attr = gst_sdp_media_get_attribute (media, i);
+      char *end;
+
+      if (g_strcmp0 (attr->key, "ssrc") == 0 && attr->value != NULL &&
+          g_ascii_strtoull (attr->value, &end, 10) == ssrc &&
+          end != attr->value && (*end == ' ' || *end == '\0'))
+        return g_strdup (gst_sdp_media_get_attribute_val (media, "mid"));
+    }
+  }
+  return NULL;
+}
+
+/* webrtcbin 1.22 sets a new jitter buffer's do-retransmission once for
+ * each SSRC the remote description announces, to the do-nack of that
+ * SSRC's transceiver, not only for the buffer's own SSRC: the last one
+ * wins (GST_DEBUG=webrtcbin:6 shows "setting do-nack=true for transceiver"
+ * the video's, then "do-nack=false" the audio's, for the same ssrc). In a
+ * bundle whose audio m-line comes after the video's, every jitter buffer
+ * ends without retransmission, and a lost video packet is never asked for
+ * again (RTCP NACK): it is lost for good, and the picture waits for the
+ * next key frame. After webrtcbin's handler, a jitter buffer takes the
+ * do-nack of the transceiver whose m-line announces its SSRC; one whose
+ * SSRC is not announced is left as webrtcbin set it. Runs on the stream's
+ * thread, which holds no lock of webrtcbin's (its own handler takes them). */
+static void
+on_new_jitterbuffer (GstElement * rtpbin, GstElement * jitterbuffer,
+    guint session, guint ssrc, gpointer data)
+{
+  GstElement *webrtcbin = data;
+  GstWebRTCSessionDescription *remote = NULL;
+  GArray *transceivers = NULL;
+  g_autofree char *mid = NULL;
+
+  g_object_get (webrtcbin, "remote-description", &remote, NULL);
+  if (remote != NULL)
+    mid = mid_announcing (remote->sdp, ssrc);
+  g_clear_pointer (&remote, gst_webrtc_session_description_free);
+  if (mid == NULL)
+    return;
+  g_signal_emit_by_name (webrtcbin, "get-transceivers", &transceivers);
+  for (guint i = 0; transceivers != NULL && i < transceivers->len; i++) {
+    GstWebRTCRTPTransceiver *t = g_array_index (transceivers,
+        GstWebRTCRTPTransceiver *, i);
+    g_autofree char *t_mid = NULL;
+    gboolean do_nack = FALSE;
+
+    g_object_get (t, "mid", &t_mid, "do-nack", &do_nack, NULL);
+    if (g_strcmp0 (t_mid, mid) == 0) {
+      g_object_set (jitterbuffer, "do-retransmission", do_nack, NULL);
+      break;
+    }
+  }
+  g_clear_pointer (&transceivers, g_array_unref);
+}
+
 static void
 refuse_fec (GstElement * webrtcbin)
 {
@@ -118,6 +182,18 @@ refuse_fec (GstElement * webrtcbin)
         G_SIGNAL_MATCH_DATA, id, 0, NULL, NULL, webrtcbin);
   /* after webrtcbin's own handler, which sets the size */
   g_signal_connect (rtpbin, "new-storage", G_CALLBACK (on_new_storage), NULL);
+}
+
+static void
+request_retransmissions (GstElement * webrtcbin)
+{
+  g_autoptr (GstElement) rtpbin = gst_bin_get_by_name (GST_BIN (webrtcbin),
+      "rtpbin");
+
+  /* after webrtcbin's own handler; the rtpbin lives in the webrtcbin */
+  if (rtpbin != NULL)
+    g_signal_connect (rtpbin, "new-jitterbuffer",
+        G_CALLBACK (on_new_jitterbuffer), webrtcbin);
 }
 
 void
@@ -145,6 +221,7 @@ legba_peer_configure_webrtcbin (LegbaPeer * peer)
   }
   configure_ice (peer);
   refuse_fec (peer->webrtcbin);
+  request_retransmissions (peer->webrtcbin);
   legba_peer_congestion_setup (peer);
 }
 
