@@ -271,6 +271,21 @@ assert_transport_feedback (Participant * offerer, Participant * answerer)
       twcc_bitrate_reported (answerer));
 }
 
+/* p asked for a key frame when its track pads were linked, with a PLI
+ * (RFC 4585), never with a FIR: RFC 5104 keeps FIR for other cases, and
+ * rtpsession numbers every FIR alike, so a sender takes all but the first
+ * for repeats (legba-room-media.c, key_unit_as_pli). */
+static void
+assert_key_frame_requests (Participant * p)
+{
+  guint poll = g_timeout_add (50, wake, NULL);
+
+  ROOM_WAIT_FOR (session_count (p, "sent-pli-count") > 0,
+      "a key frame request");
+  g_source_remove (poll);
+  g_assert_cmpuint (session_count (p, "sent-fir-count"), ==, 0);
+}
+
 static void
 test_two (Fixture * f, gconstpointer data)
 {
@@ -293,6 +308,8 @@ test_two (Fixture * f, gconstpointer data)
   assert_description (bob, alice, "local-description");
   assert_description (alice, bob, "local-description");
   assert_transport_feedback (bob, alice);
+  assert_key_frame_requests (alice);
+  assert_key_frame_requests (bob);
   ROOM_WAIT_FOR (stats_show_media (alice, bob) && stats_show_media (bob,
           alice), "stats to show the media");
 

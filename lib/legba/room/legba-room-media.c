@@ -1133,6 +1133,36 @@ key_gate (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_DROP;
 }
 
+/* A received video's requests for a key frame leave as PLI (RFC 4585
+ * 6.3.1), not FIR. The depayloader and the key gate ask with an upstream
+ * force-key-unit event whose all-headers is TRUE, which rtpsession 1.22
+ * turns into a FIR when the sender accepts FIR; RFC 5104 4.3.1.2 keeps
+ * FIR for a decoder that must start afresh and asks for PLI when loss
+ * broke the picture. And rtpsession increments a FIR's sequence number
+ * only when the event's count changes, which these events never do: every
+ * FIR repeats the first one's number, which a sender takes for the same
+ * request sent again (RFC 5104 4.3.1.1.1). libwebrtc counts such a FIR and
+ * makes no key frame for it, and the picture stayed frozen until the
+ * sender made a key frame for a reason of its own. Runs on the
+ * depayloader's sink pad. */
+static GstPadProbeReturn
+key_unit_as_pli (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  GstEvent *event = GST_PAD_PROBE_INFO_EVENT (info);
+  gboolean all_headers = FALSE;
+  guint count = 0;
+
+  if (!gst_video_event_is_force_key_unit (event) ||
+      !gst_video_event_parse_upstream_force_key_unit (event, NULL,
+          &all_headers, &count) || !all_headers)
+    return GST_PAD_PROBE_OK;
+  GST_PAD_PROBE_INFO_DATA (info) =
+      gst_video_event_new_upstream_force_key_unit (GST_CLOCK_TIME_NONE,
+      FALSE, count);
+  gst_event_unref (event);
+  return GST_PAD_PROBE_OK;
+}
+
 /* The plugin of the decoder decodebin would choose for a received format
  * (the highest-ranked one), loaded once per process: on a thread of its
  * own from the first description that announces media
@@ -1252,11 +1282,17 @@ legba_peer_media_on_pad_added (GstElement * webrtcbin, GstPad * pad,
     discard (peer, pad);
     return;
   }
-  if (format->kind == LEGBA_TRACK_KIND_VIDEO)
+  if (format->kind == LEGBA_TRACK_KIND_VIDEO) {
+    GstPad *depay_sink = gst_element_get_static_pad (chain[0], "sink");
+
     /* after a lost packet: ask the sender for a key frame (a PLI) and hand
      * the decoder nothing until it comes, never a broken frame */
     g_object_set (chain[0], "request-keyframe", TRUE, "wait-for-keyframe",
         TRUE, NULL);
+    gst_pad_add_probe (depay_sink, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM,
+        key_unit_as_pli, NULL, NULL);
+    gst_object_unref (depay_sink);
+  }
   if (format->parse != NULL) {
     KeyGate *gate = g_new0 (KeyGate, 1);
     GstPad *depay_src = gst_element_get_static_pad (chain[0], "src");
