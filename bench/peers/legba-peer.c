@@ -1133,7 +1133,7 @@ static void
 on_mesh_element (GstBin * bin, GstBin * sub, GstElement * element,
     gpointer data)
 {
-  loss_watch (element);
+  loss_watch_wire (element);
 }
 
 static int

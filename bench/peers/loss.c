@@ -81,6 +81,78 @@ loss_window_print (const LossWindow * w, GString * out)
       "\"rtp_dropped\": %d, ", loss_probability, in, in - passed);
 }
 
+/* An RTP packet as it leaves on the wire: SRTP keeps the RTP header in
+ * the clear (version 2), and with rtcp-mux an RTCP packet's second byte
+ * is its type, 192 to 223 (RFC 5761); STUN, DTLS (and SCTP within it)
+ * start lower. */
+static gboolean
+is_rtp (GstBuffer * buffer)
+{
+  guint8 head[2];
+
+  return gst_buffer_extract (buffer, 0, head, 2) == 2
+      && (head[0] & 0xc0) == 0x80 && (head[1] < 192 || head[1] > 223);
+}
+
+/* Drops an RTP packet with the probability, counting what came and what
+ * passed; everything else passes. */
+static gboolean
+loss_keep (GstBuffer ** buffer, guint idx, gpointer data)
+{
+  if (!is_rtp (*buffer))
+    return TRUE;
+  g_atomic_int_inc (&loss_packets_in);
+  if (g_random_double () < loss_probability) {
+    gst_clear_buffer (buffer);
+    return TRUE;
+  }
+  g_atomic_int_inc (&loss_packets_out);
+  return TRUE;
+}
+
+static GstPadProbeReturn
+loss_wire (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  if (GST_PAD_PROBE_INFO_TYPE (info) & GST_PAD_PROBE_TYPE_BUFFER_LIST) {
+    GstBufferList *list = gst_buffer_list_make_writable
+        (GST_PAD_PROBE_INFO_BUFFER_LIST (info));
+
+    gst_buffer_list_foreach (list, loss_keep, NULL);
+    GST_PAD_PROBE_INFO_DATA (info) = list;
+    return gst_buffer_list_length (list) ? GST_PAD_PROBE_OK :
+        GST_PAD_PROBE_DROP;
+  } else {
+    GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER (info);
+
+    if (!is_rtp (buffer))
+      return GST_PAD_PROBE_OK;
+    g_atomic_int_inc (&loss_packets_in);
+    if (g_random_double () < loss_probability)
+      return GST_PAD_PROBE_DROP;
+    g_atomic_int_inc (&loss_packets_out);
+    return GST_PAD_PROBE_OK;
+  }
+}
+
+/* call for every element added to a LegbaRoom's pipeline
+ * (deep-element-added): the room takes webrtcbin's aux sender for its
+ * own (docs/congestion-control.md), so packets are lost on the wire, at
+ * each connection's nicesink, as the RTP packets they are */
+void
+loss_watch_wire (GstElement * element)
+{
+  GstElementFactory *f = gst_element_get_factory (element);
+  GstPad *pad;
+
+  if (loss_probability <= 0 || f == NULL ||
+      strcmp (GST_OBJECT_NAME (f), "nicesink") != 0)
+    return;
+  pad = gst_element_get_static_pad (element, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_BUFFER_LIST, loss_wire, NULL, NULL);
+  gst_object_unref (pad);
+}
+
 /* call for every element added to the pipeline (deep-element-added) */
 void
 loss_watch (GstElement * element)
