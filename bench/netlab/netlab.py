@@ -12,7 +12,9 @@ the receiver side, sampled every second; writes one JSON file.
   netlab.py --list
 
 Senders, each in turn on every scenario: legba:KBPS (legba-call --video
-CLIP --bitrate KBPS) and chromium (the room page in headless Chromium,
+CLIP --bitrate KBPS), legba-nocc:KBPS (the same with
+--no-congestion-control: packets unpaced, every retransmission request
+answered, the bitrate fixed) and chromium (the room page in headless Chromium,
 its fake camera playing the same picture: chromium-peer.mjs); by
 default legba:600, legba:2000 (under and over the 1 Mbit/s bottleneck)
 and chromium. The receiver: the room page in Chromium (the default), or
@@ -498,7 +500,9 @@ class Scenario:
                 f"ws://10.201.1.1:{PORT}", "--key", "lab", "--secret",
                 "lab-secret", "--room", "lab", "--identity", "snd",
                 "--video", self.clip["mp4"], "--bitrate", str(self.bitrate),
-                "--stats", "--json", "--duration", str(duration)]),
+                "--stats", "--json", "--duration", str(duration)] + (
+                    ["--no-congestion-control"]
+                    if self.sender == "legba-nocc" else [])),
                 lambda l: l.startswith("stats:"), env)
         tcp = None
         if self.spec.get("tcp"):
@@ -637,8 +641,9 @@ def main():
     receiver = args.receiver or (
         "chromium" if browser and not args.smoke else "legba")
     for x in senders:
-        if not re.fullmatch(r"legba:[1-9][0-9]*|chromium", x):
-            ap.error(f"--senders: {x} is neither legba:KBPS nor chromium")
+        if not re.fullmatch(r"legba(-nocc)?:[1-9][0-9]*|chromium", x):
+            ap.error(f"--senders: {x} is neither legba:KBPS, "
+                     "legba-nocc:KBPS nor chromium")
     notes = []
     if not browser and (receiver == "chromium" or "chromium" in senders):
         notes.append(f"Chromium left out: {CHROMIUM}, node or playwright-"
