@@ -26,6 +26,11 @@
  * pacer: time a packet waits in the sender's own queue would otherwise
  * read as queueing in the network.
  *
+ * Sizes: the bytes the link carries for the packet, as far as the caller
+ * knows (the RTP packet and its UDP, IP and SRTP overhead): the target is
+ * a rate on the wire, of which the encoder gets what the audio and the
+ * overhead leave.
+ *
  * Threads: an estimator belongs to one thread at a time; nothing locks.
  */
 #pragma once
