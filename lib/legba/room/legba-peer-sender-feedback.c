@@ -20,6 +20,9 @@
 #define REPORT_CHANGE 0.03
 #define REPORT_US G_USEC_PER_SEC
 #define MIN_BITRATE 30000
+/* What the link carries of a packet beyond the RTP packet the feedback
+ * gives the size of: IPv4 and UDP headers, the SRTP authentication tag. */
+#define WIRE_OVERHEAD (20 + 8 + 10)
 
 void
 legba_peer_sender_feedback_init (LegbaPeerSender * self, guint start_bitrate,
@@ -170,7 +173,7 @@ parse_twcc (const GstStructure * s)
       continue;
     gst_structure_get_boolean (p, "lost", &lost);
     packet.seq = seqnum & 0xffff;
-    packet.size = size;
+    packet.size = size + WIRE_OVERHEAD;
     packet.send_us = ts_us (p, "local-ts");
     packet.arrival_us = lost ? LEGBA_BWE_LOST : ts_us (p, "remote-ts");
     if (packet.send_us == LEGBA_BWE_LOST)
