@@ -114,6 +114,7 @@ test_audio_first (void)
   guint position = 0;
 
   legba_peer_sender_set_audio_ssrc (LEGBA_PEER_SENDER (h->element), AUDIO_SSRC);
+  feedback (h);
   for (guint16 i = 0; i < 30; i++)
     gst_harness_push (h, rtp_packet (VIDEO_SSRC, i, 1200));
   gst_harness_push (h, rtp_packet (AUDIO_SSRC, 1000, 100));
