@@ -22,7 +22,9 @@ done
 # the browser interop tests (driven headless through playwright-core);
 # GObject introspection and PyGObject for Legba-1.0.typelib and its test;
 # Xvfb and GStreamer's X sinks for legba-call's windows in the tests;
-# iproute2 (ip, tc) for the network lab's namespaces (bench/netlab).
+# iproute2 (ip, tc) for the network lab's namespaces (bench/netlab);
+# libsystemd for legba-server's readiness notification (Type=notify) and
+# systemd's systemd-analyze for the checks of its unit.
 packages=(
   build-essential meson ninja-build pkg-config
   libglib2.0-dev libsoup-3.0-dev libjson-glib-dev glib-networking zlib1g-dev
@@ -39,6 +41,7 @@ packages=(
   gir1.2-glib-2.0 gir1.2-gstreamer-1.0 gir1.2-json-1.0
   xvfb gstreamer1.0-x libxcb1-dev
   iproute2
+  libsystemd-dev systemd
 )
 
 missing=()

@@ -18,6 +18,10 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#ifdef LEGBA_HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
 #define EXIT_USAGE 2
 
 /* After the close frames, how long the server may take to see every
@@ -337,6 +341,31 @@ apply_app_and_tls (LegbaServer * server, GError ** error)
   return TRUE;
 }
 
+/* Tells the service manager about the server's state (sd_notify(3):
+ * READY=1, STOPPING=1, STATUS=...) when it started the server with
+ * NOTIFY_SOCKET set, as systemd does for Type=notify units; without
+ * libsystemd, nothing. */
+static void
+notify_manager (const char *format, ...)
+G_GNUC_PRINTF (1, 2);
+
+     static void notify_manager (const char *format, ...)
+{
+#ifdef LEGBA_HAVE_LIBSYSTEMD
+  g_autofree char *state = NULL;
+  va_list args;
+  int ret;
+
+  va_start (args, format);
+  state = g_strdup_vprintf (format, args);
+  va_end (args);
+  ret = sd_notify (0, state);
+  if (ret < 0)
+    g_printerr ("%s: cannot notify the service manager: %s\n",
+        g_get_prgname (), g_strerror (-ret));
+#endif
+}
+
 typedef struct
 {
   LegbaServer *server;
@@ -378,6 +407,8 @@ on_signal (gpointer user_data)
   if (shutdown->started)
     return G_SOURCE_CONTINUE;
   shutdown->started = TRUE;
+  notify_manager ("STOPPING=1\nSTATUS=Closing %u sockets with 4200",
+      legba_server_get_connection_count (shutdown->server));
   legba_server_shutdown (shutdown->server);
   if (legba_server_get_connection_count (shutdown->server) == 0) {
     g_main_loop_quit (shutdown->loop);
@@ -407,6 +438,9 @@ run (LegbaServer * server)
       strchr (address, ':') ? "[" : "", address,
       strchr (address, ':') ? "]" : "", legba_server_get_port (server));
   fflush (stdout);
+  notify_manager ("READY=1\nSTATUS=Listening on %s%s%s:%u",
+      strchr (address, ':') ? "[" : "", address,
+      strchr (address, ':') ? "]" : "", legba_server_get_port (server));
   if (legba_server_get_metrics_port (server) != 0)
     g_printerr ("legba-server: /metrics on port %u\n",
         legba_server_get_metrics_port (server));

@@ -350,6 +350,11 @@ legba_config_app (LegbaConfig * config, const char *group, GError ** error)
   }
   for (i = 0; fields[i] != NULL; i++) {
     app[i] = g_key_file_get_string (config->file, group, fields[i], NULL);
+    /* The default configuration leaves the secret to the operator. */
+    if (i == 2 && app[i] != NULL && *g_strstrip (app[i]) == '\0')
+      return legba_config_fail (config, group, fields[i], error,
+          "not set yet: set it to a long random string known only to the "
+          "app's backend (openssl rand -hex 32)");
     if (app[i] == NULL || *g_strstrip (app[i]) == '\0')
       return legba_config_fail (config, group, fields[i], error,
           "missing or empty");
