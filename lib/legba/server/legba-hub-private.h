@@ -101,6 +101,7 @@ struct _LegbaHub
   LegbaLimits limits;
   GHashTable *apps_by_id;       /* owns the apps */
   GHashTable *apps_by_key;
+  GPtrArray *retired_apps;      /* removed, owned: conns may point at them */
   GPtrArray *conns;             /* LegbaHubConn *, each knows its index */
   GHashTable *conns_by_socket_id;
   gint64 (*now) (gpointer);

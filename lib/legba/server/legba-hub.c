@@ -937,6 +937,8 @@ legba_hub_new (const LegbaHubTransport * transport, gpointer user_data)
   legba_limits_init_defaults (&hub->limits);
   hub->apps_by_id = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
       (GDestroyNotify) app_free);
+  hub->retired_apps = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      app_free);
   hub->apps_by_key = g_hash_table_new (g_str_hash, g_str_equal);
   hub->conns = g_ptr_array_new ();
   hub->conns_by_socket_id = g_hash_table_new (g_str_hash, g_str_equal);
@@ -966,6 +968,7 @@ legba_hub_free (LegbaHub * hub)
   g_hash_table_unref (hub->conns_by_socket_id);
   g_hash_table_unref (hub->apps_by_key);
   g_hash_table_unref (hub->apps_by_id);
+  g_ptr_array_unref (hub->retired_apps);
   g_bytes_unref (hub->ping_frame);
   g_bytes_unref (hub->pong_frame);
   g_strfreev (hub->turn_urls);

@@ -144,6 +144,16 @@ gboolean legba_hub_add_app (LegbaHub * hub, const char *id, const char *key,
     const char *secret, GError ** error);
 LegbaHubApp *legba_hub_find_app_by_id (LegbaHub * hub, const char *id);
 LegbaHubApp *legba_hub_find_app_by_key (LegbaHub * hub, const char *key);
+/* Every app, in no order (transfer container). */
+GPtrArray *legba_hub_get_apps (LegbaHub * hub);
+/* Takes app out of the hub: its id and key are free again, and every
+ * connection of its is closed with pusher:error 4001 (the app does not
+ * exist). app stays valid, doing nothing, until the hub is freed. */
+void legba_hub_remove_app (LegbaHub * hub, LegbaHubApp * app);
+/* For what the app signs and verifies from now on. */
+void legba_hub_app_set_secret (LegbaHubApp * app, const char *secret);
+/* For what its connections do from now on. */
+void legba_hub_app_set_limits (LegbaHubApp * app, const LegbaLimits * limits);
 const char *legba_hub_app_get_id (LegbaHubApp * app);
 const char *legba_hub_app_get_key (LegbaHubApp * app);
 const char *legba_hub_app_get_secret (LegbaHubApp * app);
