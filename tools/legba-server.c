@@ -268,12 +268,23 @@ apply_turn_flags (LegbaServer * server, GError ** error)
   return TRUE;
 }
 
+/* Flags override the configuration file, after a reload too. */
+static gboolean
+apply_limit_flags (LegbaServer * server, GError ** error)
+{
+  const char *const *limits = legba_server_get_limit_names ();
+
+  for (guint i = 0; limits[i] != NULL; i++) {
+    if (!apply_uint_flag (server, limits[i], limits[i], opt_limits[i], error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean
 apply_flags (LegbaServer * server, GError ** error)
 {
-  const char *const *limits = legba_server_get_limit_names ();
   g_autofree char *metrics_bind = NULL;
-  guint i;
 
   if (opt_bind != NULL)
     g_object_set (server, "listen-address", opt_bind, NULL);
@@ -305,14 +316,8 @@ apply_flags (LegbaServer * server, GError ** error)
   }
   if (opt_compression)
     g_object_set (server, "compression", TRUE, NULL);
-  if (!apply_redis_flags (server, error) || !apply_turn_flags (server, error))
-    return FALSE;
-
-  for (i = 0; limits[i] != NULL; i++) {
-    if (!apply_uint_flag (server, limits[i], limits[i], opt_limits[i], error))
-      return FALSE;
-  }
-  return TRUE;
+  return apply_redis_flags (server, error) &&
+      apply_turn_flags (server, error) && apply_limit_flags (server, error);
 }
 
 static gboolean
@@ -421,17 +426,49 @@ on_signal (gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
+/* SIGHUP: the configuration file again, what of it can change while the
+ * server runs (legba_server_reload_config()); on an error, the
+ * configuration in force stays whole. */
+static gboolean
+on_reload (gpointer user_data)
+{
+  Shutdown *shutdown = user_data;
+  g_autoptr (GError) error = NULL;
+
+  if (shutdown->started)
+    return G_SOURCE_CONTINUE;
+  if (opt_config == NULL) {
+    g_printerr ("%s: SIGHUP: no --config to read again\n", g_get_prgname ());
+    return G_SOURCE_CONTINUE;
+  }
+  notify_manager ("RELOADING=1\nSTATUS=Reading %s again", opt_config);
+  if (legba_server_reload_config (shutdown->server, opt_config, opt_app_id,
+          &error) && apply_limit_flags (shutdown->server, &error)) {
+    g_printerr ("%s: %s read again\n", g_get_prgname (), opt_config);
+    notify_manager ("READY=1\nSTATUS=Listening on port %u, %s read again",
+        legba_server_get_port (shutdown->server), opt_config);
+  } else {
+    g_printerr ("%s: %s; the configuration in force stays\n",
+        g_get_prgname (), error->message);
+    notify_manager ("READY=1\nSTATUS=Listening on port %u, %s not read "
+        "again: %s", legba_server_get_port (shutdown->server), opt_config,
+        error->message);
+  }
+  return G_SOURCE_CONTINUE;
+}
+
 static int
 run (LegbaServer * server)
 {
   g_autoptr (GMainLoop) loop = g_main_loop_new (NULL, FALSE);
   g_autofree char *address = NULL;
   Shutdown shutdown = { server, loop, FALSE, 0 };
-  guint term, intr;
+  guint term, intr, hup;
 
   /* Handlers first: whoever reads the line may signal at once. */
   term = g_unix_signal_add (SIGTERM, on_signal, &shutdown);
   intr = g_unix_signal_add (SIGINT, on_signal, &shutdown);
+  hup = g_unix_signal_add (SIGHUP, on_reload, &shutdown);
 
   g_object_get (server, "listen-address", &address, NULL);
   g_print ("legba-server listening on %s%s%s:%u\n",
@@ -448,6 +485,7 @@ run (LegbaServer * server)
   g_main_loop_run (loop);
   g_source_remove (term);
   g_source_remove (intr);
+  g_source_remove (hup);
   if (shutdown.timeout != 0)
     g_source_remove (shutdown.timeout);
   g_signal_handlers_disconnect_by_data (server, &shutdown);
@@ -521,7 +559,8 @@ main (int argc, char **argv)
       "the Pusher HTTP API and join tokens under /apps/APP_ID/, GET /up\n"
       "and GET /metrics. Prints one line, 'legba-server listening on\n"
       "ADDR:PORT', once it listens; SIGTERM or SIGINT closes every socket\n"
-      "with 4200 (clients reconnect) and exits.");
+      "with 4200 (clients reconnect) and exits; SIGHUP reads the\n"
+      "configuration file again (its apps and limits).");
   g_option_context_set_description (context,
       "At least one app is needed, from --app-* or a configuration file.\n"
       "Logs go to stderr; G_MESSAGES_DEBUG=Legba adds a line per\n"

@@ -2,12 +2,17 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """legba-server speaks systemd's notification protocol (sd_notify(3)), as
 a Type=notify unit needs: READY=1 with its address in STATUS= once its
-port accepts connections, STOPPING=1 on SIGTERM, and nothing when it
-refuses to start (the default configuration, whose secret is not set).
+port accepts connections, STOPPING=1 on SIGTERM, RELOADING=1 then READY=1
+around a configuration reload on SIGHUP, and nothing when it refuses to
+start (the default configuration, whose secret is not set). The reload
+itself: a removed app's sockets are closed with 4001, an unchanged app's
+stay, a new app is served; a file with an error changes nothing.
 
 The test owns the datagram socket NOTIFY_SOCKET names, as systemd does.
 Usage: test-notify.py DEFAULT-CONFIG (legba-server from $LEGBA_SERVER)."""
 
+import base64
+import json
 import os
 import re
 import signal
@@ -71,6 +76,161 @@ def test_ready_then_stopping(tmp):
     print('ok - READY=1 once listening, STOPPING=1 on SIGTERM')
 
 
+class WebSocket:
+    """A Pusher protocol 7 client over a plain socket, frames by hand
+    (RFC 6455): the test needs nothing beyond Python's library."""
+
+    def __init__(self, port, key):
+        self.sock = socket.create_connection(('127.0.0.1', port),
+                                             timeout=DEADLINE_S)
+        nonce = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall((
+            f'GET /app/{key}?protocol=7 HTTP/1.1\r\n'
+            f'Host: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n'
+            f'Connection: Upgrade\r\nSec-WebSocket-Key: {nonce}\r\n'
+            'Sec-WebSocket-Version: 13\r\n\r\n').encode())
+        self.buffer = b''
+        while b'\r\n\r\n' not in self.buffer:
+            self.buffer += self._recv()
+        head, self.buffer = self.buffer.split(b'\r\n\r\n', 1)
+        assert head.startswith(b'HTTP/1.1 101'), head
+
+    def _recv(self):
+        data = self.sock.recv(65536)
+        if not data:
+            raise EOFError('connection closed')
+        return data
+
+    def _take(self, n):
+        while len(self.buffer) < n:
+            self.buffer += self._recv()
+        data, self.buffer = self.buffer[:n], self.buffer[n:]
+        return data
+
+    def read(self):
+        """(opcode, payload) of the next frame."""
+        b0, b1 = self._take(2)
+        length = b1 & 0x7f
+        if length == 126:
+            length = int.from_bytes(self._take(2), 'big')
+        elif length == 127:
+            length = int.from_bytes(self._take(8), 'big')
+        return b0 & 0x0f, self._take(length)
+
+    def event(self):
+        opcode, payload = self.read()
+        assert opcode == 1, (opcode, payload)
+        return json.loads(payload)
+
+    def send(self, obj):
+        payload = json.dumps(obj).encode()
+        mask = os.urandom(4)
+        assert len(payload) < 126
+        self.sock.sendall(bytes([0x81, 0x80 | len(payload)]) + mask + bytes(
+            b ^ mask[i % 4] for i, b in enumerate(payload)))
+
+    def close(self):
+        self.sock.close()
+
+
+def open_app(port, key):
+    ws = WebSocket(port, key)
+    assert ws.event()['event'] == 'pusher:connection_established'
+    return ws
+
+
+def alive(ws):
+    ws.send({'event': 'pusher:ping', 'data': {}})
+    return ws.event()['event'] == 'pusher:pong'
+
+
+APPS = """
+[app kept]
+id = 1
+key = kept-key
+secret = kept-secret
+"""
+REMOVED = """
+[app removed]
+id = 2
+key = removed-key
+secret = removed-secret
+"""
+ADDED = """
+[app added]
+id = 3
+key = added-key
+secret = added-secret
+"""
+
+
+def test_reload(tmp):
+    config = os.path.join(tmp, 'legba.conf')
+    with open(config, 'w') as f:
+        f.write('[server]\nport = 0\n' + APPS + REMOVED)
+    sock, server = start(tmp, ['--config', config])
+    try:
+        state = receive(sock)
+        assert state.get('READY') == '1', state
+        port = int(state['STATUS'].rsplit(':', 1)[1])
+        kept = open_app(port, 'kept-key')
+        removed = open_app(port, 'removed-key')
+
+        with open(config, 'w') as f:
+            f.write('[server]\nport = 0\n[limits]\nmax-connections = 1\n' +
+                    APPS + ADDED)
+        server.send_signal(signal.SIGHUP)
+        state = receive(sock)
+        assert state.get('RELOADING') == '1', state
+        state = receive(sock)
+        assert state.get('READY') == '1', state
+        assert 'read again' in state.get('STATUS', ''), state
+
+        # Pusher protocol 7: the removed app's socket gets 4001 and is
+        # closed with it; the other's goes on; the new app is served.
+        error = removed.event()
+        assert error['event'] == 'pusher:error', error
+        assert error['data']['code'] == 4001, error
+        opcode, payload = removed.read()
+        assert opcode == 8 and int.from_bytes(payload[:2], 'big') == 4001, \
+            (opcode, payload)
+        assert alive(kept)
+        open_app(port, 'added-key').close()
+        # The new limit holds for the app already there.
+        second = WebSocket(port, 'kept-key')
+        error = second.event()
+        assert error['event'] == 'pusher:error', error
+        assert error['data']['code'] == 4004, error
+        second.close()
+
+        # A file with an error: refused whole, nothing changes.
+        with open(config, 'w') as f:
+            f.write('[server]\nport = 0\n[limits]\nmax-conections = 5\n' +
+                    APPS)
+        server.send_signal(signal.SIGHUP)
+        assert receive(sock).get('RELOADING') == '1'
+        state = receive(sock)
+        assert state.get('READY') == '1', state
+        assert 'not read again' in state.get('STATUS', ''), state
+        assert alive(kept)
+        kept.close()
+        removed.close()
+
+        server.send_signal(signal.SIGTERM)
+        assert receive(sock).get('STOPPING') == '1'
+        assert server.wait(DEADLINE_S) == 0
+        err = server.stderr.read()
+        assert 'max-conections: unknown limit; the configuration in force ' \
+            'stays' in err, err
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        sock.close()
+        os.unlink(os.path.join(tmp, 'notify'))
+    print('ok - SIGHUP: RELOADING=1, then READY=1; apps reloaded')
+
+
 def test_default_config_refused(tmp, config):
     sock, server = start(tmp, ['--config', config, '--port', '0'])
     try:
@@ -96,6 +256,7 @@ def test_default_config_refused(tmp, config):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_ready_then_stopping(tmp)
+        test_reload(tmp)
         test_default_config_refused(tmp, sys.argv[1])
 
 

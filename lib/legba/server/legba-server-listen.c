@@ -21,13 +21,6 @@
  * their sockets are torn down. */
 #define SHUTDOWN_GRACE_S 2
 
-typedef struct
-{
-  char *id;
-  char *key;
-  char *secret;
-} LegbaPendingApp;
-
 /* ---- Listening ---- */
 
 static gboolean

@@ -34,6 +34,18 @@ char *legba_server_render_metrics (LegbaServer * self);
 void legba_server_log (GLogLevelFlags level, const char *event, ...)
     G_GNUC_NULL_TERMINATED;
 
+/* Reads the configuration file at path again, as legba_server_load_config()
+ * does (nothing changes unless all of it is valid), into a server that
+ * listens: apps added, removed (their sockets closed with 4001), given a
+ * new key (the same) or secret, and every limit as the file has it (its
+ * default when the file has none). What cannot change while the server
+ * runs (addresses, ports, TLS, Redis, TURN, origins, compression, the
+ * metrics token) stays as it is, and a message names each the file gives
+ * another value. The app whose id is keep_app_id (from legba-server's
+ * flags) is left alone. */
+gboolean legba_server_reload_config (LegbaServer * server, const char *path,
+    const char *keep_app_id, GError ** error);
+
 /* ---- Internal to lib/legba/legba-server*.c ---- */
 #ifdef LEGBA_SERVER_INTERNALS
 
@@ -159,6 +171,14 @@ G_GNUC_INTERNAL void legba_ws_handlers_free (gpointer data);
 /* legba-server-listen.c: listening, the server's gauges, apps, TLS and
  * shutdown. */
 void legba_server_get_gauges (LegbaServer * self, LegbaMetricsGauges * gauges);
+/* An app added before the first listen (LegbaServer.pending_apps). */
+typedef struct
+{
+  char *id;
+  char *key;
+  char *secret;
+} LegbaPendingApp;
+
 /* The free function of LegbaServer.pending_apps. */
 G_GNUC_INTERNAL void legba_pending_app_free (gpointer data);
 

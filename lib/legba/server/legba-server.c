@@ -315,6 +315,13 @@ legba_server_set_property (GObject * object, guint prop_id,
     legba_limit_set (&self->limits, &limit_specs[prop_id - PROP_LIMIT_FIRST],
         g_value_get_uint (value));
     legba_hub_set_limits (self->hub, &self->limits);
+    /* Once started, at once for every app (a configuration reload). */
+    if (self->started) {
+      g_autoptr (GPtrArray) apps = legba_hub_get_apps (self->hub);
+
+      for (guint i = 0; i < apps->len; i++)
+        legba_hub_app_set_limits (apps->pdata[i], &self->limits);
+    }
     return;
   }
 
