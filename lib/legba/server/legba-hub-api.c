@@ -244,6 +244,22 @@ legba_hub_get_users (LegbaHub * hub, LegbaHubApp * app, const char *name)
   return users;
 }
 
+/* ---- Observer ---- */
+
+void
+legba_hub_set_observer (LegbaHub * hub, const LegbaHubObserver * observer,
+    gpointer user_data)
+{
+  g_return_if_fail (hub != NULL);
+
+  memset (&hub->observer, 0, sizeof hub->observer);
+  hub->observer_data = NULL;
+  if (observer != NULL) {
+    hub->observer = *observer;
+    hub->observer_data = user_data;
+  }
+}
+
 /* ---- Cluster: what other instances did ---- */
 
 void
@@ -301,6 +317,7 @@ legba_hub_cluster_member (LegbaHub * hub, LegbaHubApp * app,
       member = hub_member_add (channel, g_strdup (user_id),
           g_strdup (user_info));
       member->n_remote = 1;
+      hub_channel_release (hub, app, channel);
       hub_presence_member_joined (hub, app, channel, member, NULL);
     } else {
       member->n_remote++;
@@ -309,7 +326,7 @@ legba_hub_cluster_member (LegbaHub * hub, LegbaHubApp * app,
     if (--member->n_remote == 0 && member->n_subscriptions == 0)
       hub_presence_member_left (hub, app, channel, member);
   }
-  hub_channel_release (app, channel);
+  hub_channel_release (hub, app, channel);
   hub_leave (hub);
 }
 
@@ -328,7 +345,7 @@ legba_hub_cluster_subscriptions (LegbaHub * hub, LegbaHubApp * app,
     channel->n_remote_subscriptions = 0;
   else
     channel->n_remote_subscriptions += delta;
-  hub_channel_release (app, channel);
+  hub_channel_release (hub, app, channel);
 }
 
 guint

@@ -48,6 +48,7 @@ struct _Channel
   GHashTable *members;          /* presence: user_id -> Member * (owned) */
   GQueue member_order;          /* presence: Members in join order */
   guint n_remote_subscriptions; /* subscriptions on other instances */
+  gboolean occupied;            /* the observer was told so */
 };
 
 struct _Subscription
@@ -114,6 +115,8 @@ struct _LegbaHub
   GPtrArray *closed_later;      /* conns closed while depth > 0 */
   LegbaHubCluster cluster;      /* all NULL without a relay */
   gpointer cluster_data;
+  LegbaHubObserver observer;    /* all NULL without one */
+  gpointer observer_data;
   char **turn_urls;             /* NULL: no TURN credentials handed out */
   char *turn_secret;
   guint turn_ttl;
@@ -143,8 +146,9 @@ G_GNUC_INTERNAL void hub_relay_event (LegbaHub * hub, LegbaHubApp * app,
 /* The channel, created when absent. */
 G_GNUC_INTERNAL Channel *hub_channel_get (LegbaHubApp * app,
     const char *name);
-/* Frees the channel when nobody, here or elsewhere, is in it any more. */
-G_GNUC_INTERNAL void hub_channel_release (LegbaHubApp * app,
+/* Tells the observer when the channel became occupied or vacated, and
+ * frees it when nobody, here or elsewhere, is in it any more. */
+G_GNUC_INTERNAL void hub_channel_release (LegbaHub * hub, LegbaHubApp * app,
     Channel * channel);
 /* A new member at the end of the join order; takes the strings. */
 G_GNUC_INTERNAL Member *hub_member_add (Channel * channel, char *user_id,

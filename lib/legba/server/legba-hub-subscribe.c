@@ -91,7 +91,7 @@ hub_subscription_remove (LegbaHub * hub, Subscription * sub)
     if (member->n_remote == 0)
       hub_presence_member_left (hub, app, channel, member);
   }
-  hub_channel_release (app, channel);
+  hub_channel_release (hub, app, channel);
 }
 
 /* ---- Subscriptions (pusher:subscribe, pusher:unsubscribe) ---- */
@@ -297,6 +297,9 @@ hub_presence_member_joined (LegbaHub * hub, LegbaHubApp * app,
     g_string_append (data, member->user_info);
   }
   g_string_append_c (data, '}');
+  if (hub->observer.member != NULL)
+    hub->observer.member (app, channel->name, member->user_id, TRUE,
+        hub->observer_data);
   frame =
       hub_frame_new ("pusher_internal:member_added", channel->name, data->str);
   hub_deliver (hub, app, channel->name, frame, except);
@@ -346,6 +349,7 @@ subscription_add (LegbaHub * hub, LegbaHubConn * conn, const char *name,
   if (hub->cluster.subscriptions != NULL)
     hub->cluster.subscriptions (app, name, channel->subscriptions->len,
         hub->cluster_data);
+  hub_channel_release (hub, app, channel);
   if (joined)
     hub_presence_member_joined (hub, app, channel, member, conn);
   conn_subscription_succeeded (hub, conn, channel,

@@ -289,9 +289,14 @@ hub_channel_get (LegbaHubApp * app, const char *name)
 }
 
 void
-hub_channel_release (LegbaHubApp * app, Channel * channel)
+hub_channel_release (LegbaHub * hub, LegbaHubApp * app, Channel * channel)
 {
-  if (channel_vacant (channel))
+  gboolean vacant = channel_vacant (channel);
+
+  if (vacant == channel->occupied && hub->observer.channel != NULL)
+    hub->observer.channel (app, channel->name, !vacant, hub->observer_data);
+  channel->occupied = !vacant;
+  if (vacant)
     g_hash_table_remove (app->channels, channel->name);
 }
 
@@ -375,6 +380,9 @@ hub_presence_member_left (LegbaHub * hub, LegbaHubApp * app,
     Channel * channel, Member * member)
 {
   g_queue_unlink (&channel->member_order, &member->link);
+  if (hub->observer.member != NULL)
+    hub->observer.member (app, channel->name, member->user_id, FALSE,
+        hub->observer_data);
   if (channel->subscriptions->len > 0) {
     g_autoptr (GString) data = g_string_new ("{\"user_id\":");
     g_autoptr (GBytes) frame = NULL;
@@ -545,6 +553,14 @@ handle_client_event (LegbaHub * hub, LegbaHubConn * conn, const char *event,
   }
   bytes = frame_end (out);
   hub->counters.client_events++;
+  if (hub->observer.client_event != NULL) {
+    g_autofree char *text = data->start ?
+        g_strndup (data->start, data->len) : NULL;
+
+    hub->observer.client_event (conn->app, name, event, text,
+        conn->socket_id, sub->member ? sub->member->user_id : NULL,
+        hub->observer_data);
+  }
   /* The relay first: the other instances fan out while this one does. */
   hub_relay_event (hub, conn->app, name, bytes, NULL);
   hub_deliver (hub, conn->app, name, bytes, conn);

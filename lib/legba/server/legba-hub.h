@@ -310,6 +310,36 @@ void legba_hub_cluster_subscriptions (LegbaHub * hub, LegbaHubApp * app,
 guint legba_hub_cluster_terminate_user (LegbaHub * hub, LegbaHubApp * app,
     const char *user_id);
 
+/* ---- Observer (webhooks, docs/server.md) ---- */
+
+/* What happens in the rooms that a backend may want to hear of, told from
+ * inside the call that caused it. None of these may call back into the
+ * hub. With a relay the channel and member transitions are those of the
+ * whole cluster, as this instance sees them: every instance tells its
+ * observer of each of them, whichever instance caused it.
+ *
+ * channel: the channel became occupied (its first subscriber in the
+ *   cluster) or vacated (its last one left).
+ * member: a user joined a presence channel (added: its first connection
+ *   in the cluster) or left it (its last one).
+ * client_event: a client event from a connection of this instance was
+ *   accepted and relayed; data is its raw JSON text (NULL when absent),
+ *   user_id the sender's on a presence channel, else NULL. */
+typedef struct
+{
+  void (*channel) (LegbaHubApp * app, const char *channel, gboolean occupied,
+      gpointer user_data);
+  void (*member) (LegbaHubApp * app, const char *channel,
+      const char *user_id, gboolean added, gpointer user_data);
+  void (*client_event) (LegbaHubApp * app, const char *channel,
+      const char *event, const char *data, const char *socket_id,
+      const char *user_id, gpointer user_data);
+} LegbaHubObserver;
+
+/* Sets (or with NULL removes) the observer's callbacks. */
+void legba_hub_set_observer (LegbaHub * hub, const LegbaHubObserver * observer,
+    gpointer user_data);
+
 #define LEGBA_HUB_ERROR (legba_hub_error_quark ())
 GQuark legba_hub_error_quark (void);
 
