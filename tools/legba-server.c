@@ -34,6 +34,7 @@ static char *opt_port;
 static char *opt_app_id;
 static char *opt_app_key;
 static char *opt_app_secret;
+static char **opt_webhooks;
 static char *opt_tls_cert;
 static char *opt_tls_key;
 static char *opt_metrics_bind;
@@ -68,6 +69,10 @@ static const GOptionEntry entries[] = {
   {"app-secret", 0, 0, G_OPTION_ARG_STRING, &opt_app_secret,
       "Secret of that app (prefer a configuration file: other users can "
         "read command lines)", "SECRET"},
+  {"webhook", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_webhooks,
+      "A webhook of that app: its URL, then the events it wants, "
+        "comma-separated: channel_occupied, channel_vacated, member_added, "
+        "member_removed, client_event (repeatable)", "'URL EVENTS'"},
   {"tls-cert", 0, 0, G_OPTION_ARG_FILENAME, &opt_tls_cert,
       "PEM certificate (chain) for https:// and wss:// (with --tls-key; "
         "default: plain HTTP)", "FILE"},
@@ -331,6 +336,15 @@ apply_app_and_tls (LegbaServer * server, GError ** error)
     }
     if (!legba_server_add_app (server, opt_app_id, opt_app_key,
             opt_app_secret, error))
+      return FALSE;
+  }
+  for (char **hook = opt_webhooks; hook && *hook; hook++) {
+    if (opt_app_id == NULL) {
+      g_set_error_literal (error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+          "--webhook goes with --app-id");
+      return FALSE;
+    }
+    if (!legba_server_add_webhook (server, opt_app_id, *hook, error))
       return FALSE;
   }
 

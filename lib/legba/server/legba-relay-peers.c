@@ -305,7 +305,11 @@ on_snapshot (LegbaRedis * redis, redisReply * reply, gpointer user_data)
    * only a stale hash gets here): its y comes next. */
   if (g_strcmp0 (hash_run, run->str) != 0)
     return;
+  /* What a snapshot shows is what the instance found, not news: the
+   * webhooks of its arrivals were sent when they happened. */
+  relay->in_snapshot = TRUE;
   peer_apply_snapshot (relay, peer, hash);
+  relay->in_snapshot = FALSE;
 
   if (peer->snapshot_again) {
     peer->snapshot_again = FALSE;

@@ -146,6 +146,7 @@ struct _LegbaRelay
   GHashTable *dirty_occupancy;  /* occupancy keys to write */
 
   RelayCounters counters;
+  gboolean in_snapshot;         /* applying another instance's snapshot */
 };
 
 /* legba-relay.c */

@@ -862,6 +862,28 @@ metric (GString * out, const char *name, const char *type, const char *help,
       G_GUINT64_FORMAT "\n", name, help, name, type, name, value);
 }
 
+gboolean
+legba_relay_is_webhook_sender (LegbaRelay * relay)
+{
+  GHashTableIter iter;
+  gpointer value;
+
+  g_return_val_if_fail (relay != NULL, TRUE);
+
+  if (relay->in_snapshot)
+    return FALSE;
+  if (relay->phase != PHASE_UP)
+    return TRUE;
+  g_hash_table_iter_init (&iter, relay->peers);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    Peer *peer = value;
+
+    if (!peer->gone && strcmp (peer->id, relay->instance_id) < 0)
+      return FALSE;
+  }
+  return TRUE;
+}
+
 void
 legba_relay_render_metrics (LegbaRelay * relay, GString * out)
 {

@@ -64,6 +64,12 @@ void legba_relay_free (LegbaRelay * relay);
 const char *legba_relay_get_instance_id (LegbaRelay * relay);
 gboolean legba_relay_is_up (LegbaRelay * relay);
 
+/* Whether this instance sends the cluster's webhooks for channels and
+ * members: the one with the smallest instance id among those alive, as
+ * this one knows them (TRUE while Redis is away), but not for what another
+ * instance's snapshot shows as it is applied. */
+gboolean legba_relay_is_webhook_sender (LegbaRelay * relay);
+
 /* Appends the relay's part of /metrics (Prometheus text format). */
 void legba_relay_render_metrics (LegbaRelay * relay, GString * out);
 

@@ -2,7 +2,8 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * legba-server's configuration file: a GKeyFile with the groups [server],
- * [limits], [redis], [turn] and one [app NAME] per app (docs/server.md,
+ * [limits], [redis], [turn], [webhooks] and one [app NAME] per app
+ * (docs/server.md,
  * docs/scale-out.md). The whole file is
  * checked before anything is applied, and unknown groups and keys are
  * errors, so that a typo does not silently leave a default in force.
@@ -24,6 +25,8 @@ typedef struct
   char *tls_cert;
   char *tls_key;
   GPtrArray *apps;              /* char *[4], see APP_GROUP */
+  GPtrArray *webhooks;          /* GStrv {app id, spec} */
+  LegbaWebhookSettings webhook_settings;
 } LegbaConfig;
 
 static void
@@ -34,6 +37,7 @@ legba_config_clear (LegbaConfig * config)
   g_free (config->tls_cert);
   g_free (config->tls_key);
   g_ptr_array_unref (config->apps);
+  g_ptr_array_unref (config->webhooks);
 }
 
 /* The values of an [app NAME] group: id, key, secret, then the group. */
@@ -332,6 +336,82 @@ legba_config_limits (LegbaConfig * config, const char *group,
   return TRUE;
 }
 
+/* [webhooks]: what every webhook shares (docs/server.md, "Webhooks"). */
+static gboolean
+legba_config_webhooks (LegbaConfig * config, const char *group, GError ** error)
+{
+  static const struct
+  {
+    const char *key;
+    gsize offset;
+    guint min, max;
+  } keys[] = {
+    {"batch-ms", G_STRUCT_OFFSET (LegbaWebhookSettings, batch_ms), 0, 10000},
+    {"delay-ms", G_STRUCT_OFFSET (LegbaWebhookSettings, delay_ms), 0, 60000},
+    {"timeout", G_STRUCT_OFFSET (LegbaWebhookSettings, timeout_s), 1, 300},
+    {"max-queued", G_STRUCT_OFFSET (LegbaWebhookSettings, max_queued), 1,
+        10000000},
+    {"backoff-ms", G_STRUCT_OFFSET (LegbaWebhookSettings, backoff_ms), 1,
+        LEGBA_WEBHOOK_MAX_BACKOFF_MS},
+    {"retry", G_STRUCT_OFFSET (LegbaWebhookSettings, retry_s), 0, 86400},
+  };
+  g_auto (GStrv) names = g_key_file_get_keys (config->file, group, NULL, NULL);
+
+  for (char **name = names; name && *name; name++) {
+    g_autofree char *raw = g_key_file_get_value (config->file, group, *name,
+        NULL);
+    guint64 number;
+    guint i;
+
+    for (i = 0; i < G_N_ELEMENTS (keys); i++)
+      if (g_str_equal (*name, keys[i].key))
+        break;
+    if (i == G_N_ELEMENTS (keys))
+      return legba_config_fail (config, group, *name, error, "unknown key "
+          "(batch-ms, delay-ms, timeout, max-queued, backoff-ms, retry)");
+    if (!g_ascii_string_to_unsigned (g_strstrip (raw), 10, keys[i].min,
+            keys[i].max, &number, NULL)) {
+      g_autofree char *what = g_strdup_printf ("'%s' is not a whole number "
+          "from %u to %u", raw, keys[i].min, keys[i].max);
+
+      return legba_config_fail (config, group, *name, error, what);
+    }
+    G_STRUCT_MEMBER (guint, &config->webhook_settings, keys[i].offset) =
+        (guint) number;
+  }
+  return TRUE;
+}
+
+/* An app's webhooks: "URL EVENT,...; URL EVENT,..." */
+static gboolean
+legba_config_app_webhooks (LegbaConfig * config, const char *group,
+    const char *app_id, GError ** error)
+{
+  g_auto (GStrv) specs = g_key_file_get_string_list (config->file, group,
+      "webhooks", NULL, NULL);
+  gboolean none = TRUE;
+
+  for (char **spec = specs; spec && *spec; spec++) {
+    g_autoptr (GError) local_error = NULL;
+    char **hook;
+
+    if (*g_strstrip (*spec) == '\0')
+      continue;
+    if (!legba_webhook_spec_parse (*spec, NULL, NULL, &local_error))
+      return legba_config_fail (config, group, "webhooks", error,
+          local_error->message);
+    hook = g_new0 (char *, 3);
+    hook[0] = g_strdup (app_id);
+    hook[1] = g_strdup (*spec);
+    g_ptr_array_add (config->webhooks, hook);
+    none = FALSE;
+  }
+  if (none)
+    return legba_config_fail (config, group, "webhooks", error,
+        "no webhook given (URL EVENT,...; ...)");
+  return TRUE;
+}
+
 static gboolean
 legba_config_app (LegbaConfig * config, const char *group, GError ** error)
 {
@@ -344,9 +424,9 @@ legba_config_app (LegbaConfig * config, const char *group, GError ** error)
   app[APP_GROUP] = g_strdup (group);
   g_ptr_array_add (config->apps, app);
   for (key = keys; key && *key; key++) {
-    if (!g_strv_contains (fields, *key))
+    if (!g_strv_contains (fields, *key) && !g_str_equal (*key, "webhooks"))
       return legba_config_fail (config, group, *key, error,
-          "unknown key (an app has id, key and secret)");
+          "unknown key (an app has id, key, secret and webhooks)");
   }
   for (i = 0; fields[i] != NULL; i++) {
     app[i] = g_key_file_get_string (config->file, group, fields[i], NULL);
@@ -370,6 +450,8 @@ legba_config_app (LegbaConfig * config, const char *group, GError ** error)
     if (g_str_equal (other[1], app[1]))
       return legba_config_fail (config, group, "key", error, what);
   }
+  if (g_key_file_has_key (config->file, group, "webhooks", NULL))
+    return legba_config_app_webhooks (config, group, app[0], error);
   return TRUE;
 }
 
@@ -404,13 +486,16 @@ legba_config_read (LegbaConfig * config, GError ** error)
     } else if (g_str_equal (*group, "turn")) {
       if (!legba_config_turn (config, *group, error))
         return FALSE;
+    } else if (g_str_equal (*group, "webhooks")) {
+      if (!legba_config_webhooks (config, *group, error))
+        return FALSE;
     } else if (g_str_has_prefix (*group, "app ") && (*group)[4] != '\0') {
       if (!legba_config_app (config, *group, error))
         return FALSE;
     } else {
       return legba_config_fail (config, *group, NULL, error,
-          "unknown group (expected server, limits, redis, turn or "
-          "\"app NAME\")");
+          "unknown group (expected server, limits, redis, turn, webhooks "
+          "or \"app NAME\")");
     }
   }
 
@@ -460,6 +545,13 @@ legba_config_apply (LegbaConfig * config, LegbaServer * server, GError ** error)
       return legba_config_fail (config, app[APP_GROUP], NULL, error,
           local_error->message);
   }
+  legba_server_set_webhook_settings (server, &config->webhook_settings);
+  for (i = 0; i < config->webhooks->len; i++) {
+    char **hook = g_ptr_array_index (config->webhooks, i);
+
+    if (!legba_server_add_webhook (server, hook[0], hook[1], error))
+      return FALSE;
+  }
   return TRUE;
 }
 
@@ -473,8 +565,10 @@ legba_config_apply (LegbaConfig * config, LegbaServer * server, GError ** error)
  * tls-key, allowed-origins, compression, metrics-bind, metrics-port,
  * metrics-token), `[limits]` (each limit by its property name), `[redis]`
  * (url, instance-id, prefix, retention, instance-ttl), `[turn]` (urls,
- * secret, ttl: TURN credentials for room members) and one `[app NAME]`
- * group per app (id, key, secret). Relative paths are taken
+ * secret, ttl: TURN credentials for room members), `[webhooks]`
+ * (batch-ms, delay-ms, timeout, max-queued, backoff-ms, retry) and one
+ * `[app NAME]` group per app (id, key, secret, webhooks). Relative paths
+ * are taken
  * from the file's directory. Nothing is applied unless the whole file is
  * valid; errors (%LEGBA_SERVER_ERROR_CONFIG) name the file, group and key.
  *
@@ -505,6 +599,9 @@ legba_server_load_config (LegbaServer * server, const char *path,
   config.values = g_array_new (FALSE, TRUE, sizeof (GValue));
   g_array_set_clear_func (config.values, (GDestroyNotify) g_value_unset);
   config.apps = g_ptr_array_new_with_free_func (legba_config_app_free);
+  config.webhooks = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      g_strfreev);
+  legba_webhook_settings_init_defaults (&config.webhook_settings);
 
   ok = legba_config_read (&config, error) &&
       legba_config_apply (&config, server, error);

@@ -44,7 +44,59 @@ legba_server_flush_apps (LegbaServer * self, GError ** error)
     }
   }
   g_ptr_array_set_size (self->pending_apps, 0);
+
+  for (i = 0; i < self->pending_webhooks->len; i++) {
+    char **hook = g_ptr_array_index (self->pending_webhooks, i);
+    g_autoptr (GError) hook_error = NULL;
+
+    if (self->webhooks == NULL)
+      self->webhooks = legba_webhooks_new (self->hub, self->context,
+          &self->webhook_settings);
+    if (!legba_webhooks_add (self->webhooks, hook[0], hook[1], &hook_error)) {
+      g_set_error (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_CONFIG,
+          "app %s: %s", hook[0], hook_error->message);
+      return FALSE;
+    }
+  }
+  g_ptr_array_set_size (self->pending_webhooks, 0);
   return TRUE;
+}
+
+gboolean
+legba_server_add_webhook (LegbaServer * server, const char *app_id,
+    const char *spec, GError ** error)
+{
+  g_autoptr (GError) local_error = NULL;
+  char **hook;
+
+  g_return_val_if_fail (LEGBA_IS_SERVER (server), FALSE);
+  g_return_val_if_fail (app_id != NULL && spec != NULL, FALSE);
+
+  if (!legba_webhook_spec_parse (spec, NULL, NULL, &local_error)) {
+    g_set_error (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_CONFIG,
+        "app %s: %s", app_id, local_error->message);
+    return FALSE;
+  }
+  if (server->started) {
+    g_set_error (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_CONFIG,
+        "app %s: webhooks are added before the server listens", app_id);
+    return FALSE;
+  }
+  hook = g_new0 (char *, 3);
+  hook[0] = g_strdup (app_id);
+  hook[1] = g_strdup (spec);
+  g_ptr_array_add (server->pending_webhooks, hook);
+  return TRUE;
+}
+
+void
+legba_server_set_webhook_settings (LegbaServer * server,
+    const LegbaWebhookSettings * settings)
+{
+  g_return_if_fail (LEGBA_IS_SERVER (server));
+  g_return_if_fail (settings != NULL);
+
+  server->webhook_settings = *settings;
 }
 
 static GInetAddress *
@@ -60,6 +112,12 @@ legba_server_parse_address (const char *address, GError ** error)
         "cannot listen on '%s': not an IP address (such as 127.0.0.1, "
         "0.0.0.0 or ::)", address ? address : "(null)");
   return inet;
+}
+
+static gboolean
+relay_is_webhook_sender (gpointer relay)
+{
+  return legba_relay_is_webhook_sender (relay);
 }
 
 /* With a Redis URL, the relay to the other instances starts with the
@@ -94,6 +152,9 @@ legba_server_start_relay (LegbaServer * self, GError ** error)
   self->relay = legba_relay_new (self->hub, self->context, &config);
   legba_redis_address_clear (&config.address);
   legba_relay_start (self->relay);
+  if (self->webhooks != NULL)
+    legba_webhooks_set_sender (self->webhooks, relay_is_webhook_sender,
+        self->relay);
   return TRUE;
 }
 
@@ -384,6 +445,8 @@ legba_server_render_metrics (LegbaServer * self)
   out = g_string_new (text);
   if (self->relay != NULL)
     legba_relay_render_metrics (self->relay, out);
+  if (self->webhooks != NULL)
+    legba_webhooks_render_metrics (self->webhooks, out);
   return g_string_free (out, FALSE);
 }
 

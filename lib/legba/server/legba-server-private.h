@@ -8,6 +8,7 @@
 
 #include <legba/server/legba-server.h>
 #include <legba/server/legba-hub.h>
+#include <legba/server/legba-webhooks.h>
 
 G_BEGIN_DECLS
 
@@ -45,6 +46,15 @@ void legba_server_log (GLogLevelFlags level, const char *event, ...)
  * flags) is left alone. */
 gboolean legba_server_reload_config (LegbaServer * server, const char *path,
     const char *keep_app_id, GError ** error);
+/* Adds a webhook to the app app_id: spec "URL EVENT[,EVENT...]"
+ * (legba_webhook_spec_parse()). Checked at once; the app must exist when
+ * the server starts listening. */
+gboolean legba_server_add_webhook (LegbaServer * server, const char *app_id,
+    const char *spec, GError ** error);
+/* Batching, delays, bounds and retries of every webhook; before the
+ * server starts listening. */
+void legba_server_set_webhook_settings (LegbaServer * server,
+    const LegbaWebhookSettings * settings);
 
 /* ---- Internal to lib/legba/legba-server*.c ---- */
 #ifdef LEGBA_SERVER_INTERNALS
@@ -113,6 +123,11 @@ struct _LegbaServer
   guint redis_retention;
   guint redis_instance_ttl;
   LegbaRelay *relay;
+
+  /* Webhooks (docs/server.md) */
+  LegbaWebhookSettings webhook_settings;
+  GPtrArray *pending_webhooks;  /* GStrv {app id, spec}, until started */
+  LegbaWebhooks *webhooks;      /* NULL: none configured */
 
   /* TURN credentials for room members (docs/server.md) */
   char **turn_urls;

@@ -503,6 +503,8 @@ legba_server_dispose (GObject * object)
   GHashTableIter iter;
   gpointer key;
 
+  /* What the shutdown itself vacates is not sent. */
+  g_clear_pointer (&self->webhooks, legba_webhooks_free);
   if (self->tick != NULL) {
     g_source_destroy (self->tick);
     g_clear_pointer (&self->tick, g_source_unref);
@@ -559,6 +561,7 @@ legba_server_finalize (GObject * object)
   g_clear_pointer (&self->hub, legba_hub_free);
   legba_metrics_free (self->metrics);
   g_ptr_array_unref (self->pending_apps);
+  g_ptr_array_unref (self->pending_webhooks);
   g_ptr_array_unref (self->extension_types);
   g_clear_object (&self->certificate);
   g_strfreev (self->allowed_origins);
@@ -881,6 +884,9 @@ legba_server_init (LegbaServer * self)
   self->redis_instance_ttl = LEGBA_RELAY_DEFAULT_INSTANCE_TTL;
   self->turn_ttl = LEGBA_TURN_DEFAULT_TTL;
   self->pending_apps = g_ptr_array_new_with_free_func (legba_pending_app_free);
+  self->pending_webhooks = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      g_strfreev);
+  legba_webhook_settings_init_defaults (&self->webhook_settings);
   self->conns = g_hash_table_new_full (NULL, NULL, legba_server_conn_free,
       NULL);
   self->poll_group = legba_poll_group_new (self->context, POLL_BUCKET_SIZE);
