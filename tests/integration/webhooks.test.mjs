@@ -318,7 +318,7 @@ async () => {
     timeout: 60 }, [`${hang.url} client_event`],
   `[app other]\nid=other\nkey=other-key\nsecret=other-secret\n` +
       `webhooks=${healthy.url} channel_occupied\n`);
-  const SOCKETS = 200;
+  const SOCKETS = 1000;
   const clients = [];
   for (let i = 0; i < SOCKETS; i += 20) {
     clients.push(...await Promise.all(Array.from({ length: 20 },
