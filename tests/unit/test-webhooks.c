@@ -4,6 +4,7 @@
  * The webhooks' parts without I/O: specs read from the configuration,
  * the backoff between attempts, Pusher's body.
  */
+#include <legba/server/legba-server.h>
 #include <legba/server/legba-webhooks.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
@@ -52,7 +53,7 @@ test_spec_invalid (gconstpointer data)
   g_assert_false (legba_webhook_spec_parse (bad_specs[i].spec, &url, NULL,
           &error));
   g_assert_null (url);
-  g_assert_nonnull (error);
+  g_assert_error (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_CONFIG);
   if (strstr (error->message, bad_specs[i].message) == NULL)
     g_error ("'%s': error '%s' does not say '%s'", bad_specs[i].spec,
         error->message, bad_specs[i].message);

@@ -133,7 +133,7 @@ legba_webhook_settings_init_defaults (LegbaWebhookSettings * settings)
 static gboolean
 spec_fail (GError ** error, const char *spec, const char *what)
 {
-  g_set_error (error, G_URI_ERROR, G_URI_ERROR_FAILED,
+  g_set_error (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_CONFIG,
       "webhook '%s': %s", spec, what);
   return FALSE;
 }
@@ -324,7 +324,7 @@ classify (SoupMessage * msg, GError * error)
 }
 
 static void
-target_failed (Target * t, Result result, const char *why)
+target_failed (Target * t, const char *why)
 {
   LegbaWebhookSettings *s = &t->app->webhooks->settings;
   gint64 age_ms = (g_get_monotonic_time () - t->batch_since) / 1000;
@@ -367,7 +367,7 @@ on_sent (GObject * source, GAsyncResult * res, gpointer user_data)
   why = error ? g_strdup (error->message) :
       g_strdup_printf ("HTTP %u", soup_message_get_status (t->msg));
   g_clear_object (&t->msg);
-  target_failed (t, result, why);
+  target_failed (t, why);
 }
 
 static void

@@ -59,7 +59,8 @@ void legba_webhook_settings_init_defaults (LegbaWebhookSettings * settings);
 /* "URL EVENT[,EVENT...]": an http:// or https:// URL with a host, then
  * Pusher event names (channel_occupied, channel_vacated, member_added,
  * member_removed, client_event, cache_miss, subscription_count) separated
- * by commas or spaces. FALSE with a clear error otherwise. */
+ * by commas or spaces. FALSE otherwise, with an error
+ * (LEGBA_SERVER_ERROR_CONFIG) that says what is wrong. */
 gboolean legba_webhook_spec_parse (const char *spec, char **url,
     LegbaWebhookEvents * events, GError ** error);
 
