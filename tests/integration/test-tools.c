@@ -780,6 +780,59 @@ test_turn_errors (void)
   g_rmdir (dir);
 }
 
+/* Webhooks (docs/server.md): a bad URL or event name stops the server at
+ * start, naming the app, the webhook and what is wrong. */
+static void
+test_webhook_errors (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("legba-tools-XXXXXX", &error);
+  g_autofree char *event = NULL;
+  g_autofree char *empty = NULL;
+  g_autofree char *key = NULL;
+  g_autofree char *value = NULL;
+  g_autofree char *expected = NULL;
+
+  g_assert_no_error (error);
+  assert_fails (1, "app 1: webhook 'ftp://127.0.0.1/ client_event': the URL "
+      "is not http:// or https://", "--port", "0", "--app-id", "1",
+      "--app-key", "k", "--app-secret", "s", "--webhook",
+      "ftp://127.0.0.1/ client_event", NULL);
+  assert_fails (1, "unknown event 'member_add'", "--port", "0", "--app-id",
+      "1", "--app-key", "k", "--app-secret", "s", "--webhook",
+      "http://127.0.0.1/hook member_add", NULL);
+  assert_fails (1, "no event given after the URL", "--port", "0", "--app-id",
+      "1", "--app-key", "k", "--app-secret", "s", "--webhook",
+      "http://127.0.0.1/hook", NULL);
+
+  event = write_file (dir, "event.conf", "[app a]\nid = 1\nkey = k\n"
+      "secret = s\nwebhooks = http://127.0.0.1/a client_event; "
+      "http://127.0.0.1/b channel_occupied,bogus\n");
+  empty = write_file (dir, "empty.conf", "[app a]\nid = 1\nkey = k\n"
+      "secret = s\nwebhooks = ;\n");
+  key = write_file (dir, "key.conf", "[webhooks]\nbatch = 10\n");
+  value = write_file (dir, "value.conf", "[webhooks]\ntimeout = 0\n");
+  expected = g_strdup_printf ("%s: [app a] webhooks: webhook "
+      "'http://127.0.0.1/b channel_occupied,bogus': unknown event 'bogus'",
+      event);
+  assert_fails (1, expected, "--config", event, NULL);
+  g_free (expected);
+  expected = g_strdup_printf ("%s: [app a] webhooks: no webhook given", empty);
+  assert_fails (1, expected, "--config", empty, NULL);
+  g_free (expected);
+  expected = g_strdup_printf ("%s: [webhooks] batch: unknown key", key);
+  assert_fails (1, expected, "--config", key, NULL);
+  g_free (expected);
+  expected = g_strdup_printf ("%s: [webhooks] timeout: '0' is not a whole "
+      "number from 1 to 300", value);
+  assert_fails (1, expected, "--config", value, NULL);
+  g_remove (event);
+  g_remove (empty);
+  g_remove (key);
+  g_remove (value);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -798,6 +851,7 @@ main (int argc, char **argv)
   g_test_add_func ("/tools/server/turn-flags", test_turn_flags);
   g_test_add_func ("/tools/server/turn-config", test_turn_config);
   g_test_add_func ("/tools/server/turn-errors", test_turn_errors);
+  g_test_add_func ("/tools/server/webhook-errors", test_webhook_errors);
 
   return g_test_run ();
 }
