@@ -392,7 +392,7 @@ target_send (Target * t)
   SoupMessageHeaders *headers;
   g_autofree char *signature = NULL;
   gsize len;
-  const char *body;
+  const char *body, *key, *secret;
 
   if (t->in_flight)
     return;
@@ -402,11 +402,19 @@ target_send (Target * t)
     target_take_batch (t);
   }
   body = g_bytes_get_data (t->body, &len);
-  signature = legba_auth_hmac_hex (t->app->secret, body, len);
+  /* the app's key and secret as they are now (a reload may give it a new
+   * secret); those it had when removed otherwise */
+  key = legba_hub_app_get_key (t->app->hub_app);
+  secret = legba_hub_app_get_secret (t->app->hub_app);
+  if (key == NULL || secret == NULL) {
+    key = t->app->key;
+    secret = t->app->secret;
+  }
+  signature = legba_auth_hmac_hex (secret, body, len);
   t->msg = soup_message_new_from_uri (SOUP_METHOD_POST, t->uri);
   soup_message_add_flags (t->msg, SOUP_MESSAGE_NO_REDIRECT);
   headers = soup_message_get_request_headers (t->msg);
-  soup_message_headers_replace (headers, "X-Pusher-Key", t->app->key);
+  soup_message_headers_replace (headers, "X-Pusher-Key", key);
   soup_message_headers_replace (headers, "X-Pusher-Signature", signature);
   soup_message_set_request_body_from_bytes (t->msg, "application/json",
       t->body);
