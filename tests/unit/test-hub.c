@@ -425,17 +425,45 @@ test_subscribe_bad_name (void)
   g_assert_cmpuint (legba_hub_get_subscription_count (f->hub), ==, 2);
 }
 
-/* "#server-to-user-" channels come with pusher:signin only. */
+/* "#server-to-user-ID" is the channel of the connections signed in as ID:
+ * pusher-js subscribes to it after pusher:signin and is answered, anyone
+ * else is refused; either way it holds no subscription. */
 static void
 test_subscribe_server_to_user (void)
 {
   g_autoptr (Fixture) f = fixture_new (NULL);
   Client *c = client_open (f);
+  Client *anonymous = client_open (f);
+  Client *alice = client_open (f);
+  g_autoptr (JsonNode) data = NULL;
 
-  client_signin (c, "bob");
   client_send_subscribe (c, "#server-to-user-bob");
   client_expect_refused (c, "#server-to-user-bob", "InvalidChannel", 403);
+  client_signin (c, "bob");
+  client_send_subscribe (c, "#server-to-user-bob");
+  data = client_expect (c, "pusher_internal:subscription_succeeded",
+      "#server-to-user-bob");
+  g_assert_true (JSON_NODE_HOLDS_OBJECT (data));
+  g_assert_cmpuint (json_object_get_size (json_node_get_object (data)), ==, 0);
+  client_send_subscribe (c, "#server-to-user-bo");
+  client_expect_refused (c, "#server-to-user-bo", "InvalidChannel", 403);
+  client_send_subscribe (c, "#server-to-user-bobby");
+  client_expect_refused (c, "#server-to-user-bobby", "InvalidChannel", 403);
+
+  client_send_subscribe (anonymous, "#server-to-user-bob");
+  client_expect_refused (anonymous, "#server-to-user-bob", "InvalidChannel",
+      403);
+  client_signin (alice, "alice");
+  client_send_subscribe (alice, "#server-to-user-bob");
+  client_expect_refused (alice, "#server-to-user-bob", "InvalidChannel", 403);
+
   g_assert_cmpuint (legba_hub_get_subscription_count (f->hub), ==, 0);
+  g_assert_cmpuint (legba_hub_send_to_user (f->hub, f->app, "bob", "ev",
+          "{}"), ==, 1);
+  json_node_unref (client_expect (c, "ev", "#server-to-user-bob"));
+  client_expect_nothing (anonymous);
+  client_expect_nothing (alice);
+  client_expect_nothing (c);
 }
 
 static const char *const subscribe_bad_frames[] = {

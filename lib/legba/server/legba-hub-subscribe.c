@@ -356,6 +356,27 @@ subscription_add (LegbaHub * hub, LegbaHubConn * conn, const char *name,
       member ? member->user_id : NULL);
 }
 
+/* Pusher protocol 7 user authentication: once signed in, pusher-js
+ * subscribes to the user's own "#server-to-user-ID" (with an empty auth)
+ * and waits for its pusher_internal:subscription_succeeded. The user's
+ * events reach the connection through its sign-in whether it subscribes
+ * or not, so this holds no subscription; any other socket is refused. */
+static void
+subscribe_server_to_user (LegbaHub * hub, LegbaHubConn * conn, const char *name)
+{
+  g_autoptr (GBytes) frame = NULL;
+
+  if (conn->user_id == NULL ||
+      strcmp (name + strlen (SERVER_TO_USER_PREFIX), conn->user_id) != 0) {
+    conn_subscription_error (hub, conn, name, "InvalidChannel", 403,
+        SERVER_TO_USER_PREFIX "ID is the channel of the connections signed "
+        "in as ID");
+    return;
+  }
+  frame = hub_frame_new ("pusher_internal:subscription_succeeded", name, "{}");
+  hub_conn_send (hub, conn, frame);
+}
+
 void
 hub_handle_subscribe (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
 {
@@ -380,8 +401,7 @@ hub_handle_subscribe (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
     return;
   }
   if (g_str_has_prefix (name, SERVER_TO_USER_PREFIX)) {
-    conn_subscription_error (hub, conn, name, "InvalidChannel", 403,
-        SERVER_TO_USER_PREFIX " channels come with pusher:signin");
+    subscribe_server_to_user (hub, conn, name);
     return;
   }
   if (!hub_channel_name_valid (name, max_length)) {
