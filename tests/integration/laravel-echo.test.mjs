@@ -140,7 +140,6 @@ async function connectEcho (t, token, options = {})
     wssPort: server.port,
     forceTLS: false,
     enabledTransports: ['ws', 'wss'],
-    disableStats: true,
     authEndpoint: `${app.base}/broadcasting/auth`,
     /* Echo adds the bearer token to its default auth.headers object,
      * which is shared by every Echo of the process (a page has one): each
