@@ -345,6 +345,7 @@ legba_hub_cluster_subscriptions (LegbaHub * hub, LegbaHubApp * app,
     channel->n_remote_subscriptions = 0;
   else
     channel->n_remote_subscriptions += delta;
+  hub_count_changed (app, channel);
   hub_channel_release (hub, app, channel);
 }
 

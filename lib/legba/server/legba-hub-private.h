@@ -2,9 +2,9 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * LegbaHub internals shared by legba-hub.c (the protocol state machine),
- * legba-hub-subscribe.c (subscriptions) and legba-hub-api.c (the
- * server-side operations the HTTP API calls). Nothing else includes this
- * header.
+ * legba-hub-subscribe.c (subscriptions), legba-hub-count.c (subscription
+ * counting) and legba-hub-api.c (the server-side operations the HTTP API
+ * calls). Nothing else includes this header.
  */
 #pragma once
 
@@ -93,6 +93,9 @@ struct _LegbaHubApp
   GHashTable *channels;         /* name -> Channel * (owned) */
   GHashTable *users;            /* signed-in user id -> GPtrArray of conns */
   guint n_connections;
+  /* Subscription counting enabled: the names (owned) of the channels
+   * whose count changed since the last tick; NULL when disabled */
+  GHashTable *count_changed;
 };
 
 struct _LegbaHub
@@ -190,6 +193,15 @@ G_GNUC_INTERNAL void hub_handle_subscribe (LegbaHub * hub,
     LegbaHubConn * conn, JsonObject * frame);
 G_GNUC_INTERNAL void hub_handle_unsubscribe (LegbaHub * hub,
     LegbaHubConn * conn, JsonObject * frame);
+
+/* ---- Subscription counting (legba-hub-count.c) ---- */
+
+/* The number of subscriptions to channel changed, here or elsewhere. */
+G_GNUC_INTERNAL void hub_count_changed (LegbaHubApp * app,
+    Channel * channel);
+/* pusher_internal:subscription_count to the subscribers of every channel
+ * whose count changed since the last call. */
+G_GNUC_INTERNAL void hub_count_flush (LegbaHub * hub);
 
 G_GNUC_INTERNAL void hub_conn_close (LegbaHub * hub, LegbaHubConn * conn,
     guint16 code, const char *reason);

@@ -84,6 +84,7 @@ hub_subscription_remove (LegbaHub * hub, Subscription * sub)
   if (hub->cluster.subscriptions != NULL)
     hub->cluster.subscriptions (app, channel->name, subs->len,
         hub->cluster_data);
+  hub_count_changed (app, channel);
   if (member != NULL && --member->n_subscriptions == 0) {
     if (hub->cluster.member != NULL)
       hub->cluster.member (app, channel->name, member->user_id, NULL, FALSE,
@@ -349,6 +350,7 @@ subscription_add (LegbaHub * hub, LegbaHubConn * conn, const char *name,
   if (hub->cluster.subscriptions != NULL)
     hub->cluster.subscriptions (app, name, channel->subscriptions->len,
         hub->cluster_data);
+  hub_count_changed (app, channel);
   hub_channel_release (hub, app, channel);
   if (joined)
     hub_presence_member_joined (hub, app, channel, member, conn);

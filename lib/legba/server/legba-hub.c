@@ -327,6 +327,7 @@ app_free (LegbaHubApp * app)
 {
   g_hash_table_unref (app->channels);
   g_hash_table_unref (app->users);
+  g_clear_pointer (&app->count_changed, g_hash_table_unref);
   g_free (app->id);
   g_free (app->key);
   g_free (app->secret);
@@ -916,6 +917,7 @@ legba_hub_tick (LegbaHub * hub)
     if (!conn->closing)
       conn_tick (hub, conn, now);
   }
+  hub_count_flush (hub);
   hub_leave (hub);
 }
 

@@ -158,6 +158,13 @@ const char *legba_hub_app_get_id (LegbaHubApp * app);
 const char *legba_hub_app_get_key (LegbaHubApp * app);
 const char *legba_hub_app_get_secret (LegbaHubApp * app);
 guint legba_hub_app_get_connection_count (LegbaHubApp * app);
+/* Pusher's subscription counting for the app (off by default): the
+ * subscribers of its channels, presence channels aside, get
+ * pusher_internal:subscription_count when their number changes, at the
+ * next legba_hub_tick(). */
+void legba_hub_app_set_subscription_count (LegbaHubApp * app,
+    gboolean enabled);
+gboolean legba_hub_app_get_subscription_count (LegbaHubApp * app);
 
 /* Monotonic time source, in microseconds; tests replace it. Default:
  * g_get_monotonic_time. */
@@ -202,7 +209,8 @@ const char *legba_hub_conn_get_user_id (LegbaHubConn * conn);
 /* Periodic housekeeping, called about once a second by the transport:
  * sends pusher:ping to connections idle for activity_timeout, closes with
  * 4201 those that did not answer within pong_timeout, and with 4009 those
- * that did not sign in within signin_timeout (when set). */
+ * that did not sign in within signin_timeout (when set); sends the
+ * subscription counts that changed since the last tick. */
 void legba_hub_tick (LegbaHub * hub);
 
 /* Close every connection with `code` (4200 on shutdown, so clients
