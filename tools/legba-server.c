@@ -35,6 +35,7 @@ static char *opt_app_id;
 static char *opt_app_key;
 static char *opt_app_secret;
 static char **opt_webhooks;
+static gboolean opt_subscription_count;
 static char *opt_tls_cert;
 static char *opt_tls_key;
 static char *opt_metrics_bind;
@@ -73,6 +74,9 @@ static const GOptionEntry entries[] = {
       "A webhook of that app: its URL, then the events it wants, "
         "comma-separated: channel_occupied, channel_vacated, member_added, "
         "member_removed, client_event (repeatable)", "'URL EVENTS'"},
+  {"subscription-count", 0, 0, G_OPTION_ARG_NONE, &opt_subscription_count,
+      "Count that app's subscriptions: pusher:subscription_count to the "
+        "subscribers of its channels (presence channels aside)", NULL},
   {"tls-cert", 0, 0, G_OPTION_ARG_FILENAME, &opt_tls_cert,
       "PEM certificate (chain) for https:// and wss:// (with --tls-key; "
         "default: plain HTTP)", "FILE"},
@@ -337,6 +341,14 @@ apply_app_and_tls (LegbaServer * server, GError ** error)
     if (!legba_server_add_app (server, opt_app_id, opt_app_key,
             opt_app_secret, error))
       return FALSE;
+    if (opt_subscription_count &&
+        !legba_server_set_app_subscription_count (server, opt_app_id, TRUE,
+            error))
+      return FALSE;
+  } else if (opt_subscription_count) {
+    g_set_error_literal (error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+        "--subscription-count goes with --app-id");
+    return FALSE;
   }
   for (char **hook = opt_webhooks; hook && *hook; hook++) {
     if (opt_app_id == NULL) {

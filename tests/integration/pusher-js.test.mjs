@@ -7,6 +7,10 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import WebSocket from 'ws';
 import {
   WAIT_MS, connectClient, disconnectAll, named, roundTrip, sdkChannelAuth,
@@ -283,6 +287,63 @@ test('one user on two connections counts once and leaves once',
   assert.equal(memberEvents('pusher_internal:member_removed'), 1);
   assert.equal(room.members.count, 1);
   assert.equal(room.members.get('bob'), null);
+});
+
+/* ---- subscription counts ---- */
+test('an app with subscription-count = true: pusher:subscription_count ' +
+    'as subscribers come and go, none on presence channels', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'legba-count-'));
+  const config = join(dir, 'legba.conf');
+  const app = { appId: '7', key: 'counted-key',
+    secret: randomBytes(16).toString('hex') };
+  writeFileSync(config, `[app counted]\nid = ${app.appId}\nkey = ` +
+      `${app.key}\nsecret = ${app.secret}\nsubscription-count = true\n`);
+  const server = await startServer({ args: ['--config', config] });
+  const counting = { ...server, ...app };
+  const list = [];
+  const countIs = (pusher, channel, n) => pusher.recorder.next((e) =>
+    e.event === 'pusher_internal:subscription_count' &&
+      e.channel === channel && e.data?.subscription_count === n,
+  `subscription_count ${n} on ${channel}`);
+  try {
+    const auth = { channelAuthorization: sdkChannelAuth(sdkFor(counting),
+        { user_id: 'viewer', user_info: {} }) };
+    for (let i = 0; i < 3; i++)
+      list.push(await connectClient(counting, auth));
+    const [a, b, c] = list;
+    const name = 'private-audience';
+    const channel = a.subscribe(name);
+    const counts = [];
+    channel.bind('pusher:subscription_count',
+        (data) => counts.push(data.subscription_count));
+    await countIs(a, name, 1);
+    assert.equal(channel.subscriptionCount, 1);
+
+    await subscribed(b, name);
+    await subscribed(c, name);
+    await countIs(a, name, 3);
+    await countIs(c, name, 3);
+    assert.equal(channel.subscriptionCount, 3);
+    assert.equal(counts.at(-1), 3);
+
+    c.disconnect();
+    await countIs(a, name, 2);
+    await countIs(b, name, 2);
+    assert.equal(channel.subscriptionCount, 2);
+
+    /* a presence channel's count would go out at the same tick as, or
+     * before, that of the channel subscribed after it */
+    await subscribed(a, 'presence-stage');
+    await subscribed(a, 'after-stage');
+    await countIs(a, 'after-stage', 1);
+    assert.equal(a.recorder.all(named('pusher_internal:subscription_count',
+        'presence-stage')).length, 0);
+  } finally {
+    await disconnectAll(list);
+    rmSync(dir, { recursive: true });
+    const status = await server.stop();
+    assert.deepEqual(status, { code: 0, signal: null }, server.log());
+  }
 });
 
 /* ---- client events ---- */

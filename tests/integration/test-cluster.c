@@ -600,19 +600,26 @@ typedef struct
   guint n;
 } Cluster;
 
+/* n instances, each with the extra arguments (may be NULL). */
 static void
-cluster_start (Cluster * cl, guint n)
+cluster_start_with (Cluster * cl, guint n, const char *const *extra)
 {
   static const char *const ids[] = { "a", "b", "c" };
 
   cl->redis = redis_start ();
   cl->n = n;
   for (guint i = 0; i < n; i++)
-    cl->servers[i] = server_start (cl->redis, ids[i], NULL);
+    cl->servers[i] = server_start (cl->redis, ids[i], extra);
   for (guint i = 0; i < n; i++) {
     wait_metric (cl->servers[i], "legba_relay_up", 1);
     wait_metric (cl->servers[i], "legba_relay_instances", n - 1);
   }
+}
+
+static void
+cluster_start (Cluster * cl, guint n)
+{
+  cluster_start_with (cl, n, NULL);
 }
 
 static void
@@ -624,6 +631,67 @@ cluster_stop (Cluster * cl)
     g_clear_pointer (&cl->servers[i], server_free);
   }
   g_clear_pointer (&cl->redis, redis_free);
+}
+
+/* ---- Subscription counts: the cluster's ---- */
+
+/* Takes the pusher_internal:subscription_count events c received on
+ * channel; TRUE when the latest of all it took says n. */
+static gboolean
+count_reached (Client * c, const char *channel, gint64 * last, gint64 n)
+{
+  Message *m;
+
+  while ((m = client_take (c, "pusher_internal:subscription_count",
+              channel)) != NULL) {
+    g_autoptr (JsonNode) data = json_from_string (m->data, NULL);
+
+    g_assert_nonnull (data);
+    *last = json_object_get_int_member (json_node_get_object (data),
+        "subscription_count");
+    message_free (m);
+  }
+  return *last == n;
+}
+
+static void
+wait_count (Client * c, const char *channel, gint64 n)
+{
+  gint64 last = -1;
+
+  LEGBA_TEST_WAIT_UNTIL (count_reached (c, channel, &last, n), WAIT_S,
+      "the cluster's subscription count");
+}
+
+/* With --subscription-count on every instance, each tells its own
+ * subscribers the count of the cluster as it changes anywhere. */
+static void
+test_subscription_count (void)
+{
+  static const char *const counting[] = { "--subscription-count", NULL };
+  Cluster cl = { 0 };
+  Client *a, *b1, *b2;
+
+  cluster_start_with (&cl, 2, counting);
+  a = client_connect (cl.servers[0]);
+  message_free (client_subscribe (a, "news", NULL));
+  wait_count (a, "news", 1);
+
+  b1 = client_connect (cl.servers[1]);
+  b2 = client_connect (cl.servers[1]);
+  message_free (client_subscribe (b1, "news", NULL));
+  message_free (client_subscribe (b2, "news", NULL));
+  wait_count (a, "news", 3);
+  wait_count (b1, "news", 3);
+  wait_count (b2, "news", 3);
+
+  client_close (b2);
+  wait_count (a, "news", 2);
+  wait_count (b1, "news", 2);
+
+  client_free (a);
+  client_free (b1);
+  cluster_stop (&cl);
 }
 
 /* ---- Relay: every event once, in each publisher's order ---- */
@@ -1214,6 +1282,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cluster/relay/exactly-once-in-order",
       test_relay_exactly_once);
   g_test_add_func ("/cluster/presence/shared", test_presence_shared);
+  g_test_add_func ("/cluster/subscription-count", test_subscription_count);
   g_test_add_func ("/cluster/instance-kill", test_instance_kill);
   g_test_add_func ("/cluster/instance-stall", test_instance_stall);
   g_test_add_func ("/cluster/redis-restart", test_redis_restart);

@@ -341,6 +341,8 @@ test_bad_flags (void)
       "--app-id", "1", "--app-key", "k", "--app-secret", "s", "--tls-cert",
       "/nonexistent.pem", NULL);
   assert_fails (2, "Unknown option --no-such-flag", "--no-such-flag", NULL);
+  assert_fails (2, "--subscription-count goes with --app-id", "--port", "0",
+      "--subscription-count", NULL);
   assert_fails (2, "--max-queued-bytes", "--port", "0", "--app-id", "1",
       "--app-key", "k", "--app-secret", "s", "--max-queued-bytes", "10", NULL);
   assert_fails (1, "no app is configured", "--port", "0", NULL);
@@ -361,6 +363,7 @@ test_bad_config (void)
   g_autofree char *value = NULL;
   g_autofree char *app = NULL;
   g_autofree char *missing = NULL;
+  g_autofree char *counting = NULL;
   g_autofree char *expected = NULL;
 
   g_assert_no_error (error);
@@ -368,6 +371,8 @@ test_bad_config (void)
   value = write_file (dir, "value.conf", "[server]\nport = lots\n");
   app = write_file (dir, "app.conf", "[app only]\nid = 1\nkey = k\n");
   missing = g_build_filename (dir, "missing.conf", NULL);
+  counting = write_file (dir, "counting.conf", "[app one]\nid = 1\nkey = k\n"
+      "secret = s\nsubscription-count = often\n");
 
   expected = g_strdup_printf ("%s: [limits] max-conections: unknown limit",
       typo);
@@ -380,7 +385,12 @@ test_bad_config (void)
   expected = g_strdup_printf ("%s: [app only] secret: missing or empty", app);
   assert_fails (1, expected, "--config", app, NULL);
   assert_fails (1, missing, "--config", missing, NULL);
+  g_free (expected);
+  expected = g_strdup_printf ("%s: [app one] subscription-count: not a "
+      "boolean (true or false)", counting);
+  assert_fails (1, expected, "--config", counting, NULL);
 
+  g_remove (counting);
   g_remove (typo);
   g_remove (value);
   g_remove (app);
@@ -392,7 +402,8 @@ test_help (void)
 {
   static const char *const flags[] = {
     "--config=FILE", "--bind=ADDR", "--port=N", "--app-id=ID",
-    "--app-key=KEY", "--app-secret=SECRET", "--tls-cert=FILE",
+    "--app-key=KEY", "--app-secret=SECRET", "--subscription-count",
+    "--tls-cert=FILE",
     "--tls-key=FILE", "--metrics-bind=ADDR", "--metrics-port=N",
     "--metrics-token=TOKEN", "--allowed-origins=LIST", "--compression",
     "--max-connections=N", "--max-event-bytes=N",

@@ -24,7 +24,7 @@ typedef struct
   GArray *values;               /* GValue, one per name */
   char *tls_cert;
   char *tls_key;
-  GPtrArray *apps;              /* char *[4], see APP_GROUP */
+  GPtrArray *apps;              /* char *[5], see APP_GROUP */
   GPtrArray *webhooks;          /* GStrv {app id, spec} */
   LegbaWebhookSettings webhook_settings;
 } LegbaConfig;
@@ -40,8 +40,10 @@ legba_config_clear (LegbaConfig * config)
   g_ptr_array_unref (config->webhooks);
 }
 
-/* The values of an [app NAME] group: id, key, secret, then the group. */
+/* The values of an [app NAME] group: id, key, secret, then the group,
+ * then "true" when it counts subscriptions (NULL otherwise). */
 #define APP_GROUP 3
+#define APP_COUNTING 4
 
 static void
 legba_config_app_free (gpointer data)
@@ -49,7 +51,7 @@ legba_config_app_free (gpointer data)
   char **app = data;
   guint i;
 
-  for (i = 0; i <= APP_GROUP; i++)
+  for (i = 0; i <= APP_COUNTING; i++)
     g_free (app[i]);
   g_free (app);
 }
@@ -412,21 +414,42 @@ legba_config_app_webhooks (LegbaConfig * config, const char *group,
   return TRUE;
 }
 
+/* [app NAME] subscription-count: true or false. */
+static gboolean
+legba_config_app_counting (LegbaConfig * config, const char *group,
+    const char *key, char **app, GError ** error)
+{
+  g_autoptr (GError) local_error = NULL;
+  gboolean on = g_key_file_get_boolean (config->file, group, key,
+      &local_error);
+
+  if (local_error != NULL)
+    return legba_config_fail (config, group, key, error,
+        "not a boolean (true or false)");
+  app[APP_COUNTING] = on ? g_strdup ("true") : NULL;
+  return TRUE;
+}
+
 static gboolean
 legba_config_app (LegbaConfig * config, const char *group, GError ** error)
 {
   static const char *const fields[] = { "id", "key", "secret", NULL };
   g_auto (GStrv) keys = g_key_file_get_keys (config->file, group, NULL, NULL);
-  char **app = g_new0 (char *, APP_GROUP + 1);
+  char **app = g_new0 (char *, APP_COUNTING + 1);
   char **key;
   guint i;
 
   app[APP_GROUP] = g_strdup (group);
   g_ptr_array_add (config->apps, app);
   for (key = keys; key && *key; key++) {
-    if (!g_strv_contains (fields, *key) && !g_str_equal (*key, "webhooks"))
-      return legba_config_fail (config, group, *key, error,
-          "unknown key (an app has id, key, secret and webhooks)");
+    if (g_str_equal (*key, "subscription-count")) {
+      if (!legba_config_app_counting (config, group, *key, app, error))
+        return FALSE;
+    } else if (!g_strv_contains (fields, *key)
+        && !g_str_equal (*key, "webhooks")) {
+      return legba_config_fail (config, group, *key, error, "unknown key "
+          "(an app has id, key, secret, webhooks and subscription-count)");
+    }
   }
   for (i = 0; fields[i] != NULL; i++) {
     app[i] = g_key_file_get_string (config->file, group, fields[i], NULL);
@@ -541,7 +564,10 @@ legba_config_apply (LegbaConfig * config, LegbaServer * server, GError ** error)
     char **app = g_ptr_array_index (config->apps, i);
     g_autoptr (GError) local_error = NULL;
 
-    if (!legba_server_add_app (server, app[0], app[1], app[2], &local_error))
+    if (!legba_server_add_app (server, app[0], app[1], app[2], &local_error) ||
+        (app[APP_COUNTING] != NULL &&
+            !legba_server_set_app_subscription_count (server, app[0], TRUE,
+                &local_error)))
       return legba_config_fail (config, app[APP_GROUP], NULL, error,
           local_error->message);
   }
@@ -567,8 +593,8 @@ legba_config_apply (LegbaConfig * config, LegbaServer * server, GError ** error)
  * (url, instance-id, prefix, retention, instance-ttl), `[turn]` (urls,
  * secret, ttl: TURN credentials for room members), `[webhooks]`
  * (batch-ms, delay-ms, timeout, max-queued, backoff-ms, retry) and one
- * `[app NAME]` group per app (id, key, secret, webhooks). Relative paths
- * are taken
+ * `[app NAME]` group per app (id, key, secret, webhooks,
+ * subscription-count). Relative paths are taken
  * from the file's directory. Nothing is applied unless the whole file is
  * valid; errors (%LEGBA_SERVER_ERROR_CONFIG) name the file, group and key.
  *

@@ -42,6 +42,8 @@ legba_server_flush_apps (LegbaServer * self, GError ** error)
           "app %s: %s", app->id, hub_error->message);
       return FALSE;
     }
+    legba_hub_app_set_subscription_count (legba_hub_find_app_by_id
+        (self->hub, app->id), app->subscription_count);
   }
   g_ptr_array_set_size (self->pending_apps, 0);
 
@@ -518,6 +520,50 @@ legba_server_add_app (LegbaServer * server, const char *id, const char *key,
   app->key = g_strdup (key);
   app->secret = g_strdup (secret);
   g_ptr_array_add (server->pending_apps, app);
+  return TRUE;
+}
+
+/**
+ * legba_server_set_app_subscription_count:
+ * @server: a #LegbaServer
+ * @id: the id of an app added with legba_server_add_app()
+ * @enabled: whether to count subscriptions
+ * @error: return location for a #GError
+ *
+ * Turns Pusher's subscription counting on or off for an app (off by
+ * default): the subscribers of its channels, presence channels aside, are
+ * sent `pusher_internal:subscription_count` when the number of connections
+ * subscribed (across the cluster with a relay) changes, at most once a
+ * second per channel. Fails when no app has that id.
+ *
+ * Returns: %TRUE on success
+ */
+gboolean
+legba_server_set_app_subscription_count (LegbaServer * server,
+    const char *id, gboolean enabled, GError ** error)
+{
+  LegbaHubApp *app;
+  guint i;
+
+  g_return_val_if_fail (LEGBA_IS_SERVER (server), FALSE);
+  g_return_val_if_fail (id != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  for (i = 0; i < server->pending_apps->len; i++) {
+    LegbaPendingApp *pending = g_ptr_array_index (server->pending_apps, i);
+
+    if (g_str_equal (pending->id, id)) {
+      pending->subscription_count = enabled;
+      return TRUE;
+    }
+  }
+  app = legba_hub_find_app_by_id (server->hub, id);
+  if (app == NULL) {
+    g_set_error (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_CONFIG,
+        "no app with id %s", id);
+    return FALSE;
+  }
+  legba_hub_app_set_subscription_count (app, enabled);
   return TRUE;
 }
 

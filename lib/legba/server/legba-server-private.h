@@ -192,6 +192,7 @@ typedef struct
   char *id;
   char *key;
   char *secret;
+  gboolean subscription_count;
 } LegbaPendingApp;
 
 /* The free function of LegbaServer.pending_apps. */

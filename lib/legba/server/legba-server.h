@@ -56,6 +56,10 @@ gboolean legba_server_add_app (LegbaServer * server, const char *id,
     const char *key, const char *secret, GError ** error);
 
 LEGBA_API
+gboolean legba_server_set_app_subscription_count (LegbaServer * server,
+    const char *id, gboolean enabled, GError ** error);
+
+LEGBA_API
 gboolean legba_server_load_config (LegbaServer * server, const char *path,
     GError ** error);
 
