@@ -24,7 +24,16 @@ The load, all on 127.0.0.1, every rate and count bounded:
              when the server closes it
 Round trips are timed by `legba-probe rtt` (pusher:ping and a client-event
 relay, C, a process of its own): quiet before the load (the quiet figure),
-over and over during it, and quiet again after.
+over and over during it, and quiet again after. Each run against the server
+is followed by one against the control: a second legba-server process that
+nothing but the probe talks to, so that what the load does to the machine
+(scheduling, caches, the generator) is measured beside what it does to the
+server. On a machine with two CPUs or more, the server, the control and the
+probe run on one CPU and the generator (this process) on the others: a
+round trip between two CPUs costs two cross-CPU wake-ups, which on a small
+virtual machine doubles a loopback round trip, and left to itself the
+scheduler puts the probe and the server on one CPU or two as the rest of
+the machine happens to be busy (docs/benchmarks.md, "The soak").
 
 Verdict: every load run's p50 round trips within 2x the quiet ones; nothing
 lost by any well-behaved socket; no GLib critical or warning in the server's
@@ -75,10 +84,60 @@ def proc_sample(pid):
             "fds": len(os.listdir(f"/proc/{pid}/fd")), "cpu_s": cpu}
 
 
+def schedstat(pid):
+    """The process's main thread: nanoseconds on a CPU, nanoseconds waiting
+    for one while runnable, and the number of times it ran."""
+    with open(f"/proc/{pid}/schedstat") as f:
+        run, wait, slices = (int(x) for x in f.read().split())
+    return {"run_ns": run, "wait_ns": wait, "timeslices": slices}
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
+class pinned:
+    """Runs the calling thread (and what it starts) on cpus; None: as it
+    was. Linux applies sched_setaffinity(0) to the calling thread only."""
+
+    def __init__(self, cpus):
+        self.cpus = cpus
+        self.old = None
+
+    def __enter__(self):
+        if self.cpus is not None:
+            self.old = os.sched_getaffinity(0)
+            os.sched_setaffinity(0, self.cpus)
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            os.sched_setaffinity(0, self.old)
+
+
+def placement(args):
+    """Which CPUs the server (and the control), the probe and the generator
+    run on: None each when not pinned."""
+    allowed = sorted(os.sched_getaffinity(0))
+    server_cpu = allowed[-1] if args.server_cpu is None else args.server_cpu
+    if len(allowed) < 2 or server_cpu < 0:
+        return {"allowed": allowed, "server": None, "probe": None,
+                "generator": None}
+    probe_cpu = server_cpu if args.probe_cpu is None else args.probe_cpu
+    for cpu in (server_cpu, probe_cpu):
+        if cpu not in allowed:
+            raise SoakError(f"CPU {cpu} is not one of {allowed}")
+    generator = [c for c in allowed if c not in (server_cpu, probe_cpu)] \
+        or [c for c in allowed if c != server_cpu]
+    return {"allowed": allowed, "server": [server_cpu], "probe": [probe_cpu],
+            "generator": generator}
+
+
 class Server:
     def __init__(self, binary, workdir, max_channels):
         self.binary = binary
         self.workdir = workdir
+        os.makedirs(workdir, exist_ok=True)
         self.config = os.path.join(workdir, "legba.conf")
         self.log_path = os.path.join(workdir, "legba-server.log")
         with open(self.config, "w") as f:
@@ -88,16 +147,17 @@ class Server:
         self.proc = None
         self.port = None
 
-    def start(self):
+    def start(self, cpus=None):
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         env = dict(os.environ)
         env.pop("G_DEBUG", None)        # criticals are counted, not fatal
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            [self.binary, "--config", self.config, "--bind", HOST, "--port",
-             "0"], stdout=self.log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, env=env)
+        with pinned(cpus):
+            self.proc = subprocess.Popen(
+                [self.binary, "--config", self.config, "--bind", HOST,
+                 "--port", "0"], stdout=self.log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, env=env)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             with open(self.log_path) as f:
@@ -742,12 +802,15 @@ class Load:
 
 # ---- Round trips: legba-probe rtt ----
 
-def rtt_run(probe, port, count):
-    r = subprocess.run([probe, "rtt", "--url", f"ws://{HOST}:{port}",
-                        "--app-id", APP_ID, "--app-key", APP_KEY,
-                        "--app-secret", APP_SECRET, "--count", str(count),
-                        "--json", "--timeout", "60"],
-                       capture_output=True, text=True, timeout=90)
+def rtt_run(probe, port, count, cpus=None):
+    """One `legba-probe rtt` run; in an executor thread, which it pins
+    (with the probe it starts) to cpus for the while."""
+    with pinned(cpus):
+        r = subprocess.run([probe, "rtt", "--url", f"ws://{HOST}:{port}",
+                            "--app-id", APP_ID, "--app-key", APP_KEY,
+                            "--app-secret", APP_SECRET, "--count", str(count),
+                            "--json", "--timeout", "60"],
+                           capture_output=True, text=True, timeout=90)
     if r.returncode != 0:
         return {"error": (r.stderr or r.stdout).strip()[-500:],
                 "t": time.monotonic()}
@@ -756,14 +819,20 @@ def rtt_run(probe, port, count):
     return result
 
 
-async def rtt_series(probe, port, count, runs=None, until=None, gap=5):
+async def rtt_series(args, targets, runs=None, until=None, gap=5):
+    """Rounds of one run against each target (name -> port) in turn, the
+    server first; returns name -> the list of its runs."""
     loop = asyncio.get_running_loop()
-    out = []
-    while (runs is None or len(out) < runs) and \
+    out = {name: [] for name in targets}
+    rounds = 0
+    while (runs is None or rounds < runs) and \
             (until is None or time.monotonic() < until):
-        out.append(await loop.run_in_executor(None, rtt_run, probe, port,
-                                              count))
-        if runs is None or len(out) < runs:
+        for name, port in targets.items():
+            out[name].append(await loop.run_in_executor(
+                None, rtt_run, args.legba_probe, port, args.rtt_count,
+                args.placement["probe"]))
+        rounds += 1
+        if runs is None or rounds < runs:
             await asyncio.sleep(gap if until else 1)
     return out
 
@@ -870,10 +939,38 @@ def verdict(result, args):
     return checks
 
 
+def rtt_lines(who, rtt):
+    q = rtt["quiet"]
+    ok = [r for r in rtt["load"] if "error" not in r]
+    lines = []
+    for kind in ("ping_ms", "relay_ms"):
+        if ok:
+            lines.append(
+                "%s %s p50: quiet %.3f, under load median %.3f, worst %.3f "
+                "(%d runs); p99 quiet %.3f, under load median %.3f, worst "
+                "%.3f; p50 quiet after %s" % (
+                    who, kind, q[kind]["p50"],
+                    statistics.median(r[kind]["p50"] for r in ok),
+                    max(r[kind]["p50"] for r in ok), len(ok),
+                    q[kind]["p99"],
+                    statistics.median(r[kind]["p99"] for r in ok),
+                    max(r[kind]["p99"] for r in ok),
+                    ", ".join("%.3f" % r[kind]["p50"] for r in rtt["after"]
+                              if "error" not in r)))
+    return lines
+
+
 def summary(result):
+    pin = result["placement"]
     lines = [f"legba-server soak, {result['seconds']} s of load "
              f"({result['started']}), {result['source']}, "
-             f"{result['config']['buildtype'] or 'build type not given'}"]
+             f"{result['config']['buildtype'] or 'build type not given'}",
+             "CPUs: server and control %s, probe %s, generator %s (of %s); "
+             "load average %s before, %s after" % (
+                 pin["server"] or "any", pin["probe"] or "any",
+                 pin["generator"] or "any", pin["allowed"],
+                 " ".join("%.2f" % x for x in result["loadavg"]["before"]),
+                 " ".join("%.2f" % x for x in result["loadavg"]["after"]))]
     flat = result["flatness"]
     if flat:
         lines.append(
@@ -884,21 +981,15 @@ def summary(result):
                 flat["rss"]["slope_per_min"] / 2 ** 20,
                 flat["fds"]["first"], flat["fds"]["last"],
                 flat["fds"]["max"]))
-    q = result["rtt"]["quiet"]
-    ok = [r for r in result["rtt"]["load"] if "error" not in r]
-    for kind in ("ping_ms", "relay_ms"):
-        if ok:
-            lines.append(
-                "%s p50: quiet %.3f, under load median %.3f, worst %.3f "
-                "(%d runs); p99 quiet %.3f, under load worst %.3f; quiet "
-                "after %s" % (
-                    kind, q[kind]["p50"],
-                    statistics.median(r[kind]["p50"] for r in ok),
-                    max(r[kind]["p50"] for r in ok), len(ok),
-                    q[kind]["p99"], max(r[kind]["p99"] for r in ok),
-                    ", ".join("%.3f" % r[kind]["p50"]
-                              for r in result["rtt"]["after"]
-                              if "error" not in r)))
+    lines += rtt_lines("server", result["rtt"])
+    if result["control"]:
+        lines += rtt_lines("control", result["control"])
+    for who, phases in sorted(result["sched"].items()):
+        lines.append(f"{who} waits for a CPU: " + "; ".join(
+            "%s %.1f us waiting per timeslice (%d), %.1f us running" % (
+                phase, p["wait_us_per_slice"], p["timeslices"],
+                p["run_us_per_slice"])
+            for phase, p in phases.items() if p["timeslices"]))
     s = result["load"]
     lines.append(
         "load: %d API events to %d watchers, %d to %d idle sockets, %d "
@@ -919,17 +1010,43 @@ def summary(result):
     return "\n".join(lines)
 
 
-async def soak(args, server):
+def sched_phases(marks):
+    """Per phase between two schedstat marks: the mean wait for a CPU each
+    time the thread became runnable, and the run time per timeslice."""
+    out = {}
+    for (name, a), (_, b) in zip(marks, marks[1:]):
+        slices = b["timeslices"] - a["timeslices"]
+        out[name] = {"timeslices": slices,
+                     "wait_us_per_slice": (b["wait_ns"] - a["wait_ns"]) /
+                     1000 / slices if slices else None,
+                     "run_us_per_slice": (b["run_ns"] - a["run_ns"]) /
+                     1000 / slices if slices else None}
+    return out
+
+
+async def soak(args, server, control):
     port = server.port
     pid = server.proc.pid
+    targets = {"server": port}
+    if control:
+        targets["control"] = control.port
     samples = []
+    marks = {name: [] for name in ("server", "control")}
+
+    def mark(phase):
+        for name, proc in (("server", server), ("control", control)):
+            if proc:
+                marks[name].append((phase, schedstat(proc.proc.pid)))
+
     stop_sampling = asyncio.Event()
     t0 = time.monotonic()
+    loadavg_before = loadavg()
     sampling = asyncio.ensure_future(sampler(pid, samples, stop_sampling))
 
     print(f"soak: quiet round trips ({args.quiet_runs} runs)", flush=True)
-    quiet = await rtt_series(args.legba_probe, port, args.rtt_count,
-                             runs=args.quiet_runs)
+    mark("quiet")
+    quiet = await rtt_series(args, targets, runs=args.quiet_runs)
+    mark("warm-up")
     load = Load(port, args)
     print(f"soak: {args.seconds} s of load", flush=True)
     await load.start()
@@ -938,9 +1055,10 @@ async def soak(args, server):
     warmup = min(args.warmup, args.seconds / 4)
     # the first run once the warm-up is over
     await asyncio.sleep(min(warmup, args.seconds))
-    rtt_load = await rtt_series(args.legba_probe, port, args.rtt_count,
-                                until=end - 2)
+    mark("load")
+    rtt_load = await rtt_series(args, targets, until=end - 2)
     await asyncio.sleep(max(0, end - time.monotonic()))
+    mark("end")
     metrics_load = parse_metrics((await metrics_text(port))[1].decode())
     cpu = [s for s in samples if s["t"] >= load_t0]
     await load.stop()
@@ -948,20 +1066,25 @@ async def soak(args, server):
     losses = load.losses() + await load.presence_check()
     load.close_all()
     print("soak: quiet round trips after", flush=True)
-    after = await rtt_series(args.legba_probe, port, args.rtt_count,
-                             runs=2)
+    after = await rtt_series(args, targets, runs=2)
     metrics_end = parse_metrics((await metrics_text(port))[1].decode())
     stop_sampling.set()
     await sampling
 
     exit_status = server.stop()
+    rtt = {name: {"quiet": quiet_figure(quiet[name]),
+                  "quiet_runs": quiet[name], "load": rtt_load[name],
+                  "after": after[name]} for name in targets}
     result = {
         "config": {k: v for k, v in vars(args).items()},
         "seconds": args.seconds,
         "warmup_s": warmup,
+        "placement": args.placement,
+        "loadavg": {"before": loadavg_before, "after": loadavg()},
         "load": load.stats,
-        "rtt": {"quiet": quiet_figure(quiet), "quiet_runs": quiet,
-                "load": rtt_load, "after": after},
+        "rtt": rtt["server"],
+        "control": rtt.get("control"),
+        "sched": {name: sched_phases(m) for name, m in marks.items() if m},
         "flatness": flatness([s for s in samples if s["t"] <= end], load_t0,
                              warmup, min(60, args.seconds / 5)),
         "samples": [{"t": round(s["t"] - t0, 2), "rss": s["rss"],
@@ -1014,6 +1137,15 @@ def main():
     ap.add_argument("--rtt-count", type=int, default=50)
     ap.add_argument("--quiet-runs", type=int, default=3)
     ap.add_argument("--rtt-factor", type=float, default=2.0)
+    ap.add_argument("--no-control", action="store_true",
+                    help="no control server: time the server alone")
+    ap.add_argument("--server-cpu", type=int,
+                    help="the CPU the server and the control run on "
+                    "(default: the last one this process may use, when it "
+                    "may use two or more; -1: no pinning at all)")
+    ap.add_argument("--probe-cpu", type=int,
+                    help="the CPU legba-probe runs on (default: the "
+                    "server's); the generator runs on the others")
     ap.add_argument("--rss-growth-mib", type=float, default=2.0)
     ap.add_argument("--fd-growth", type=int, default=16)
     ap.add_argument("--buildtype", default="",
@@ -1029,13 +1161,26 @@ def main():
     os.makedirs(workdir, exist_ok=True)
     output = args.output or os.path.join(root, "bench", "results", "tmp",
                                          f"soak-{stamp}.json")
+    args.placement = placement(args)
     server = Server(args.legba_server, workdir, args.max_channels)
-    server.start()
+    control = None if args.no_control else Server(
+        args.legba_server, os.path.join(workdir, "control"),
+        args.max_channels)
     try:
-        result = asyncio.run(soak(args, server))
+        server.start(args.placement["server"])
+        if control:
+            control.start(args.placement["server"])
+        if args.placement["generator"]:
+            os.sched_setaffinity(0, args.placement["generator"])
+        result = asyncio.run(soak(args, server, control))
     except BaseException:
-        server.stop()
+        for proc in (server, control):
+            if proc and proc.proc:
+                proc.stop()
         raise
+    if control:
+        result["control_exit_status"] = control.stop()
+        result["control_log_problems"] = control.log_problems()
     result["started"] = stamp
     result["source"] = subprocess.run(
         ["git", "-C", args.source, "describe", "--always", "--dirty"],

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # legba-server soak (docs/benchmarks.md, "The soak"): one server process
-# under a mixed load for a bounded time, watched each second; see
-# bench/server/soak.py for the load and the verdict.
+# under a mixed load for a bounded time, watched each second, its round
+# trips timed beside those of an idle control server, the servers and the
+# probe on one CPU and the load on the others; see bench/server/soak.py
+# for the load, the placement and the verdict.
 #
 #   bench/server/soak.sh                  10 minutes of load (about 11 in
 #                                         all, with the quiet round trips)
@@ -22,7 +24,7 @@ seconds=600
 prev=
 for arg in "$@"; do
   case "$arg" in
-    -h|--help) sed -n '2,15p' "$0"; exec /usr/bin/python3 "$here/soak.py" --help ;;
+    -h|--help) sed -n '2,17p' "$0"; exec /usr/bin/python3 "$here/soak.py" --help ;;
     --seconds=*) seconds=${arg#--seconds=} ;;
   esac
   [ "$prev" = --seconds ] && seconds=$arg
