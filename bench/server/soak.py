@@ -92,6 +92,20 @@ def schedstat(pid):
     return {"run_ns": run, "wait_ns": wait, "timeslices": slices}
 
 
+def sched_phases(marks):
+    """Per phase between two schedstat marks: the mean wait for a CPU each
+    time the thread became runnable, and the run time per timeslice."""
+    out = {}
+    for (name, a), (_, b) in zip(marks, marks[1:]):
+        slices = b["timeslices"] - a["timeslices"]
+        out[name] = {"timeslices": slices,
+                     "wait_us_per_slice": (b["wait_ns"] - a["wait_ns"]) /
+                     1000 / slices if slices else None,
+                     "run_us_per_slice": (b["run_ns"] - a["run_ns"]) /
+                     1000 / slices if slices else None}
+    return out
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return [float(x) for x in f.read().split()[:3]]
@@ -820,17 +834,22 @@ def rtt_run(probe, port, count, cpus=None):
 
 
 async def rtt_series(args, targets, runs=None, until=None, gap=5):
-    """Rounds of one run against each target (name -> port) in turn, the
-    server first; returns name -> the list of its runs."""
+    """Rounds of one run against each target (name -> Server) in turn, the
+    server first; returns name -> the list of its runs, each with the
+    target's run-queue wait and run time while it ran."""
     loop = asyncio.get_running_loop()
     out = {name: [] for name in targets}
     rounds = 0
     while (runs is None or rounds < runs) and \
             (until is None or time.monotonic() < until):
-        for name, port in targets.items():
-            out[name].append(await loop.run_in_executor(
-                None, rtt_run, args.legba_probe, port, args.rtt_count,
-                args.placement["probe"]))
+        for name, target in targets.items():
+            before = schedstat(target.proc.pid)
+            run = await loop.run_in_executor(
+                None, rtt_run, args.legba_probe, target.port,
+                args.rtt_count, args.placement["probe"])
+            run["sched"] = sched_phases([("run", before), (
+                "end", schedstat(target.proc.pid))])["run"]
+            out[name].append(run)
         rounds += 1
         if runs is None or rounds < runs:
             await asyncio.sleep(gap if until else 1)
@@ -984,6 +1003,21 @@ def summary(result):
     lines += rtt_lines("server", result["rtt"])
     if result["control"]:
         lines += rtt_lines("control", result["control"])
+    ok = [r for r in result["rtt"]["load"] if "error" not in r]
+    if ok:
+        worst = max(ok, key=lambda r: r["ping_ms"]["p50"] /
+                    result["rtt"]["quiet"]["ping_ms"]["p50"])
+        sched = worst["sched"]
+        lines.append(
+            "the server's worst ping run under load (p50 %.3f): it waited "
+            "%.1f us for a CPU per timeslice and ran %.1f (%d timeslices) "
+            "during that run, %.1f and %.1f in the median run" % (
+                worst["ping_ms"]["p50"], sched["wait_us_per_slice"] or 0,
+                sched["run_us_per_slice"] or 0, sched["timeslices"],
+                statistics.median(r["sched"]["wait_us_per_slice"] or 0
+                                  for r in ok),
+                statistics.median(r["sched"]["run_us_per_slice"] or 0
+                                  for r in ok)))
     for who, phases in sorted(result["sched"].items()):
         lines.append(f"{who} waits for a CPU: " + "; ".join(
             "%s %.1f us waiting per timeslice (%d), %.1f us running" % (
@@ -1010,26 +1044,12 @@ def summary(result):
     return "\n".join(lines)
 
 
-def sched_phases(marks):
-    """Per phase between two schedstat marks: the mean wait for a CPU each
-    time the thread became runnable, and the run time per timeslice."""
-    out = {}
-    for (name, a), (_, b) in zip(marks, marks[1:]):
-        slices = b["timeslices"] - a["timeslices"]
-        out[name] = {"timeslices": slices,
-                     "wait_us_per_slice": (b["wait_ns"] - a["wait_ns"]) /
-                     1000 / slices if slices else None,
-                     "run_us_per_slice": (b["run_ns"] - a["run_ns"]) /
-                     1000 / slices if slices else None}
-    return out
-
-
 async def soak(args, server, control):
     port = server.port
     pid = server.proc.pid
-    targets = {"server": port}
+    targets = {"server": server}
     if control:
-        targets["control"] = control.port
+        targets["control"] = control
     samples = []
     marks = {name: [] for name in ("server", "control")}
 
