@@ -75,6 +75,7 @@ SCENARIOS = {
     "loss5": {"lab": ["--loss", "5"]},
     "delay25": {"lab": ["--delay", "25", "--jitter", "5"]},
     "delay100": {"lab": ["--delay", "100", "--jitter", "20"]},
+    "1mbit-loss2": {"lab": ["--rate", "1000", "--loss", "2"], "rate": 1000},
     "1mbit-loss2-delay50": {"lab": ["--rate", "1000", "--loss", "2",
                                     "--delay", "50"], "rate": 1000},
     "step": {"lab": ["--rate", "2000"], "rate": 2000,
@@ -82,6 +83,17 @@ SCENARIOS = {
     "1mbit-tcp": {"lab": ["--rate", "1000"], "rate": 1000, "tcp": True},
 }
 BASELINE = ["none", "1mbit", "300kbit", "loss3", "step"]
+
+
+def build_version(build):
+    """The version of the Legba the lab runs: that of the source tree the
+    build was configured from (its meson-info), which need not be the
+    lab's own."""
+    try:
+        with open(os.path.join(build, "meson-info", "meson-info.json")) as f:
+            return source_version(json.load(f)["directories"]["source"])
+    except (OSError, ValueError, KeyError):
+        return source_version(HERE)
 
 
 def loadavg():
@@ -338,9 +350,9 @@ def chromium_sender(lines, t0, series, start, end):
     """The room page sending: its target bitrate, the estimate of its
     congestion controller (availableOutgoingBitrate), retransmissions,
     the NACKs and PLIs it received, its picture size and what limits its
-    quality, a second at a time; and over the window, the NACKs and PLIs
-    it received (what the receiver sent back) and how many seconds each
-    qualityLimitationReason held."""
+    quality, a second at a time; and over the window, the NACKs, PLIs
+    and FIRs it received (what the receiver sent back), the key frames it
+    made, and how many seconds each qualityLimitationReason held."""
     pts = stats_lines(lines, t0, "outbound")
     prev = 0
     for s in series:
@@ -360,6 +372,10 @@ def chromium_sender(lines, t0, series, start, end):
             - at(pts, start, "nackCount"),
             "plis_received": at(pts, end, "pliCount")
             - at(pts, start, "pliCount"),
+            "firs_received": at(pts, end, "firCount")
+            - at(pts, start, "firCount"),
+            "key_frames": at(pts, end, "keyFramesEncoded")
+            - at(pts, start, "keyFramesEncoded"),
             "limitation_s": dict(limited),
             "sender_stats": [{"t": round(t, 3), **c} for t, c in pts]}
 
@@ -654,7 +670,8 @@ def main():
         "suite": "netlab", "command": args.command, "quick": args.quick,
         "smoke": args.smoke,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        "legba": source_version(HERE), "kernel": os.uname().release,
+        "legba": build_version(args.build), "netlab": source_version(HERE),
+        "kernel": os.uname().release,
         "load_start": loadavg(), "senders": senders, "receiver": receiver,
         "notes": notes, "scenarios": [],
     }
