@@ -565,7 +565,7 @@ plot {", ".join(plots)}
 """)
     for d in datas:
         os.unlink(d)
-    return os.path.basename(found[-1])
+    return os.path.basename(found)
 
 
 def encoder_summary(results_dir):
@@ -958,6 +958,89 @@ def netlab_lines(results_dir, rel, charts):
     return lines
 
 
+def _sender_delta(r, key):
+    """How much a counter of a Chromium sender's getStats grew over the
+    window (its last sample at or before each edge)."""
+    start, end = r["warmup_s"], r["warmup_s"] + r["window_s"]
+
+    def at(t):
+        v = 0
+        for c in r.get("sender_stats", []):
+            if c["t"] > t:
+                break
+            v = c.get(key, v)
+        return v
+    return at(end) - at(start) if r.get("sender_stats") else None
+
+
+def netlab_receiver_lines(results_dir, rel):
+    """Chromium sending to a Legba receiver (netlab.py --senders chromium
+    --receiver legba, written as netlab-receiver-STAMP.json): what the
+    receiver sends back, seen from the sender's getStats, one row per
+    scenario and run, every such file in the order of their stamps
+    (before and after a change to the receiver are told apart by the
+    Legba version each file names)."""
+    paths = sorted(glob.glob(os.path.join(results_dir,
+                                          "netlab-receiver-[0-9]*.json")))
+    if not paths:
+        return []
+    runs = []
+    for path in paths:
+        with open(path) as f:
+            runs.append((path, json.load(f)))
+    lines = ["### Chromium -> Legba", "",
+             "The room page in headless Chromium sending (its fake camera "
+             "playing the lab's clip) to a Legba receiver (`legbaroom ! "
+             "avdec_h264`), on the same links: what Legba sends back "
+             "(transport-wide feedback, NACKs, PLIs) is what Chromium's "
+             "congestion controller and encoder act on. Chromium's figures "
+             "from its getStats a second at a time: **sent** is what left "
+             "its interface (medians of the window's seconds), **target** "
+             "its encoder's `targetBitrate`, **available** the candidate "
+             "pair's `availableOutgoingBitrate` (its estimate of the link), "
+             "**NACKs / PLIs / FIRs** what it received from Legba over the "
+             "window, **key frames** what it encoded then; fps and freezes "
+             "are Legba's decoded frames (Chromium's freeze definition). "
+             "Runs, each a file with its Legba version and command: "
+             + "; ".join(f"[`{os.path.basename(p)}`]({rel(p)}) (Legba "
+                         f"{r.get('legba')}, `{r.get('command')}`, load "
+                         f"{r.get('load_start')})" for p, r in runs) + ".",
+             "", "| scenario | Legba | run | sent kbit/s | target kbit/s | "
+             "available kbit/s | NACKs / PLIs / FIRs | key frames | fps | "
+             "freezes (time) | queue p95 ms | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    order = []
+    for _, res in runs:
+        for r in res["scenarios"]:
+            if r["scenario"] not in order:
+                order.append(r["scenario"])
+    for scenario in order:
+        for i, (_, res) in enumerate(runs):
+            for r in res["scenarios"]:
+                if r["scenario"] != scenario:
+                    continue
+                legba = res.get("legba")
+                if res.get("receiver_latency_ms", 100) != 100:
+                    legba += f", latency {res['receiver_latency_ms']} ms"
+                who = f"| {scenario} | {legba} | {i + 1} |"
+                if "error" in r:
+                    lines.append(f"{who} failed: {r['error']} | | | | | | "
+                                 "| | |")
+                    continue
+                lines.append(
+                    f"{who} {_f(r['sent_kbps_median'])} | "
+                    f"{_f(r.get('target_kbps_median'))} | "
+                    f"{_f(r.get('available_kbps_median'))} | "
+                    f"{_f(_sender_delta(r, 'nackCount'))} / "
+                    f"{_f(_sender_delta(r, 'pliCount'))} / "
+                    f"{_f(_sender_delta(r, 'firCount'))} | "
+                    f"{_f(_sender_delta(r, 'keyFramesEncoded'))} | "
+                    f"{_f(r['fps_median'])} | "
+                    f"{r['freeze_count']} ({r['freeze_s']:.1f} s) | "
+                    f"{_f(r['queue_ms_p95'])} | {r['load'][0]:.2f} |")
+    return lines + [""]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
@@ -1063,6 +1146,7 @@ def main():
             lines.append("")
         lines += ["Conditions:"] + conditions_lines(res) + [""]
     lines += netlab_lines(args.results, rel, charts)
+    lines += netlab_receiver_lines(args.results, rel)
     chart = os.path.join(charts, "fanout.png")
     source = fanout_chart(args.results, chart)
     if source:

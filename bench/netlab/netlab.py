@@ -8,7 +8,8 @@ the receiver side, sampled every second; writes one JSON file.
 
   netlab.py --build DIR --output FILE [--quick | --smoke]
             [--scenarios NAME,...] [--window S] [--senders LIST]
-            [--receiver legba|chromium] [--lab-name NAME]
+            [--receiver legba|chromium] [--receiver-latency MS]
+            [--lab-name NAME]
   netlab.py --list
 
 Senders, each in turn on every scenario: legba:KBPS (legba-call --video
@@ -501,7 +502,8 @@ class Scenario:
             _, rcv = self.start(ns_exec(lab["rcv"], [
                 "gst-launch-1.0", "-v", "legbaroom", "name=r",
                 f"server-url=ws://10.201.2.1:{PORT}", "app-key=lab",
-                "app-secret=lab-secret", "room=lab", "identity=rcv", "r.",
+                "app-secret=lab-secret", "room=lab", "identity=rcv",
+                f"latency={self.args.receiver_latency}", "r.",
                 "!", "video/x-h264", "!", "avdec_h264", "!", "fakesink",
                 "name=frames", "silent=false", "sync=false"]),
                 lambda l: "(frames:sink) (" in l and "chain" in l, env)
@@ -624,6 +626,9 @@ def main():
     ap.add_argument("--receiver", choices=["legba", "chromium"],
                     help="default chromium (legba with --smoke or without "
                     "Chromium)")
+    ap.add_argument("--receiver-latency", type=int, default=100,
+                    help="a Legba receiver's jitter buffer latency in ms "
+                    "(legbaroom latency; default 100, the room's own)")
     ap.add_argument("--lab-name",
                     help="the labs' name (lab.sh --name: legba-lab-SUFFIX; "
                     "default legba-lab-bPID), for runs side by side")
@@ -673,6 +678,7 @@ def main():
         "legba": build_version(args.build), "netlab": source_version(HERE),
         "kernel": os.uname().release,
         "load_start": loadavg(), "senders": senders, "receiver": receiver,
+        "receiver_latency_ms": args.receiver_latency,
         "notes": notes, "scenarios": [],
     }
     t_start = time.time()
