@@ -33,17 +33,17 @@ class NetlabSmoke(unittest.TestCase):
     def test_call_across_the_lab(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "netlab.json")
+            # a lab name of its own: other labs may run beside it
+            lab = f"legba-lab-smoke{os.getpid()}"
             proc = subprocess.run(
                 [sys.executable, NETLAB, "--build", BUILD, "--smoke",
-                 "--output", out], capture_output=True, text=True,
-                timeout=55)
+                 "--lab-name", lab, "--output", out], capture_output=True,
+                text=True, timeout=55)
             self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
             with open(out) as f:
                 res = json.load(f)
-        lab = f"legba-lab-b{os.getpid()}"
         names = subprocess.run(["ip", "netns", "list"], capture_output=True,
                                text=True, check=True).stdout
-        self.assertNotIn("legba-lab-", names)
         self.assertNotIn(lab, names)
         [run] = res["scenarios"]
         self.assertEqual(run["scenario"], "1mbit")
