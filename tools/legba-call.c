@@ -521,9 +521,6 @@ main (int argc, char **argv)
   g_signal_connect (app.call, "data-received", G_CALLBACK (on_data), &app);
   if (opt_stats)
     g_signal_connect (app.call, "stats-updated", G_CALLBACK (on_stats), &app);
-  if (opt_no_cc)
-    g_object_set (legba_call_get_room (app.call), "congestion-control", FALSE,
-        NULL);
   g_unix_signal_add (SIGINT, on_signal, &app);
   g_unix_signal_add (SIGTERM, on_signal, &app);
   if (opt_duration > 0)
@@ -540,6 +537,11 @@ main (int argc, char **argv)
     g_printerr ("%s: %s\n", g_get_prgname (), error->message);
     app.failed = TRUE;
   } else {
+    /* each start makes a new room, which makes its peer connections
+     * from the main loop on */
+    if (opt_no_cc)
+      g_object_set (legba_call_get_room (app.call), "congestion-control",
+          FALSE, NULL);
     g_main_loop_run (app.loop);
   }
   legba_call_stop (app.call);
