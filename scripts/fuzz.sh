@@ -18,5 +18,5 @@ else
   meson configure build-fuzz -Dfuzz_seconds="$seconds"
 fi
 ninja -C build-fuzz tests/fuzz/fuzz-frame tests/fuzz/fuzz-http-api tests/fuzz/fuzz-json \
-  tests/fuzz/fuzz-signal tests/fuzz/fuzz-ws-input
+  tests/fuzz/fuzz-signal tests/fuzz/fuzz-ws-input tests/fuzz/fuzz-bwe
 meson test -C build-fuzz --suite fuzz --no-rebuild --print-errorlogs
