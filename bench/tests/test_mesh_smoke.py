@@ -262,8 +262,11 @@ class MeshSmoke(unittest.TestCase):
         """A plain-webrtcbin mesh in which the connection between p0 and
         p2 cannot come up: the driver hands each the other's candidates
         with a port nobody listens on, and credentials that refuse the
-        other's checks. Both say the connection failed and why (ICE),
-        the suite stops waiting for that mesh then rather than at its
+        other's checks. Each end that gives up says the connection failed
+        and why (ICE), one of them at least: plain webrtcbin's other end
+        sometimes still waits when the suite stops waiting for it
+        (suites.FAILED_GRACE_S), and is then the unnamed other end of a
+        connection its peer named. The suite stops waiting for that mesh then rather than at its
         deadline, the others decode all three streams all the same, and
         the round is run again twice (and fails the same way). A
         connection of plain webrtcbin's that fails by itself (rarely,
@@ -320,8 +323,10 @@ class MeshSmoke(unittest.TestCase):
                 self.assertTrue(run["error"].startswith(prefix), run["error"])
                 named = dict(part.split(": ", 1) for part in
                              run["error"][len(prefix):].split("; "))
+                self.assertTrue({"p0", "p2"} & set(named), named)
                 for ident, other in (("p0", "p2"), ("p2", "p0")):
-                    self.assertIn(ident, named)
+                    if ident not in named:
+                        continue
                     self.assertRegex(
                         stderrs[ident][k], f"(?m)^mesh: the connection with "
                         f"{other} failed [0-9.]+ s after start "
