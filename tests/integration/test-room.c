@@ -204,6 +204,29 @@ twcc_bitrate_reported (Participant * p)
   return bitrate;
 }
 
+/* The transport-wide feedback reports p's congestion control took in, over
+ * every participant it sends to (their stats' feedback-reports, refreshed
+ * every stats-interval): a count that only grows, where rtpsession's
+ * twcc-stats describe the last feedback window only. */
+static guint64
+feedback_reports (Participant * p)
+{
+  GListModel *list = legba_room_get_participants (p->room);
+  guint64 sum = 0;
+
+  for (guint i = 0; i < g_list_model_get_n_items (list); i++) {
+    g_autoptr (LegbaParticipant) other = g_list_model_get_item (list, i);
+    g_autoptr (GstStructure) stats = NULL;
+    guint64 n = 0;
+
+    g_object_get (other, "stats", &stats, NULL);
+    if (stats != NULL && gst_structure_get_uint64 (stats, "feedback-reports",
+            &n))
+      sum += n;
+  }
+  return sum;
+}
+
 /* The sum of a counter over the sources of p's rtpsession ("sent-nack-count",
  * "sent-pli-count", ...) */
 static guint
@@ -262,8 +285,9 @@ assert_transport_feedback (Participant * offerer, Participant * answerer)
   gst_webrtc_session_description_free (answer);
   /* twcc-stats is a property: polled, not signalled */
   poll = g_timeout_add (50, wake, NULL);
-  ROOM_WAIT_FOR (twcc_bitrate_reported (offerer) > 0 &&
-      twcc_bitrate_reported (answerer) > 0,
+  ROOM_WAIT_FOR ((twcc_bitrate_reported (offerer) > 0 ||
+          feedback_reports (offerer) > 0) &&
+      (twcc_bitrate_reported (answerer) > 0 || feedback_reports (answerer) > 0),
       "transport-wide feedback to reach both senders");
   g_source_remove (poll);
   g_test_message ("transport-wide feedback: the offerer's packets arrive at "
