@@ -118,18 +118,6 @@ legba_peer_sender_get_target (LegbaPeerSender * self)
   return target;
 }
 
-void
-legba_peer_sender_set_max_bitrate (LegbaPeerSender * self, guint max_bitrate)
-{
-  gboolean report;
-
-  g_mutex_lock (&self->lock);
-  legba_bwe_set_max (self->bwe, max_bitrate);
-  report = update_target (self, g_get_monotonic_time ());
-  g_mutex_unlock (&self->lock);
-  report_target (self, report);
-}
-
 /* ---- Transport-wide feedback ---- */
 
 static gint64
@@ -300,30 +288,23 @@ legba_peer_sender_is_rtx_pt (LegbaPeerSender * self, guint8 pt)
   return FALSE;
 }
 
-/* A packet leaves: its time goes into its stream's history. */
+/* A packet of @lane leaves: a video packet's time goes into its
+ * stream's history; the lane's packets are counted. */
 void
-legba_peer_sender_record_sent (LegbaPeerSender * self, GstBuffer * buffer)
+legba_peer_sender_record_sent (LegbaPeerSender * self, GstBuffer * buffer,
+    LegbaSenderLane lane)
 {
   guint8 header[12];
-  gsize size = gst_buffer_get_size (buffer);
-  LegbaSenderLane lane = LEGBA_SENDER_LANE_VIDEO;
 
-  if (gst_buffer_extract (buffer, 0, header, 12) < 12)
-    return;
   g_mutex_lock (&self->lock);
-  if (self->audio_ssrc != 0 &&
-      GST_READ_UINT32_BE (header + 8) == self->audio_ssrc)
-    lane = LEGBA_SENDER_LANE_AUDIO;
-  else if (legba_peer_sender_is_rtx_pt (self, header[1] & 0x7f))
-    lane = LEGBA_SENDER_LANE_RTX;
-  if (lane == LEGBA_SENDER_LANE_VIDEO) {
+  if (lane == LEGBA_SENDER_LANE_VIDEO &&
+      gst_buffer_extract (buffer, 0, header, 12) == 12) {
     LegbaRtxPolicy *policy = policy_for (self, GST_READ_UINT32_BE (header + 8));
 
     if (policy != NULL)
       legba_rtx_policy_packet_sent (policy, GST_READ_UINT16_BE (header + 2),
-          size, g_get_monotonic_time ());
+          gst_buffer_get_size (buffer), g_get_monotonic_time ());
   }
-  self->bytes_sent[lane] += size;
   self->packets_sent[lane]++;
   g_mutex_unlock (&self->lock);
 }

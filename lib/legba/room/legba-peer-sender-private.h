@@ -53,7 +53,6 @@ struct _LegbaPeerSender
   gint64 rtt_us;
   gint64 rtt_at;
   guint64 feedback_reports;
-  guint64 bytes_sent[LEGBA_SENDER_N_LANES];
   guint64 packets_sent[LEGBA_SENDER_N_LANES];
 
   LegbaPeerSenderTargetFunc target_func;
@@ -69,7 +68,8 @@ void legba_peer_sender_feedback_clear (LegbaPeerSender * self);
 gboolean legba_peer_sender_src_event (GstPad * pad, GstObject * parent,
     GstEvent * event);
 gboolean legba_peer_sender_is_rtx_pt (LegbaPeerSender * self, guint8 pt);
-void legba_peer_sender_record_sent (LegbaPeerSender * self, GstBuffer * buffer);
+void legba_peer_sender_record_sent (LegbaPeerSender * self, GstBuffer * buffer,
+    LegbaSenderLane lane);
 void legba_peer_sender_tick (LegbaPeerSender * self, gint64 now);
 
 G_END_DECLS

@@ -40,20 +40,19 @@ clear_queues (LegbaPeerSender * self)
   self->queued_packets = 0;
 }
 
+/* The lane of an RTP packet, by its SSRC and payload type; a packet too
+ * short to be one goes with the video. Called with the lock. */
 static LegbaSenderLane
-lane_of (LegbaPeerSender * self, GstBuffer * buffer, guint8 * pt_out,
-    guint32 * ssrc_out, guint16 * seq_out)
+lane_of (LegbaPeerSender * self, GstBuffer * buffer)
 {
   guint8 header[12];
 
   if (gst_buffer_extract (buffer, 0, header, 12) < 12)
     return LEGBA_SENDER_LANE_VIDEO;
-  *pt_out = header[1] & 0x7f;
-  *seq_out = GST_READ_UINT16_BE (header + 2);
-  *ssrc_out = GST_READ_UINT32_BE (header + 8);
-  if (self->audio_ssrc != 0 && *ssrc_out == self->audio_ssrc)
+  if (self->audio_ssrc != 0 && GST_READ_UINT32_BE (header + 8) ==
+      self->audio_ssrc)
     return LEGBA_SENDER_LANE_AUDIO;
-  if (legba_peer_sender_is_rtx_pt (self, *pt_out))
+  if (legba_peer_sender_is_rtx_pt (self, header[1] & 0x7f))
     return LEGBA_SENDER_LANE_RTX;
   return LEGBA_SENDER_LANE_VIDEO;
 }
@@ -62,10 +61,7 @@ lane_of (LegbaPeerSender * self, GstBuffer * buffer, guint8 * pt_out,
 static void
 enqueue_buffer (LegbaPeerSender * self, GstBuffer * buffer)
 {
-  guint8 pt = 0;
-  guint32 ssrc = 0;
-  guint16 seq = 0;
-  LegbaSenderLane lane = lane_of (self, buffer, &pt, &ssrc, &seq);
+  LegbaSenderLane lane = lane_of (self, buffer);
 
   g_queue_push_tail (&self->queues[lane], buffer);
   self->queued_bytes += gst_buffer_get_size (buffer);
@@ -178,11 +174,13 @@ refill (LegbaPeerSender * self, gint64 now)
   self->budget_at = now;
 }
 
-/* The next item to send, or NULL with *wait_until set when the budget
- * holds video back. Audio and the events go at once; retransmissions
- * before video, both within the budget. Called with the lock. */
+/* The next item to send and its lane, or NULL with *wait_until set when
+ * the budget holds video back. Audio and the events go at once;
+ * retransmissions before video, both within the budget. Called with the
+ * lock. */
 static GstMiniObject *
-next_item (LegbaPeerSender * self, gint64 now, gint64 * wait_until)
+next_item (LegbaPeerSender * self, gint64 now, gint64 * wait_until,
+    LegbaSenderLane * lane)
 {
   GQueue *video = &self->queues[LEGBA_SENDER_LANE_VIDEO];
   GQueue *rtx = &self->queues[LEGBA_SENDER_LANE_RTX];
@@ -208,6 +206,7 @@ next_item (LegbaPeerSender * self, gint64 now, gint64 * wait_until)
     return NULL;
   }
   head = g_queue_pop_head (from);
+  *lane = from - self->queues;
   self->budget -= gst_buffer_get_size (GST_BUFFER (head));
   self->queued_bytes -= gst_buffer_get_size (GST_BUFFER (head));
   self->queued_packets--;
@@ -227,7 +226,7 @@ pause_task (LegbaPeerSender * self, GstFlowReturn ret)
 }
 
 static void
-push_item (LegbaPeerSender * self, GstMiniObject * item)
+push_item (LegbaPeerSender * self, GstMiniObject * item, LegbaSenderLane lane)
 {
   GstFlowReturn ret = GST_FLOW_OK;
 
@@ -240,7 +239,7 @@ push_item (LegbaPeerSender * self, GstMiniObject * item)
     if (type == GST_EVENT_EOS)
       ret = GST_FLOW_EOS;
   } else {
-    legba_peer_sender_record_sent (self, GST_BUFFER (item));
+    legba_peer_sender_record_sent (self, GST_BUFFER (item), lane);
     ret = gst_pad_push (self->srcpad, GST_BUFFER (item));
   }
   if (ret != GST_FLOW_OK)
@@ -252,6 +251,7 @@ legba_peer_sender_loop (gpointer data)
 {
   LegbaPeerSender *self = data;
   GstMiniObject *item = NULL;
+  LegbaSenderLane lane = LEGBA_SENDER_LANE_VIDEO;
   gint64 wait_until = 0;
 
   g_mutex_lock (&self->lock);
@@ -259,7 +259,7 @@ legba_peer_sender_loop (gpointer data)
     gint64 now = g_get_monotonic_time ();
 
     wait_until = 0;
-    item = next_item (self, now, &wait_until);
+    item = next_item (self, now, &wait_until, &lane);
     if (item != NULL)
       break;
     if (now >= self->tick_at)
@@ -279,7 +279,7 @@ legba_peer_sender_loop (gpointer data)
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
   if (item != NULL)
-    push_item (self, item);
+    push_item (self, item, lane);
   else
     legba_peer_sender_tick (self, g_get_monotonic_time ());
 }

@@ -38,8 +38,6 @@ GstElement *legba_peer_sender_new (guint start_bitrate, guint max_bitrate);
 
 void legba_peer_sender_set_target_func (LegbaPeerSender * self,
     LegbaPeerSenderTargetFunc func, gpointer data, GDestroyNotify notify);
-void legba_peer_sender_set_max_bitrate (LegbaPeerSender * self,
-    guint max_bitrate);
 void legba_peer_sender_set_audio_ssrc (LegbaPeerSender * self, guint32 ssrc);
 
 guint legba_peer_sender_get_target (LegbaPeerSender * self);
