@@ -7,6 +7,7 @@
  * the target reported to the room, and the stats.
  */
 #include <legba/room/legba-peer-sender-private.h>
+#include <gst/rtp/gstrtpbuffer.h>
 
 #define GST_CAT_DEFAULT legba_sender_debug
 
@@ -20,6 +21,9 @@
 #define REPORT_CHANGE 0.03
 #define REPORT_US G_USEC_PER_SEC
 #define MIN_BITRATE 30000
+/* How long the video is held to the start estimate waiting for the first
+ * feedback. */
+#define FEEDBACK_WAIT_US (3 * G_USEC_PER_SEC)
 /* What the link carries of a packet beyond the RTP packet the feedback
  * gives the size of: IPv4 and UDP headers, the SRTP authentication tag. */
 #define WIRE_OVERHEAD (20 + 8 + 10)
@@ -37,6 +41,9 @@ legba_peer_sender_feedback_init (LegbaPeerSender * self, guint start_bitrate,
 
   self->bwe = legba_bwe_new (&config);
   self->target = legba_bwe_target (self->bwe);
+  legba_send_rates_init (&self->rates, g_get_monotonic_time ());
+  self->video_target = legba_send_rates_video_target (&self->rates,
+      self->target, MIN_BITRATE);
   self->policies = g_hash_table_new_full (NULL, NULL, NULL,
       (GDestroyNotify) legba_rtx_policy_free);
   self->rtx_pts = g_array_new (FALSE, FALSE, sizeof (guint8));
@@ -74,15 +81,28 @@ update_target (LegbaPeerSender * self, gint64 now)
   gdouble change;
 
   self->target = target;
+  self->video_target = legba_send_rates_video_target (&self->rates, target,
+      MIN_BITRATE);
   g_hash_table_foreach (self->policies, set_policy_target,
       GUINT_TO_POINTER (target));
   if (self->target_func == NULL)
     return FALSE;
   change = self->reported_target == 0 ? 1.0 :
-      ABS ((gdouble) target - self->reported_target) / self->reported_target;
+      ABS ((gdouble) self->video_target - self->reported_target) /
+      self->reported_target;
   if (change <= REPORT_CHANGE && now - self->reported_at < REPORT_US)
     return FALSE;
-  self->reported_target = target;
+  if (GST_LEVEL_DEBUG <= _gst_debug_min) {
+    LegbaBweState state;
+
+    legba_bwe_get_state (self->bwe, &state);
+    GST_DEBUG_OBJECT (self, "target %u bit/s (delay %u, loss %u, acked %u, "
+        "%s, %s, loss %.3f), video %u bit/s", target, state.delay_bps,
+        state.loss_bps, state.acked_bps, legba_bwe_usage_name (state.usage),
+        legba_bwe_rate_state_name (state.rate_state), state.loss_fraction,
+        self->video_target);
+  }
+  self->reported_target = self->video_target;
   self->reported_at = now;
   return TRUE;
 }
@@ -114,6 +134,27 @@ legba_peer_sender_get_target (LegbaPeerSender * self)
 
   g_mutex_lock (&self->lock);
   target = self->feedback_reports > 0 ? self->target : 0;
+  g_mutex_unlock (&self->lock);
+  return target;
+}
+
+/* The video encoder's share of the estimate (legba-send-rates.c). Before
+ * the first feedback it is the share of the start estimate, as in
+ * libwebrtc, for FEEDBACK_WAIT_US from the first packet: a call on a slow
+ * link starts with key frames that fit it. A receiver that sent no
+ * feedback by then does not hold the encoder back: 0. */
+guint
+legba_peer_sender_get_video_target (LegbaPeerSender * self)
+{
+  gint64 now = g_get_monotonic_time ();
+  guint target;
+
+  g_mutex_lock (&self->lock);
+  if (self->feedback_reports > 0 || self->first_sent_at == 0 ||
+      now - self->first_sent_at < FEEDBACK_WAIT_US)
+    target = self->video_target;
+  else
+    target = 0;
   g_mutex_unlock (&self->lock);
   return target;
 }
@@ -290,13 +331,33 @@ legba_peer_sender_is_rtx_pt (LegbaPeerSender * self, guint8 pt)
 
 /* A packet of @lane leaves: a video packet's time goes into its
  * stream's history; the lane's packets are counted. */
+/* The RTP payload's length: the packet less its header, CSRCs, header
+ * extensions and padding; 0 for what is not an RTP packet. */
+static gsize
+rtp_payload_size (GstBuffer * buffer)
+{
+  GstRTPBuffer rtp = GST_RTP_BUFFER_INIT;
+  gsize size;
+
+  if (!gst_rtp_buffer_map (buffer, GST_MAP_READ, &rtp))
+    return 0;
+  size = gst_rtp_buffer_get_payload_len (&rtp);
+  gst_rtp_buffer_unmap (&rtp);
+  return size;
+}
+
 void
 legba_peer_sender_record_sent (LegbaPeerSender * self, GstBuffer * buffer,
     LegbaSenderLane lane)
 {
+  gsize size = gst_buffer_get_size (buffer);
   guint8 header[12];
 
   g_mutex_lock (&self->lock);
+  if (self->first_sent_at == 0)
+    self->first_sent_at = g_get_monotonic_time ();
+  legba_send_rates_add (&self->rates, lane, size + WIRE_OVERHEAD,
+      lane == LEGBA_SENDER_LANE_VIDEO ? rtp_payload_size (buffer) : 0);
   if (lane == LEGBA_SENDER_LANE_VIDEO &&
       gst_buffer_extract (buffer, 0, header, 12) == 12) {
     LegbaRtxPolicy *policy = policy_for (self, GST_READ_UINT32_BE (header + 8));
@@ -392,6 +453,7 @@ legba_peer_sender_tick (LegbaPeerSender * self, gint64 now)
   g_mutex_lock (&self->lock);
   self->tick_at = now + TICK_US;
   legba_bwe_on_tick (self->bwe, now);
+  legba_send_rates_update (&self->rates, now);
   report = update_target (self, now);
   rtt_due = now - self->rtt_at >= RTT_POLL_US;
   g_mutex_unlock (&self->lock);
@@ -430,6 +492,13 @@ legba_peer_sender_get_stats (LegbaPeerSender * self)
   rate = LEGBA_PACING_FACTOR * self->target;
   s = gst_structure_new ("legba-sender-stats",
       "target-bitrate", G_TYPE_UINT, state.target_bps,
+      "video-target-bitrate", G_TYPE_UINT, self->video_target,
+      "audio-bitrate", G_TYPE_UINT,
+      legba_send_rates_lane_bps (&self->rates, LEGBA_SENDER_LANE_AUDIO),
+      "video-bitrate", G_TYPE_UINT,
+      legba_send_rates_lane_bps (&self->rates, LEGBA_SENDER_LANE_VIDEO),
+      "rtx-bitrate", G_TYPE_UINT,
+      legba_send_rates_lane_bps (&self->rates, LEGBA_SENDER_LANE_RTX),
       "delay-based-bitrate", G_TYPE_UINT, state.delay_bps,
       "loss-based-bitrate", G_TYPE_UINT, state.loss_bps,
       "acknowledged-bitrate", G_TYPE_UINT, state.acked_bps,

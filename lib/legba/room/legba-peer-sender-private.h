@@ -10,18 +10,11 @@
 #include <legba/room/legba-peer-sender.h>
 #include <legba/room/legba-bwe.h>
 #include <legba/room/legba-rtx-policy.h>
+#include <legba/room/legba-send-rates.h>
 
 G_BEGIN_DECLS
 
 GST_DEBUG_CATEGORY_EXTERN (legba_sender_debug);
-
-typedef enum
-{
-  LEGBA_SENDER_LANE_AUDIO,
-  LEGBA_SENDER_LANE_RTX,
-  LEGBA_SENDER_LANE_VIDEO,      /* and the serialized events */
-  LEGBA_SENDER_N_LANES,
-} LegbaSenderLane;
 
 struct _LegbaPeerSender
 {
@@ -43,7 +36,8 @@ struct _LegbaPeerSender
 
   /* legba-peer-sender-feedback.c */
   LegbaBwe *bwe;
-  guint target;                 /* bit/s */
+  guint target;                 /* bit/s, everything on the wire */
+  guint video_target;           /* bit/s, the video encoder's share */
   guint reported_target;        /* what target_func last heard */
   gint64 reported_at;
   GHashTable *policies;         /* SSRC -> LegbaRtxPolicy */
@@ -54,6 +48,8 @@ struct _LegbaPeerSender
   gint64 rtt_at;
   guint64 feedback_reports;
   guint64 packets_sent[LEGBA_SENDER_N_LANES];
+  gint64 first_sent_at;         /* monotonic, 0 before the first packet */
+  LegbaSendRates rates;
 
   LegbaPeerSenderTargetFunc target_func;
   gpointer target_data;

@@ -7,8 +7,10 @@
  * feedback comes back up (docs/congestion-control.md):
  *
  * - transport-wide feedback (the RTPTWCCPackets event of rtpsession)
- *   feeds the bandwidth estimator (legba-bwe.h), whose target is
- *   reported through the target function and caps the pacing rate;
+ *   feeds the bandwidth estimator (legba-bwe.h), whose target caps
+ *   the pacing rate; its video share, what the audio and the
+ *   retransmissions leave (legba-send-rates.h), is reported through the
+ *   target function;
  * - retransmission requests (GstRTPRetransmissionRequest) pass on to
  *   rtprtxsend only when LegbaRtxPolicy answers them;
  * - packets leave paced: at most LEGBA_PACING_FACTOR times the target,
@@ -41,6 +43,7 @@ void legba_peer_sender_set_target_func (LegbaPeerSender * self,
 void legba_peer_sender_set_audio_ssrc (LegbaPeerSender * self, guint32 ssrc);
 
 guint legba_peer_sender_get_target (LegbaPeerSender * self);
+guint legba_peer_sender_get_video_target (LegbaPeerSender * self);
 GstStructure *legba_peer_sender_get_stats (LegbaPeerSender * self);
 
 G_END_DECLS

@@ -4,12 +4,14 @@
  * Congestion control in a room (docs/congestion-control.md): each peer
  * connection gets a LegbaPeerSender as webrtcbin's aux sender, which
  * estimates what the connection carries; the room gives the shared video
- * encoder the lowest estimate among the peers it sends video to, as a
+ * encoder the lowest video share of an estimate (what the audio and the
+ * retransmissions leave) among the peers it sends video to, as a
  * `legba-target-bitrate` event up the track (legbavideoenc follows it,
  * with its own bitrate as the ceiling).
  */
 #include <legba/room/legba-room-private.h>
 #include <legba/room/legba-peer-sender.h>
+#include <legba/room/legba-send-rates.h>
 
 /* What a connection is assumed to carry before its first feedback (as
  * libwebrtc), and the most an estimate may reach; the encoder's own
@@ -89,14 +91,28 @@ peer_sender (LegbaPeer * peer)
   return sender;
 }
 
-/* The lowest target among the connections the video goes to; 0 when it
- * goes to none with an estimate. */
+/* The video's share of the start estimate: what the encoder is held to
+ * while the video goes to no connection with an estimate of its own yet. */
+static guint
+start_target (void)
+{
+  LegbaSendRates rates;
+
+  legba_send_rates_init (&rates, 0);
+  return legba_send_rates_video_target (&rates, START_BITRATE, 0);
+}
+
+/* The lowest video target among the connections the video goes to. A
+ * connection without a sender yet counts with the start estimate, as the
+ * video going to none does: the first frames a newcomer gets, key frame
+ * first, fit a slow link. 0 (no limit) when every connection's receiver
+ * let the wait for feedback pass. */
 static guint
 lowest_target (LegbaRoom * self)
 {
   GHashTableIter iter;
   gpointer value;
-  guint lowest = 0;
+  guint lowest = 0, peers = 0;
 
   g_hash_table_iter_init (&iter, self->peers);
   while (g_hash_table_iter_next (&iter, NULL, &value)) {
@@ -104,18 +120,21 @@ lowest_target (LegbaRoom * self)
     g_autoptr (LegbaPeerSender) sender = NULL;
     guint target;
 
-    if (peer->media[LEGBA_TRACK_KIND_VIDEO].webrtc_sink == NULL ||
-        (sender = peer_sender (peer)) == NULL)
+    if (peer->media[LEGBA_TRACK_KIND_VIDEO].webrtc_sink == NULL)
       continue;
-    target = legba_peer_sender_get_target (sender);
+    peers++;
+    sender = peer_sender (peer);
+    target = sender ? legba_peer_sender_get_video_target (sender) :
+        start_target ();
     if (target != 0 && (lowest == 0 || target < lowest))
       lowest = target;
   }
-  return lowest;
+  return peers == 0 ? start_target () : lowest;
 }
 
 /* Tells the video encoder what the peers carry, when that moved. Runs on
- * the room's context: after a target changed, a peer connection came or
+ * the room's context: once the video's caps are known (the encoder is
+ * linked and running), after a target changed, a peer connection came or
  * went. */
 void
 legba_room_congestion_update (LegbaRoom * self)
@@ -139,12 +158,14 @@ legba_room_congestion_update (LegbaRoom * self)
   g_mutex_unlock (&self->lock);
   if (teesink == NULL)
     return;
-  self->video_target = target;
   GST_DEBUG ("room %s: the video's target is %u bit/s", self->room_name,
       target);
-  gst_pad_push_event (teesink, gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM,
-          gst_structure_new ("legba-target-bitrate", "bitrate", G_TYPE_UINT,
-              target, NULL)));
+  /* not taken before the encoder is linked: tried again at the next */
+  if (gst_pad_push_event (teesink,
+          gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM,
+              gst_structure_new ("legba-target-bitrate", "bitrate",
+                  G_TYPE_UINT, target, NULL))))
+    self->video_target = target;
 }
 
 static gboolean

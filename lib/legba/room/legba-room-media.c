@@ -24,6 +24,7 @@ static const char *const kind_names[] = { "video", "audio" };
 static void
 local_caps_known (LegbaRoom * self)
 {
+  legba_room_congestion_update (self);
   if (legba_room_media_ready (self))
     self->events->media_ready (self);
 }
