@@ -292,7 +292,7 @@ on_stats (LegbaCall * call, App * app)
   for (guint i = 0; ids[i]; i++) {
     g_autoptr (GstStructure) s = legba_call_get_remote_stats (call, ids[i]);
     gboolean present = FALSE;
-    guint target = 0;
+    guint target = 0, video_target = 0;
 
     gst_structure_get_boolean (s, "present", &present);
     if (!present)
@@ -305,11 +305,14 @@ on_stats (LegbaCall * call, App * app)
     if (gst_structure_has_field (s, "round-trip-time"))
       g_string_append_printf (line, " rtt %.0f ms",
           field_double (s, "round-trip-time", 0) * 1000);
-    if (gst_structure_get_uint (s, "target-bitrate", &target))
-      g_string_append_printf (line, " est %.0f kbit/s queue %.0f ms rtx %"
-          G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT, target / 1000.0,
+    if (gst_structure_get_uint (s, "target-bitrate", &target)) {
+      gst_structure_get_uint (s, "video-target-bitrate", &video_target);
+      g_string_append_printf (line, " est %.0f kbit/s video %.0f kbit/s "
+          "queue %.0f ms rtx %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT,
+          target / 1000.0, video_target / 1000.0,
           field_double (s, "pacing-queue-ms", 0), field_u64 (s, "rtx-sent"),
           field_u64 (s, "rtx-requests"));
+    }
     if (gst_structure_has_field (s, "packets-lost")) {
       gint64 lost = 0;
 

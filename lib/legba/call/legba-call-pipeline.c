@@ -338,6 +338,11 @@ build_video (LegbaCall * self, GError ** error)
   return ok;
 }
 
+/* Opus for a voice, mono, as libwebrtc sends it: 32 kbit/s, half of
+ * opusenc's default, which at a 300 kbit/s bottleneck would take a
+ * third of the link from the video. */
+#define AUDIO_BITRATE 32000
+
 static gboolean
 build_audio (LegbaCall * self, GError ** error)
 {
@@ -352,9 +357,10 @@ build_audio (LegbaCall * self, GError ** error)
   }
   desc = g_strdup_printf ("%s ! audioconvert ! audioresample ! "
       "audio/x-raw,rate=48000,channels=1 ! valve name=valve drop=%s ! "
-      "opusenc name=enc", self->audio == LEGBA_CALL_AUDIO_TEST ?
+      "opusenc name=enc bitrate=%d", self->audio == LEGBA_CALL_AUDIO_TEST ?
       "audiotestsrc is-live=true wave=sine volume=0.2 samplesperbuffer=960"
-      : "autoaudiosrc", self->muted[LEGBA_TRACK_KIND_AUDIO] ? "true" : "false");
+      : "autoaudiosrc", self->muted[LEGBA_TRACK_KIND_AUDIO] ? "true" : "false",
+      AUDIO_BITRATE);
   return add_track (self, LEGBA_TRACK_KIND_AUDIO, desc, NULL, error);
 }
 

@@ -450,7 +450,8 @@ legba_call_list_remotes (LegbaCall * self)
  * `round-trip-time` and `jitter` (double, s); what is sent to it, when
  * the room's congestion control runs (docs/congestion-control.md):
  * `target-bitrate` (guint, bit/s: the estimate of what the connection
- * carries), `pacing-queue-ms` (double), `rtx-requests` and `rtx-sent`
+ * carries), `video-target-bitrate` (guint, bit/s: the video's share of
+ * it, what the audio and the retransmissions leave), `pacing-queue-ms` (double), `rtx-requests` and `rtx-sent`
  * (guint64: retransmissions asked for and answered), `feedback-loss`
  * (double, 0..1) and `feedback-missing` (boolean); `data-messages` (guint64,
  * application data messages received from it, the room's own `legba.`
@@ -496,6 +497,7 @@ legba_call_get_remote_stats (LegbaCall * self, const char *participant_id)
   copy_field (s, r->room_stats, "round-trip-time", G_TYPE_DOUBLE);
   copy_field (s, r->room_stats, "jitter", G_TYPE_DOUBLE);
   copy_field (s, r->room_stats, "target-bitrate", G_TYPE_UINT);
+  copy_field (s, r->room_stats, "video-target-bitrate", G_TYPE_UINT);
   copy_field (s, r->room_stats, "pacing-queue-ms", G_TYPE_DOUBLE);
   copy_field (s, r->room_stats, "rtx-requests", G_TYPE_UINT64);
   copy_field (s, r->room_stats, "rtx-sent", G_TYPE_UINT64);
