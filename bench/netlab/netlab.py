@@ -278,6 +278,32 @@ def legba_receiver(lines, t0, series, start, end):
             "frame_times": [round(f, 4) for f in frames]}
 
 
+def legba_sender_line(t, line):
+    """A `legba-call --stats` line of the sender: the encoder's rate, and
+    the estimate and its video share towards the receiver."""
+    out = {"t": round(t, 3),
+           "encoder_kbps": int(re.match(r"stats: \S+ (\d+) kbit/s",
+                                        line).group(1))}
+    m = re.search(r" est (\d+) kbit/s video (\d+) kbit/s", line)
+    if m:
+        out["est_kbps"] = int(m.group(1))
+        out["video_target_kbps"] = int(m.group(2))
+    return out
+
+
+def legba_estimate(sent, start, end):
+    """A Legba sender's estimate and video target over the window,
+    medians, from its stats lines."""
+    lines = [e for e in sent.get("encoder", [])
+             if start < e["t"] <= end + 0.5 and "est_kbps" in e]
+    if not lines:
+        return {}
+    return {"est_kbps_median":
+            statistics.median(e["est_kbps"] for e in lines),
+            "video_target_kbps_median":
+            statistics.median(e["video_target_kbps"] for e in lines)}
+
+
 def stats_lines(lines, t0, side):
     """chromium-peer.mjs's per-second lines: (t, the first peer
     connection's video counters of that side, with its connection's
@@ -580,10 +606,9 @@ class Scenario:
         if self.sender == "chromium":
             sent = chromium_sender(snd_lines, t0, series, start, end)
         else:
-            sent = {"encoder": [
-                {"t": round(t - t0, 3), "encoder_kbps": int(m.group(1))}
-                for t, m in ((t, re.match(r"stats: \S+ (\d+) kbit/s", l))
-                             for t, l in snd_lines) if m]}
+            sent = {"encoder": [legba_sender_line(t - t0, l)
+                                for t, l in snd_lines
+                                if re.match(r"stats: \S+ \d+ kbit/s", l)]}
         win = [s for s in series if start < s["t"] <= end + 0.5]
 
         def med(key):
@@ -606,7 +631,8 @@ class Scenario:
             "rtx_pps_median": med("rtx_pps"), "media_pt": sorted(media_pt),
             "target_kbps_median": med("target_kbps"),
             "available_kbps_median": med("available_kbps"),
-            **recv, **sent, "series": series,
+            **recv, **sent, **legba_estimate(sent, start, end),
+            "series": series,
         }
 
 
