@@ -434,6 +434,54 @@ GST_START_TEST (test_launch_lines)
 
 GST_END_TEST;
 
+/* The encoder's `network-bitrate` (legbavideoenc's stats), 0 before any. */
+static guint
+network_bitrate (Line * line)
+{
+  g_autoptr (GstElement) enc =
+      gst_bin_get_by_name (GST_BIN (line->pipeline), "enc");
+  g_autoptr (GstStructure) stats = NULL;
+  guint bitrate = 0;
+
+  g_object_get (enc, "stats", &stats, NULL);
+  if (stats != NULL)
+    gst_structure_get_uint (stats, "network-bitrate", &bitrate);
+  return bitrate;
+}
+
+static gboolean
+wake (gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+/* With congestion control and no connection yet, the room holds the
+ * encoder to the video's share of the start estimate (300 kbit/s, less
+ * the headers of 1,200-byte packets), not the user's 2 Mbit/s: the key
+ * frame the first participant to come gets fits a slow link. */
+GST_START_TEST (test_start_target)
+{
+  Line *sender;
+  guint poll;
+
+  start_server ();
+  sender = line_new ("videotestsrc is-live=true ! video/x-raw,width=160,"
+      "height=120,framerate=15/1 ! legbavideoenc name=enc bitrate=2000000 ! "
+      "legbaroom name=r " ROOM_ARGS " identity=alice");
+  line_play (sender);
+  poll = g_timeout_add (50, wake, NULL);
+  WAIT_FOR (network_bitrate (sender) != 0 || sender->error != NULL,
+      "the room to give the encoder a target");
+  g_source_remove (poll);
+  fail_unless (sender->error == NULL, "%s", sender->error ?
+      sender->error->message : "");
+  fail_unless_equals_int (network_bitrate (sender), 282000);
+  line_free (sender);
+  stop_server ();
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_unlinked_pads)
 {
   /* a receiver that links nothing and a third that links only audio:
@@ -699,6 +747,7 @@ legbaroom_suite (void)
   tcase_add_test (tc, test_request_pads);
   tcase_add_test (tc, test_launch_lines);
   tcase_add_test (tc, test_unlinked_pads);
+  tcase_add_test (tc, test_start_target);
   tcase_add_test (tc, test_errors);
   tcase_add_test (tc, test_peer_error_contained);
   return s;

@@ -224,6 +224,32 @@ test_feedback_passes (void)
   gst_harness_teardown (h);
 }
 
+/* Before the receiver's first feedback the video is held to the start
+ * estimate's share (300 kbit/s less the headers of 1,200-byte packets);
+ * a receiver that sent none 3 s after the first packet no longer holds
+ * it back. */
+static void
+test_video_target_before_feedback (void)
+{
+  GstHarness *h = sender_harness (300000, 2000000);
+  LegbaPeerSender *sender = LEGBA_PEER_SENDER (h->element);
+  gint64 sent_at, deadline;
+
+  g_assert_cmpuint (legba_peer_sender_get_video_target (sender), ==, 282000);
+  gst_harness_push (h, rtp_packet (VIDEO_SSRC, 0, 1200));
+  gst_buffer_unref (gst_harness_pull (h));
+  sent_at = g_get_monotonic_time ();
+  g_assert_cmpuint (legba_peer_sender_get_video_target (sender), ==, 282000);
+  deadline = sent_at + 10 * G_USEC_PER_SEC;
+  while (legba_peer_sender_get_video_target (sender) != 0 &&
+      g_get_monotonic_time () < deadline)
+    g_usleep (20 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpuint (legba_peer_sender_get_video_target (sender), ==, 0);
+  g_assert_cmpint (g_get_monotonic_time () - sent_at, >=,
+      3 * G_USEC_PER_SEC - 100 * G_TIME_SPAN_MILLISECOND);
+  gst_harness_teardown (h);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -235,5 +261,7 @@ main (int argc, char **argv)
   g_test_add_func ("/peer-sender/audio-first", test_audio_first);
   g_test_add_func ("/peer-sender/requests-bounded", test_requests_bounded);
   g_test_add_func ("/peer-sender/feedback-passes", test_feedback_passes);
+  g_test_add_func ("/peer-sender/video-target-before-feedback",
+      test_video_target_before_feedback);
   return g_test_run ();
 }
