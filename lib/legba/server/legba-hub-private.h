@@ -9,6 +9,7 @@
 #pragma once
 
 #include <legba/server/legba-hub.h>
+#include <legba/common/legba-json.h>
 
 G_BEGIN_DECLS
 
@@ -120,6 +121,8 @@ struct _LegbaHub
   gpointer cluster_data;
   LegbaHubObserver observer;    /* all NULL without one */
   gpointer observer_data;
+  LegbaHubHooks hooks;          /* all NULL without them */
+  gpointer hooks_data;
   char **turn_urls;             /* NULL: no TURN credentials handed out */
   char *turn_secret;
   guint turn_ttl;
@@ -202,6 +205,17 @@ G_GNUC_INTERNAL void hub_count_changed (LegbaHubApp * app,
 /* pusher_internal:subscription_count to the subscribers of every channel
  * whose count changed since the last call. */
 G_GNUC_INTERNAL void hub_count_flush (LegbaHub * hub);
+
+/* ---- Hooks (legba-hub-hooks.c); called only when the hook is set ---- */
+
+/* TRUE when the client event goes on to be relayed; a refusal is sent. */
+G_GNUC_INTERNAL gboolean hub_hook_client_event (LegbaHub * hub,
+    LegbaHubConn * conn, const char *channel, const char *event,
+    const LegbaJsonSpan * data, const char *user_id);
+/* member_id: the presence member's, NULL on other channels. */
+G_GNUC_INTERNAL void hub_hook_subscribed (LegbaHub * hub,
+    LegbaHubConn * conn, const char *channel, const char *member_id,
+    gboolean subscribed);
 
 G_GNUC_INTERNAL void hub_conn_close (LegbaHub * hub, LegbaHubConn * conn,
     guint16 code, const char *reason);

@@ -356,6 +356,9 @@ subscription_add (LegbaHub * hub, LegbaHubConn * conn, const char *name,
     hub_presence_member_joined (hub, app, channel, member, conn);
   conn_subscription_succeeded (hub, conn, channel,
       member ? member->user_id : NULL);
+  if (hub->hooks.subscribed != NULL)
+    hub_hook_subscribed (hub, conn, name, member ? member->user_id : NULL,
+        TRUE);
 }
 
 /* Pusher protocol 7 user authentication: once signed in, pusher-js
@@ -451,6 +454,15 @@ hub_handle_unsubscribe (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
     return;
   }
   sub = hub_conn_sub_lookup (conn, name);
-  if (sub != NULL)
+  if (sub == NULL)
+    return;
+  if (hub->hooks.subscribed != NULL) {
+    g_autofree char *member_id = sub->member ?
+        g_strdup (sub->member->user_id) : NULL;
+
     hub_subscription_remove (hub, sub);
+    hub_hook_subscribed (hub, conn, name, member_id, FALSE);
+  } else {
+    hub_subscription_remove (hub, sub);
+  }
 }

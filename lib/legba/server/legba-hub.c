@@ -466,8 +466,12 @@ conn_free (LegbaHubConn * conn)
 static void
 conn_destroy (LegbaHub * hub, LegbaHubConn * conn)
 {
-  g_autoptr (GPtrArray) subs = hub_conn_subs_list (conn);
+  g_autoptr (GPtrArray) subs = NULL;
 
+  /* The application hears of it while the connection is whole. */
+  if (hub->hooks.closed != NULL)
+    hub->hooks.closed (conn, hub->hooks_data);
+  subs = hub_conn_subs_list (conn);
   g_ptr_array_remove_index_fast (hub->conns, conn->index);
   if (conn->index < hub->conns->len)
     ((LegbaHubConn *) hub->conns->pdata[conn->index])->index = conn->index;
@@ -542,6 +546,10 @@ handle_client_event (LegbaHub * hub, LegbaHubConn * conn, const char *event,
         "Client event rejected due to rate limit");
     return;
   }
+  if (hub->hooks.client_event != NULL &&
+      !hub_hook_client_event (hub, conn, name, event, data,
+          sub->member ? sub->member->user_id : NULL))
+    return;
 
   out = frame_begin (event, name);
   if (data->start != NULL) {

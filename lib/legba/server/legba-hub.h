@@ -348,6 +348,61 @@ typedef struct
 void legba_hub_set_observer (LegbaHub * hub, const LegbaHubObserver * observer,
     gpointer user_data);
 
+/* ---- Hooks (an application embedding the server, docs/server.md) ---- */
+
+/* What a client_event hook decided. */
+typedef enum
+{
+  LEGBA_HUB_HOOK_RELAY,         /* relayed to the channel, as without hooks */
+  LEGBA_HUB_HOOK_HANDLED,       /* not relayed */
+  LEGBA_HUB_HOOK_REFUSED,       /* not relayed; the sender gets
+                                 * pusher:error 4303 with the hook's message */
+} LegbaHubHookVerdict;
+
+/* Unlike the observer, the hooks run for this instance's connections only
+ * and may decide: told from inside the call that caused it, with the
+ * connection still whole.
+ *
+ * client_event: a client event passed every check (subscribed, channel
+ *   kind, size, rate) and is about to be relayed; data is its raw JSON
+ *   text (NULL when absent), user_id the sender's on a presence channel.
+ *   On LEGBA_HUB_HOOK_REFUSED the hook sets *message (owned by the hub
+ *   then; NULL for a default one).
+ * subscribed: conn joined channel (after its subscription_succeeded), or
+ *   left it through pusher:unsubscribe; user_id is its presence member's
+ *   on a presence channel, else its signed-in user, else NULL.
+ * closed: conn is closed, before its subscriptions go
+ *   (legba_hub_conn_dup_channels() lists them).
+ *
+ * A hook may send to connections (legba_hub_send_to_socket()) and read
+ * them; it must not call anything else of the hub. */
+typedef struct
+{
+  LegbaHubHookVerdict (*client_event) (LegbaHubConn * conn,
+      const char *channel, const char *event, const char *data,
+      const char *user_id, char **message, gpointer user_data);
+  void (*subscribed) (LegbaHubConn * conn, const char *channel,
+      const char *user_id, gboolean subscribed, gpointer user_data);
+  void (*closed) (LegbaHubConn * conn, gpointer user_data);
+} LegbaHubHooks;
+
+/* Sets (or with NULL removes) the hooks. */
+void legba_hub_set_hooks (LegbaHub * hub, const LegbaHubHooks * hooks,
+    gpointer user_data);
+
+/* The channels conn is subscribed to, sorted (transfer full). */
+char **legba_hub_conn_dup_channels (LegbaHubConn * conn);
+
+/* Sends {"event", "channel" (when not NULL), "data"} to the connection
+ * socket_id of app alone, data sent as a JSON string. FALSE when there is
+ * no such connection open (closed, closing, another app's). */
+gboolean legba_hub_send_to_socket (LegbaHub * hub, LegbaHubApp * app,
+    const char *socket_id, const char *channel, const char *event,
+    const char *data);
+
+/* The limits the app's connections have. */
+const LegbaLimits *legba_hub_app_get_limits (LegbaHubApp * app);
+
 #define LEGBA_HUB_ERROR (legba_hub_error_quark ())
 GQuark legba_hub_error_quark (void);
 

@@ -183,6 +183,11 @@ G_GNUC_INTERNAL void legba_server_conn_release (LegbaServerConn * conn);
 G_GNUC_INTERNAL void legba_server_conn_free (gpointer data);
 G_GNUC_INTERNAL void legba_ws_handlers_free (gpointer data);
 
+/* legba-server-hooks.c: the signals of an application embedding the
+ * server, over the hub's hooks. */
+G_GNUC_INTERNAL extern const LegbaHubHooks legba_server_hooks;
+G_GNUC_INTERNAL void legba_server_install_signals (GObjectClass * klass);
+
 /* legba-server-listen.c: listening, the server's gauges, apps, TLS and
  * shutdown. */
 void legba_server_get_gauges (LegbaServer * self, LegbaMetricsGauges * gauges);

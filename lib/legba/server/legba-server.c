@@ -503,6 +503,8 @@ legba_server_dispose (GObject * object)
   GHashTableIter iter;
   gpointer key;
 
+  /* Sockets torn down here go without connection-closed. */
+  legba_hub_set_hooks (self->hub, NULL, NULL);
   /* What the shutdown itself vacates is not sent. */
   g_clear_pointer (&self->webhooks, legba_webhooks_free);
   if (self->tick != NULL) {
@@ -660,6 +662,7 @@ legba_server_class_init (LegbaServerClass * klass)
    * and docs/server.md for what each bounds and why its default. */
   legba_server_install_limits (object_class);
   legba_server_install_pending_limits ();
+  legba_server_install_signals (object_class);
 
   /**
    * LegbaServer:max-request-bytes:
@@ -871,6 +874,7 @@ legba_server_init (LegbaServer * self)
   legba_limits_init_defaults (&self->limits);
   self->hub = legba_hub_new (&legba_server_transport, self);
   legba_hub_set_limits (self->hub, &self->limits);
+  legba_hub_set_hooks (self->hub, &legba_server_hooks, self);
   self->max_request_bytes = DEFAULT_MAX_REQUEST_BYTES;
   self->handshake_timeout = DEFAULT_HANDSHAKE_TIMEOUT;
   self->max_pending_connections = DEFAULT_MAX_PENDING_CONNECTIONS;

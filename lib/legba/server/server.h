@@ -9,6 +9,7 @@
 
 #define LEGBA_INSIDE
 #include <legba/legba-version.h>
+#include <legba/server/legba-client-event.h>
 #include <legba/server/legba-server.h>
 #include <legba/server/legba-token.h>
 #undef LEGBA_INSIDE

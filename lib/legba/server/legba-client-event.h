@@ -1,0 +1,51 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * LegbaClientEvent: a client event that reached a #LegbaServer, as its
+ * #LegbaServer::client-event handlers see it.
+ *
+ * Threads: on the thread of the server's main context only, as the server.
+ */
+#pragma once
+
+#if !defined(LEGBA_INSIDE) && !defined(LEGBA_COMPILATION)
+#error "Only <legba/server/server.h> can be included directly."
+#endif
+
+#include <glib-object.h>
+#include <legba/legba-api.h>
+
+G_BEGIN_DECLS
+
+#define LEGBA_TYPE_CLIENT_EVENT (legba_client_event_get_type ())
+LEGBA_API
+G_DECLARE_FINAL_TYPE (LegbaClientEvent, legba_client_event, LEGBA,
+    CLIENT_EVENT, GObject)
+
+LEGBA_API
+const char *legba_client_event_get_app_id (LegbaClientEvent * event);
+
+LEGBA_API
+const char *legba_client_event_get_socket_id (LegbaClientEvent * event);
+
+LEGBA_API
+const char *legba_client_event_get_channel (LegbaClientEvent * event);
+
+LEGBA_API
+const char *legba_client_event_get_name (LegbaClientEvent * event);
+
+LEGBA_API
+const char *legba_client_event_get_data (LegbaClientEvent * event);
+
+LEGBA_API
+const char *legba_client_event_get_user_id (LegbaClientEvent * event);
+
+LEGBA_API
+gboolean legba_client_event_reply (LegbaClientEvent * event,
+    const char *name, const char *data);
+
+LEGBA_API
+void legba_client_event_refuse (LegbaClientEvent * event,
+    const char *message);
+
+G_END_DECLS
