@@ -55,6 +55,7 @@ legba_limits_init_defaults (LegbaLimits * limits)
   limits->activity_timeout = 120;
   limits->pong_timeout = 30;
   limits->signin_timeout = 0;
+  limits->api_requests_per_second = 1000;
 }
 
 /* ---- Frames to clients ---- */

@@ -71,6 +71,8 @@ typedef struct
   guint activity_timeout;             /* seconds, advertised to clients */
   guint pong_timeout;                 /* seconds to answer a server ping */
   guint signin_timeout;               /* seconds; 0: user sign-in optional */
+  guint api_requests_per_second;      /* HTTP API, per app; enforced by the
+                                       * transport */
 } LegbaLimits;
 
 /* The defaults, stated in docs/server.md. */

@@ -26,6 +26,7 @@ typedef struct
   char *tls_key;
   GPtrArray *apps;              /* char *[5], see APP_GROUP */
   GPtrArray *webhooks;          /* GStrv {app id, spec} */
+  GPtrArray *app_limits;        /* GStrv {app id, limit, value} */
   LegbaWebhookSettings webhook_settings;
 } LegbaConfig;
 
@@ -38,6 +39,7 @@ legba_config_clear (LegbaConfig * config)
   g_free (config->tls_key);
   g_ptr_array_unref (config->apps);
   g_ptr_array_unref (config->webhooks);
+  g_ptr_array_unref (config->app_limits);
 }
 
 /* The values of an [app NAME] group: id, key, secret, then the group,
@@ -414,6 +416,44 @@ legba_config_app_webhooks (LegbaConfig * config, const char *group,
   return TRUE;
 }
 
+/* An app's own limits: any limit of [limits] but those that apply before
+ * a connection's app is known. */
+static gboolean
+legba_config_app_limits (LegbaConfig * config, const char *group,
+    const char *app_id, GError ** error)
+{
+  g_auto (GStrv) keys = g_key_file_get_keys (config->file, group, NULL, NULL);
+  GObjectClass *klass = g_type_class_peek (LEGBA_TYPE_SERVER);
+
+  for (char **key = keys; key && *key; key++) {
+    g_autofree char *raw = NULL;
+    GParamSpecUInt *pspec;
+    guint64 number;
+    char **limit;
+
+    if (!g_strv_contains (legba_server_get_limit_names (), *key))
+      continue;
+    if (legba_server_app_limit_index (*key) < 0)
+      return legba_config_fail (config, group, *key, error, "applies to "
+          "connections before their app is known: set it in [limits]");
+    pspec = G_PARAM_SPEC_UINT (g_object_class_find_property (klass, *key));
+    raw = g_key_file_get_value (config->file, group, *key, NULL);
+    if (!g_ascii_string_to_unsigned (g_strstrip (raw), 10, pspec->minimum,
+            pspec->maximum, &number, NULL)) {
+      g_autofree char *what = g_strdup_printf ("'%s' is not a whole number "
+          "from %u to %u", raw, pspec->minimum, pspec->maximum);
+
+      return legba_config_fail (config, group, *key, error, what);
+    }
+    limit = g_new0 (char *, 4);
+    limit[0] = g_strdup (app_id);
+    limit[1] = g_strdup (*key);
+    limit[2] = g_strdup_printf ("%" G_GUINT64_FORMAT, number);
+    g_ptr_array_add (config->app_limits, limit);
+  }
+  return TRUE;
+}
+
 /* [app NAME] subscription-count: true or false. */
 static gboolean
 legba_config_app_counting (LegbaConfig * config, const char *group,
@@ -446,9 +486,11 @@ legba_config_app (LegbaConfig * config, const char *group, GError ** error)
       if (!legba_config_app_counting (config, group, *key, app, error))
         return FALSE;
     } else if (!g_strv_contains (fields, *key)
-        && !g_str_equal (*key, "webhooks")) {
+        && !g_str_equal (*key, "webhooks")
+        && !g_strv_contains (legba_server_get_limit_names (), *key)) {
       return legba_config_fail (config, group, *key, error, "unknown key "
-          "(an app has id, key, secret, webhooks and subscription-count)");
+          "(an app has id, key, secret, webhooks, subscription-count and "
+          "limits)");
     }
   }
   for (i = 0; fields[i] != NULL; i++) {
@@ -473,6 +515,8 @@ legba_config_app (LegbaConfig * config, const char *group, GError ** error)
     if (g_str_equal (other[1], app[1]))
       return legba_config_fail (config, group, "key", error, what);
   }
+  if (!legba_config_app_limits (config, group, app[0], error))
+    return FALSE;
   if (g_key_file_has_key (config->file, group, "webhooks", NULL))
     return legba_config_app_webhooks (config, group, app[0], error);
   return TRUE;
@@ -571,6 +615,16 @@ legba_config_apply (LegbaConfig * config, LegbaServer * server, GError ** error)
       return legba_config_fail (config, app[APP_GROUP], NULL, error,
           local_error->message);
   }
+  for (i = 0; i < config->app_limits->len; i++) {
+    char **limit = g_ptr_array_index (config->app_limits, i);
+    g_autoptr (GError) local_error = NULL;
+
+    if (!legba_server_set_app_limit (server, limit[0], limit[1],
+            (guint) g_ascii_strtoull (limit[2], NULL, 10), &local_error)) {
+      g_propagate_error (error, g_steal_pointer (&local_error));
+      return FALSE;
+    }
+  }
   legba_server_set_webhook_settings (server, &config->webhook_settings);
   for (i = 0; i < config->webhooks->len; i++) {
     char **hook = g_ptr_array_index (config->webhooks, i);
@@ -594,7 +648,8 @@ legba_config_apply (LegbaConfig * config, LegbaServer * server, GError ** error)
  * secret, ttl: TURN credentials for room members), `[webhooks]`
  * (batch-ms, delay-ms, timeout, max-queued, backoff-ms, retry) and one
  * `[app NAME]` group per app (id, key, secret, webhooks,
- * subscription-count). Relative paths are taken
+ * subscription-count, and the app's own value of any limit but the four
+ * that apply before a connection's app is known). Relative paths are taken
  * from the file's directory. Nothing is applied unless the whole file is
  * valid; errors (%LEGBA_SERVER_ERROR_CONFIG) name the file, group and key.
  *
@@ -626,6 +681,8 @@ legba_server_load_config (LegbaServer * server, const char *path,
   g_array_set_clear_func (config.values, (GDestroyNotify) g_value_unset);
   config.apps = g_ptr_array_new_with_free_func (legba_config_app_free);
   config.webhooks = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      g_strfreev);
+  config.app_limits = g_ptr_array_new_with_free_func ((GDestroyNotify)
       g_strfreev);
   legba_webhook_settings_init_defaults (&config.webhook_settings);
 

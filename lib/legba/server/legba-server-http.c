@@ -507,6 +507,8 @@ legba_server_handle_apps (SoupServer * soup, SoupServerMessage * msg,
     legba_server_preflight (self, msg, allowed);
     return;
   }
+  if (!legba_server_api_admit (self, msg, path))
+    return;
 
   params = query ? g_hash_table_ref (query) :
       g_hash_table_new (g_str_hash, g_str_equal);

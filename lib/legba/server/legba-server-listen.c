@@ -46,6 +46,7 @@ legba_server_flush_apps (LegbaServer * self, GError ** error)
         (self->hub, app->id), app->subscription_count);
   }
   g_ptr_array_set_size (self->pending_apps, 0);
+  legba_server_apply_app_limits (self);
 
   for (i = 0; i < self->pending_webhooks->len; i++) {
     char **hook = g_ptr_array_index (self->pending_webhooks, i);
@@ -449,6 +450,7 @@ legba_server_render_metrics (LegbaServer * self)
     legba_relay_render_metrics (self->relay, out);
   if (self->webhooks != NULL)
     legba_webhooks_render_metrics (self->webhooks, out);
+  legba_server_render_api_metrics (self, out);
   return g_string_free (out, FALSE);
 }
 
@@ -498,8 +500,10 @@ legba_server_add_app (LegbaServer * server, const char *id, const char *key,
   if (server->started) {
     g_autoptr (GError) hub_error = NULL;
 
-    if (legba_hub_add_app (server->hub, id, key, secret, &hub_error))
+    if (legba_hub_add_app (server->hub, id, key, secret, &hub_error)) {
+      legba_server_apply_app_limits (server);
       return TRUE;
+    }
     g_set_error (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_CONFIG,
         "app %s: %s", id, hub_error->message);
     return FALSE;

@@ -21,6 +21,16 @@ LegbaHub *legba_server_get_hub (LegbaServer * server);
  * unsigned integer properties. NULL-terminated. */
 const char *const *legba_server_get_limit_names (void);
 
+/* legba-server.c: the limits an app may have values of its own for, by
+ * index in the table of limit properties (those the hub keeps per app:
+ * all but the transport's four that apply before an app is known). */
+int legba_server_app_limit_index (const char *name);
+guint legba_server_n_app_limits (void);
+void legba_server_app_limit_set (LegbaLimits * limits,
+    guint index, guint value);
+guint legba_server_app_limit_get (const LegbaLimits * limits,
+    guint index);
+
 /* Bytes waiting in the server to be written to its sockets, all sockets
  * together (the legba_queued_bytes gauge of /metrics). */
 guint64 legba_server_get_queued_bytes (LegbaServer * server);
@@ -136,6 +146,11 @@ struct _LegbaServer
 
   GSource *tick;
   GSource *shutdown_timer;
+
+  /* Limits per app (legba-server-app-limits.c) */
+  GHashTable *app_limits;       /* app id -> LegbaAppLimits, its own values */
+  GHashTable *api_buckets;      /* LegbaHubApp * -> its HTTP API tokens */
+  GHashTable *api_refused;      /* app id -> guint64 *, requests refused 429 */
 };
 
 /* The closures of the handlers of LegbaServerConn.ws, in the order of
@@ -164,6 +179,7 @@ typedef struct
   char *remote;
   char *socket_id;
   guint16 close_code;           /* what the server closed with, 0: peer */
+  gsize max_queued_bytes;       /* its app's, when it opened */
 } LegbaServerConn;
 
 /* legba-server.c: LegbaServer:connection-count changed. */
@@ -182,6 +198,26 @@ G_GNUC_INTERNAL void legba_server_conn_release (LegbaServerConn * conn);
 /* The free functions of LegbaServer.conns and LegbaServer.ws_handlers. */
 G_GNUC_INTERNAL void legba_server_conn_free (gpointer data);
 G_GNUC_INTERNAL void legba_ws_handlers_free (gpointer data);
+
+/* legba-server-app-limits.c: limits per app, and the HTTP API's rate. */
+G_GNUC_INTERNAL void legba_server_init_app_limits (LegbaServer * self);
+G_GNUC_INTERNAL void legba_server_finalize_app_limits (LegbaServer * self);
+/* Gives every app of the hub the server's limits, with its own values
+ * where it has some. */
+G_GNUC_INTERNAL void legba_server_apply_app_limits (LegbaServer * self);
+/* The limits of the app whose key is app_key (the server's without one). */
+G_GNUC_INTERNAL const LegbaLimits *legba_server_limits_for_key (LegbaServer *
+    self, const char *app_key);
+/* Takes the apps' own limits of other (a configuration read again) in
+ * place of this server's, but for the app keep_app_id. */
+G_GNUC_INTERNAL void legba_server_take_app_limits (LegbaServer * self,
+    LegbaServer * other, const char *keep_app_id);
+/* Takes a token of the HTTP API bucket of the app the request at path is
+ * for; FALSE when it has none left (msg is then answered 429). */
+G_GNUC_INTERNAL gboolean legba_server_api_admit (LegbaServer * self,
+    SoupServerMessage * msg, const char *path);
+G_GNUC_INTERNAL void legba_server_render_api_metrics (LegbaServer * self,
+    GString * out);
 
 /* legba-server-hooks.c: the signals of an application embedding the
  * server, over the hub's hooks. */

@@ -3,8 +3,8 @@
  *
  * legba-server's configuration read again while it runs (SIGHUP,
  * docs/server.md): the file is loaded whole into a server of its own that
- * never listens, and what may change at runtime, the apps and the limits,
- * is carried over from it.
+ * never listens, and what may change at runtime, the apps and the limits
+ * (the server's and each app's own), is carried over from it.
  */
 #define LEGBA_SERVER_INTERNALS
 #include <legba/server/legba-server-private.h>
@@ -150,6 +150,8 @@ legba_server_reload_config (LegbaServer * server, const char *path,
     return FALSE;
 
   reload_report_start_only (server, file);
+  /* The apps' own limits, as the file has them */
+  legba_server_take_app_limits (server, file, keep_app_id);
   /* Every limit, the file's or its default, for every app at once. */
   for (guint i = 0; limits[i] != NULL; i++) {
     g_auto (GValue) value = G_VALUE_INIT;
@@ -159,5 +161,6 @@ legba_server_reload_config (LegbaServer * server, const char *path,
     g_object_set_property (G_OBJECT (server), limits[i], &value);
   }
   reload_apps (server, file->pending_apps, keep_app_id);
+  legba_server_apply_app_limits (server);
   return TRUE;
 }

@@ -92,7 +92,7 @@ legba_server_conn_overflow (LegbaServerConn * conn, gsize queued)
   LegbaServer *self = conn->server;
   g_autofree char *queued_s = g_strdup_printf ("%" G_GSIZE_FORMAT, queued);
   g_autofree char *max_s = g_strdup_printf ("%" G_GSIZE_FORMAT,
-      self->limits.max_queued_bytes);
+      conn->max_queued_bytes);
 
   conn->closing = TRUE;
   legba_metrics_count_queue_overflow (self->metrics);
@@ -111,7 +111,6 @@ legba_server_transport_send (gpointer handle, GBytes * frame,
     gpointer user_data)
 {
   LegbaServerConn *conn = handle;
-  LegbaServer *self = conn->server;
   gsize size, queued;
 
   if (conn->closing ||
@@ -123,7 +122,7 @@ legba_server_transport_send (gpointer handle, GBytes * frame,
    * is then on what the messages would take uncompressed. */
   size = legba_ws_frame_size (g_bytes_get_size (frame));
   queued = legba_ws_stream_get_queued (conn->stream);
-  if (queued > 0 && queued + size > self->limits.max_queued_bytes) {
+  if (queued > 0 && queued + size > conn->max_queued_bytes) {
     legba_server_conn_overflow (conn, queued + size);
     return;
   }
@@ -490,15 +489,20 @@ legba_server_conn_new (LegbaServer * self, LegbaUpgrade * upgrade,
     GIOStream * base, GUri * uri)
 {
   LegbaServerConn *conn = g_new0 (LegbaServerConn, 1);
+  /* Its app's bounds, or the server's when no app has that key (the
+   * socket is then refused at once) */
+  const LegbaLimits *limits = legba_server_limits_for_key (self,
+      upgrade->app_key);
   GMainContext *context = NULL;
 
   conn->server = self;
+  conn->max_queued_bytes = limits->max_queued_bytes;
   conn->remote = g_strdup (upgrade->remote);
   conn->stream = legba_ws_stream_new (base, upgrade->socket,
       self->certificate == NULL);
-  legba_ws_stream_set_max_message (conn->stream, self->limits.max_frame_bytes);
+  legba_ws_stream_set_max_message (conn->stream, limits->max_frame_bytes);
   legba_ws_stream_set_max_control_rate (conn->stream,
-      self->limits.control_frames_per_second);
+      limits->control_frames_per_second);
   /* The connection's reading, writing and timeouts go to a poll bucket
    * (libsoup keeps the thread-default context it is made in), so that no
    * wakeup walks every socket of the server. Its callbacks still run on
@@ -515,10 +519,10 @@ legba_server_conn_new (LegbaServer * self, LegbaUpgrade * upgrade,
   if (context != NULL)
     g_main_context_pop_thread_default (context);
   soup_websocket_connection_set_max_incoming_payload_size (conn->ws,
-      self->limits.max_frame_bytes);
+      limits->max_frame_bytes);
   conn->frames_direct =
       soup_websocket_connection_get_extensions (conn->ws) == NULL;
-  legba_server_conn_bound_inflation (conn, self->limits.max_frame_bytes);
+  legba_server_conn_bound_inflation (conn, limits->max_frame_bytes);
   /* Pusher protocol 7 keeps connections alive with pusher:ping. */
   soup_websocket_connection_set_keepalive_interval (conn->ws, 0);
 

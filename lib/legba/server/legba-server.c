@@ -98,6 +98,9 @@ static const LegbaLimitSpec limit_specs[] = {
       "Seconds a client has to answer a ping"),
   LIMIT (signin_timeout, FALSE, 0, "signin-timeout",
       "Seconds a client has to sign in (0: signing in is optional)"),
+  LIMIT (api_requests_per_second, FALSE, 0, "api-requests-per-second",
+      "HTTP API requests one app may make per second, in bursts of as "
+      "many; more are answered 429 (0: no limit)"),
 };
 
 #undef LIMIT
@@ -240,6 +243,36 @@ legba_limit_set (LegbaLimits * limits, const LegbaLimitSpec * spec, guint value)
     *(guint *) p = value;
 }
 
+int
+legba_server_app_limit_index (const char *name)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (limit_specs); i++) {
+    if (g_str_equal (limit_specs[i].name, name))
+      return (int) i;
+  }
+  return -1;
+}
+
+guint
+legba_server_n_app_limits (void)
+{
+  return G_N_ELEMENTS (limit_specs);
+}
+
+void
+legba_server_app_limit_set (LegbaLimits * limits, guint index, guint value)
+{
+  g_return_if_fail (index < G_N_ELEMENTS (limit_specs));
+  legba_limit_set (limits, &limit_specs[index], value);
+}
+
+guint
+legba_server_app_limit_get (const LegbaLimits * limits, guint index)
+{
+  g_return_val_if_fail (index < G_N_ELEMENTS (limit_specs), 0);
+  return legba_limit_get (limits, &limit_specs[index]);
+}
+
 const char *const *
 legba_server_get_limit_names (void)
 {
@@ -315,13 +348,10 @@ legba_server_set_property (GObject * object, guint prop_id,
     legba_limit_set (&self->limits, &limit_specs[prop_id - PROP_LIMIT_FIRST],
         g_value_get_uint (value));
     legba_hub_set_limits (self->hub, &self->limits);
-    /* Once started, at once for every app (a configuration reload). */
-    if (self->started) {
-      g_autoptr (GPtrArray) apps = legba_hub_get_apps (self->hub);
-
-      for (guint i = 0; i < apps->len; i++)
-        legba_hub_app_set_limits (apps->pdata[i], &self->limits);
-    }
+    /* Once started, at once for every app (a configuration reload), but
+     * where an app has a value of its own. */
+    if (self->started)
+      legba_server_apply_app_limits (self);
     return;
   }
 
@@ -578,6 +608,7 @@ legba_server_finalize (GObject * object)
   g_free (self->redis_prefix);
   g_strfreev (self->turn_urls);
   g_free (self->turn_secret);
+  legba_server_finalize_app_limits (self);
   g_main_context_unref (self->context);
   G_OBJECT_CLASS (legba_server_parent_class)->finalize (object);
 }
@@ -875,6 +906,7 @@ legba_server_init (LegbaServer * self)
   self->hub = legba_hub_new (&legba_server_transport, self);
   legba_hub_set_limits (self->hub, &self->limits);
   legba_hub_set_hooks (self->hub, &legba_server_hooks, self);
+  legba_server_init_app_limits (self);
   self->max_request_bytes = DEFAULT_MAX_REQUEST_BYTES;
   self->handshake_timeout = DEFAULT_HANDSHAKE_TIMEOUT;
   self->max_pending_connections = DEFAULT_MAX_PENDING_CONNECTIONS;

@@ -60,6 +60,10 @@ gboolean legba_server_set_app_subscription_count (LegbaServer * server,
     const char *id, gboolean enabled, GError ** error);
 
 LEGBA_API
+gboolean legba_server_set_app_limit (LegbaServer * server, const char *id,
+    const char *name, guint value, GError ** error);
+
+LEGBA_API
 gboolean legba_server_load_config (LegbaServer * server, const char *path,
     GError ** error);
 
