@@ -527,6 +527,108 @@ plot {", ".join(plots)}
     return ok
 
 
+def server_hook_lines(results_dir):
+    """8b: a client event answered by a C handler (bench/server/hook.mjs)
+    beside the plain relay, and one app's HTTP API flood against another's
+    publishing (bench/server/api-flood.mjs)."""
+    lines = []
+    found = newest(results_dir, "server-hook")
+    if found is not None:
+        with open(found) as f:
+            res = json.load(f)
+        c = res["conditions"]
+        lines += ["## 8b. Signalling server: a client event answered by "
+                  "an application's handler", "",
+                  f"From `{os.path.basename(found)}`; command: "
+                  f"`{c['command']}` (release build; docs/benchmarks.md, "
+                  "\"Server hooks\").", "",
+                  "| round trip | runs | p50 ms (median of runs) | "
+                  "p95 ms (median of runs) | p50 of each run (ms) | Target "
+                  "| State |",
+                  "|---|---|---|---|---|---|---|"]
+        for name, runs in res["runs"].items():
+            p50s = [r["p50"] for r in runs]
+            target = "–"
+            if name == "legba-hook":
+                target = ("p50 ≤ 0.1 ms: " +
+                          ("met" if max(p50s) <= 0.1 else "not met") +
+                          " (every run)")
+            lines.append(
+                f"| {name} | {len(runs)} | {fmt(stats.median(p50s))} | "
+                f"{fmt(stats.median([r['p95'] for r in runs]))} | "
+                f"{', '.join(fmt(x) for x in p50s)} | {target} | "
+                f"measured, n = {len(runs)} |")
+        lines += ["", "How: Node clients on the `ws` package, Pusher "
+                  "protocol 7, one event in flight, "
+                  f"{res['warmup']} warm-up events then {res['count']} "
+                  "timed ones per run, each run on a fresh server process, "
+                  "the peers' order swapped every round. legba-hook: A "
+                  "sends client-ask on a private channel, a C handler of "
+                  "LegbaServer::client-event (bench/server/hook-server.c) "
+                  "answers A alone; timed from A's send to A's receipt. "
+                  "legba-relay and soketi-relay: A sends a client event, "
+                  "the server relays it to B in the same process; timed "
+                  "from A's send to B's receipt. Each is one server pass "
+                  "and two loopback hops, on one clock. The Lightspeed "
+                  "report's PHP handler: 0.28 ms p50 (its figure, not "
+                  "measured here). No verdict between the rows: answering "
+                  "and relaying are different work.", "",
+                  "Conditions:",
+                  f"- CPU: {c['cpu_model']} × {c['cpus']}; kernel "
+                  f"{c['kernel']}; Node {c['node']}, ws {c['ws']}, soketi "
+                  f"{c['soketi']}; Legba {c['legba']}",
+                  f"- Load average at start {c['loadavg_start']}, at end "
+                  f"{c['loadavg_end']}; the machine was {c['machine']}",
+                  ""]
+    found = newest(results_dir, "server-api-flood")
+    if found is not None:
+        with open(found) as f:
+            res = json.load(f)
+        c = res["conditions"]
+        lines += ["## 8c. Signalling server: one app's HTTP API flood and "
+                  "another app's publishing", "",
+                  f"From `{os.path.basename(found)}`; command: "
+                  f"`{c['command']}` (release build).", "",
+                  "| phase | runs | B publish p50 ms (median of runs) | "
+                  "B publish p95 ms (median of runs) | B's answers | A's "
+                  "answers a second, 200 / 429 (median of runs) | State |",
+                  "|---|---|---|---|---|---|---|"]
+        for name, runs in res["runs"].items():
+            answers = {}
+            for r in runs:
+                for k, v in r["statuses"].items():
+                    answers[k] = answers.get(k, 0) + v
+            floods = [r["flood"] for r in runs if r["flood"]]
+            a = "–"
+            if floods:
+                a = " / ".join(
+                    fmt(stats.median([f["counts"].get(code, 0) / f["seconds"]
+                                      for f in floods]))
+                    for code in ("200", "429"))
+            lines.append(
+                f"| {name} | {len(runs)} | "
+                f"{fmt(stats.median([r['p50'] for r in runs]))} | "
+                f"{fmt(stats.median([r['p95'] for r in runs]))} | "
+                f"{', '.join(f'{k}: {v}' for k, v in sorted(answers.items()))}"
+                f" | {a} | measured, n = {len(runs)} |")
+        lines += ["", "How: legba-server with apps a and b; b publishes "
+                  f"{res['count']} events one at a time (signed POST "
+                  "/apps/b/events, a kept-alive connection, 100 untimed "
+                  "first), each timed from its request to its answer; a "
+                  "floods the API from another Node process over 64 "
+                  "kept-alive connections, started 1 s before. quiet: no "
+                  "flood; flood: a's api-requests-per-second at 100; "
+                  "flood-unlimited: at 0 (no limit). Each phase on a fresh "
+                  "server, the phases' order swapped every round.", "",
+                  "Conditions:",
+                  f"- CPU: {c['cpu_model']} × {c['cpus']}; kernel "
+                  f"{c['kernel']}; Node {c['node']}; Legba {c['legba']}",
+                  f"- Load average at start {c['loadavg_start']}, at end "
+                  f"{c['loadavg_end']}; the machine was {c['machine']}",
+                  ""]
+    return lines
+
+
 def fanout_chart(results_dir, path):
     found = newest(results_dir, "server")
     if found is None:
@@ -1155,6 +1257,7 @@ def main():
                   "run of bench/server/run.sh in "
                   f"[bench/server/RESULTS.md]({rel(os.path.join(HERE, 'server', 'RESULTS.md'))}).",
                   "", f"![Fan-out]({rel(chart)})", ""]
+    lines += server_hook_lines(args.results)
     with open(args.output, "w") as f:
         f.write("\n".join(lines))
     print(f"report.py: wrote {args.output}")
