@@ -458,6 +458,48 @@ test_client_event_refuse (void)
   fixture_clear (&f);
 }
 
+static gboolean
+on_event_garbage (LegbaServer * server, LegbaClientEvent * event,
+    gpointer user_data)
+{
+  g_autoptr (GString) message = g_string_new (NULL);
+
+  /* What a careless application hands over: bytes that are not UTF-8,
+   * and far too many of them */
+  g_assert_true (legba_client_event_reply (event, "answer\xff",
+          "\"quoted\" \xc3 \\ data"));
+  for (guint i = 0; i < 100; i++)
+    g_string_append (message, "no\xff\"");
+  legba_client_event_refuse (event, message->str);
+  return TRUE;
+}
+
+/* What a handler gives reaches the client as valid JSON, its refusal
+ * bounded. */
+static void
+test_client_event_garbage (void)
+{
+  Fixture f = { 0, };
+  g_autoptr (JsonObject) data = NULL;
+  JsonObject *error;
+  const char *message;
+
+  fixture_init (&f, CHANNEL);
+  g_signal_connect (f.server, "client-event", G_CALLBACK (on_event_garbage),
+      &f);
+  fixture_ask (&f, CHANNEL, "{}");
+  /* every frame parsed as JSON on arrival (ws_on_message) */
+  ws_client_next (f.a, "answer\xef\xbf\xbd");
+  error = ws_client_next (f.a, "pusher:error");
+  data = json_object_ref (json_object_get_object_member (error, "data"));
+  g_assert_cmpint (json_object_get_int_member (data, "code"), ==, 4303);
+  message = json_object_get_string_member (data, "message");
+  g_assert_true (g_str_has_prefix (message, "no\xef\xbf\xbd\"no"));
+  g_assert_cmpuint (strlen (message), <=, 256 + 3 * 64);
+  g_assert_false (f.a->closed);
+  fixture_clear (&f);
+}
+
 /* ---- subscribed, unsubscribed, connection-closed ---- */
 
 typedef struct
@@ -587,6 +629,8 @@ main (int argc, char **argv)
   g_test_add_func ("/server/hooks/client-event/relay", test_client_event_relay);
   g_test_add_func ("/server/hooks/client-event/refuse",
       test_client_event_refuse);
+  g_test_add_func ("/server/hooks/client-event/garbage",
+      test_client_event_garbage);
   g_test_add_func ("/server/hooks/subscriptions", test_subscriptions);
   g_test_add_func ("/server/hooks/connection-closed", test_connection_closed);
   return g_test_run ();
