@@ -143,6 +143,28 @@ ws_client_free (WsClient * client)
 
 /* ---- Configuration ---- */
 
+/* "APP_ID CHANGE" of every config-reload-app line logged. */
+static GPtrArray *reload_log;
+
+static GLogWriterOutput
+log_writer (GLogLevelFlags level, const GLogField * fields, gsize n_fields,
+    gpointer user_data)
+{
+  const char *event = NULL, *app_id = NULL, *change = NULL;
+
+  for (gsize i = 0; i < n_fields; i++) {
+    if (g_str_equal (fields[i].key, "LEGBA_EVENT"))
+      event = fields[i].value;
+    else if (g_str_equal (fields[i].key, "APP_ID"))
+      app_id = fields[i].value;
+    else if (g_str_equal (fields[i].key, "CHANGE"))
+      change = fields[i].value;
+  }
+  if (reload_log != NULL && g_strcmp0 (event, "config-reload-app") == 0)
+    g_ptr_array_add (reload_log, g_strdup_printf ("%s %s", app_id, change));
+  return g_log_writer_default (level, fields, n_fields, user_data);
+}
+
 static char *
 write_config (const char *dir, const char *text)
 {
@@ -198,8 +220,13 @@ test_config (void)
   g_free (path);
   path = write_config (dir, "[limits]\nclient-events-per-second = 30\n"
       APPS "client-events-per-second = 4\n");
+  reload_log = g_ptr_array_new_with_free_func (g_free);
   g_assert_true (legba_server_reload_config (server, path, NULL, &error));
   g_assert_no_error (error);
+  /* b's own limits changed, a's did not (the server's did) */
+  g_assert_cmpuint (reload_log->len, ==, 1);
+  g_assert_cmpstr (reload_log->pdata[0], ==, "b limits");
+  g_clear_pointer (&reload_log, g_ptr_array_unref);
   g_assert_cmpuint (app_limits (server, "a")->client_events_per_second, ==, 30);
   g_assert_cmpuint (app_limits (server, "b")->client_events_per_second, ==, 4);
   g_assert_cmpuint (app_limits (server, "b")->max_connections, ==, 0);
@@ -430,6 +457,7 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  g_log_set_writer_func (log_writer, NULL, NULL);
 
   g_test_add_func ("/server/app-limits/config", test_config);
   g_test_add_func ("/server/app-limits/config-errors", test_config_errors);

@@ -159,27 +159,54 @@ legba_server_set_app_limit (LegbaServer * server, const char *id,
   return TRUE;
 }
 
-void
+static gboolean
+legba_app_limits_equal (const LegbaAppLimits * a, const LegbaAppLimits * b)
+{
+  if (a == NULL || b == NULL)
+    return a == b;
+  if (a->set != b->set)
+    return FALSE;
+  for (guint i = 0; i < legba_server_n_app_limits (); i++) {
+    if ((a->set & (G_GUINT64_CONSTANT (1) << i)) &&
+        legba_server_app_limit_get (&a->values, i) !=
+        legba_server_app_limit_get (&b->values, i))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+char **
 legba_server_take_app_limits (LegbaServer * self, LegbaServer * other,
     const char *keep_app_id)
 {
+  g_autoptr (GHashTable) old = self->app_limits;
+  g_autoptr (GStrvBuilder) changed = g_strv_builder_new ();
   LegbaAppLimits *kept = NULL;
   GHashTableIter iter;
   gpointer id, own;
 
-  if (keep_app_id != NULL)
-    g_hash_table_steal_extended (self->app_limits, keep_app_id, NULL,
-        (gpointer *) & kept);
-  g_hash_table_remove_all (self->app_limits);
-  if (kept != NULL)
+  self->app_limits = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+      g_free);
+  if (keep_app_id != NULL &&
+      g_hash_table_steal_extended (old, keep_app_id, NULL, (gpointer *) & kept))
     g_hash_table_insert (self->app_limits, g_strdup (keep_app_id), kept);
 
   g_hash_table_iter_init (&iter, other->app_limits);
   while (g_hash_table_iter_next (&iter, &id, &own)) {
-    if (keep_app_id == NULL || !g_str_equal (id, keep_app_id))
-      g_hash_table_insert (self->app_limits, g_strdup (id),
-          g_memdup2 (own, sizeof (LegbaAppLimits)));
+    if (keep_app_id != NULL && g_str_equal (id, keep_app_id))
+      continue;
+    g_hash_table_insert (self->app_limits, g_strdup (id),
+        g_memdup2 (own, sizeof (LegbaAppLimits)));
+    if (!legba_app_limits_equal (own, g_hash_table_lookup (old, id)))
+      g_strv_builder_add (changed, id);
   }
+  /* Apps that had values of their own and have none now */
+  g_hash_table_iter_init (&iter, old);
+  while (g_hash_table_iter_next (&iter, &id, NULL)) {
+    if (!g_hash_table_contains (self->app_limits, id))
+      g_strv_builder_add (changed, id);
+  }
+  return g_strv_builder_end (changed);
 }
 
 /* ---- The HTTP API's rate ---- */

@@ -209,8 +209,9 @@ G_GNUC_INTERNAL void legba_server_apply_app_limits (LegbaServer * self);
 G_GNUC_INTERNAL const LegbaLimits *legba_server_limits_for_key (LegbaServer *
     self, const char *app_key);
 /* Takes the apps' own limits of other (a configuration read again) in
- * place of this server's, but for the app keep_app_id. */
-G_GNUC_INTERNAL void legba_server_take_app_limits (LegbaServer * self,
+ * place of this server's, but for the app keep_app_id; returns the ids
+ * of the apps whose own limits changed (transfer full). */
+G_GNUC_INTERNAL char **legba_server_take_app_limits (LegbaServer * self,
     LegbaServer * other, const char *keep_app_id);
 /* Takes a token of the HTTP API bucket of the app the request at path is
  * for; FALSE when it has none left (msg is then answered 429). */

@@ -137,6 +137,7 @@ legba_server_reload_config (LegbaServer * server, const char *path,
     const char *keep_app_id, GError ** error)
 {
   g_autoptr (LegbaServer) file = NULL;
+  g_auto (GStrv) changed = NULL;
   const char *const *limits = legba_server_get_limit_names ();
 
   g_return_val_if_fail (LEGBA_IS_SERVER (server), FALSE);
@@ -151,7 +152,7 @@ legba_server_reload_config (LegbaServer * server, const char *path,
 
   reload_report_start_only (server, file);
   /* The apps' own limits, as the file has them */
-  legba_server_take_app_limits (server, file, keep_app_id);
+  changed = legba_server_take_app_limits (server, file, keep_app_id);
   /* Every limit, the file's or its default, for every app at once. */
   for (guint i = 0; limits[i] != NULL; i++) {
     g_auto (GValue) value = G_VALUE_INIT;
@@ -160,7 +161,18 @@ legba_server_reload_config (LegbaServer * server, const char *path,
     g_object_get_property (G_OBJECT (file), limits[i], &value);
     g_object_set_property (G_OBJECT (server), limits[i], &value);
   }
+  /* Apps that stay and have new limits of their own (an app added has
+   * its limits with it) */
+  for (guint i = 0; changed[i] != NULL; i++) {
+    if (legba_hub_find_app_by_id (server->hub, changed[i]) == NULL)
+      changed[i][0] = '\0';
+  }
   reload_apps (server, file->pending_apps, keep_app_id);
   legba_server_apply_app_limits (server);
+  for (guint i = 0; changed[i] != NULL; i++) {
+    if (changed[i][0] != '\0' &&
+        legba_hub_find_app_by_id (server->hub, changed[i]) != NULL)
+      reload_log_app (changed[i], "limits");
+  }
   return TRUE;
 }
