@@ -7,38 +7,6 @@
  * legba_call_start() and legba_call_stop()) are in legba-call-pipeline.c,
  * the receiving side in legba-call-remote.c.
  */
-
-/**
- * SECTION:legba-call
- * @title: LegbaCall
- * @short_description: a whole call pipeline for one participant
- *
- * A #LegbaCall builds and runs one participant's call: a video source
- * (test pattern, camera, file or an element of the application's), an
- * audio source (test tone or microphone), `legbavideoenc` and `opusenc`,
- * a #LegbaRoom, and for each remote participant a decoder (`decodebin`,
- * hardware decoders first by rank) and a display: one window each, one
- * composited grid re-tiled as people join and leave, application sinks,
- * or none.
- *
- * |[<!-- language="C" -->
- * LegbaCall *call = legba_call_new ("ws://127.0.0.1:6001", "demo", "alice");
- *
- * g_object_set (call, "app-key", "KEY", "token", token, "app-id", "1",
- *     "display", LEGBA_CALL_DISPLAY_GRID, NULL);
- * g_signal_connect (call, "error", G_CALLBACK (on_error), loop);
- * if (!legba_call_start (call, &error))
- *   g_printerr ("%s\n", error->message);
- * g_main_loop_run (loop);
- * ]|
- *
- * Errors found before anything runs (a missing setting, no camera, an
- * unreadable file, a missing element) are returned by legba_call_start();
- * the others (server unreachable, credentials refused, no encoder that
- * works) end the call and are emitted by #LegbaCall::error, and the state
- * becomes %LEGBA_CALL_STATE_FAILED. Nothing waits forever: joining fails
- * at the first failed attempt to reach the server.
- */
 #include <legba/call/legba-call-private.h>
 
 #include <gst/video/video.h>
@@ -54,6 +22,14 @@ GST_DEBUG_CATEGORY (legba_call_debug);
 #define DEFAULT_GRID_HEIGHT 720
 #define DEFAULT_STATS_INTERVAL 1000
 
+/**
+ * legba_call_error_quark:
+ *
+ * Gets the error domain of #LegbaCall, %LEGBA_CALL_ERROR: its errors are
+ * from the #LegbaCallError enumeration.
+ *
+ * Returns: the domain's #GQuark
+ */
 GQuark
 legba_call_error_quark (void)
 {
@@ -156,6 +132,8 @@ enum_from_nick (GType type, const char *name, gint * value)
  * @name: `none`, `test`, `camera`, `file` or `element`
  * @video: (out): the source
  *
+ * Reads the short name of a video source, as `legba-call --video` takes it.
+ *
  * Returns: %TRUE when @name names a #LegbaCallVideo
  */
 gboolean
@@ -169,6 +147,9 @@ legba_call_video_from_string (const char *name, LegbaCallVideo * video)
  * @name: `none`, `test` or `mic`
  * @audio: (out): the source
  *
+ * Reads the short name of an audio source, as `legba-call --audio` takes
+ * it.
+ *
  * Returns: %TRUE when @name names a #LegbaCallAudio
  */
 gboolean
@@ -181,6 +162,9 @@ legba_call_audio_from_string (const char *name, LegbaCallAudio * audio)
  * legba_call_display_from_string:
  * @name: `none`, `window`, `grid` or `appsink`
  * @display: (out): the display mode
+ *
+ * Reads the short name of a display mode, as `legba-call --display` takes
+ * it.
  *
  * Returns: %TRUE when @name names a #LegbaCallDisplay
  */
@@ -283,6 +267,8 @@ legba_call_new (const char *server_url, const char *room, const char *identity)
  * legba_call_get_state:
  * @self: a #LegbaCall
  *
+ * Gets the state of the call, its #LegbaCall:state property.
+ *
  * Returns: the call's #LegbaCall:state
  */
 LegbaCallState
@@ -312,6 +298,9 @@ legba_call_get_room (LegbaCall * self)
 /**
  * legba_call_get_pipeline:
  * @self: a #LegbaCall
+ *
+ * Gets the pipeline of the running call, to inspect it or watch its bus. A
+ * new pipeline is made by each legba_call_start().
  *
  * Returns: (transfer none) (nullable): the running call's pipeline, or
  *   %NULL when the call is not running
@@ -366,6 +355,8 @@ legba_call_set_audio_muted (LegbaCall * self, gboolean muted)
  * legba_call_get_audio_muted:
  * @self: a #LegbaCall
  *
+ * Tells whether the call's audio is muted (legba_call_set_audio_muted()).
+ *
  * Returns: whether audio is muted
  */
 gboolean
@@ -395,6 +386,8 @@ legba_call_set_video_muted (LegbaCall * self, gboolean muted)
 /**
  * legba_call_get_video_muted:
  * @self: a #LegbaCall
+ *
+ * Tells whether the call's video is muted (legba_call_set_video_muted()).
  *
  * Returns: whether video is muted
  */

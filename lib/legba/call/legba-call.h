@@ -1,15 +1,44 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+/**
+ * LegbaCall:
  *
- * LegbaCall: one participant's whole call pipeline. Sources (test
- * pattern, camera, file or an element of the application's; test tone or
- * microphone), the encoders, a #LegbaRoom, and for every remote
- * participant a decoder and a display (a window each, one composited
- * grid, application sinks, or none), with live counters.
+ * One participant's whole call pipeline: sources (test pattern, camera,
+ * file or an element of the application's; test tone or microphone), the
+ * encoders, a #LegbaRoom, and for every remote participant a decoder and
+ * a display (a window each, one composited grid, application sinks, or
+ * none), with live counters.
  *
- * Threads: like #LegbaRoom, a call runs on the thread-default
- * GMainContext of the thread that created it. Run a GMainLoop on it and
- * call the call from that thread; its signals are emitted there.
+ * A #LegbaCall builds and runs one participant's call: a video source,
+ * an audio source, `legbavideoenc` and `opusenc`, a #LegbaRoom, and for
+ * each remote participant a decoder (`decodebin`, hardware decoders first
+ * by rank) and a display: one window each, one composited grid re-tiled
+ * as people join and leave, application sinks, or none.
+ *
+ * |[<!-- language="C" -->
+ * LegbaCall *call = legba_call_new ("ws://127.0.0.1:6001", "demo", "alice");
+ *
+ * g_object_set (call, "app-key", "KEY", "token", token, "app-id", "1",
+ *     "display", LEGBA_CALL_DISPLAY_GRID, NULL);
+ * g_signal_connect (call, "error", G_CALLBACK (on_error), loop);
+ * if (!legba_call_start (call, &error))
+ *   g_printerr ("%s\n", error->message);
+ * g_main_loop_run (loop);
+ * ]|
+ *
+ * Errors found before anything runs (a missing setting, no camera, an
+ * unreadable file, a missing element) are returned by legba_call_start();
+ * the others (server unreachable, credentials refused, no encoder that
+ * works) end the call and are emitted by #LegbaCall::error, and the state
+ * becomes %LEGBA_CALL_STATE_FAILED. Nothing waits forever: joining fails
+ * at the first failed attempt to reach the server.
+ *
+ * ## Threads
+ *
+ * Like #LegbaRoom, a call runs on the thread-default #GMainContext of the
+ * thread that created it. Run a #GMainLoop on it and call the call from
+ * that thread; its signals are emitted there.
  */
 #pragma once
 

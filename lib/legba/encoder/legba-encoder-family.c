@@ -458,6 +458,10 @@ legba_encoder_apply_settings (GstElement * encoder,
  * legba_encoder_can_change_bitrate:
  * @encoder: an encoder element
  *
+ * Tells whether an encoder element takes a new bitrate while PLAYING,
+ * as legba_encoder_set_bitrate() gives it; an encoder of another family
+ * applies a new bitrate from its next start.
+ *
  * Returns: whether @encoder applies bitrate changes while PLAYING
  */
 gboolean

@@ -17,6 +17,14 @@
 GST_DEBUG_CATEGORY (legba_encoder_debug);
 #define GST_CAT_DEFAULT legba_encoder_debug
 
+/**
+ * legba_encoder_error_quark:
+ *
+ * Gets the error domain of encoder proofs and selection, %LEGBA_ENCODER_ERROR: its errors are
+ * from the #LegbaEncoderError enumeration.
+ *
+ * Returns: the domain's #GQuark
+ */
 GQuark
 legba_encoder_error_quark (void)
 {
@@ -98,6 +106,9 @@ static const gchar *const codec_media_types[] = {
  * legba_video_codec_to_string:
  * @codec: a codec
  *
+ * Gets the short name of a codec, the one legba_video_codec_from_string()
+ * reads.
+ *
  * Returns: the codec's short name ("h264", "vp8", ...)
  */
 const gchar *
@@ -112,6 +123,8 @@ legba_video_codec_to_string (LegbaVideoCodec codec)
  * legba_video_codec_from_string:
  * @name: a short name ("h264", "vp8", "vp9", "av1")
  * @codec: (out): the codec
+ *
+ * Reads the short name of a codec, as the tools' `--codec` options take it.
  *
  * Returns: whether @name names a codec
  */
@@ -151,6 +164,8 @@ G_DEFINE_BOXED_TYPE (LegbaEncoderCandidate, legba_encoder_candidate,
  * legba_encoder_candidate_ref:
  * @candidate: a candidate
  *
+ * Takes a reference on @candidate.
+ *
  * Returns: (transfer full): @candidate
  */
 LegbaEncoderCandidate *
@@ -163,6 +178,8 @@ legba_encoder_candidate_ref (LegbaEncoderCandidate * candidate)
 /**
  * legba_encoder_candidate_unref:
  * @candidate: (transfer full): a candidate
+ *
+ * Drops a reference on @candidate; the last one frees it.
  */
 void
 legba_encoder_candidate_unref (LegbaEncoderCandidate * candidate)
@@ -178,6 +195,8 @@ legba_encoder_candidate_unref (LegbaEncoderCandidate * candidate)
  * legba_encoder_candidate_get_factory_name:
  * @candidate: a candidate
  *
+ * Gets the name of the candidate's element factory.
+ *
  * Returns: the element factory name
  */
 const gchar *
@@ -189,6 +208,10 @@ legba_encoder_candidate_get_factory_name (LegbaEncoderCandidate * candidate)
 /**
  * legba_encoder_candidate_get_family:
  * @candidate: a candidate
+ *
+ * Gets the name of the encoder family the candidate belongs to, which
+ * says how the one bitrate contract maps onto its properties (`x264`,
+ * `va`, `vaapi`, `nvenc`, `qsv`, `vpx`, ...).
  *
  * Returns: (nullable): the family name, or %NULL for a factory of no known
  *   family
@@ -202,6 +225,9 @@ legba_encoder_candidate_get_family (LegbaEncoderCandidate * candidate)
 /**
  * legba_encoder_candidate_is_hardware:
  * @candidate: a candidate
+ *
+ * Tells whether the candidate encodes on a device (a GPU or a dedicated
+ * encoder) rather than on the CPU.
  *
  * Returns: whether the candidate encodes on a device
  */
@@ -402,6 +428,8 @@ proof_new (const gchar * factory_name, GError * error, gint64 duration_us)
  * legba_encoder_proof_ref:
  * @proof: a proof
  *
+ * Takes a reference on @proof.
+ *
  * Returns: (transfer full): @proof
  */
 LegbaEncoderProof *
@@ -414,6 +442,8 @@ legba_encoder_proof_ref (LegbaEncoderProof * proof)
 /**
  * legba_encoder_proof_unref:
  * @proof: (transfer full): a proof
+ *
+ * Drops a reference on @proof; the last one frees it.
  */
 void
 legba_encoder_proof_unref (LegbaEncoderProof * proof)
@@ -429,6 +459,8 @@ legba_encoder_proof_unref (LegbaEncoderProof * proof)
  * legba_encoder_proof_get_factory_name:
  * @proof: a proof
  *
+ * Gets the name of the element factory the proof is about.
+ *
  * Returns: the factory that was proved
  */
 const gchar *
@@ -440,6 +472,8 @@ legba_encoder_proof_get_factory_name (LegbaEncoderProof * proof)
 /**
  * legba_encoder_proof_is_ok:
  * @proof: a proof
+ *
+ * Tells whether the proof succeeded.
  *
  * Returns: whether the factory encoded a frame within the time bound
  */
@@ -453,6 +487,8 @@ legba_encoder_proof_is_ok (LegbaEncoderProof * proof)
  * legba_encoder_proof_get_error:
  * @proof: a proof
  *
+ * Gets why the proved factory was rejected.
+ *
  * Returns: (nullable) (transfer none): why the factory was rejected, a
  *   #LEGBA_ENCODER_ERROR, or %NULL when it was proved
  */
@@ -465,6 +501,9 @@ legba_encoder_proof_get_error (LegbaEncoderProof * proof)
 /**
  * legba_encoder_proof_get_duration_us:
  * @proof: a proof
+ *
+ * Gets how long the proof took, from opening the encoder to its first
+ * encoded frame or to its failure.
  *
  * Returns: how long the proof took, in microseconds (0 for a rejection
  *   that needed no pipeline)
@@ -501,6 +540,8 @@ legba_encoder_reason_name (gint code)
 /**
  * legba_encoder_proof_to_string:
  * @proof: a proof
+ *
+ * Describes the proof in one line, for logs and `legba-encoders`.
  *
  * Returns: (transfer full): "FACTORY: ok (N ms)" or "FACTORY: REASON:
  *   MESSAGE"

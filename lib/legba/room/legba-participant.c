@@ -1,19 +1,6 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
-
-/**
- * SECTION:legba-participant
- * @title: LegbaParticipant
- * @short_description: a remote participant of a room
- *
- * A #LegbaParticipant is another member of the room a #LegbaRoom joined:
- * its participant id (docs/room-protocol.md §2, `IDENTITY-SUFFIX`), the
- * identity and display name it announced, where the peer connection with
- * it stands, and a summary of that connection's statistics. The room
- * creates and updates participants; applications read them from
- * legba_room_get_participants() and watch their properties.
- */
 #include <legba/room/legba-room-private.h>
 
 G_DEFINE_ENUM_TYPE (LegbaParticipantState, legba_participant_state,
@@ -192,6 +179,8 @@ legba_participant_take_stats (LegbaParticipant * self, GstStructure * stats)
  * legba_participant_get_id:
  * @self: a #LegbaParticipant
  *
+ * Gets the participant id, unique in the room (docs/room-protocol.md §2).
+ *
  * Returns: (transfer none): the participant id, `IDENTITY-SUFFIX`
  */
 const char *
@@ -205,6 +194,9 @@ legba_participant_get_id (LegbaParticipant * self)
 /**
  * legba_participant_get_identity:
  * @self: a #LegbaParticipant
+ *
+ * Gets the identity the participant joined as, from its join token or its
+ * app's authentication.
  *
  * Returns: (transfer none): the identity the participant joined as
  */
@@ -220,6 +212,8 @@ legba_participant_get_identity (LegbaParticipant * self)
  * legba_participant_get_name:
  * @self: a #LegbaParticipant
  *
+ * Gets the display name the participant announced.
+ *
  * Returns: (transfer none): the display name (the identity when the
  *   participant announced none)
  */
@@ -234,6 +228,9 @@ legba_participant_get_name (LegbaParticipant * self)
 /**
  * legba_participant_get_state:
  * @self: a #LegbaParticipant
+ *
+ * Gets where the peer connection with the participant stands, its
+ * #LegbaParticipant:state property.
  *
  * Returns: the #LegbaParticipant:state
  */

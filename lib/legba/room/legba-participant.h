@@ -1,10 +1,23 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+/**
+ * LegbaParticipant:
  *
- * LegbaParticipant: a remote participant of a #LegbaRoom.
+ * A remote participant of a #LegbaRoom.
  *
- * Threads: a participant belongs to its room's main context; its
- * properties change and notify there (see legba-room.h).
+ * A #LegbaParticipant is another member of the room a #LegbaRoom joined:
+ * its participant id (docs/room-protocol.md §2, `IDENTITY-SUFFIX`), the
+ * identity and display name it announced, where the peer connection with
+ * it stands, and a summary of that connection's statistics. The room
+ * creates and updates participants; applications read them from
+ * legba_room_get_participants() and watch their properties.
+ *
+ * ## Threads
+ *
+ * A participant belongs to its room's main context: its properties change
+ * and notify there (see #LegbaRoom), and it is read from that context's
+ * thread.
  */
 #pragma once
 

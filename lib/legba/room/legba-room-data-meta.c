@@ -6,6 +6,14 @@
  */
 #include <legba/room/legba-room-data.h>
 
+/**
+ * legba_data_meta_api_get_type:
+ *
+ * Gets the API type of #LegbaDataMeta, %LEGBA_DATA_META_API_TYPE, which
+ * gst_buffer_get_meta() looks a buffer's envelope up by.
+ *
+ * Returns: the #GType of the meta API
+ */
 GType
 legba_data_meta_api_get_type (void)
 {
@@ -58,6 +66,14 @@ data_meta_transform (GstBuffer * dest, GstMeta * meta, GstBuffer * buffer,
   return TRUE;
 }
 
+/**
+ * legba_data_meta_get_info:
+ *
+ * Gets the registered implementation of #LegbaDataMeta,
+ * %LEGBA_DATA_META_INFO, which gst_buffer_add_meta() takes.
+ *
+ * Returns: (transfer none): the #GstMetaInfo of #LegbaDataMeta
+ */
 const GstMetaInfo *
 legba_data_meta_get_info (void)
 {
@@ -81,6 +97,9 @@ legba_data_meta_get_info (void)
  * @reliability: the channel
  * @to: (nullable) (array zero-terminated=1): the recipients
  *
+ * Attaches a data-channel message's envelope to @buffer, as `legbadatasrc`
+ * does and as an application does to steer one buffer into `legbadatasink`.
+ *
  * Returns: (transfer none): the #LegbaDataMeta added to @buffer
  */
 LegbaDataMeta *
@@ -103,6 +122,8 @@ legba_buffer_add_data_meta (GstBuffer * buffer, const char *participant_id,
 /**
  * legba_buffer_get_data_meta:
  * @buffer: a #GstBuffer
+ *
+ * Gets the data-channel message's envelope a buffer carries.
  *
  * Returns: (transfer none) (nullable): the #LegbaDataMeta of @buffer
  */

@@ -541,6 +541,9 @@ legba_room_get_max_message_size (LegbaRoom * self, const char *participant_id)
  * legba_room_get_main_context:
  * @self: a #LegbaRoom
  *
+ * Gets the main context the room runs on, that of the thread that created
+ * it.
+ *
  * Returns: (transfer none): the main context the room runs on, and whose
  *   thread must call it (but for legba_room_send_json(),
  *   legba_room_send_bytes(), legba_room_get_max_message_size() and the
@@ -625,6 +628,9 @@ legba_room_get_muted (LegbaRoom * self, gboolean * audio, gboolean * video)
  * @participant_id: a participant id
  * @audio: (out) (optional): whether it announced its audio muted
  * @video: (out) (optional): whether it announced its video muted
+ *
+ * Gets the mute state a participant last announced on the `legba.mute`
+ * topic.
  *
  * Returns: %TRUE when @participant_id announced its mute state
  *   (#LegbaRoom::mute-changed); else @audio and @video are %FALSE

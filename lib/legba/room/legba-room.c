@@ -2,38 +2,18 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 
-/**
- * SECTION:legba-room
- * @title: LegbaRoom
- * @short_description: one participant of a real-time room
- *
- * A #LegbaRoom joins a room through a #LegbaSignaller as one participant
- * and runs the room protocol (docs/room-protocol.md): it keeps the list of the
- * other participants, makes one peer connection (one webrtcbin) with each
- * of them inside the #GstBin it was given, sends every local track to all
- * of them and hands out what each of them sends.
- *
- * |[<!-- language="C" -->
- * LegbaRoom *room = legba_room_new (LEGBA_SIGNALLER (client),
- *     GST_BIN (pipeline));
- * GstPad *video = legba_room_add_track (room, LEGBA_TRACK_KIND_VIDEO, NULL);
- *
- * gst_pad_link (gst_element_get_static_pad (encoder, "src"), video);
- * g_object_set (room, "room", "demo", "identity", "alice", NULL);
- * g_signal_connect (room, "track-added", G_CALLBACK (on_track), NULL);
- * gst_element_set_state (pipeline, GST_STATE_PLAYING);
- * legba_room_connect_async (room, NULL, on_connected, NULL);
- * ]|
- *
- * Threads: see legba-room.h. Callbacks from GStreamer's streaming threads
- * (webrtcbin's signals, pads, data channels) are handed to the room's main
- * context; the room never calls into webrtcbin nor emits a signal while it
- * holds its lock.
- */
 #include <legba/room/legba-room-private.h>
 #include <legba/room/legba-room-data-private.h>
 #include <legba/common/legba-json.h>
 
+/**
+ * legba_room_error_quark:
+ *
+ * Gets the error domain of #LegbaRoom, %LEGBA_ROOM_ERROR: its errors are
+ * from the #LegbaRoomError enumeration.
+ *
+ * Returns: the domain's #GQuark
+ */
 GQuark
 legba_room_error_quark (void)
 {
@@ -998,6 +978,12 @@ legba_room_class_init (LegbaRoomClass * klass)
    */
   properties[PROP_IDENTITY] = g_param_spec_string ("identity", "Identity",
       "Who the local participant is (the participant id's prefix)", NULL, rw);
+  /**
+   * LegbaRoom:display-name:
+   *
+   * The name shown to the other participants, announced with the
+   * identity when the room is joined; %NULL announces the identity.
+   */
   properties[PROP_DISPLAY_NAME] = g_param_spec_string ("display-name",
       "Display name", "The name shown to the other participants (default: "
       "the identity)", NULL, rw);
@@ -1010,6 +996,12 @@ legba_room_class_init (LegbaRoomClass * klass)
    */
   properties[PROP_PARTICIPANT_ID] = g_param_spec_string ("participant-id",
       "Participant id", "The local participant id, IDENTITY-SUFFIX", NULL, ro);
+  /**
+   * LegbaRoom:state:
+   *
+   * Where the room stands: joining, in the room, reconnecting to the
+   * signalling server, failed. Notified on the room's main context.
+   */
   properties[PROP_STATE] = g_param_spec_enum ("state", "State",
       "Where the room stands", LEGBA_TYPE_ROOM_STATE,
       LEGBA_ROOM_STATE_DISCONNECTED, ro | G_PARAM_EXPLICIT_NOTIFY);
@@ -1043,6 +1035,12 @@ legba_room_class_init (LegbaRoomClass * klass)
   properties[PROP_LATENCY] = g_param_spec_uint ("latency", "Latency",
       "Jitter buffer of each received stream, in milliseconds", 0, 10000,
       DEFAULT_LATENCY, rw);
+  /**
+   * LegbaRoom:stun-server:
+   *
+   * A STUN server, `stun://HOST:PORT`, for server-reflexive candidates;
+   * none by default. Applies to peer connections made after it is set.
+   */
   properties[PROP_STUN_SERVER] = g_param_spec_string ("stun-server",
       "STUN server", "STUN server, stun://HOST:PORT (none by default)", NULL,
       rw);
@@ -1069,6 +1067,13 @@ legba_room_class_init (LegbaRoomClass * klass)
       "ICE servers", "TURN servers the signalling server handed out, used "
       "unless turn-server is set", G_TYPE_STRV,
       G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  /**
+   * LegbaRoom:ice-transport-policy:
+   *
+   * Which candidates ICE may use: all of them (the default), or only
+   * those relayed through the TURN server, which hides the local
+   * addresses from the other participants.
+   */
   properties[PROP_ICE_TRANSPORT_POLICY] =
       g_param_spec_enum ("ice-transport-policy", "ICE transport policy",
       "all: any candidate; relay: only through the TURN server",
@@ -1085,10 +1090,27 @@ legba_room_class_init (LegbaRoomClass * klass)
       "Local addresses", "Addresses ICE gathers candidates on (default: all "
       "but loopback, or 127.0.0.1 when the server is on loopback)",
       G_TYPE_STRV, rw);
+  /**
+   * LegbaRoom:stun-pacing-timer:
+   *
+   * The interval between ICE connectivity checks, in milliseconds: 1 by
+   * default, where libnice's own is 20, three ticks of which were most of
+   * a call's setup time (docs/webrtcbin.md, "Setup time"). Read when a
+   * peer connection is made.
+   */
   properties[PROP_STUN_PACING_TIMER] = g_param_spec_uint ("stun-pacing-timer",
       "STUN pacing timer", "Interval between ICE connectivity checks, in "
       "milliseconds (libnice's default is 20)", 1, 1000,
       DEFAULT_STUN_PACING_TIMER, rw);
+  /**
+   * LegbaRoom:ice-idle-timeout:
+   *
+   * How long ICE waits, once its checks are done, before it stops its
+   * timer (and fails when no pair was nominated), in milliseconds: 1000 by
+   * default, where libnice's own is 5000, since a fast
+   * #LegbaRoom:stun-pacing-timer keeps running that long. Read when a peer
+   * connection is made.
+   */
   properties[PROP_ICE_IDLE_TIMEOUT] = g_param_spec_uint ("ice-idle-timeout",
       "ICE idle timeout", "How long ICE waits, once its checks are done, "
       "before stopping its timer (and failing if nothing was nominated), in "
@@ -1260,6 +1282,8 @@ legba_room_new (LegbaSignaller * signaller, GstBin * bin)
  * legba_room_get_signaller:
  * @self: a #LegbaRoom
  *
+ * Gets the signaller the room reaches the network through.
+ *
  * Returns: (transfer none): the #LegbaRoom:signaller
  */
 LegbaSignaller *
@@ -1273,6 +1297,8 @@ legba_room_get_signaller (LegbaRoom * self)
 /**
  * legba_room_get_bin:
  * @self: a #LegbaRoom
+ *
+ * Gets the bin the room makes its peer connections in.
  *
  * Returns: (transfer none): the #LegbaRoom:bin
  */
@@ -1288,6 +1314,8 @@ legba_room_get_bin (LegbaRoom * self)
  * legba_room_get_state:
  * @self: a #LegbaRoom
  *
+ * Gets the state of the room, its #LegbaRoom:state property.
+ *
  * Returns: the #LegbaRoom:state
  */
 LegbaRoomState
@@ -1301,6 +1329,9 @@ legba_room_get_state (LegbaRoom * self)
 /**
  * legba_room_get_participant_id:
  * @self: a #LegbaRoom
+ *
+ * Gets the local participant's id in the room, chosen at the first connect
+ * and kept across reconnects.
  *
  * Returns: (transfer none) (nullable): the local participant id, or %NULL
  *   before the first connect
@@ -1334,6 +1365,9 @@ legba_room_get_participants (LegbaRoom * self)
  * legba_room_find_participant:
  * @self: a #LegbaRoom
  * @participant_id: a participant id
+ *
+ * Looks up one of the listed participants of the room by its participant
+ * id.
  *
  * Returns: (transfer none) (nullable): the listed participant with that id
  */
@@ -1452,6 +1486,8 @@ legba_room_connect_async (LegbaRoom * self, GCancellable * cancellable,
  * @self: a #LegbaRoom
  * @result: the result @callback was given
  * @error: return location for a #GError
+ *
+ * Finishes legba_room_connect_async().
  *
  * Returns: %TRUE when the room was joined, else %FALSE with @error set
  */

@@ -1,17 +1,45 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+/**
+ * LegbaRoom:
  *
- * LegbaRoom: one participant of a room (docs/room-protocol.md): the participant
+ * One participant of a room (docs/room-protocol.md): the participant
  * list, one webrtcbin per remote participant, local tracks sent to all.
  *
- * Threads: a LegbaRoom runs on the thread-default GMainContext of the
- * thread that created it (g_main_context_get_thread_default() at
- * construction), which must also be the context of its #LegbaSignaller.
- * Run a GMainLoop on that context and call the room from its thread. Its
- * signals and property notifications are emitted there, including
- * #LegbaRoom::track-added, whose pad already carries data: link it from
- * the handler (or leave it unlinked: an unlinked pad discards its data and
- * never stops the room).
+ * A #LegbaRoom joins a room through a #LegbaSignaller as one participant
+ * and runs the room protocol: it keeps the list of the other participants,
+ * makes one peer connection (one webrtcbin) with each of them inside the
+ * #GstBin it was given, sends every local track to all of them and hands
+ * out what each of them sends. JSON and bytes travel between the
+ * participants over data channels (legba_room_send_json(),
+ * #LegbaRoom::data-received).
+ *
+ * |[<!-- language="C" -->
+ * LegbaRoom *room = legba_room_new (LEGBA_SIGNALLER (client),
+ *     GST_BIN (pipeline));
+ * GstPad *video = legba_room_add_track (room, LEGBA_TRACK_KIND_VIDEO, NULL);
+ *
+ * gst_pad_link (gst_element_get_static_pad (encoder, "src"), video);
+ * g_object_set (room, "room", "demo", "identity", "alice", NULL);
+ * g_signal_connect (room, "track-added", G_CALLBACK (on_track), NULL);
+ * gst_element_set_state (pipeline, GST_STATE_PLAYING);
+ * legba_room_connect_async (room, NULL, on_connected, NULL);
+ * ]|
+ *
+ * ## Threads
+ *
+ * A #LegbaRoom runs on the thread-default #GMainContext of the thread
+ * that created it (g_main_context_get_thread_default() at construction),
+ * which must also be the context of its #LegbaSignaller. Run a #GMainLoop
+ * on that context and call the room from its thread, the data functions
+ * included. Its signals and property notifications are emitted there,
+ * including #LegbaRoom::track-added, whose pad already carries data: link
+ * it from the handler (or leave it unlinked: an unlinked pad discards its
+ * data and never stops the room). Callbacks from GStreamer's streaming
+ * threads (webrtcbin's signals, pads, data channels) are handed to the
+ * room's main context; the room never calls into webrtcbin nor emits a
+ * signal while it holds its lock.
  */
 #pragma once
 

@@ -346,6 +346,9 @@ legba_server_start (LegbaServer * server, GError ** error)
  * legba_server_get_port:
  * @server: a #LegbaServer
  *
+ * Gets the port the server listens on, the one legba_server_listen() bound
+ * (useful with port 0).
+ *
  * Returns: the port of the first listener, 0 before listening
  */
 guint
@@ -359,6 +362,9 @@ legba_server_get_port (LegbaServer * server)
 /**
  * legba_server_get_metrics_port:
  * @server: a #LegbaServer
+ *
+ * Gets the port of the separate `/metrics` listener, the one
+ * legba_server_listen_metrics() bound (useful with port 0).
  *
  * Returns: the port of the separate /metrics listener, 0 when there is none
  */
@@ -394,6 +400,8 @@ legba_server_get_url (LegbaServer * server)
 /**
  * legba_server_get_connection_count:
  * @server: a #LegbaServer
+ *
+ * Gets how many WebSocket connections the server holds.
  *
  * Returns: the number of WebSocket sockets open, closing ones included
  */

@@ -7,27 +7,6 @@
  * legba-server-listen.c, its HTTP side in legba-server-http.c.
  */
 
-/**
- * SECTION:legba-server
- * @title: LegbaServer
- * @short_description: Pusher protocol 7 signalling server on libsoup 3
- *
- * #LegbaServer is the signalling server of Legba rooms: the Pusher
- * Channels protocol 7 over WebSocket at `/app/APP_KEY?protocol=7`, the
- * Pusher HTTP API under `/apps/`, join tokens at `/apps/ID/auth`, `GET
- * /up` and `GET /metrics`. The protocol lives in a state machine without
- * I/O (the hub); this object is its transport: it accepts sockets, hands
- * frames to the hub, bounds what each socket may hold, and serves HTTP.
- *
- * |[<!-- language="C" -->
- * g_autoptr (LegbaServer) server = legba_server_new ();
- * legba_server_add_app (server, "1", "app-key", "app-secret", &error);
- * legba_server_listen (server, "127.0.0.1", 0, &error);
- * g_print ("ws://127.0.0.1:%u/app/app-key?protocol=7\n",
- *     legba_server_get_port (server));
- * ]|
- */
-
 #define LEGBA_SERVER_INTERNALS
 #include <legba/server/legba-server-private.h>
 
@@ -66,6 +45,95 @@ typedef struct
 
 #define LIMIT(field, size, min, name, blurb) \
   { name, blurb, G_STRUCT_OFFSET (LegbaLimits, field), size, min }
+
+/* The limits, installed from limit_specs below; docs/server.md, "Limits",
+ * says why each default. */
+/**
+ * LegbaServer:max-connections:
+ *
+ * WebSocket connections one app may hold; 0 (the default) sets no limit. A
+ * socket over it gets `pusher:error` 4004 and is closed.
+ */
+/**
+ * LegbaServer:max-event-bytes:
+ *
+ * Bytes of one event's `data`, from a client or from the HTTP API (10240 by
+ * default, as Pusher documents; 0: no limit). A client event over it gets
+ * `pusher:error` 4302, an HTTP API request 413.
+ */
+/**
+ * LegbaServer:client-events-per-second:
+ *
+ * Client events one socket may send per second (10 by default, Pusher's; 0:
+ * no limit). An event over it is dropped with `pusher:error` 4301; the
+ * socket stays.
+ */
+/**
+ * LegbaServer:max-presence-members:
+ *
+ * Members of one presence channel (100 by default, Pusher's limit; 0: no
+ * limit). A subscription over it gets `pusher:subscription_error`.
+ */
+/**
+ * LegbaServer:max-channels-per-socket:
+ *
+ * Channels one socket may be subscribed to at once (100 by default; 0: no
+ * limit). A subscription over it gets `pusher:subscription_error`
+ * (`LimitReached`).
+ */
+/**
+ * LegbaServer:max-user-info-bytes:
+ *
+ * Bytes of one presence member's `user_info`, serialized (1024 by default,
+ * Pusher's limit; 0: no limit).
+ */
+/**
+ * LegbaServer:max-channel-name-length:
+ *
+ * Characters of a channel name (164 by default, Pusher's limit, which a
+ * room's channel fits; 0: no limit).
+ */
+/**
+ * LegbaServer:max-frame-bytes:
+ *
+ * Bytes of one incoming WebSocket message, all its fragments together, and
+ * what a compressed one inflates to (262144 by default, at least 128). A
+ * socket that sends a larger one is closed with 1009, from the frame's
+ * header, before its payload is read.
+ */
+/**
+ * LegbaServer:max-queued-bytes:
+ *
+ * Bytes waiting to be written to one socket (4 MiB by default, at least
+ * 4096): a socket that does not read what it is sent is torn down when a
+ * frame would take it over this bound, so that one stalled client never
+ * holds the server's memory.
+ */
+/**
+ * LegbaServer:control-frames-per-second:
+ *
+ * WebSocket control frames (pings, pongs, close) one socket may send in any
+ * one-second window (10 by default; 0: no limit); a socket over it is
+ * closed with 1008.
+ */
+/**
+ * LegbaServer:activity-timeout:
+ *
+ * Seconds of silence before the server sends `pusher:ping` to a client (120
+ * by default, Pusher's); advertised to clients, which ping after as long.
+ */
+/**
+ * LegbaServer:pong-timeout:
+ *
+ * Seconds a pinged client has to answer with `pusher:pong` (30 by default)
+ * before it is closed with 4201.
+ */
+/**
+ * LegbaServer:signin-timeout:
+ *
+ * Seconds a client has to sign in with `pusher:signin` before it is closed
+ * with 4009; 0 (the default) makes signing in optional.
+ */
 
 /* 0 means no limit where the hub allows it; the transport's own bounds
  * (frames, queues) and the timeouts always hold. */
@@ -138,6 +206,14 @@ static GParamSpec *properties[N_PROPS];
 
 G_DEFINE_FINAL_TYPE (LegbaServer, legba_server, G_TYPE_OBJECT);
 
+/**
+ * legba_server_error_quark:
+ *
+ * Gets the error domain of #LegbaServer, %LEGBA_SERVER_ERROR: its errors are
+ * from the #LegbaServerError enumeration.
+ *
+ * Returns: the domain's #GQuark
+ */
 GQuark
 legba_server_error_quark (void)
 {

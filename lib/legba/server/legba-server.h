@@ -1,12 +1,32 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+/**
+ * LegbaServer:
  *
- * LegbaServer: the Pusher Channels protocol 7 signalling server (WebSocket
- * and HTTP API) on libsoup 3, embeddable in any program.
+ * The Pusher Channels protocol 7 signalling server (WebSocket and HTTP
+ * API) on libsoup 3, embeddable in any program.
  *
- * Threads: a LegbaServer runs on the thread-default GMainContext current
- * when it is created; call it only from that context's thread, and run
- * that context (a GMainLoop) for it to serve.
+ * #LegbaServer is the signalling server of Legba rooms: the Pusher
+ * Channels protocol 7 over WebSocket at `/app/APP_KEY?protocol=7`, the
+ * Pusher HTTP API under `/apps/`, join tokens at `/apps/ID/auth`, `GET
+ * /up` and `GET /metrics`. The protocol lives in a state machine without
+ * I/O (the hub); this object is its transport: it accepts sockets, hands
+ * frames to the hub, bounds what each socket may hold, and serves HTTP.
+ *
+ * |[<!-- language="C" -->
+ * g_autoptr (LegbaServer) server = legba_server_new ();
+ * legba_server_add_app (server, "1", "app-key", "app-secret", &error);
+ * legba_server_listen (server, "127.0.0.1", 0, &error);
+ * g_print ("ws://127.0.0.1:%u/app/app-key?protocol=7\n",
+ *     legba_server_get_port (server));
+ * ]|
+ *
+ * ## Threads
+ *
+ * A #LegbaServer runs on the thread-default #GMainContext current when it
+ * is created; call it only from that context's thread, and run that
+ * context (a #GMainLoop) for it to serve.
  */
 #pragma once
 

@@ -21,6 +21,14 @@
 /* docs/room-protocol.md §2: the channel "presence-legba.R" stays within 164. */
 #define MAX_ROOM_LENGTH 149
 
+/**
+ * legba_token_error_quark:
+ *
+ * Gets the error domain of join tokens, %LEGBA_TOKEN_ERROR: its errors are
+ * from the #LegbaTokenError enumeration.
+ *
+ * Returns: the domain's #GQuark
+ */
 GQuark
 legba_token_error_quark (void)
 {

@@ -1,39 +1,6 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
-
-/**
- * SECTION:legba-signal-client
- * @title: LegbaSignalClient
- * @short_description: a #LegbaSignaller over the Pusher Channels protocol 7
- *
- * #LegbaSignalClient joins a room (docs/room-protocol.md) through any server
- * that speaks the Pusher Channels protocol 7: legba-server, Pusher itself,
- * soketi or Laravel Reverb. The room `R` is the presence channel
- * `presence-legba.R`; signals are `client-legba-signal` client events.
- *
- * It authenticates the presence subscription in one of three ways, the
- * first configured one winning:
- * - #LegbaSignalClient:token: a join token (legba_join_token_new()) sent as
- *   a bearer token to legba-server's `POST /apps/APP_ID/auth` (or to
- *   #LegbaSignalClient:auth-url when set);
- * - #LegbaSignalClient:auth-url: an application endpoint called as
- *   pusher-js calls it (a form POST of `socket_id` and `channel_name`,
- *   answered with JSON `{"auth", "channel_data"}`);
- * - #LegbaSignalClient:app-secret: signing locally with the app secret
- *   (trusted programs, tests).
- *
- * It keeps the room joined: pings after #LegbaSignalClient:activity-timeout
- * of silence, reconnects with exponential backoff and jitter (at once when
- * the server closes with 4200–4299, never after 4000–4099), and joins again
- * with the same participant id. It splits signals larger than the server's
- * event size into `part` messages and paces them to the server's client
- * event rate (docs/room-protocol.md §4), using the limits a server advertises.
- *
- * It connects through the system's proxy settings (GIO's default
- * #GProxyResolver), except to a server and auth endpoint on a loopback
- * address (127.0.0.0/8, `::1`, `localhost`), which it reaches directly.
- */
 #include <legba/signal/legba-signal-client-private.h>
 
 #include <legba/common/legba-json.h>
@@ -89,12 +56,6 @@ outgoing_free (Outgoing * out)
   g_clear_pointer (&out->frames, g_ptr_array_unref);
   g_free (out);
 }
-
-/**
- * LegbaSignalClient:
- *
- * A #LegbaSignaller over the Pusher Channels protocol 7.
- */
 
 static void legba_signal_client_signaller_init (LegbaSignallerInterface *
     iface);
@@ -834,6 +795,9 @@ legba_signal_client_add_auth_header (LegbaSignalClient * self,
 /**
  * legba_signal_client_get_socket_id:
  * @self: a #LegbaSignalClient
+ *
+ * Gets the socket id the server gave the current connection (Pusher
+ * protocol 7, `pusher:connection_established`).
  *
  * Returns: (transfer none) (nullable): the Pusher socket id of the
  *   current connection, or %NULL when not connected

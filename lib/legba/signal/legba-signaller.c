@@ -1,30 +1,18 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
-
-/**
- * SECTION:legba-signaller
- * @title: LegbaSignaller
- * @short_description: the interface through which a room reaches the network
- *
- * A #LegbaSignaller joins a room as one participant, tells who else is in
- * it, and carries signals (docs/room-protocol.md §4: offers, answers,
- * candidates) between participants. It is the only way a room reaches the
- * network: #LegbaSignalClient implements it over the Pusher Channels
- * protocol; a test or another protocol provides another implementation,
- * and the room above does not change.
- *
- * An implementation guarantees that #LegbaSignaller::signal-received only
- * reports signals addressed to the local participant whose `from` the
- * transport vouches for, and that malformed signals never reach the
- * application. Membership is reported by #LegbaSignaller::joined (the full
- * list, on every subscription), #LegbaSignaller::member-joined and
- * #LegbaSignaller::member-left.
- */
 #include <legba/signal/legba-signaller.h>
 
 #include <string.h>
 
+/**
+ * legba_signal_error_quark:
+ *
+ * Gets the error domain of #LegbaSignaller, %LEGBA_SIGNAL_ERROR: its errors are
+ * from the #LegbaSignalError enumeration.
+ *
+ * Returns: the domain's #GQuark
+ */
 GQuark
 legba_signal_error_quark (void)
 {
@@ -84,6 +72,8 @@ legba_signal_member_new (const char *id, JsonObject * user_info)
  * legba_signal_member_ref:
  * @member: a #LegbaSignalMember
  *
+ * Takes a reference on @member.
+ *
  * Returns: (transfer full): @member, with one more reference
  */
 LegbaSignalMember *
@@ -117,6 +107,8 @@ legba_signal_member_unref (LegbaSignalMember * member)
  * legba_signal_member_get_id:
  * @member: a #LegbaSignalMember
  *
+ * Gets the member's participant id, its presence `user_id`.
+ *
  * Returns: (transfer none): the participant id, `IDENTITY-SUFFIX`
  */
 const char *
@@ -142,6 +134,8 @@ user_info_string (LegbaSignalMember * member, const char *field)
  * legba_signal_member_get_identity:
  * @member: a #LegbaSignalMember
  *
+ * Gets the identity the member joined as, from its presence `user_info`.
+ *
  * Returns: (transfer none) (nullable): `user_info.identity` when it is a
  *   string, else %NULL
  */
@@ -156,6 +150,8 @@ legba_signal_member_get_identity (LegbaSignalMember * member)
 /**
  * legba_signal_member_get_name:
  * @member: a #LegbaSignalMember
+ *
+ * Gets the display name the member announced in its presence `user_info`.
  *
  * Returns: (transfer none) (nullable): `user_info.name`, the display name,
  *   when it is a string, else %NULL
@@ -186,13 +182,6 @@ legba_signal_member_get_user_info (LegbaSignalMember * member)
   return member->user_info;
 }
 
-/**
- * LegbaSignaller:
- *
- * An object that joins a room and carries signals for one participant:
- * #LegbaSignalClient, or an implementation of the application's or a
- * test's own.
- */
 G_DEFINE_INTERFACE (LegbaSignaller, legba_signaller, G_TYPE_OBJECT);
 
 static void
@@ -384,6 +373,8 @@ legba_signaller_send (LegbaSignaller * self, const char *to,
 /**
  * legba_signaller_get_state:
  * @self: a #LegbaSignaller
+ *
+ * Gets the state of the signaller, its #LegbaSignaller:state property.
  *
  * Returns: the current #LegbaSignaller:state
  */

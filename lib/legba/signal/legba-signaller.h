@@ -1,13 +1,33 @@
 /* Legba: real-time rooms for GStreamer
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+/**
+ * LegbaSignaller:
  *
- * LegbaSignaller: how a room reaches the network.
+ * How a room reaches the network: the interface through which a
+ * #LegbaRoom joins a room and carries signals for one participant.
  *
- * Threads: an implementation runs on one GMainContext, documented by the
+ * A #LegbaSignaller joins a room as one participant, tells who else is in
+ * it, and carries signals (docs/room-protocol.md §4: offers, answers,
+ * candidates) between participants. It is the only way a room reaches the
+ * network: #LegbaSignalClient implements it over the Pusher Channels
+ * protocol; a test or another protocol provides another implementation,
+ * and the room above does not change.
+ *
+ * An implementation guarantees that #LegbaSignaller::signal-received only
+ * reports signals addressed to the local participant whose `from` the
+ * transport vouches for, and that malformed signals never reach the
+ * application. Membership is reported by #LegbaSignaller::joined (the full
+ * list, on every subscription), #LegbaSignaller::member-joined and
+ * #LegbaSignaller::member-left.
+ *
+ * ## Threads
+ *
+ * An implementation runs on one #GMainContext, documented by the
  * implementation. The thread-default context of the thread that first
  * joins is the one to choose (#LegbaSignalClient does): then a signaller
  * made on one thread can be handed to a room that runs on a thread of its
- * own, as the legbaroom element's does. Call its methods from the thread
+ * own, as the `legbaroom` element's does. Call its methods from the thread
  * that runs that context; its signals are emitted there.
  */
 #pragma once
