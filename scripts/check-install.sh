@@ -8,7 +8,8 @@
 #     and found by gst-inspect-1.0;
 #   - `from gi.repository import Legba, LegbaServer` from the installed
 #     typelibs;
-#   - legba-server links no GStreamer library, libgstlegba.so no hiredis.
+#   - legba-server links no GStreamer library, libgstlegba.so no hiredis;
+#   - with -Ddocs=enabled, the references under share/doc/legba-1.0.
 # Prints one line per check and exits 1 if any failed.
 #   scripts/check-install.sh [BUILD_DIR]     (default: build)
 set -uo pipefail
@@ -94,6 +95,17 @@ from gi.repository import Legba, LegbaServer
 assert LegbaServer.Server.new() is not None
 assert Legba.Call.new('ws://127.0.0.1:1', 'r', 'i') is not None
 "
+fi
+
+datadir=$(meson introspect "$build" --buildoptions |
+  /usr/bin/python3 -c 'import json,sys; o={o["name"]: o["value"] for o in json.load(sys.stdin)}; print(o["datadir"] if o.get("docs") == "enabled" else "")')
+if [ -n "$datadir" ]; then
+  case "$datadir" in /*) ;; *) datadir="$prefix/$datadir" ;; esac
+  docs="$dest$datadir/doc/legba-1.0"
+  check "the API and element references in share/doc/legba-1.0" \
+    test -f "$docs/Legba-1.0/class.Room.html" \
+    -a -f "$docs/LegbaServer-1.0/class.Server.html" \
+    -a -f "$docs/elements/legbaroom.md"
 fi
 
 echo "check-install: $failed failed"

@@ -24,7 +24,8 @@ done
 # Xvfb and GStreamer's X sinks for legba-call's windows in the tests;
 # iproute2 (ip, tc) for the network lab's namespaces (bench/netlab);
 # libsystemd for legba-server's readiness notification (Type=notify) and
-# systemd's systemd-analyze for the checks of its unit.
+# systemd's systemd-analyze for the checks of its unit; gi-docgen for the
+# API references (docs/reference.md).
 packages=(
   build-essential meson ninja-build pkg-config
   libglib2.0-dev libsoup-3.0-dev libjson-glib-dev glib-networking zlib1g-dev
@@ -42,6 +43,7 @@ packages=(
   xvfb gstreamer1.0-x libxcb1-dev
   iproute2
   libsystemd-dev systemd
+  gi-docgen
 )
 
 missing=()
