@@ -72,7 +72,9 @@ bwe_sim_config_init (BweSimConfig * c)
 {
   *c = (BweSimConfig) {
     .capacity_bps = 0,.queue_us = 200 * MS,.one_way_us = 20 * MS,.feedback_us =
-        100 * MS,.seed = 1,.bwe = { 50000, 300000, 2000000 }
+        100 * MS,.encoder_share = 1.0,.seed = 1,.bwe = {
+      50000, 300000, 2000000
+    }
   };
 }
 
@@ -155,7 +157,8 @@ encode (BweSim * s, guint bytes)
 }
 
 /* Media for this step: a video frame of the target's size (less the
- * audio and the overhead, give or take 15%) and an audio packet when due. */
+ * audio and the overhead, give or take 15%, times the encoder's share)
+ * and an audio packet when due. */
 static void
 produce (BweSim * s)
 {
@@ -166,7 +169,7 @@ produce (BweSim * s)
   if (s->now * FPS / G_USEC_PER_SEC != (s->now - STEP_US) * FPS /
       G_USEC_PER_SEC || s->now == 0) {
     gdouble video = MAX ((gdouble) target - AUDIO_LINK_BPS, 20000) / FPS / 8
-        * MAX_PAYLOAD / (MAX_PAYLOAD + OVERHEAD);
+        * MAX_PAYLOAD / (MAX_PAYLOAD + OVERHEAD) * s->c.encoder_share;
 
     encode (s, (guint) (video * g_rand_double_range (s->rand, 0.85, 1.15)));
   }

@@ -23,6 +23,7 @@ typedef struct
   gint64 jitter_us;             /* up to this much more delay, order kept */
   gdouble loss;                 /* random loss, 0..1, each way */
   gint64 feedback_us;           /* the receiver's feedback interval */
+  gdouble encoder_share;        /* what the encoder makes of its target */
   guint32 seed;
   LegbaBweConfig bwe;
 } BweSimConfig;

@@ -31,9 +31,6 @@
 /* never above this times the acknowledged bitrate, plus CAP_EXTRA_BPS */
 #define CAP_FACTOR 1.5
 #define CAP_EXTRA_BPS 10000.0
-/* near the link capacity, never above this times what it delivers */
-#define NEAR_CAP 1.02
-#define MAX_LOSS 0.5
 /* the link capacity's running mean and normalised variance */
 #define CAPACITY_ALPHA 0.05
 #define DEVIATION_MIN 0.4
@@ -139,10 +136,6 @@ increase (LegbaBweAimd * r, const LegbaBweSignals * in, gint64 now_us)
   } else {
     r->above = FALSE;
   }
-  /* Near the link, sending more than it delivers (what was acknowledged
-   * and what was lost on the way) only grows the queue. */
-  if (acked && r->have_capacity)
-    limit = MIN (limit, NEAR_CAP * acked / (1 - MIN (in->loss, MAX_LOSS)));
   if (r->rate >= limit)
     return;
   if (r->have_capacity && r->rate >= capacity_lower (r)) {
