@@ -275,6 +275,9 @@ harness_init (Harness * h)
   limits.max_frame_bytes = 2048;
   limits.activity_timeout = 10;
   limits.pong_timeout = 5;
+  limits.cache_ttl = 5;
+  limits.max_cache_channels = 3;
+  limits.max_cache_bytes = 512;
   legba_hub_set_limits (h->hub, &limits);
   legba_hub_add_app (h->hub, "1", "key1", "secret1", NULL);
   limits.signin_timeout = 30;

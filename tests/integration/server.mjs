@@ -5,8 +5,11 @@
 // on 127.0.0.1 port 0, make real pusher-js clients and pusher SDK instances
 // for it, and wait for events with a timeout and a stated reason.
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import PusherClient from 'pusher-js';
 import PusherServer from 'pusher';
@@ -305,4 +308,59 @@ export async function disconnectAll (clients)
         () => pusher.connection.state === 'disconnected',
         'pusher-js to disconnect');
   }));
+}
+
+/* A redis-server of the test's own on a Unix socket in a fresh folder, as
+ * test-cluster starts it; `cleanups` gets what stops it. Resolves with
+ * {url, socket}. */
+export async function startRedis (cleanups)
+{
+  const dir = mkdtempSync(join(tmpdir(), 'legba-node-redis-'));
+  const socket = join(dir, 'redis.sock');
+  const child = spawn('redis-server', ['--port', '0', '--unixsocket', socket,
+    '--unixsocketperm', '700', '--save', '', '--appendonly', 'no',
+    '--dir', dir], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  cleanups.push(async () => {
+    child.kill('SIGTERM');
+    await exited;
+  });
+  const lines = createInterface({ input: child.stdout });
+  await within(new Promise((resolve) => lines.on('line', (line) => {
+    if (line.includes('ready to accept connections'))
+      resolve();
+  })), WAIT_MS, 'redis-server to be ready');
+  return { url: `unix://${socket}`, socket };
+}
+
+export function haveRedis ()
+{
+  return spawnSync('redis-server', ['--version']).status === 0;
+}
+
+/* legba-server's /metrics as {"name{labels}": value}. */
+export async function metrics (server)
+{
+  const text = await (await fetch(`${server.base}/metrics`)).text();
+  const values = {};
+  for (const line of text.split('\n')) {
+    const m = /^(legba_\S+) (\d+)$/.exec(line);
+    if (m)
+      values[m[1]] = Number(m[2]);
+  }
+  return values;
+}
+
+/* Polls /metrics until `name` satisfies predicate; resolves with it. */
+export async function metricUntil (server, name, predicate, reason)
+{
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const value = (await metrics(server))[name] ?? 0;
+    if (predicate(value))
+      return value;
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${reason}: ${name} is ${value}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }

@@ -9,16 +9,14 @@
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import {
-  WAIT_MS, connectClient, disconnectAll, roundTrip, sdkChannelAuth,
-  sdkFor, startServer, subscribed, within,
+  WAIT_MS, connectClient, disconnectAll, haveRedis, roundTrip,
+  sdkChannelAuth, sdkFor, startRedis, startServer, subscribed, within,
 } from './server.mjs';
 
 const ALL = 'channel_occupied,channel_vacated,member_added,member_removed,' +
@@ -218,6 +216,35 @@ test('signed as the pusher SDK checks them, with Pusher\'s events',
       }
     });
 
+test('cache_miss: a subscriber of a cache channel with nothing cached',
+    async () => {
+      const hooks = await new Receiver().listen();
+      const server = await start({ 'batch-ms': 20 },
+          [`${hooks.url} cache_miss`]);
+      const sdk = sdkFor(server);
+      const alice = await client(server, 'alice', sdk);
+      await subscribed(alice, 'cache-empty');
+      await alice.recorder.next((e) => e.event === 'pusher:cache_miss' &&
+          e.channel === 'cache-empty', 'pusher:cache_miss');
+      const miss = await hooks.event(named_event('cache_miss'), 'cache_miss');
+      assert.deepEqual(miss, { name: 'cache_miss', channel: 'cache-empty' });
+
+      /* A cached event: no miss, no webhook. */
+      await sdk.trigger('cache-full', 'e', {});
+      await subscribed(alice, 'cache-full');
+      await alice.recorder.next((e) => e.event === 'e', 'the cached event');
+      await subscribed(alice, 'cache-marker');
+      await hooks.event((e) => e.channel === 'cache-marker', 'the marker');
+      assert.deepEqual(hooks.events().map((e) => e.channel),
+          ['cache-empty', 'cache-marker']);
+      for (const r of hooks.requests) {
+        const webhook = sdk.webhook({ headers: r.headers,
+          rawBody: r.rawBody });
+        assert.ok(webhook.isValid(), `valid: ${r.rawBody}`);
+        assert.deepEqual(webhook.getEvents(), JSON.parse(r.rawBody).events);
+      }
+    });
+
 test('a page reload within the delay sends neither member_removed nor ' +
     'member_added; a real leave sends both after it', async () => {
   const hooks = await new Receiver().listen();
@@ -352,37 +379,10 @@ async () => {
   assert.match(server.log(), /webhook-queue-full/);
 });
 
-/* A redis-server of the test's own on a Unix socket, as test-cluster
- * starts it. */
-async function startRedis ()
-{
-  const dir = mkdtempSync(join(tmpdir(), 'legba-webhooks-redis-'));
-  const socket = join(dir, 'redis.sock');
-  const child = spawn('redis-server', ['--port', '0', '--unixsocket', socket,
-    '--unixsocketperm', '700', '--save', '', '--appendonly', 'no',
-    '--dir', dir], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  cleanups.push(async () => {
-    child.kill('SIGTERM');
-    await exited;
-  });
-  const lines = createInterface({ input: child.stdout });
-  await within(new Promise((resolve) => lines.on('line', (line) => {
-    if (line.includes('ready to accept connections'))
-      resolve();
-  })), WAIT_MS, 'redis-server to be ready');
-  return `unix://${socket}`;
-}
-
-function haveRedis ()
-{
-  return spawnSync('redis-server', ['--version']).status === 0;
-}
-
 test('with two instances, one webhook per transition of the cluster',
     { skip: !haveRedis() && 'redis-server is not installed' }, async () => {
       const hooks = await new Receiver().listen();
-      const redis = await startRedis();
+      const { url: redis } = await startRedis(cleanups);
       const app = { appId: '7', key: 'cluster-key', secret: 'cluster-secret' };
       const instance = async (id) => {
         const server = await startServer({ ...app, args: ['--config',

@@ -83,6 +83,7 @@ legba_hub_publish (LegbaHub * hub, LegbaHubApp * app,
 
     /* The relay first: the other instances fan out while this one does. */
     hub_relay_event (hub, app, channels[i], frame, except_socket_id);
+    hub_cache_store (hub, app, channels[i], frame, TRUE);
     hub_deliver (hub, app, channels[i], frame, except);
   }
   hub->counters.api_events++;
@@ -291,6 +292,7 @@ legba_hub_cluster_deliver (LegbaHub * hub, LegbaHubApp * app,
   if (except_socket_id != NULL)
     except = g_hash_table_lookup (hub->conns_by_socket_id, except_socket_id);
   hub_enter (hub);
+  hub_cache_store (hub, app, channel, frame, FALSE);
   n = hub_deliver (hub, app, channel, frame, except);
   hub_leave (hub);
   return n;

@@ -3,8 +3,9 @@
  *
  * LegbaHub internals shared by legba-hub.c (the protocol state machine),
  * legba-hub-subscribe.c (subscriptions), legba-hub-count.c (subscription
- * counting) and legba-hub-api.c (the server-side operations the HTTP API
- * calls). Nothing else includes this header.
+ * counting), legba-hub-cache.c (cache channels) and legba-hub-api.c (the
+ * server-side operations the HTTP API calls). Nothing else includes this
+ * header.
  */
 #pragma once
 
@@ -97,6 +98,11 @@ struct _LegbaHubApp
   /* Subscription counting enabled: the names (owned) of the channels
    * whose count changed since the last tick; NULL when disabled */
   GHashTable *count_changed;
+  /* Cache channels: name -> CacheEntry (owned), oldest stored first in
+   * cache_order */
+  GHashTable *cache;
+  GQueue cache_order;
+  gsize cache_bytes;
 };
 
 struct _LegbaHub
@@ -126,10 +132,11 @@ struct _LegbaHub
   char **turn_urls;             /* NULL: no TURN credentials handed out */
   char *turn_secret;
   guint turn_ttl;
+  guint64 cache_stamp;          /* cache entries stored so far */
 };
 
-/* Pusher protocol 7 frame {"event", "channel" (when not NULL), "data"},
- * data sent as a JSON string, as servers do. */
+/* Pusher protocol 7 frame {"event", "channel" (when not NULL), "data"
+ * (when not NULL)}, data sent as a JSON string, as servers do. */
 G_GNUC_INTERNAL GBytes *hub_frame_new (const char *event, const char *channel,
     const char *data);
 
@@ -141,6 +148,7 @@ G_GNUC_INTERNAL guint hub_deliver (LegbaHub * hub, LegbaHubApp * app,
 
 /* Around every entry point that may reach the transport's callbacks. */
 G_GNUC_INTERNAL void hub_enter (LegbaHub * hub);
+G_GNUC_INTERNAL gint64 hub_now (LegbaHub * hub);
 G_GNUC_INTERNAL void hub_leave (LegbaHub * hub);
 
 /* ---- Cluster: channels and members shared with other instances ---- */
@@ -216,6 +224,23 @@ G_GNUC_INTERNAL gboolean hub_hook_client_event (LegbaHub * hub,
 G_GNUC_INTERNAL void hub_hook_subscribed (LegbaHub * hub,
     LegbaHubConn * conn, const char *channel, const char *member_id,
     gboolean subscribed);
+/* ---- Cache channels (legba-hub-cache.c) ---- */
+
+/* cache-, private-cache-, private-encrypted-cache-, presence-cache- */
+G_GNUC_INTERNAL gboolean hub_channel_is_cache (const char *name);
+/* frame was delivered to channel: kept as its last event when it is a
+ * cache channel; origin: this instance published it (the relay stores it
+ * in the cluster). */
+G_GNUC_INTERNAL void hub_cache_store (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel, GBytes * frame, gboolean origin);
+/* conn was just told it subscribed to channel: the cached event, or
+ * pusher:cache_miss (perhaps once the relay has looked). */
+G_GNUC_INTERNAL void hub_cache_subscribed (LegbaHub * hub,
+    LegbaHubConn * conn, Channel * channel);
+/* Drops the entries past their time; at every tick. */
+G_GNUC_INTERNAL void hub_cache_expire (LegbaHub * hub);
+G_GNUC_INTERNAL void hub_cache_init (LegbaHubApp * app);
+G_GNUC_INTERNAL void hub_cache_clear (LegbaHubApp * app);
 
 G_GNUC_INTERNAL void hub_conn_close (LegbaHub * hub, LegbaHubConn * conn,
     guint16 code, const char *reason);

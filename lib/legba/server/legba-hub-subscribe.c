@@ -359,6 +359,8 @@ subscription_add (LegbaHub * hub, LegbaHubConn * conn, const char *name,
   if (hub->hooks.subscribed != NULL)
     hub_hook_subscribed (hub, conn, name, member ? member->user_id : NULL,
         TRUE);
+  /* Pusher: the cached event (or pusher:cache_miss) comes right after. */
+  hub_cache_subscribed (hub, conn, channel);
 }
 
 /* Pusher protocol 7 user authentication: once signed in, pusher-js

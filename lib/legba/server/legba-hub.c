@@ -56,6 +56,9 @@ legba_limits_init_defaults (LegbaLimits * limits)
   limits->pong_timeout = 30;
   limits->signin_timeout = 0;
   limits->api_requests_per_second = 1000;
+  limits->cache_ttl = 1800;
+  limits->max_cache_channels = 10000;
+  limits->max_cache_bytes = 16 * 1024 * 1024;
 }
 
 /* ---- Frames to clients ---- */
@@ -95,13 +98,14 @@ hub_frame_new (const char *event, const char *channel, const char *data)
 {
   GString *frame = frame_begin (event, channel);
 
-  frame_add_data (frame, data);
+  if (data != NULL)
+    frame_add_data (frame, data);
   return frame_end (frame);
 }
 
 /* ---- Sending and closing ---- */
 
-static gint64
+gint64
 hub_now (LegbaHub * hub)
 {
   return hub->now (hub->now_data);
@@ -329,6 +333,7 @@ app_free (LegbaHubApp * app)
   g_hash_table_unref (app->channels);
   g_hash_table_unref (app->users);
   g_clear_pointer (&app->count_changed, g_hash_table_unref);
+  hub_cache_clear (app);
   g_free (app->id);
   g_free (app->key);
   g_free (app->secret);
@@ -573,6 +578,7 @@ handle_client_event (LegbaHub * hub, LegbaHubConn * conn, const char *event,
   }
   /* The relay first: the other instances fan out while this one does. */
   hub_relay_event (hub, conn->app, name, bytes, NULL);
+  hub_cache_store (hub, conn->app, name, bytes, TRUE);
   hub_deliver (hub, conn->app, name, bytes, conn);
 }
 
@@ -927,6 +933,7 @@ legba_hub_tick (LegbaHub * hub)
       conn_tick (hub, conn, now);
   }
   hub_count_flush (hub);
+  hub_cache_expire (hub);
   hub_leave (hub);
 }
 
@@ -1082,6 +1089,7 @@ legba_hub_add_app (LegbaHub * hub, const char *id, const char *key,
       (GDestroyNotify) channel_free);
   app->users = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
       (GDestroyNotify) g_ptr_array_unref);
+  hub_cache_init (app);
   g_hash_table_insert (hub->apps_by_id, app->id, app);
   g_hash_table_insert (hub->apps_by_key, app->key, app);
   return TRUE;

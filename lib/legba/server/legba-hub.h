@@ -73,6 +73,10 @@ typedef struct
   guint signin_timeout;               /* seconds; 0: user sign-in optional */
   guint api_requests_per_second;      /* HTTP API, per app; enforced by the
                                        * transport */
+  guint cache_ttl;                    /* seconds a cache channel's last
+                                       * event is kept */
+  guint max_cache_channels;           /* cached events per app */
+  gsize max_cache_bytes;              /* bytes of cached events per app */
 } LegbaLimits;
 
 /* The defaults, stated in docs/server.md. */
@@ -115,6 +119,17 @@ typedef struct
   guint64 subscription_errors;  /* pusher:subscription_error sent */
   guint64 channel_limit_refusals;       /* of those, for
                                          * max_channels_per_socket */
+  /* Cache channels: a new subscriber got the cached event (hit) or
+   * pusher:cache_miss; entries dropped for their age (expired), to stay
+   * within max_cache_channels (evicted_channels) or max_cache_bytes
+   * (evicted_bytes), and events not kept for being larger than
+   * max_cache_bytes on their own (refused) */
+  guint64 cache_hits;
+  guint64 cache_misses;
+  guint64 cache_expired;
+  guint64 cache_evicted_channels;
+  guint64 cache_evicted_bytes;
+  guint64 cache_refused;
 } LegbaHubCounters;
 
 LegbaHub *legba_hub_new (const LegbaHubTransport * transport,
@@ -176,6 +191,9 @@ void legba_hub_set_clock (LegbaHub * hub, gint64 (*now) (gpointer),
 const LegbaHubCounters *legba_hub_get_counters (LegbaHub * hub);
 guint legba_hub_get_connection_count (LegbaHub * hub);
 guint legba_hub_get_subscription_count (LegbaHub * hub);
+/* The cached events of every app together: how many, and their bytes. */
+void legba_hub_get_cache_usage (LegbaHub * hub, guint * channels,
+    guint64 * bytes);
 
 /* ---- WebSocket connections ---- */
 
@@ -280,7 +298,12 @@ gboolean legba_hub_channel_name_is_valid (LegbaHub * hub, const char *name);
  *   channel (present), or its last one here left it.
  * subscriptions: the number of this instance's subscriptions to a channel
  *   changed (0: none left).
- * terminate_user: the HTTP API terminated the user's connections. */
+ * terminate_user: the HTTP API terminated the user's connections.
+ * cache_store: this instance stored frame as the last event of a cache
+ *   channel, to be kept ttl_ms; frame NULL: the entry it stored was evicted.
+ * cache_lookup: a new subscriber of a cache channel found nothing cached
+ *   here. Returns FALSE when the relay cannot look, or TRUE when it will
+ *   answer with legba_hub_cluster_cache_found(), giving token back. */
 typedef struct
 {
   void (*event) (LegbaHubApp * app, const char *channel, GBytes * frame,
@@ -292,7 +315,12 @@ typedef struct
       gpointer user_data);
   void (*terminate_user) (LegbaHubApp * app, const char *user_id,
       gpointer user_data);
+  void (*cache_store) (LegbaHubApp * app, const char *channel,
+      GBytes * frame, guint64 ttl_ms, gpointer user_data);
+  gboolean (*cache_lookup) (LegbaHubApp * app, const char *channel,
+      const char *socket_id, guint64 token, gpointer user_data);
 } LegbaHubCluster;
+
 
 /* Sets (or with NULL removes) the relay's callbacks. */
 void legba_hub_set_cluster (LegbaHub * hub, const LegbaHubCluster * cluster,
@@ -316,6 +344,12 @@ void legba_hub_cluster_member (LegbaHub * hub, LegbaHubApp * app,
 /* Another instance's subscriptions to a channel changed by delta. */
 void legba_hub_cluster_subscriptions (LegbaHub * hub, LegbaHubApp * app,
     const char *channel, gint delta);
+/* What the relay found for a cache_lookup: the frame cached in the
+ * cluster and the milliseconds it has left, or NULL. The subscriber gets
+ * it, or pusher:cache_miss, unless it left or got a newer event since. */
+void legba_hub_cluster_cache_found (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel, const char *socket_id, guint64 token,
+    GBytes * frame, guint64 ttl_ms);
 /* Closes (4009) this instance's connections signed in as user_id. */
 guint legba_hub_cluster_terminate_user (LegbaHub * hub, LegbaHubApp * app,
     const char *user_id);
@@ -334,7 +368,9 @@ guint legba_hub_cluster_terminate_user (LegbaHub * hub, LegbaHubApp * app,
  *   in the cluster) or left it (its last one).
  * client_event: a client event from a connection of this instance was
  *   accepted and relayed; data is its raw JSON text (NULL when absent),
- *   user_id the sender's on a presence channel, else NULL. */
+ *   user_id the sender's on a presence channel, else NULL.
+ * cache_miss: a connection of this instance subscribed to a cache channel
+ *   that had no event cached, and was sent pusher:cache_miss. */
 typedef struct
 {
   void (*channel) (LegbaHubApp * app, const char *channel, gboolean occupied,
@@ -344,6 +380,8 @@ typedef struct
   void (*client_event) (LegbaHubApp * app, const char *channel,
       const char *event, const char *data, const char *socket_id,
       const char *user_id, gpointer user_data);
+  void (*cache_miss) (LegbaHubApp * app, const char *channel,
+      gpointer user_data);
 } LegbaHubObserver;
 
 /* Sets (or with NULL removes) the observer's callbacks. */

@@ -246,6 +246,37 @@ legba_metrics_render_http (LegbaMetrics * metrics, GString * out)
   }
 }
 
+static void
+legba_metrics_render_cache (LegbaHub * hub, GString * out)
+{
+  const LegbaHubCounters *c = legba_hub_get_counters (hub);
+  guint channels;
+  guint64 bytes;
+
+  legba_hub_get_cache_usage (hub, &channels, &bytes);
+  legba_metrics_value (out, "legba_cache_channels", "gauge",
+      "Cache channels with an event kept, all apps.", channels);
+  legba_metrics_value (out, "legba_cache_bytes", "gauge",
+      "Bytes of the events kept for cache channels, all apps.", bytes);
+  legba_metrics_value (out, "legba_cache_hits_total", "counter",
+      "New subscribers of a cache channel sent its cached event.",
+      c->cache_hits);
+  legba_metrics_value (out, "legba_cache_misses_total", "counter",
+      "New subscribers of a cache channel sent pusher:cache_miss.",
+      c->cache_misses);
+  legba_metrics_value (out, "legba_cache_expired_total", "counter",
+      "Cached events dropped at cache-ttl.", c->cache_expired);
+  legba_metrics_header (out, "legba_cache_evicted_total", "counter",
+      "Cached events dropped, oldest first, to stay within an app's bound.");
+  g_string_append_printf (out, "legba_cache_evicted_total{bound=\"channels\"} %"
+      G_GUINT64_FORMAT "\n", c->cache_evicted_channels);
+  g_string_append_printf (out, "legba_cache_evicted_total{bound=\"bytes\"} %"
+      G_GUINT64_FORMAT "\n", c->cache_evicted_bytes);
+  legba_metrics_value (out, "legba_cache_refused_total", "counter",
+      "Events not cached for being larger than max-cache-bytes alone.",
+      c->cache_refused);
+}
+
 char *
 legba_metrics_render (LegbaMetrics * metrics, LegbaHub * hub,
     const LegbaMetricsGauges * gauges)
@@ -289,6 +320,7 @@ legba_metrics_render (LegbaMetrics * metrics, LegbaHub * hub,
   legba_metrics_value (out, "legba_channel_limit_refusals_total", "counter",
       "Subscriptions refused for max-channels-per-socket.",
       c->channel_limit_refusals);
+  legba_metrics_render_cache (hub, out);
   legba_metrics_value (out, "legba_queue_overflow_closes_total", "counter",
       "Sockets torn down for going over max-queued-bytes.",
       metrics->queue_overflows);

@@ -2,9 +2,10 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * LegbaRelay internals shared by legba-relay.c (connecting, writing this
- * instance's events and state, the life cycle, /metrics) and
+ * instance's events and state, the life cycle, /metrics),
  * legba-relay-peers.c (reading the stream, the other instances' state,
- * heartbeats). Nothing else includes this header.
+ * heartbeats) and legba-relay-cache.c (cache channels in Redis). Nothing
+ * else includes this header.
  */
 #pragma once
 
@@ -84,6 +85,9 @@ typedef struct
   GHashTable *occupancy;        /* "APP SEP CHANNEL" -> count (pointer) */
 } Peer;
 
+/* A subscriber's look for a cache channel's event (legba-relay-cache.c). */
+typedef struct _RelayLookup RelayLookup;
+
 typedef struct
 {
   guint64 connects;
@@ -147,6 +151,10 @@ struct _LegbaRelay
 
   RelayCounters counters;
   gboolean in_snapshot;         /* applying another instance's snapshot */
+
+  /* Cache lookups Redis dropped, answered (a miss) from cache_idle */
+  GQueue cache_unanswered;
+  GSource *cache_idle;
 };
 
 /* legba-relay.c */
@@ -175,5 +183,14 @@ G_GNUC_INTERNAL void relay_read (LegbaRelay * relay);
 G_GNUC_INTERNAL void relay_read_instances (LegbaRelay * relay);
 /* Once a second: this instance's heartbeat, the others' checked. */
 G_GNUC_INTERNAL gboolean relay_tick (gpointer user_data);
+
+/* legba-relay-cache.c: the hub's cache_store and cache_lookup */
+G_GNUC_INTERNAL void relay_cache_store (LegbaHubApp * app,
+    const char *channel, GBytes * frame, guint64 ttl_ms, gpointer user_data);
+G_GNUC_INTERNAL gboolean relay_cache_lookup (LegbaHubApp * app,
+    const char *channel, const char *socket_id, guint64 token,
+    gpointer user_data);
+/* Drops what is still to be answered; once disconnected, for a free. */
+G_GNUC_INTERNAL void relay_cache_clear (LegbaRelay * relay);
 
 G_END_DECLS

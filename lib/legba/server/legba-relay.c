@@ -12,6 +12,8 @@
  *                         counts (a hash), with its run and the sequence
  *                         number of the last change written there
  *   PREFIXinstances       the ids of the instances with a state hash
+ *   PREFIXcache:APP:CHAN  the last event of a cache channel, expiring
+ *                         (legba-relay-cache.c)
  *
  * Stream entries, fields: o origin instance id, r its run (random per
  * process), s sequence number (per run, 1, 2, 3 ...), k kind, and by kind
@@ -523,6 +525,8 @@ static const LegbaHubCluster relay_cluster = {
   hub_member,
   hub_subscriptions,
   hub_terminate_user,
+  relay_cache_store,
+  relay_cache_lookup,
 };
 
 /* ---- Connecting ---- */
@@ -751,6 +755,7 @@ legba_relay_new (LegbaHub * hub, GMainContext * context,
   relay->backoff_ms = BACKOFF_MIN_MS;
   g_queue_init (&relay->outbox);
   g_queue_init (&relay->replay);
+  g_queue_init (&relay->cache_unanswered);
   relay->peers = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
       (GDestroyNotify) relay_peer_free);
   relay->local_members = g_hash_table_new_full (g_str_hash, g_str_equal,
@@ -809,6 +814,7 @@ legba_relay_free (LegbaRelay * relay)
   if (relay->cmd != NULL)
     legba_redis_flush (relay->cmd, 500);
   relay_disconnect (relay);
+  relay_cache_clear (relay);
   if (relay->reconnect != NULL)
     g_source_destroy (relay->reconnect);
   g_clear_pointer (&relay->reconnect, g_source_unref);

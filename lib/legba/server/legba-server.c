@@ -169,6 +169,15 @@ static const LegbaLimitSpec limit_specs[] = {
   LIMIT (api_requests_per_second, FALSE, 0, "api-requests-per-second",
       "HTTP API requests one app may make per second, in bursts of as "
       "many; more are answered 429 (0: no limit)"),
+  LIMIT (cache_ttl, FALSE, 1, "cache-ttl",
+      "Seconds the last event of a cache channel is kept for new "
+      "subscribers"),
+  LIMIT (max_cache_channels, FALSE, 0, "max-cache-channels",
+      "Cache channels whose last event one app keeps; past it the oldest "
+      "go (0: no limit)"),
+  LIMIT (max_cache_bytes, TRUE, 0, "max-cache-bytes",
+      "Bytes of cached events one app keeps; past it the oldest go "
+      "(0: no limit)"),
 };
 
 #undef LIMIT

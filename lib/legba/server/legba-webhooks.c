@@ -653,8 +653,22 @@ on_client_event (LegbaHubApp * hub_app, const char *channel,
   app_emit (app, LEGBA_WEBHOOK_CLIENT_EVENT, json->str);
 }
 
+/* Pusher: cache_miss {channel}, when a subscriber of a cache channel finds
+ * nothing cached. Only the instance the subscriber is on sends it. */
+static void
+on_cache_miss (LegbaHubApp * hub_app, const char *channel, gpointer user_data)
+{
+  App *app = app_lookup (user_data, hub_app, LEGBA_WEBHOOK_CACHE_MISS);
+  g_autofree char *json = NULL;
+
+  if (app == NULL)
+    return;
+  json = event_new ("cache_miss", channel, NULL);
+  app_emit (app, LEGBA_WEBHOOK_CACHE_MISS, json);
+}
+
 static const LegbaHubObserver observer = {
-  on_channel, on_member, on_client_event
+  on_channel, on_member, on_client_event, on_cache_miss
 };
 
 /* ---- The whole ---- */
