@@ -278,6 +278,7 @@ harness_init (Harness * h)
   limits.cache_ttl = 5;
   limits.max_cache_channels = 3;
   limits.max_cache_bytes = 512;
+  limits.max_watchlist_users = 4;
   legba_hub_set_limits (h->hub, &limits);
   legba_hub_add_app (h->hub, "1", "key1", "secret1", NULL);
   limits.signin_timeout = 30;

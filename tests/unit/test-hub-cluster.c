@@ -315,6 +315,7 @@ test_remote_terminate (void)
   Client *b = client_open (f);
 
   client_signin (b, "bob");
+  assert_calls (r, "member " LEGBA_HUB_USERS_CHANNEL " bob present -");
   g_assert_cmpuint (legba_hub_cluster_terminate_user (f->hub, f->app, "bob"),
       ==, 1);
   client_expect_closed (b, LEGBA_PUSHER_UNAUTHORIZED);

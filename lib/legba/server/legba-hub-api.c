@@ -308,10 +308,16 @@ legba_hub_cluster_member (LegbaHub * hub, LegbaHubApp * app,
 
   g_return_if_fail (hub != NULL);
   g_return_if_fail (app != NULL);
-  g_return_if_fail (g_str_has_prefix (channel_name, "presence-"));
+  g_return_if_fail (g_str_has_prefix (channel_name, "presence-") ||
+      g_str_equal (channel_name, LEGBA_HUB_USERS_CHANNEL));
   g_return_if_fail (user_id != NULL);
 
   hub_enter (hub);
+  if (g_str_equal (channel_name, LEGBA_HUB_USERS_CHANNEL)) {
+    hub_user_remote (hub, app, user_id, present);
+    hub_leave (hub);
+    return;
+  }
   channel = hub_channel_get (app, channel_name);
   member = g_hash_table_lookup (channel->members, user_id);
   if (present) {

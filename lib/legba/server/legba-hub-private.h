@@ -3,9 +3,9 @@
  *
  * LegbaHub internals shared by legba-hub.c (the protocol state machine),
  * legba-hub-subscribe.c (subscriptions), legba-hub-count.c (subscription
- * counting), legba-hub-cache.c (cache channels) and legba-hub-api.c (the
- * server-side operations the HTTP API calls). Nothing else includes this
- * header.
+ * counting), legba-hub-cache.c (cache channels), legba-hub-watchlist.c
+ * (watchlist events) and legba-hub-api.c (the server-side operations the
+ * HTTP API calls). Nothing else includes this header.
  */
 #pragma once
 
@@ -77,6 +77,7 @@ struct _LegbaHubConn
   guint n_subs;                 /* first_sub and more_subs together */
   char *user_id;                /* pusher:signin */
   guint user_index;             /* in the app's array for user_id */
+  char **watchlist;             /* the user's watchlist, or NULL */
   gint64 opened_at;
   gint64 last_activity;
   gboolean ping_pending;        /* a server pusher:ping is unanswered */
@@ -103,6 +104,10 @@ struct _LegbaHubApp
   GHashTable *cache;
   GQueue cache_order;
   gsize cache_bytes;
+  /* Watchlists: watched user id -> GPtrArray of the conns watching it;
+   * signed-in user id -> other instances that have it (pointer) */
+  GHashTable *watchers;
+  GHashTable *users_remote;
 };
 
 struct _LegbaHub
@@ -241,6 +246,28 @@ G_GNUC_INTERNAL void hub_cache_subscribed (LegbaHub * hub,
 G_GNUC_INTERNAL void hub_cache_expire (LegbaHub * hub);
 G_GNUC_INTERNAL void hub_cache_init (LegbaHubApp * app);
 G_GNUC_INTERNAL void hub_cache_clear (LegbaHubApp * app);
+
+/* ---- Watchlists (legba-hub-watchlist.c) ---- */
+
+/* The "watchlist" of a pusher:signin's user_data: TRUE with *list (NULL
+ * when absent) or FALSE with *why. */
+G_GNUC_INTERNAL gboolean hub_watchlist_parse (JsonObject * user,
+    guint max_users, char ***list, char **why);
+/* conn signed in with list (taken): it watches those users and gets the
+ * ones online now. */
+G_GNUC_INTERNAL void hub_watchlist_attach (LegbaHub * hub,
+    LegbaHubConn * conn, char **list);
+G_GNUC_INTERNAL void hub_watchlist_detach (LegbaHubConn * conn);
+/* user_id's first signed-in connection here came (online) or its last one
+ * went: the cluster learns of it, and its watchers when the user came
+ * online or went offline in the whole cluster. */
+G_GNUC_INTERNAL void hub_user_local (LegbaHub * hub, LegbaHubApp * app,
+    const char *user_id, gboolean online);
+/* Another instance has one more (present) or one fewer. */
+G_GNUC_INTERNAL void hub_user_remote (LegbaHub * hub, LegbaHubApp * app,
+    const char *user_id, gboolean present);
+G_GNUC_INTERNAL void hub_watchlist_init (LegbaHubApp * app);
+G_GNUC_INTERNAL void hub_watchlist_clear (LegbaHubApp * app);
 
 G_GNUC_INTERNAL void hub_conn_close (LegbaHub * hub, LegbaHubConn * conn,
     guint16 code, const char *reason);

@@ -59,6 +59,7 @@ legba_limits_init_defaults (LegbaLimits * limits)
   limits->cache_ttl = 1800;
   limits->max_cache_channels = 10000;
   limits->max_cache_bytes = 16 * 1024 * 1024;
+  limits->max_watchlist_users = 100;
 }
 
 /* ---- Frames to clients ---- */
@@ -334,6 +335,7 @@ app_free (LegbaHubApp * app)
   g_hash_table_unref (app->users);
   g_clear_pointer (&app->count_changed, g_hash_table_unref);
   hub_cache_clear (app);
+  hub_watchlist_clear (app);
   g_free (app->id);
   g_free (app->key);
   g_free (app->secret);
@@ -405,35 +407,44 @@ hub_presence_member_left (LegbaHub * hub, LegbaHubApp * app,
 
 /* ---- Connections ---- */
 
+/* The user's first connection here: the user may come online. */
 static void
-conn_bind_user (LegbaHubConn * conn, const char *user_id)
+conn_bind_user (LegbaHub * hub, LegbaHubConn * conn, const char *user_id)
 {
   GPtrArray *conns = g_hash_table_lookup (conn->app->users, user_id);
+  gboolean first = conns == NULL;
 
-  if (conns == NULL) {
+  if (first) {
     conns = g_ptr_array_new ();
     g_hash_table_insert (conn->app->users, g_strdup (user_id), conns);
   }
   conn->user_id = g_strdup (user_id);
   conn->user_index = conns->len;
   g_ptr_array_add (conns, conn);
+  if (first)
+    hub_user_local (hub, conn->app, user_id, TRUE);
 }
 
+/* The user's last connection here: the user may go offline. */
 static void
-conn_unbind_user (LegbaHubConn * conn)
+conn_unbind_user (LegbaHub * hub, LegbaHubConn * conn)
 {
+  g_autofree char *user_id = NULL;
   GPtrArray *conns;
 
+  hub_watchlist_detach (conn);
   if (conn->user_id == NULL)
     return;
-  conns = g_hash_table_lookup (conn->app->users, conn->user_id);
+  user_id = g_steal_pointer (&conn->user_id);
+  conns = g_hash_table_lookup (conn->app->users, user_id);
   g_ptr_array_remove_index_fast (conns, conn->user_index);
   if (conn->user_index < conns->len)
     ((LegbaHubConn *) conns->pdata[conn->user_index])->user_index =
         conn->user_index;
-  if (conns->len == 0)
-    g_hash_table_remove (conn->app->users, conn->user_id);
-  g_clear_pointer (&conn->user_id, g_free);
+  if (conns->len == 0) {
+    g_hash_table_remove (conn->app->users, user_id);
+    hub_user_local (hub, conn->app, user_id, FALSE);
+  }
 }
 
 static LegbaHubConn *
@@ -465,6 +476,7 @@ conn_free (LegbaHubConn * conn)
   g_clear_pointer (&conn->more_subs, g_hash_table_unref);
   g_free (conn->socket_id);
   g_free (conn->user_id);
+  g_strfreev (conn->watchlist);
   g_free (conn);
 }
 
@@ -483,7 +495,7 @@ conn_destroy (LegbaHub * hub, LegbaHubConn * conn)
     ((LegbaHubConn *) hub->conns->pdata[conn->index])->index = conn->index;
   g_hash_table_remove (hub->conns_by_socket_id, conn->socket_id);
   conn->app->n_connections--;
-  conn_unbind_user (conn);
+  conn_unbind_user (hub, conn);
 
   for (guint i = 0; i < subs->len; i++)
     hub_subscription_remove (hub, subs->pdata[i]);
@@ -584,9 +596,10 @@ handle_client_event (LegbaHub * hub, LegbaHubConn * conn, const char *event,
 
 /* Pusher protocol 7 user authentication: pusher:signin {auth, user_data},
  * auth signing "socket_id::user::user_data", user_data a JSON object with a
- * string "id". Success: pusher:signin_success {user_data}; the connection
- * then receives the user's "#server-to-user-ID" events. Any failure is
- * pusher:error 4009 and a close with 4009. */
+ * string "id" and, optionally, a "watchlist" of user ids. Success:
+ * pusher:signin_success {user_data}; the connection then receives the
+ * user's "#server-to-user-ID" events and its watchlist events. Any failure
+ * is pusher:error 4009 and a close with 4009. */
 static void
 handle_signin (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
 {
@@ -596,6 +609,8 @@ handle_signin (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
   g_autoptr (GString) data = NULL;
   g_autoptr (GBytes) bytes = NULL;
   g_autofree char *error = NULL;
+  g_autofree char *why = NULL;
+  g_auto (GStrv) watchlist = NULL;
   JsonObject *signin = hub_frame_get_data (frame, &owned);
   const char *auth =
       signin ? legba_json_object_get_string (signin, "auth") : NULL;
@@ -624,14 +639,21 @@ handle_signin (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
         "user_data must be a JSON object with a string \"id\"");
     return;
   }
+  if (!hub_watchlist_parse (json_node_get_object (user),
+          app->limits.max_watchlist_users, &watchlist, &why)) {
+    hub->counters.watchlist_refusals++;
+    conn_fail (hub, conn, LEGBA_PUSHER_UNAUTHORIZED, why);
+    return;
+  }
 
-  conn_unbind_user (conn);
-  conn_bind_user (conn, id);
+  conn_unbind_user (hub, conn);
+  conn_bind_user (hub, conn, id);
   data = g_string_new ("{\"user_data\":");
   legba_json_append_string (data, user_data);
   g_string_append_c (data, '}');
   bytes = hub_frame_new ("pusher:signin_success", NULL, data->str);
   hub_conn_send (hub, conn, bytes);
+  hub_watchlist_attach (hub, conn, g_steal_pointer (&watchlist));
 }
 
 /* ---- Frames from clients ---- */
@@ -1090,6 +1112,7 @@ legba_hub_add_app (LegbaHub * hub, const char *id, const char *key,
   app->users = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
       (GDestroyNotify) g_ptr_array_unref);
   hub_cache_init (app);
+  hub_watchlist_init (app);
   g_hash_table_insert (hub->apps_by_id, app->id, app);
   g_hash_table_insert (hub->apps_by_key, app->key, app);
   return TRUE;

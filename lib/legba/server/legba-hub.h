@@ -77,6 +77,8 @@ typedef struct
                                        * event is kept */
   guint max_cache_channels;           /* cached events per app */
   gsize max_cache_bytes;              /* bytes of cached events per app */
+  guint max_watchlist_users;          /* user ids in a signed-in user's
+                                       * watchlist */
 } LegbaLimits;
 
 /* The defaults, stated in docs/server.md. */
@@ -130,6 +132,8 @@ typedef struct
   guint64 cache_evicted_channels;
   guint64 cache_evicted_bytes;
   guint64 cache_refused;
+  guint64 watchlist_events;     /* pusher_internal:watchlist_events sent */
+  guint64 watchlist_refusals;   /* sign-ins refused for their watchlist */
 } LegbaHubCounters;
 
 LegbaHub *legba_hub_new (const LegbaHubTransport * transport,
@@ -303,7 +307,10 @@ gboolean legba_hub_channel_name_is_valid (LegbaHub * hub, const char *name);
  *   channel, to be kept ttl_ms; frame NULL: the entry it stored was evicted.
  * cache_lookup: a new subscriber of a cache channel found nothing cached
  *   here. Returns FALSE when the relay cannot look, or TRUE when it will
- *   answer with legba_hub_cluster_cache_found(), giving token back. */
+ *   answer with legba_hub_cluster_cache_found(), giving token back.
+ *
+ * The user's first signed-in connection on this instance and its last one
+ * are told through member, with LEGBA_HUB_USERS_CHANNEL as the channel. */
 typedef struct
 {
   void (*event) (LegbaHubApp * app, const char *channel, GBytes * frame,
@@ -321,6 +328,10 @@ typedef struct
       const char *socket_id, guint64 token, gpointer user_data);
 } LegbaHubCluster;
 
+/* Not a channel: the signed-in users (pusher:signin) of an instance, as
+ * member() tells them and legba_hub_cluster_member() takes them. */
+#define LEGBA_HUB_USERS_CHANNEL "#users"
+
 
 /* Sets (or with NULL removes) the relay's callbacks. */
 void legba_hub_set_cluster (LegbaHub * hub, const LegbaHubCluster * cluster,
@@ -337,7 +348,9 @@ guint legba_hub_cluster_deliver (LegbaHub * hub, LegbaHubApp * app,
 /* One more (present) or one fewer instance has the user in a presence
  * channel; member_added / member_removed go to local subscribers when the
  * user joins or leaves the cluster as a whole. user_info: raw JSON or
- * NULL. */
+ * NULL. With LEGBA_HUB_USERS_CHANNEL, one more or one fewer instance has
+ * the user signed in: watchlists hear when it comes online or goes
+ * offline in the cluster. */
 void legba_hub_cluster_member (LegbaHub * hub, LegbaHubApp * app,
     const char *channel, const char *user_id, const char *user_info,
     gboolean present);

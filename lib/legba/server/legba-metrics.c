@@ -321,6 +321,12 @@ legba_metrics_render (LegbaMetrics * metrics, LegbaHub * hub,
       "Subscriptions refused for max-channels-per-socket.",
       c->channel_limit_refusals);
   legba_metrics_render_cache (hub, out);
+  legba_metrics_value (out, "legba_watchlist_events_total", "counter",
+      "Watchlist events (pusher_internal:watchlist_events) sent.",
+      c->watchlist_events);
+  legba_metrics_value (out, "legba_watchlist_refusals_total", "counter",
+      "Sign-ins refused for their watchlist (not an array of user ids, "
+      "over max-watchlist-users).", c->watchlist_refusals);
   legba_metrics_value (out, "legba_queue_overflow_closes_total", "counter",
       "Sockets torn down for going over max-queued-bytes.",
       metrics->queue_overflows);

@@ -66,13 +66,17 @@ hub_apply_member (LegbaRelay * relay, const char *key, const char *info,
 {
   g_auto (GStrv) parts = g_strsplit (key, SEP, 3);
   LegbaHubApp *app;
+  gboolean users;
 
   if (g_strv_length (parts) != 3 || *parts[2] == '\0' ||
-      !g_str_has_prefix (parts[1], "presence-") ||
       !g_utf8_validate (parts[2], -1, NULL))
     return;
+  users = g_str_equal (parts[1], LEGBA_HUB_USERS_CHANNEL);
+  if (!users && !g_str_has_prefix (parts[1], "presence-"))
+    return;
   app = legba_hub_find_app_by_id (relay->hub, parts[0]);
-  if (app == NULL || !legba_hub_channel_name_is_valid (relay->hub, parts[1]))
+  if (app == NULL || (!users &&
+          !legba_hub_channel_name_is_valid (relay->hub, parts[1])))
     return;
   legba_hub_cluster_member (relay->hub, app, parts[1], parts[2],
       present ? checked_user_info (info) : NULL, present);

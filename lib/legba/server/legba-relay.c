@@ -21,6 +21,7 @@
  *      socket_id not to deliver it to (optional)
  *   t  terminate a user's connections: a, u user id
  *   j  a user joined a presence channel on the origin: a, c, u, i user_info
+ *      (c "#users": the user's first connection on the origin signed in)
  *   l  ... left it: a, c, u
  *   o  the origin's subscription count of a channel: a, c, n
  *   y  the origin rewrote its whole state hash: read it again

@@ -178,6 +178,9 @@ static const LegbaLimitSpec limit_specs[] = {
   LIMIT (max_cache_bytes, TRUE, 0, "max-cache-bytes",
       "Bytes of cached events one app keeps; past it the oldest go "
       "(0: no limit)"),
+  LIMIT (max_watchlist_users, FALSE, 0, "max-watchlist-users",
+      "User ids in a signed-in user's watchlist; a longer one is refused "
+      "(0: no limit)"),
 };
 
 #undef LIMIT
