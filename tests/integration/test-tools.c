@@ -413,6 +413,8 @@ test_help (void)
     "--max-frame-bytes=N", "--max-queued-bytes=N",
     "--control-frames-per-second=N", "--activity-timeout=N",
     "--pong-timeout=N", "--signin-timeout=N", "--max-request-bytes=N",
+    "--cache-ttl=N", "--max-cache-channels=N", "--max-cache-bytes=N",
+    "--max-watchlist-users=N", "default: 1800",
     "--turn-url=URL", "--turn-secret=SECRET", "--turn-ttl=S",
     "default: 127.0.0.1", "default: 6001", "default: 10240",
     "default: 164",
