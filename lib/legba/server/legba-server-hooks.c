@@ -8,37 +8,6 @@
  * "Server hooks").
  */
 
-/**
- * SECTION:legba-client-event
- * @title: LegbaClientEvent
- * @short_description: a client event, for an application's handler
- *
- * A #LegbaClientEvent is what a #LegbaServer::client-event handler gets:
- * a client event (`client-NAME`, Pusher protocol 7) one of the server's
- * sockets sent on a private or presence channel it joined, once every
- * check passed (subscription, channel kind, `max-event-bytes`,
- * `client-events-per-second`), before it is relayed.
- *
- * The handler may answer the sender alone with legba_client_event_reply()
- * (then, or later on a reference it keeps), refuse the event with
- * legba_client_event_refuse() (the sender gets `pusher:error` 4303 and
- * nobody the event), or let it be relayed to the channel as usual.
- *
- * |[<!-- language="C" -->
- * static gboolean
- * on_client_event (LegbaServer * server, LegbaClientEvent * event,
- *     gpointer user_data)
- * {
- *   if (!g_str_equal (legba_client_event_get_name (event), "client-ask"))
- *     return FALSE;                // relayed as usual
- *   legba_client_event_reply (event, "answer", "{\"ok\":true}");
- *   return TRUE;                   // handled: not relayed
- * }
- *
- * g_signal_connect (server, "client-event", G_CALLBACK (on_client_event),
- *     NULL);
- * ]|
- */
 #define LEGBA_SERVER_INTERNALS
 #include <legba/server/legba-server-private.h>
 #include <legba/server/legba-client-event.h>
@@ -106,6 +75,8 @@ legba_client_event_init (LegbaClientEvent * self)
  * legba_client_event_get_app_id:
  * @event: a #LegbaClientEvent
  *
+ * The app of the socket that sent the event.
+ *
  * Returns: the id of the app whose socket sent the event
  */
 const char *
@@ -118,6 +89,8 @@ legba_client_event_get_app_id (LegbaClientEvent * event)
 /**
  * legba_client_event_get_socket_id:
  * @event: a #LegbaClientEvent
+ *
+ * The socket that sent the event.
  *
  * Returns: the Pusher socket id of the sender
  */
@@ -132,6 +105,8 @@ legba_client_event_get_socket_id (LegbaClientEvent * event)
  * legba_client_event_get_channel:
  * @event: a #LegbaClientEvent
  *
+ * The channel the event was sent on.
+ *
  * Returns: the channel the event was sent on (a private or presence one)
  */
 const char *
@@ -144,6 +119,8 @@ legba_client_event_get_channel (LegbaClientEvent * event)
 /**
  * legba_client_event_get_name:
  * @event: a #LegbaClientEvent
+ *
+ * The event's name.
  *
  * Returns: the event's name, `client-` and at most 200 bytes in all
  */
@@ -175,6 +152,8 @@ legba_client_event_get_data (LegbaClientEvent * event)
 /**
  * legba_client_event_get_user_id:
  * @event: a #LegbaClientEvent
+ *
+ * Who sent the event, on a presence channel.
  *
  * Returns: (nullable): the sender's user id on a presence channel (the
  *   `user_id` its subscribers receive with the event), else %NULL

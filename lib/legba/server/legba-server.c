@@ -135,6 +135,38 @@ typedef struct
  * with 4009; 0 (the default) makes signing in optional.
  */
 
+/**
+ * LegbaServer:api-requests-per-second:
+ *
+ * HTTP API requests one app may make per second, in bursts of as many
+ * (1000 by default; 0 sets no limit). A request over it is answered 429
+ * with `Retry-After` and counted in `/metrics`.
+ */
+/**
+ * LegbaServer:cache-ttl:
+ *
+ * Seconds the last event of a cache channel is kept for new subscribers
+ * (1800 by default, at least 1).
+ */
+/**
+ * LegbaServer:max-cache-channels:
+ *
+ * Cache channels whose last event one app keeps (10000 by default; 0 sets
+ * no limit); past it the oldest entries go, counted in `/metrics`.
+ */
+/**
+ * LegbaServer:max-cache-bytes:
+ *
+ * Bytes of cached events one app keeps (16 MiB by default; 0 sets no
+ * limit); past it the oldest entries go, counted in `/metrics`.
+ */
+/**
+ * LegbaServer:max-watchlist-users:
+ *
+ * Users a signed-in user's `watchlist` may name (100 by default, as
+ * Pusher); a longer one refuses the sign-in with `pusher:error` 4009.
+ */
+
 /* 0 means no limit where the hub allows it; the transport's own bounds
  * (frames, queues) and the timeouts always hold. */
 static const LegbaLimitSpec limit_specs[] = {
