@@ -325,6 +325,10 @@ void legba_peer_congestion_add_stats (LegbaPeer * peer,
     GstStructure * summary);
 void legba_room_congestion_update (LegbaRoom * self);
 
+/* legba-room-stats.c: (re)starts the stats timer, after the interval or
+ * the state changed; on the room's context. */
+void legba_room_restart_stats (LegbaRoom * self);
+
 /* ---- Media (legba-room-media.c) ---- */
 
 gboolean legba_room_media_ready (LegbaRoom * self);

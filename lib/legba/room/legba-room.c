@@ -672,38 +672,6 @@ on_signaller_error (LegbaSignaller * signaller, GError * error,
   }
 }
 
-/* ---- Stats ---- */
-
-static gboolean
-stats_tick (gpointer data)
-{
-  LegbaRoom *self = data;
-  GHashTableIter iter;
-  gpointer peer;
-
-  g_hash_table_iter_init (&iter, self->peers);
-  while (g_hash_table_iter_next (&iter, NULL, &peer))
-    legba_peer_update_stats (peer);
-  return G_SOURCE_CONTINUE;
-}
-
-/* An interval of whole seconds takes GLib's second timers, which wake
- * together: the rooms of a context then refresh in one main-loop
- * iteration instead of one each, and every iteration visits all of the
- * context's sources. */
-static void
-restart_stats (LegbaRoom * self)
-{
-  guint ms = self->stats_interval;
-
-  legba_clear_source (&self->stats_source);
-  if (ms == 0 || self->state == LEGBA_ROOM_STATE_DISCONNECTED)
-    return;
-  self->stats_source = legba_room_attach_source (self, ms % 1000 == 0 ?
-      g_timeout_source_new_seconds (ms / 1000) : g_timeout_source_new (ms),
-      stats_tick, self, NULL);
-}
-
 /* ---- GObject ---- */
 
 static void
@@ -854,7 +822,7 @@ legba_room_set_property (GObject * object, guint prop_id,
       break;
     case PROP_STATS_INTERVAL:
       self->stats_interval = g_value_get_uint (value);
-      restart_stats (self);
+      legba_room_restart_stats (self);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1475,7 +1443,7 @@ legba_room_connect_async (LegbaRoom * self, GCancellable * cancellable,
   legba_room_prepare ();
   self->connect_task = g_steal_pointer (&task);
   set_state (self, LEGBA_ROOM_STATE_CONNECTING);
-  restart_stats (self);
+  legba_room_restart_stats (self);
   if (cancellable != NULL)
     self->cancel_handler = g_cancellable_connect (cancellable,
         G_CALLBACK (on_connect_cancelled), self, NULL);
