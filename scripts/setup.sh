@@ -25,7 +25,8 @@ done
 # iproute2 (ip, tc) for the network lab's namespaces (bench/netlab);
 # libsystemd for legba-server's readiness notification (Type=notify) and
 # systemd's systemd-analyze for the checks of its unit; gi-docgen for the
-# API references (docs/reference.md).
+# API references (docs/reference.md); debhelper, dpkg-dev, fakeroot and
+# lintian for the Debian packages (scripts/package.sh).
 packages=(
   build-essential meson ninja-build pkg-config
   libglib2.0-dev libsoup-3.0-dev libjson-glib-dev glib-networking zlib1g-dev
@@ -44,6 +45,7 @@ packages=(
   iproute2
   libsystemd-dev systemd
   gi-docgen
+  debhelper dpkg-dev fakeroot lintian
 )
 
 missing=()
