@@ -8,7 +8,8 @@
 #     installed), every dependency there already (`dpkg -i` installs the
 #     packages, and refuses one whose dependency is missing);
 #   - there: the files in place (unit, configuration readable by root
-#     only, demo page); gst-inspect-1.0 finds legbaroom; legba-server
+#     only, demo page); the unit passes systemd-analyze verify and reads
+#     /etc/legba/legba-server.conf; gst-inspect-1.0 finds legbaroom; legba-server
 #     refuses the default configuration's empty secret, and with a secret
 #     serves the demo page and a call in which two legba-call processes
 #     (one with the app secret, one with a token from legba-token)
@@ -21,7 +22,6 @@
 #   scripts/check-packages.sh OUT
 set -uo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:?usage: scripts/check-packages.sh OUT (the folder of scripts/package.sh)}
 out=$(cd "$out" && pwd) || exit 1
 if [ "$(id -u)" -ne 0 ]; then
@@ -72,6 +72,7 @@ cleanup () {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 mkdir -p "$tmp/upper" "$tmp/work" "$root"
 mount_at () {
   local where=$1
@@ -150,6 +151,19 @@ files () {
     { echo "ldconfig -p does not find both libraries"; return 1; }
 }
 check files files
+
+# The unit as installed: systemd-analyze verify accepts it (its ExecStart=
+# exists here), and it reads the configuration the package ships.
+unit () {
+  local unit=/lib/systemd/system/legba-server.service err
+  grep -qx 'LoadCredential=legba-server.conf:/etc/legba/legba-server.conf' \
+    "$root$unit" || { echo "$unit: no credential from /etc/legba"; return 1; }
+  grep -q '^ExecStart=/usr/bin/legba-server ' "$root$unit" ||
+    { echo "$unit: ExecStart= is not /usr/bin/legba-server"; return 1; }
+  err=$("${in_root[@]}" systemd-analyze verify "$unit" 2>&1) || { echo "$err"; return 1; }
+  [ -z "$err" ] || { echo "$err"; return 1; }
+}
+check unit unit
 check gst-inspect "${in_root[@]}" gst-inspect-1.0 legbaroom
 
 # The package's configuration as shipped: the secret is the operator's.
@@ -229,16 +243,16 @@ call () {
     --token "$token" --send-data '{"from": "bob"}' \
     >"$tmp/bob.out" 2>"$tmp/bob.err" &
   b=$!
-  pids+=($a $b)
+  pids+=("$a" "$b")
   # a busy machine: up to 3 minutes for both to receive everything
   if ! wait_for 180 "media and data both ways" both_received; then
-    kill $a $b
+    kill "$a" "$b"
     rc=1
   else
-    kill -TERM $a $b
+    kill -TERM "$a" "$b"
   fi
-  wait $a || rc=1
-  wait $b || rc=1
+  wait "$a" || rc=1
+  wait "$b" || rc=1
   grep -q '"identity" *: *"bob"' "$tmp/alice.out" &&
     grep -q '"identity" *: *"alice"' "$tmp/bob.out" || rc=1
   if [ $rc -ne 0 ]; then
