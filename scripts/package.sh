@@ -83,13 +83,14 @@ else
   exit 1
 fi
 changes=legba_${version}_$(dpkg-architecture -qDEB_HOST_ARCH).changes
-for f in $(sed -n '/^Files:/,$p' "$work/$changes" | awk 'NF == 5 { print $5 }'); do
-  mv "$work/$f" "$out/"
-done
+sed -n '/^Files:/,$p' "$work/$changes" | awk 'NF == 5 { print $5 }' |
+  while read -r f; do mv "$work/$f" "$out/"; done
 mv "$work/$changes" "$out/"
 
 start=$SECONDS
+# exit 1: an error, which the tags below show; anything else: lintian failed
 lintian --info "$out/$changes" >"$out/lintian.txt" 2>&1
+lintian_rc=$?
 tags=$(grep -E '^[EW]: ' "$out/lintian.txt" | awk '{ print $1 " " $3 }' |
   sort | uniq -c)
 echo "lintian:"
@@ -101,7 +102,11 @@ bad=$(grep -E '^[EW]: ' "$out/lintian.txt" | awk '{ print $1 " " $3 }' | sort -u
     for w in "${allowed_warnings[@]}"; do [ "$tag" = "$w" ] && allowed=1; done
     [ $allowed -eq 1 ] || echo "$tag"
   done)
-if [ -z "$bad" ] && ! grep -q '^E: ' "$out/lintian.txt"; then
+if [ $lintian_rc -gt 1 ]; then
+  tail -n 20 "$out/lintian.txt"
+  echo "lintian: exit $lintian_rc"
+  record package/lintian FAIL $((SECONDS - start))
+elif [ -z "$bad" ] && ! grep -q '^E: ' "$out/lintian.txt"; then
   record package/lintian OK $((SECONDS - start))
 else
   echo "lintian: errors, or warnings docs/packaging.md does not list: $bad"
