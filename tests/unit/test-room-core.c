@@ -704,6 +704,109 @@ test_offer_lists (Room * r, gconstpointer data)
   assert_log (r, "");
 }
 
+/* SFU rooms: the topology event's data, read strictly. */
+static void
+test_topology_parse (Room * r, gconstpointer data)
+{
+  static const struct
+  {
+    const char *json;
+    gboolean ok;
+    gboolean sfu;
+  } cases[] = {
+    {"{\"topology\":\"mesh\"}", TRUE, FALSE},
+    {"{\"topology\":\"sfu\",\"sfu\":{\"kind\":\"janus\","
+          "\"url\":\"ws://127.0.0.1:8188/\",\"room\":1234,\"pin\":\"p\","
+          "\"token\":\"t\"}}", TRUE, TRUE},
+    {"{\"topology\":\"sfu\",\"sfu\":{\"kind\":\"janus\","
+          "\"url\":\"wss://sfu.example/\",\"room\":7}}", TRUE, TRUE},
+    {"[]", FALSE, FALSE},
+    {"\"sfu\"", FALSE, FALSE},
+    {"{}", FALSE, FALSE},
+    {"{\"topology\":\"ring\"}", FALSE, FALSE},
+    {"{\"topology\":\"sfu\"}", FALSE, FALSE},
+    {"{\"topology\":\"sfu\",\"sfu\":{\"kind\":\"mediasoup\","
+          "\"url\":\"ws://h/\",\"room\":1}}", FALSE, FALSE},
+    {"{\"topology\":\"sfu\",\"sfu\":{\"kind\":\"janus\","
+          "\"url\":\"http://h/\",\"room\":1}}", FALSE, FALSE},
+    {"{\"topology\":\"sfu\",\"sfu\":{\"kind\":\"janus\","
+          "\"url\":\"ws://h/\",\"room\":\"1\"}}", FALSE, FALSE},
+    {"{\"topology\":\"sfu\",\"sfu\":{\"kind\":\"janus\","
+          "\"url\":\"ws://h/\",\"room\":0}}", FALSE, FALSE},
+    {"{\"topology\":\"sfu\",\"sfu\":{\"kind\":\"janus\","
+          "\"url\":\"ws://h/\",\"room\":1.5}}", FALSE, FALSE},
+    {"{\"topology\":\"sfu\",\"sfu\":{\"kind\":\"janus\","
+          "\"url\":\"ws://h/\",\"room\":1,\"pin\":3}}", FALSE, FALSE},
+    {"{\"topology\":\"sfu\",\"sfu\":{\"kind\":\"janus\","
+          "\"url\":\"ws://h/\",\"room\":1,\"token\":{}}}", FALSE, FALSE},
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autoptr (JsonNode) node = json_from_string (cases[i].json, NULL);
+    g_autoptr (LegbaRoomSfu) sfu = NULL;
+    g_autofree char *why = NULL;
+    gboolean ok = legba_room_core_parse_topology (node, &sfu, &why);
+
+    g_test_message ("%s", cases[i].json);
+    g_assert_cmpint (ok, ==, cases[i].ok);
+    g_assert_cmpint (sfu != NULL, ==, cases[i].sfu);
+    g_assert_true (ok || why != NULL);
+  }
+  {
+    g_autoptr (JsonNode) node = json_from_string ("{\"topology\":\"sfu\","
+        "\"sfu\":{\"kind\":\"janus\",\"url\":\"ws://127.0.0.1:8188/\","
+        "\"room\":1234,\"pin\":\"p\",\"token\":\"t\"}}", NULL);
+    g_autoptr (LegbaRoomSfu) sfu = NULL;
+    g_autofree char *why = NULL;
+
+    g_assert_true (legba_room_core_parse_topology (node, &sfu, &why));
+    g_assert_cmpstr (sfu->url, ==, "ws://127.0.0.1:8188/");
+    g_assert_cmpuint (sfu->room, ==, 1234);
+    g_assert_cmpstr (sfu->pin, ==, "p");
+    g_assert_cmpstr (sfu->token, ==, "t");
+  }
+}
+
+/* SFU rooms: the mesh connections close with a bye, the participants
+ * stay, and no offer is made, answered or awaited from then on. */
+static void
+test_sfu_mode (Room * r, gconstpointer data)
+{
+  g_autofree char *pc = connect_by_joining (r, "a-1", 0);
+  g_autofree char *expected = g_strdup_printf ("bye a-1 %s\nclose a-1 %s\n"
+      "state a-1 new\n", pc, pc);
+  const char *ids[] = { "a-1", "b-1", NULL };
+  g_autoptr (JsonArray) candidates = candidates_array (1);
+
+  g_assert_false (legba_room_core_is_sfu (r->core));
+  legba_room_core_use_sfu (r->core);
+  assert_log (r, expected);
+  g_assert_true (legba_room_core_is_sfu (r->core));
+  g_assert_null (legba_room_core_get_pc (r->core, "a-1"));
+  legba_room_core_use_sfu (r->core);
+  assert_log (r, "");
+
+  /* a newcomer is listed and awaited by no timer */
+  legba_room_core_member_added (r->core, "z-1", "z-1", 0);
+  assert_log (r, "added z-1 +\n");
+  g_assert_cmpint (r->deadline, ==, -1);
+  /* its mesh signals are dropped, candidates not kept */
+  legba_room_core_candidates (r->core, "z-1", "pcz", candidates, 0);
+  legba_room_core_offer (r->core, "z-1", "pcz", "v=0", 0);
+  assert_log (r, "");
+  g_assert_cmpint (r->deadline, ==, -1);
+  /* a reconnect lists the members again without offering */
+  join (r, ids, 0);
+  assert_log (r, "added b-1 +\n");
+  /* a participant that leaves is removed at once */
+  legba_room_core_member_removed (r->core, "z-1", 0);
+  assert_log (r, "removed z-1\n");
+  /* leaving ends the SFU room: the next join starts as a mesh */
+  legba_room_core_leave (r->core, TRUE);
+  assert_log (r, "removed a-1\nremoved b-1\n");
+  g_assert_false (legba_room_core_is_sfu (r->core));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -735,6 +838,8 @@ main (int argc, char **argv)
   ADD ("bye/smaller-waits", test_bye_smaller_waits);
   ADD ("reconnect", test_reconnect);
   ADD ("offer-lists", test_offer_lists);
+  ADD ("topology/parse", test_topology_parse);
+  ADD ("topology/sfu", test_sfu_mode);
 #undef ADD
   return g_test_run ();
 }

@@ -46,6 +46,7 @@ struct _LegbaRoomCore
   char *local_id;
   guint max_participants;
   gboolean in_room;             /* joined, not left */
+  gboolean sfu;                 /* an SFU room: no peer connections */
 
   GHashTable *by_id;            /* id -> Member, owned */
   GHashTable *by_pc;            /* current pc -> Member */
@@ -334,7 +335,7 @@ legba_room_core_joined (LegbaRoomCore * core, const char *const *ids,
     if (m->removed)
       come_back (core, m);
     /* §3: offer to every listed member without a live peer connection */
-    if (m->pc == NULL && m->state != LEGBA_ROOM_CORE_FAILED)
+    if (!core->sfu && m->pc == NULL && m->state != LEGBA_ROOM_CORE_FAILED)
       offer_to (core, m);
   }
   reschedule (core);
@@ -358,7 +359,9 @@ legba_room_core_member_added (LegbaRoomCore * core, const char *id,
   m = ensure_member (core, id, member);
   if (m == NULL)
     return;
-  if (core->order.length + 1 > core->max_participants)
+  if (core->sfu)
+    g_debug ("%s joined the SFU room", id);
+  else if (core->order.length + 1 > core->max_participants)
     g_debug ("%s is beyond max-participants (%u); it is expected to leave",
         id, core->max_participants);
   else
@@ -395,6 +398,7 @@ legba_room_core_leave (LegbaRoomCore * core, gboolean say_bye)
   Member *m;
 
   core->in_room = FALSE;
+  core->sfu = FALSE;
   while ((m = g_queue_peek_head (&core->order)) != NULL) {
     if (say_bye && m->pc != NULL)
       core->actions.send_bye (m->handle, m->pc, core->user_data);
@@ -412,6 +416,10 @@ legba_room_core_offer (LegbaRoomCore * core, const char *from,
 {
   Member *m;
 
+  if (core->sfu) {
+    g_message ("dropping an offer from %s: the room is an SFU room", from);
+    return;
+  }
   if (g_hash_table_contains (core->by_pc, pc)) {
     g_debug ("dropping a second offer for pc %s", pc);
     return;
@@ -472,7 +480,7 @@ legba_room_core_candidates (LegbaRoomCore * core, const char *from,
     core->actions.apply_candidates (m->handle, pc, candidates, core->user_data);
     return;
   }
-  if (g_hash_table_contains (core->by_pc, pc))
+  if (core->sfu || g_hash_table_contains (core->by_pc, pc))
     return;
   /* §4: kept for up to 10 s, applied once the offer comes */
   e = find_early (core, from, pc, NULL);
@@ -578,6 +586,128 @@ legba_room_core_attach (LegbaRoomCore * core, const char *id, const char *pc)
   m->offerer = TRUE;
   g_hash_table_insert (core->by_pc, m->pc, m);
   reschedule (core);
+}
+
+/* ---- Topology (docs/room-protocol.md, SFU rooms) ---- */
+
+void
+legba_room_sfu_free (LegbaRoomSfu * sfu)
+{
+  if (sfu == NULL)
+    return;
+  g_free (sfu->url);
+  g_free (sfu->pin);
+  g_free (sfu->token);
+  g_free (sfu);
+}
+
+/* A string member, absent allowed; FALSE when present and not a string. */
+static gboolean
+optional_string (JsonObject * object, const char *name, char **out)
+{
+  JsonNode *node = json_object_get_member (object, name);
+
+  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+    return TRUE;
+  if (!JSON_NODE_HOLDS_VALUE (node) ||
+      json_node_get_value_type (node) != G_TYPE_STRING)
+    return FALSE;
+  *out = g_strdup (json_node_get_string (node));
+  return TRUE;
+}
+
+static LegbaRoomSfu *
+parse_sfu (JsonObject * object, char **why)
+{
+  g_autoptr (LegbaRoomSfu) sfu = g_new0 (LegbaRoomSfu, 1);
+  JsonNode *room = json_object_get_member (object, "room");
+  const char *kind = json_object_get_string_member_with_default (object,
+      "kind", NULL);
+  const char *url = json_object_get_string_member_with_default (object,
+      "url", NULL);
+
+  if (g_strcmp0 (kind, "janus") != 0) {
+    *why = g_strdup ("sfu.kind is not \"janus\"");
+    return NULL;
+  }
+  if (url == NULL || !(g_str_has_prefix (url, "ws://") ||
+          g_str_has_prefix (url, "wss://"))) {
+    *why = g_strdup ("sfu.url is not a ws:// or wss:// url");
+    return NULL;
+  }
+  if (room == NULL || !JSON_NODE_HOLDS_VALUE (room) ||
+      json_node_get_value_type (room) != G_TYPE_INT64 ||
+      json_node_get_int (room) <= 0) {
+    *why = g_strdup ("sfu.room is not a positive integer");
+    return NULL;
+  }
+  if (!optional_string (object, "pin", &sfu->pin) ||
+      !optional_string (object, "token", &sfu->token)) {
+    *why = g_strdup ("sfu.pin or sfu.token is not a string");
+    return NULL;
+  }
+  sfu->url = g_strdup (url);
+  sfu->room = (guint64) json_node_get_int (room);
+  return g_steal_pointer (&sfu);
+}
+
+gboolean
+legba_room_core_parse_topology (JsonNode * data, LegbaRoomSfu ** sfu,
+    char **why)
+{
+  JsonObject *object;
+  JsonNode *node;
+  const char *topology;
+
+  *sfu = NULL;
+  if (data == NULL || !JSON_NODE_HOLDS_OBJECT (data)) {
+    *why = g_strdup ("the topology is not a JSON object");
+    return FALSE;
+  }
+  object = json_node_get_object (data);
+  topology = json_object_get_string_member_with_default (object, "topology",
+      NULL);
+  if (g_strcmp0 (topology, "mesh") == 0)
+    return TRUE;
+  if (g_strcmp0 (topology, "sfu") != 0) {
+    *why = g_strdup_printf ("unknown topology '%s'",
+        topology ? topology : "(not a string)");
+    return FALSE;
+  }
+  node = json_object_get_member (object, "sfu");
+  if (node == NULL || !JSON_NODE_HOLDS_OBJECT (node)) {
+    *why = g_strdup ("an sfu topology without an sfu object");
+    return FALSE;
+  }
+  *sfu = parse_sfu (json_node_get_object (node), why);
+  return *sfu != NULL;
+}
+
+void
+legba_room_core_use_sfu (LegbaRoomCore * core)
+{
+  if (core->sfu)
+    return;
+  core->sfu = TRUE;
+  for (GList * l = core->order.head; l != NULL; l = l->next) {
+    Member *m = l->data;
+
+    m->offer_at = NEVER;
+    m->attempts = 0;
+    if (m->pc == NULL)
+      continue;
+    core->actions.send_bye (m->handle, m->pc, core->user_data);
+    detach_peer (core, m);
+    set_state (core, m, LEGBA_ROOM_CORE_NEW);
+  }
+  g_ptr_array_set_size (core->early, 0);
+  reschedule (core);
+}
+
+gboolean
+legba_room_core_is_sfu (LegbaRoomCore * core)
+{
+  return core->sfu;
 }
 
 /* ---- Time ---- */

@@ -32,6 +32,13 @@
  * participant_removed or participant_failed report is tolerated: the
  * core looks its records up again after those.
  *
+ * SFU rooms: once the room is told that it is an SFU room
+ * (legba_room_core_use_sfu(), from the `legba:topology` event that
+ * legba_room_core_parse_topology() reads), the core makes no peer
+ * connection with anyone: it closes those it has (with a `bye`), drops
+ * the peers' offers, and keeps the participants the server lists, whose
+ * media the room then takes from the SFU (docs/rooms.md, SFU rooms).
+ *
  * The chunking of large signals into `part` messages, their reassembly and
  * the pacing of client events (§4) belong to the signaller
  * (legba-signal-codec.c and legba-signal-client.c), below the room.
@@ -60,6 +67,20 @@ G_BEGIN_DECLS
 #define LEGBA_ROOM_LIVENESS_MS 1500
 
 typedef struct _LegbaRoomCore LegbaRoomCore;
+
+/* The room's SFU, from the `legba:topology` event (docs/room-protocol.md,
+ * SFU rooms): Janus's WebSocket url, the VideoRoom's numeric id, its pin
+ * and this participant's token. */
+typedef struct
+{
+  char *url;
+  guint64 room;
+  char *pin;
+  char *token;
+} LegbaRoomSfu;
+
+void legba_room_sfu_free (LegbaRoomSfu * sfu);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (LegbaRoomSfu, legba_room_sfu_free)
 
 /* The same values as LegbaParticipantState (legba-participant.h), which
  * the room's participants report. */
@@ -186,6 +207,20 @@ void legba_room_core_peer_failed (LegbaRoomCore * core, const char *pc,
  * opened or started. */
 void legba_room_core_attach (LegbaRoomCore * core, const char *id,
     const char *pc);
+
+/* ---- Topology ---- */
+
+/* Reads the data of a `legba:topology` event. Returns TRUE when it is
+ * well formed: *sfu is then NULL for a mesh room, else the SFU to use
+ * (transfer full). Returns FALSE with *why set (transfer full) for data
+ * that is not such an event's; *sfu is then NULL. */
+gboolean legba_room_core_parse_topology (JsonNode * data, LegbaRoomSfu ** sfu,
+    char **why);
+/* The room is an SFU room until it leaves: every peer connection is
+ * closed with a `bye`, and no offer is made, answered or awaited;
+ * membership still comes from the signaller. */
+void legba_room_core_use_sfu (LegbaRoomCore * core);
+gboolean legba_room_core_is_sfu (LegbaRoomCore * core);
 
 /* ---- Time ---- */
 
