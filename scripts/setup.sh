@@ -26,7 +26,8 @@ done
 # libsystemd for legba-server's readiness notification (Type=notify) and
 # systemd's systemd-analyze for the checks of its unit; gi-docgen for the
 # API references (docs/reference.md); debhelper, dpkg-dev, fakeroot and
-# lintian for the Debian packages (scripts/package.sh).
+# lintian for the Debian packages (scripts/package.sh); Janus (its
+# VideoRoom plugin and WebSocket transport) for the SFU rooms' tests.
 packages=(
   build-essential meson ninja-build pkg-config
   libglib2.0-dev libsoup-3.0-dev libjson-glib-dev glib-networking zlib1g-dev
@@ -46,6 +47,7 @@ packages=(
   libsystemd-dev systemd
   gi-docgen
   debhelper dpkg-dev fakeroot lintian
+  janus
 )
 
 missing=()

@@ -588,7 +588,7 @@ legba_room_core_attach (LegbaRoomCore * core, const char *id, const char *pc)
   reschedule (core);
 }
 
-/* ---- Topology (docs/room-protocol.md, SFU rooms) ---- */
+/* ---- Topology (docs/room-protocol.md §8) ---- */
 
 void
 legba_room_sfu_free (LegbaRoomSfu * sfu)

@@ -37,7 +37,7 @@
  * legba_room_core_parse_topology() reads), the core makes no peer
  * connection with anyone: it closes those it has (with a `bye`), drops
  * the peers' offers, and keeps the participants the server lists, whose
- * media the room then takes from the SFU (docs/rooms.md, SFU rooms).
+ * media the room then takes from the SFU (docs/rooms.md, "SFU rooms").
  *
  * The chunking of large signals into `part` messages, their reassembly and
  * the pacing of client events (§4) belong to the signaller
@@ -68,9 +68,9 @@ G_BEGIN_DECLS
 
 typedef struct _LegbaRoomCore LegbaRoomCore;
 
-/* The room's SFU, from the `legba:topology` event (docs/room-protocol.md,
- * SFU rooms): Janus's WebSocket url, the VideoRoom's numeric id, its pin
- * and this participant's token. */
+/* The room's SFU, from the `legba:topology` event (docs/room-protocol.md
+ * §8): Janus's WebSocket url, the VideoRoom's numeric id, its pin and this
+ * participant's token. */
 typedef struct
 {
   char *url;

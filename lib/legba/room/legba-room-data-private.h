@@ -24,6 +24,12 @@ void legba_room_data_participant_joined (LegbaRoom * room,
 void legba_room_data_peer_connected (LegbaRoom * room, LegbaPeer * peer);
 void legba_room_data_lossy_open (LegbaRoom * room, LegbaPeer * peer);
 
+/* legba-room-sfu.c: in an SFU room, messages to everyone go to the
+ * connection of publisher (its peer connected through
+ * legba_room_data_peer_connected()), and messages to named recipients are
+ * refused; NULL ends it. */
+void legba_room_data_use_sfu (LegbaRoom * room, LegbaParticipant * publisher);
+
 /* legba-room-peer.c */
 void legba_peer_data_watch_channel (LegbaPeer * peer,
     GstWebRTCDataChannel * channel);

@@ -611,10 +611,11 @@ legba_peer_data_watch_channel (LegbaPeer * peer, GstWebRTCDataChannel * channel)
   Watch *w;
 
   g_object_get (channel, "label", &label, NULL);
-  if (g_strcmp0 (label, LEGBA_ROOM_CHANNEL_RELIABLE) == 0)
-    lossy = FALSE;
-  else if (g_strcmp0 (label, LEGBA_ROOM_CHANNEL_LOSSY) == 0)
+  if (g_strcmp0 (label, LEGBA_ROOM_CHANNEL_LOSSY) == 0)
     lossy = TRUE;
+  else if (g_strcmp0 (label, LEGBA_ROOM_CHANNEL_RELIABLE) == 0 ||
+      peer->sfu_subscriber)
+    lossy = FALSE;
   else
     return;
   g_object_set (channel, "buffered-amount-low-threshold",
@@ -784,7 +785,13 @@ data_on_event_received (LegbaSignaller * signaller, const char *event,
     JsonNode * data, LegbaRoom * room)
 {
   LegbaRoomData *d = room->data;
-  LegbaReliability before = set_receiving (LEGBA_RELIABILITY_RELIABLE);
+  LegbaReliability before;
+
+  /* the room's own (docs/room-protocol.md §8), not the
+   * application's */
+  if (strcmp (event, LEGBA_ROOM_TOPOLOGY_EVENT) == 0)
+    return;
+  before = set_receiving (LEGBA_RELIABILITY_RELIABLE);
 
   if (g_atomic_int_get (&d->sync_enabled))
     g_signal_emit (room, data_signals[SIGNAL_SYNC_DATA_RECEIVED], 0, d->server,

@@ -71,6 +71,9 @@ struct _LegbaRoomData
   GMutex lock;                  /* recipients, sent, lossy_dropped,
                                  * not_delivered */
   GHashTable *recipients;       /* id -> Recipient: the room's participants */
+  char *sfu_id;                 /* in an SFU room, the recipient that is
+                                 * the SFU (the local publisher's
+                                 * connection): everything goes there */
   GSource *kick;                /* on the room's context: drains the
                                  * outboxes a send kicked */
   LegbaParticipant *server;     /* §7: the sender of backend events */

@@ -376,7 +376,21 @@ send_message (LegbaRoom * room, Message * m, LegbaReliability rel,
   gpointer value;
 
   g_mutex_lock (&d->lock);
-  if (to == NULL) {
+  if (d->sfu_id != NULL) {
+    Recipient *sfu = g_hash_table_lookup (d->recipients, d->sfu_id);
+
+    /* docs/rooms.md, "SFU rooms": the SFU relays to every subscriber; it
+     * has no way to reach some of them only */
+    if (to != NULL) {
+      g_set_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_INVALID,
+          "Messages to named participants are not supported in an SFU "
+          "room; nothing was sent");
+      g_mutex_unlock (&d->lock);
+      return FALSE;
+    }
+    if (sfu != NULL)
+      g_ptr_array_add (targets, sfu);
+  } else if (to == NULL) {
     g_hash_table_iter_init (&iter, d->recipients);
     while (g_hash_table_iter_next (&iter, NULL, &value))
       g_ptr_array_add (targets, value);
@@ -660,19 +674,45 @@ legba_room_get_participant_muted (LegbaRoom * self,
 
 /* ---- Hooks of the room (legba-room.c) ---- */
 
+static void
+add_recipient (LegbaRoomData * d, const char *id)
+{
+  Recipient *r = g_new0 (Recipient, 1);
+
+  r->id = g_strdup (id);
+  for (guint i = 0; i < G_N_ELEMENTS (r->out); i++)
+    g_queue_init (&r->out[i].queue);
+  g_mutex_lock (&d->lock);
+  g_hash_table_replace (d->recipients, r->id, r);
+  g_mutex_unlock (&d->lock);
+}
+
+static void remove_recipient (LegbaRoom * room, const char *id);
+
 /* A participant joined: a recipient of every message to the room from
  * now on. */
 void
 legba_room_data_participant_joined (LegbaRoom * room, LegbaParticipant * p)
 {
-  LegbaRoomData *d = room->data;
-  Recipient *r = g_new0 (Recipient, 1);
+  add_recipient (room->data, p->id);
+}
 
-  r->id = g_strdup (p->id);
-  for (guint i = 0; i < G_N_ELEMENTS (r->out); i++)
-    g_queue_init (&r->out[i].queue);
+void
+legba_room_data_use_sfu (LegbaRoom * room, LegbaParticipant * publisher)
+{
+  LegbaRoomData *d = room->data;
+  g_autofree char *previous = NULL;
+
   g_mutex_lock (&d->lock);
-  g_hash_table_replace (d->recipients, r->id, r);
+  previous = g_steal_pointer (&d->sfu_id);
+  g_mutex_unlock (&d->lock);
+  if (previous != NULL)
+    remove_recipient (room, previous);
+  if (publisher == NULL)
+    return;
+  add_recipient (d, publisher->id);
+  g_mutex_lock (&d->lock);
+  d->sfu_id = g_strdup (publisher->id);
   g_mutex_unlock (&d->lock);
 }
 
@@ -727,23 +767,29 @@ legba_room_data_lossy_open (LegbaRoom * room, LegbaPeer * peer)
 }
 
 static void
-on_participant_left (LegbaRoom * room, LegbaParticipant * p, gpointer unused)
+remove_recipient (LegbaRoom * room, const char *id)
 {
   LegbaRoomData *d = room->data;
   Recipient *r;
 
   g_mutex_lock (&d->lock);
-  r = g_hash_table_lookup (d->recipients, p->id);
+  r = g_hash_table_lookup (d->recipients, id);
   for (guint i = 0; r != NULL && i < G_N_ELEMENTS (r->out); i++) {
     guint waiting = g_queue_get_length (&r->out[i].queue);
 
     if (waiting > 0)
       GST_INFO ("room %s: %u messages for %s discarded: it left",
-          room->room_name, waiting, p->id);
+          room->room_name, waiting, id);
     d->not_delivered += waiting;
   }
-  g_hash_table_remove (d->recipients, p->id);
+  g_hash_table_remove (d->recipients, id);
   g_mutex_unlock (&d->lock);
+}
+
+static void
+on_participant_left (LegbaRoom * room, LegbaParticipant * p, gpointer unused)
+{
+  remove_recipient (room, p->id);
 }
 
 LegbaRoomData *
@@ -792,6 +838,7 @@ legba_room_data_free (LegbaRoomData * d)
   if (d == NULL)
     return;
   g_hash_table_unref (d->recipients);
+  g_free (d->sfu_id);
   g_source_unref (d->kick);
   g_mutex_clear (&d->lock);
   g_mutex_clear (&d->generator_lock);

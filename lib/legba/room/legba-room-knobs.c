@@ -38,12 +38,17 @@ legba_peer_on_deep_element_added (GstBin * bin, GstBin * sub_bin,
   }
 }
 
+/* Janus gathers no loopback address (its ice.c skips loopback
+ * interfaces): a connection to an SFU takes libnice's own addresses,
+ * whatever the signalling server's. */
 static char **
-effective_local_addresses (LegbaRoom * room)
+effective_local_addresses (LegbaPeer * peer)
 {
+  LegbaRoom *room = peer->room;
+
   if (room->local_addresses != NULL)
     return g_strdupv (room->local_addresses);
-  if (legba_signaller_is_loopback (room->signaller)) {
+  if (!peer->sfu && legba_signaller_is_loopback (room->signaller)) {
     char *loopback[] = { (char *) "127.0.0.1", NULL };
 
     return g_strdupv (loopback);
@@ -57,7 +62,7 @@ configure_ice (LegbaPeer * peer)
   LegbaRoom *room = peer->room;
   g_autoptr (GObject) ice = NULL;
   g_autoptr (GObject) agent = NULL;
-  g_auto (GStrv) addresses = effective_local_addresses (room);
+  g_auto (GStrv) addresses = effective_local_addresses (peer);
 
   g_object_get (peer->webrtcbin, "ice-agent", &ice, NULL);
   if (ice != NULL &&

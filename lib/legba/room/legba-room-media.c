@@ -467,9 +467,9 @@ rtp_structure (const char *media, const char *encoding, int clock_rate,
 
 GstCaps *
 legba_room_media_codec_preferences (LegbaRoom * self, LegbaTrackKind kind,
-    LegbaPeerRole role)
+    LegbaPeerRole role, gboolean receive_only)
 {
-  g_autoptr (GstCaps) local = track_caps (self, kind);
+  g_autoptr (GstCaps) local = receive_only ? NULL : track_caps (self, kind);
   GstCaps *caps = gst_caps_new_empty ();
   const char *name = local ?
       gst_structure_get_name (gst_caps_get_structure (local, 0)) : NULL;

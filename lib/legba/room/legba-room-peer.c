@@ -279,7 +279,7 @@ check_connected (LegbaPeer * peer)
 {
   if (peer->connected ||
       peer->connection_state != GST_WEBRTC_PEER_CONNECTION_STATE_CONNECTED ||
-      !peer->channel_open[0])
+      (!peer->channel_open[0] && !peer->sfu_subscriber))
     return;
   peer->connected = TRUE;
   legba_clear_source (&peer->connect_timeout);
@@ -394,15 +394,16 @@ progress (LegbaPeer * peer)
 }
 
 static int
-channel_index (GstWebRTCDataChannel * channel)
+channel_index (LegbaPeer * peer, GstWebRTCDataChannel * channel)
 {
   g_autofree char *label = NULL;
 
   g_object_get (channel, "label", &label, NULL);
-  if (g_strcmp0 (label, LEGBA_ROOM_CHANNEL_RELIABLE) == 0)
-    return 0;
   if (g_strcmp0 (label, LEGBA_ROOM_CHANNEL_LOSSY) == 0)
     return 1;
+  if (g_strcmp0 (label, LEGBA_ROOM_CHANNEL_RELIABLE) == 0 ||
+      peer->sfu_subscriber)
+    return 0;
   return -1;
 }
 
@@ -421,7 +422,7 @@ static void
 channel_opened (LegbaPeer * peer, gpointer data)
 {
   GstWebRTCDataChannel *channel = data;
-  int i = channel_index (channel);
+  int i = channel_index (peer, channel);
 
   if (i < 0 || peer->channels[i] != channel)
     return;
@@ -440,7 +441,7 @@ on_channel_open (GstWebRTCDataChannel * channel, LegbaPeer * peer)
 static void
 watch_channel (LegbaPeer * peer, GstWebRTCDataChannel * channel)
 {
-  int i = channel_index (channel);
+  int i = channel_index (peer, channel);
   GstWebRTCDataChannelState state;
 
   if (i < 0) {
@@ -722,9 +723,9 @@ add_transceivers (LegbaPeer * peer)
 {
   for (LegbaTrackKind kind = 0; kind < 2; kind++) {
     g_autoptr (GstCaps) caps = legba_room_media_codec_preferences (peer->room,
-        kind, peer->role);
-    GstWebRTCRTPTransceiverDirection direction = peer->room->tracks[kind] ?
-        GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDRECV :
+        kind, peer->role, peer->sfu_subscriber);
+    GstWebRTCRTPTransceiverDirection direction = peer->room->tracks[kind] &&
+        !peer->sfu_subscriber ? GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDRECV :
         GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY;
     GstWebRTCRTPTransceiver *transceiver = NULL;
 
@@ -807,6 +808,14 @@ offer_applied (LegbaPeer * peer, gpointer data)
   peer->applied++;
   progress (peer);
   receive_only_the_rest (peer);
+  /* Janus relays a publisher's messages to a subscriber once a data
+   * channel of the subscriber's is open (its VideoRoom's data_ready):
+   * the subscriber opens one, as janus.js does */
+  if (peer->sfu_subscriber && !create_channels (peer)) {
+    fail_peer (peer, "could not create the data channels (is the sctp "
+        "plugin installed?)");
+    return;
+  }
   emit_with_promise (peer, "create-answer", NULL, created_promise (peer));
 }
 
@@ -936,6 +945,14 @@ legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
     const char *pc, LegbaPeerRole role, const LegbaPeerEvents * events,
     GError ** error)
 {
+  return legba_peer_new_full (room, participant, pc, role, 0, events, error);
+}
+
+LegbaPeer *
+legba_peer_new_full (LegbaRoom * room, LegbaParticipant * participant,
+    const char *pc, LegbaPeerRole role, LegbaPeerFlags flags,
+    const LegbaPeerEvents * events, GError ** error)
+{
   LegbaPeer *peer;
   g_autofree char *name = NULL;
 
@@ -948,6 +965,8 @@ legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
   peer->participant = g_object_ref (participant);
   peer->pc = g_strdup (pc);
   peer->role = role;
+  peer->sfu = (flags & LEGBA_PEER_SFU) != 0;
+  peer->sfu_subscriber = peer->sfu && role == LEGBA_PEER_ANSWERER;
   peer->events = events;
   peer->free = peer_free;
   peer->created = g_get_monotonic_time ();

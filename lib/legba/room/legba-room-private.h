@@ -48,6 +48,9 @@ void legba_room_debug_init (void);
 /* what a peer's send queue holds before its frames are dropped */
 #define LEGBA_ROOM_SEND_QUEUE_TIME (1 * GST_SECOND)
 
+/* docs/room-protocol.md §8 */
+#define LEGBA_ROOM_TOPOLOGY_EVENT "legba:topology"
+
 #define LEGBA_ROOM_CHANNEL_RELIABLE "legba"
 #define LEGBA_ROOM_CHANNEL_LOSSY "legba-lossy"
 
@@ -55,6 +58,8 @@ void legba_room_debug_init (void);
   "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"
 
 typedef struct _LegbaPeer LegbaPeer;
+/* legba-room-sfu.c */
+typedef struct _LegbaSfuClient LegbaSfuClient;
 /* legba-room-data.c */
 typedef struct _LegbaRoomData LegbaRoomData;
 typedef struct _LegbaPeerData LegbaPeerData;
@@ -127,7 +132,7 @@ struct _LegbaRoom
   GMainContext *context;
   LegbaSignaller *signaller;
   GstBin *bin;                  /* weak: the room lives inside it */
-  gulong signaller_handlers[7];
+  gulong signaller_handlers[8];
 
   /* configuration */
   char *room_name;
@@ -162,6 +167,7 @@ struct _LegbaRoom
   LegbaLocalTrack *tracks[2];   /* by LegbaTrackKind */
 
   LegbaRoomData *data;          /* application data (§6, §7) */
+  LegbaSfuClient *sfu;          /* an SFU room's session, else NULL */
   const LegbaRoomEvents *events;        /* how its parts report to it */
 };
 
@@ -233,6 +239,13 @@ struct _LegbaPeer
   const LegbaPeerEvents *events;        /* how it reports to its room */
   void (*free) (LegbaPeer * peer);      /* once the last reference goes */
 
+  /* A connection to an SFU (legba-room-sfu.c); one that answers (a
+   * subscriber's) receives only, and any data channel the SFU opens on
+   * it carries the participant's reliable messages (the SFU names it as
+   * it likes). */
+  gboolean sfu;
+  gboolean sfu_subscriber;
+
   GstBin *bin;                  /* holds webrtcbin and the media branches */
   GstElement *webrtcbin;
   gboolean uses_turn;           /* given a TURN server */
@@ -296,6 +309,14 @@ void legba_peer_invoke (LegbaPeer * peer, PeerFunc func, gpointer data,
 LegbaPeer *legba_peer_new (LegbaRoom * room, LegbaParticipant * participant,
     const char *pc, LegbaPeerRole role, const LegbaPeerEvents * events,
     GError ** error);
+/* LEGBA_PEER_SFU: a connection to an SFU (LegbaPeer.sfu) */
+typedef enum
+{
+  LEGBA_PEER_SFU = 1 << 0,
+} LegbaPeerFlags;
+LegbaPeer *legba_peer_new_full (LegbaRoom * room,
+    LegbaParticipant * participant, const char *pc, LegbaPeerRole role,
+    LegbaPeerFlags flags, const LegbaPeerEvents * events, GError ** error);
 void legba_peer_start (LegbaPeer * peer);
 void legba_peer_handle_offer (LegbaPeer * peer, const char *sdp);
 gboolean legba_peer_handle_answer (LegbaPeer * peer, const char *sdp);
@@ -335,7 +356,7 @@ gboolean legba_room_media_ready (LegbaRoom * self);
 void legba_room_media_load_decoders (void);
 gboolean legba_room_media_receives (const GstSDPMessage * sdp);
 GstCaps *legba_room_media_codec_preferences (LegbaRoom * self,
-    LegbaTrackKind kind, LegbaPeerRole role);
+    LegbaTrackKind kind, LegbaPeerRole role, gboolean receive_only);
 void legba_room_media_free_track (LegbaLocalTrack * track);
 void legba_room_media_complete_answer (const GstSDPMessage * offer,
     GstSDPMessage * answer);
@@ -348,6 +369,26 @@ gboolean legba_peer_media_has_streams (LegbaPeer * peer);
 GstStructure *legba_peer_media_summarize (LegbaPeer * peer,
     const GstStructure * webrtc_stats);
 
+
+/* ---- SFU rooms (legba-room-sfu.c) ---- */
+
+/* Connects the room to its signaller's `legba:topology` events: the
+ * first that says sfu makes the room an SFU room (legba_room_core_use_sfu()
+ * and a LegbaSfuClient). Returns the handler's id. */
+gulong legba_room_sfu_watch_topology (LegbaRoom * room);
+/* The room's session with its SFU: it publishes the local tracks and the
+ * reliable data channel through one peer connection, and receives each
+ * listed participant's feed through a peer connection of its own, that
+ * participant's `peer`. */
+LegbaSfuClient *legba_sfu_client_new (LegbaRoom * room,
+    const LegbaRoomSfu * sfu);
+/* Closes every connection and the session. */
+void legba_sfu_client_free (LegbaSfuClient * client);
+/* A participant is listed, or no longer (before it is reported left). */
+void legba_sfu_client_participant_joined (LegbaSfuClient * client,
+    LegbaParticipant * p);
+void legba_sfu_client_participant_left (LegbaSfuClient * client,
+    LegbaParticipant * p);
 
 /* ---- Process-wide: the DTLS certificate (legba-room-certificate.c) ---- */
 

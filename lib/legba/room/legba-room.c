@@ -162,6 +162,8 @@ core_participant_added (const char *id, gpointer member, gpointer data)
   legba_room_data_participant_joined (self, p);
   GST_INFO ("room %s: participant %s joined", self->room_name, id);
   g_signal_emit (self, signals[SIGNAL_PARTICIPANT_JOINED], 0, p);
+  if (self->sfu != NULL)
+    legba_sfu_client_participant_joined (self->sfu, p);
   return p;
 }
 
@@ -181,6 +183,8 @@ core_participant_removed (gpointer handle, gpointer data)
 
   /* the list may hold the last reference */
   g_object_ref (p);
+  if (self->sfu != NULL)
+    legba_sfu_client_participant_left (self->sfu, p);
   if (g_list_store_find (self->participants, p, &position))
     g_list_store_remove (self->participants, position);
   legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_LEFT);
@@ -347,6 +351,7 @@ static const LegbaRoomCoreActions core_actions = {
 static void
 remove_all_participants (LegbaRoom * self, gboolean say_bye)
 {
+  g_clear_pointer (&self->sfu, legba_sfu_client_free);
   legba_room_core_leave (self->core, say_bye);
 }
 
@@ -741,6 +746,7 @@ connect_signaller (LegbaRoom * self)
       G_CALLBACK (on_signaller_error), self);
   h[6] = g_signal_connect (self->signaller, "ice-servers",
       G_CALLBACK (on_ice_servers), self);
+  h[7] = legba_room_sfu_watch_topology (self);
 }
 
 static void

@@ -1,0 +1,42 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A Janus 1.1 for a test: its own configuration folder in a temporary
+ * directory (the VideoRoom plugin and the HTTP and WebSocket transports
+ * only, on free loopback ports, an API secret, token authentication and
+ * a VideoRoom admin key), and the HTTP API calls a test makes as a
+ * coordinator would: creating a VideoRoom, admitting a token, listing a
+ * room's participants.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct
+{
+  GSubprocess *process;
+  char *dir;
+  guint http_port;
+  guint admin_port;
+  guint ws_port;
+  char *ws_url;                 /* ws://127.0.0.1:PORT/ */
+} LegbaTestJanus;
+
+/* FALSE when no janus is installed (the test then skips); fails the test
+ * when one is and does not start. */
+gboolean legba_test_janus_start (LegbaTestJanus * janus);
+void legba_test_janus_stop (LegbaTestJanus * janus);
+
+/* A VideoRoom with pin, every token of tokens admitted (to Janus's API
+ * and to the room), Opus, H.264 and VP8, transport-wide congestion
+ * control; returns its id. */
+guint64 legba_test_janus_create_room (LegbaTestJanus * janus,
+    const char *pin, const char *const *tokens);
+/* The room's `participants` (transfer full). */
+JsonArray *legba_test_janus_participants (LegbaTestJanus * janus,
+    guint64 room);
+
+G_END_DECLS

@@ -1,0 +1,186 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * SFU rooms on a real Janus 1.1 (docs/rooms.md, "SFU rooms"): LegbaRoom
+ * participants of a legba-server room publish to a Janus VideoRoom and
+ * receive each other from it, with the pads, signals and data of the
+ * mesh. The test plays the coordinator: it starts Janus, creates the
+ * VideoRoom through Janus's API and publishes the `legba:topology` event
+ * on the room's channel through the server's HTTP API after each join
+ * (the room takes it whoever publishes it, once per join).
+ *
+ * Without janus installed, the test exits 77 (skipped).
+ */
+#include "room-test.h"
+#include "legba-test.h"
+#include "legba-test-janus.h"
+
+#define PIN "legba-pin"
+#define TOKEN "legba-token-1"
+
+typedef struct
+{
+  char *from;
+  char *topic;
+  char *data;
+} Message;
+
+static LegbaTestJanus janus;
+
+static void
+message_free (gpointer data)
+{
+  Message *m = data;
+
+  g_free (m->from);
+  g_free (m->topic);
+  g_free (m->data);
+  g_free (m);
+}
+
+static void
+on_data (LegbaRoom * room, LegbaParticipant * sender, const char *topic,
+    JsonNode * data, GPtrArray * received)
+{
+  Message *m = g_new0 (Message, 1);
+
+  m->from = g_strdup (legba_participant_get_id (sender));
+  m->topic = g_strdup (topic);
+  m->data = json_to_string (data, FALSE);
+  g_ptr_array_add (received, m);
+}
+
+/* Publishes the topology of the SFU room on the room's channel. */
+static void
+tell_topology (Fixture * f, guint64 room)
+{
+  g_autofree char *data = g_strdup_printf ("{\"topology\":\"sfu\",\"sfu\":"
+      "{\"kind\":\"janus\",\"url\":\"%s\",\"room\":%" G_GUINT64_FORMAT ","
+      "\"pin\":\"" PIN "\",\"token\":\"" TOKEN "\"}}", janus.ws_url, room);
+
+  fixture_publish_event (f, "legba:topology", data);
+}
+
+/* Whether Janus lists the participant as a publisher of room. */
+static gboolean
+janus_publishes (guint64 room, Participant * p)
+{
+  g_autoptr (JsonArray) list = legba_test_janus_participants (&janus, room);
+  const char *id = legba_room_get_participant_id (p->room);
+
+  for (guint i = 0; i < json_array_get_length (list); i++) {
+    JsonObject *o = json_array_get_object_element (list, i);
+
+    if (g_strcmp0 (json_object_get_string_member_with_default (o, "display",
+                NULL), id) == 0)
+      return json_object_get_boolean_member_with_default (o, "publisher",
+          FALSE);
+  }
+  return FALSE;
+}
+
+static Participant *
+join_sfu (Fixture * f, guint64 room, const char *identity)
+{
+  Participant *p = participant_new_for_server (f, identity, "h264", TRUE);
+
+  participant_connect_and_wait (p);
+  tell_topology (f, room);
+  ROOM_WAIT_FOR (janus_publishes (room, p), "the participant to publish to "
+      "Janus");
+  return p;
+}
+
+/* The streams of each come to the others from the SFU, with the sender's
+ * participant id; no peer connection joins two participants. */
+static gboolean
+all_decode (Participant ** all, guint n)
+{
+  for (guint i = 0; i < n; i++)
+    for (guint j = 0; j < n; j++)
+      if (i != j && !participant_decodes (all[i], all[j], 10))
+        return FALSE;
+  return TRUE;
+}
+
+static void
+assert_only_sfu_connections (Participant * p, guint others)
+{
+  g_autoptr (GPtrArray) webrtcbins = elements_by_factory (p->pipeline,
+      "webrtcbin");
+
+  /* one to publish, one per participant received */
+  g_assert_cmpuint (webrtcbins->len, ==, 1 + others);
+}
+
+static void
+test_sfu_room (Fixture * f, gconstpointer data)
+{
+  const char *tokens[] = { TOKEN, NULL };
+  guint64 room = legba_test_janus_create_room (&janus, PIN, tokens);
+  Participant *a = join_sfu (f, room, "alice");
+  Participant *b = join_sfu (f, room, "bob");
+  Participant *c;
+  Participant *all[3] = { a, b, NULL };
+  g_autoptr (GPtrArray) received = g_ptr_array_new_with_free_func
+      (message_free);
+  g_autoptr (JsonNode) hello = json_from_string ("{\"n\":1}", NULL);
+  const char *to[] = { legba_room_get_participant_id (b->room), NULL };
+  g_autoptr (GError) error = NULL;
+  Message *m;
+
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other "
+      "through Janus");
+  assert_only_sfu_connections (a, 1);
+  assert_only_sfu_connections (b, 1);
+
+  /* data to everyone goes through the SFU, from its sender */
+  g_signal_connect (b->room, "data-received", G_CALLBACK (on_data), received);
+  ROOM_WAIT_FOR ((legba_room_send_json (a->room, hello, "greeting",
+              LEGBA_RELIABILITY_RELIABLE, NULL, NULL), received->len > 0),
+      "bob to receive alice's message");
+  m = received->pdata[0];
+  g_assert_cmpstr (m->from, ==, legba_room_get_participant_id (a->room));
+  g_assert_cmpstr (m->topic, ==, "greeting");
+  g_assert_cmpstr (m->data, ==, "{\"n\":1}");
+  /* named recipients: refused, never sent to everyone */
+  g_assert_false (legba_room_send_json (a->room, hello, "private",
+          LEGBA_RELIABILITY_RELIABLE, to, &error));
+  g_assert_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_INVALID);
+
+  /* a third joins later: both receive it, it receives both */
+  c = join_sfu (f, room, "carol");
+  all[2] = c;
+  ROOM_WAIT_FOR (all_decode (all, 3), "the three to decode each other");
+  assert_only_sfu_connections (a, 2);
+  assert_only_sfu_connections (c, 2);
+  for (guint i = 0; i < received->len; i++)
+    g_assert_cmpstr (((Message *) received->pdata[i])->topic, !=, "private");
+
+  /* the third leaves: its pads go */
+  participant_free (c);
+  ROOM_WAIT_FOR (a->left == 1 && b->left == 1 && a->tracks_removed == 2 &&
+      b->tracks_removed == 2, "carol's pads to be removed");
+  assert_only_sfu_connections (a, 1);
+  assert_no_room_errors (a);
+  assert_no_room_errors (b);
+  participant_free (b);
+  participant_free (a);
+}
+
+int
+main (int argc, char **argv)
+{
+  int status;
+
+  room_test_init (&argc, &argv);
+  if (!legba_test_janus_start (&janus)) {
+    g_printerr ("janus is not installed: skipping\n");
+    return 77;
+  }
+  g_test_add ("/room/sfu/janus", Fixture, NULL, fixture_setup, test_sfu_room,
+      fixture_teardown);
+  status = g_test_run ();
+  legba_test_janus_stop (&janus);
+  return status;
+}
