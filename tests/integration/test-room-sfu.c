@@ -50,15 +50,22 @@ on_data (LegbaRoom * room, LegbaParticipant * sender, const char *topic,
   g_ptr_array_add (received, m);
 }
 
-/* Publishes the topology of the SFU room on the room's channel. */
+/* Publishes an SFU room's topology on the room's channel. */
 static void
-tell_topology (Fixture * f, guint64 room)
+tell_topology_full (Fixture * f, const char *url, guint64 room,
+    const char *token)
 {
   g_autofree char *data = g_strdup_printf ("{\"topology\":\"sfu\",\"sfu\":"
       "{\"kind\":\"janus\",\"url\":\"%s\",\"room\":%" G_GUINT64_FORMAT ","
-      "\"pin\":\"" PIN "\",\"token\":\"" TOKEN "\"}}", janus.ws_url, room);
+      "\"pin\":\"" PIN "\",\"token\":\"%s\"}}", url, room, token);
 
   fixture_publish_event (f, "legba:topology", data);
+}
+
+static void
+tell_topology (Fixture * f, guint64 room)
+{
+  tell_topology_full (f, janus.ws_url, room, TOKEN);
 }
 
 /* Whether Janus lists the participant as a publisher of room. */
@@ -168,6 +175,56 @@ test_sfu_room (Fixture * f, gconstpointer data)
   participant_free (a);
 }
 
+static gboolean
+has_error (Participant * p, int code)
+{
+  for (guint i = 0; i < p->errors->len; i++)
+    if (g_error_matches (p->errors->pdata[i], LEGBA_ROOM_ERROR, code))
+      return TRUE;
+  return FALSE;
+}
+
+/* A token Janus does not take, and a Janus that is not there: each named
+ * in an error of the room, which stays joined. */
+static void
+test_sfu_refused (Fixture * f, gconstpointer data)
+{
+  const char *tokens[] = { TOKEN, NULL };
+  guint64 room = legba_test_janus_create_room (&janus, PIN, tokens);
+  Participant *p = participant_new_for_server (f, "dave", "h264", TRUE);
+  g_autofree char *closed = NULL;
+  g_autoptr (GSocket) socket = NULL;
+
+  participant_connect_and_wait (p);
+  tell_topology_full (f, janus.ws_url, room, "not-a-token");
+  ROOM_WAIT_FOR (has_error (p, LEGBA_ROOM_ERROR_REFUSED), "Janus to refuse "
+      "the token");
+  g_assert_cmpint (legba_room_get_state (p->room), ==,
+      LEGBA_ROOM_STATE_CONNECTED);
+  participant_free (p);
+
+  /* a port nothing listens on: bound, never listening */
+  socket = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
+      G_SOCKET_PROTOCOL_TCP, NULL);
+  {
+    g_autoptr (GInetAddress) lo =
+        g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+    g_autoptr (GSocketAddress) any = g_inet_socket_address_new (lo, 0);
+    g_autoptr (GSocketAddress) bound = NULL;
+
+    g_assert_true (g_socket_bind (socket, any, FALSE, NULL));
+    bound = g_socket_get_local_address (socket, NULL);
+    closed = g_strdup_printf ("ws://127.0.0.1:%u/",
+        g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound)));
+  }
+  p = participant_new_for_server (f, "erin", "h264", TRUE);
+  participant_connect_and_wait (p);
+  tell_topology_full (f, closed, room, TOKEN);
+  ROOM_WAIT_FOR (has_error (p, LEGBA_ROOM_ERROR_UNREACHABLE), "the room to "
+      "report Janus unreachable");
+  participant_free (p);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -180,6 +237,8 @@ main (int argc, char **argv)
   }
   g_test_add ("/room/sfu/janus", Fixture, NULL, fixture_setup, test_sfu_room,
       fixture_teardown);
+  g_test_add ("/room/sfu/refused", Fixture, NULL, fixture_setup,
+      test_sfu_refused, fixture_teardown);
   status = g_test_run ();
   legba_test_janus_stop (&janus);
   return status;

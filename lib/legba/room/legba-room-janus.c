@@ -38,10 +38,15 @@ struct _LegbaJanus
   GSource *keepalive;
   GMainContext *context;
   gboolean failed;
+  /* the pending connection's hold on the session, cleared when the
+   * session is freed first */
+  LegbaJanus **connecting;
 };
 
+/* code: LEGBA_ROOM_ERROR_REFUSED when Janus refused the session, else
+ * LEGBA_ROOM_ERROR_UNREACHABLE */
 static void
-fail (LegbaJanus * self, const char *why)
+fail (LegbaJanus * self, LegbaRoomError code, const char *why)
 {
   GHashTableIter iter;
   gpointer value;
@@ -64,7 +69,7 @@ fail (LegbaJanus * self, const char *why)
 
     p->reply (p->handle, NULL, error, p->user_data);
   }
-  self->events->failed (why, self->user_data);
+  self->events->failed (code, why, self->user_data);
 }
 
 static void
@@ -147,10 +152,12 @@ on_session_created (guint64 handle, JsonObject * reply, const GError * error,
   LegbaJanus *self = user_data;
   guint64 id = member_id (member_object (reply, "data"), "id");
 
-  if (error != NULL)
+  if (error != NULL) {
+    fail (self, LEGBA_ROOM_ERROR_REFUSED, error->message);
     return;
+  }
   if (id == 0) {
-    fail (self, "Janus created no session");
+    fail (self, LEGBA_ROOM_ERROR_REFUSED, "Janus created no session");
     return;
   }
   self->session_id = id;
@@ -217,7 +224,7 @@ handle_message (LegbaJanus * self, JsonObject * message)
         json_object_get_string_member_with_default (message, "reason", ""),
         self->user_data);
   } else if (strcmp (janus, "timeout") == 0) {
-    fail (self, "Janus timed the session out");
+    fail (self, LEGBA_ROOM_ERROR_UNREACHABLE, "Janus timed the session out");
   } else {
     /* webrtcup, media, slowlink, detached, trickle, ack of a trickle */
     GST_DEBUG ("janus: %s for handle %" G_GUINT64_FORMAT, janus, sender);
@@ -247,7 +254,7 @@ on_ws_message (SoupWebsocketConnection * ws, gint type, GBytes * bytes,
 static void
 on_ws_closed (SoupWebsocketConnection * ws, LegbaJanus * self)
 {
-  fail (self, "the connection to Janus closed");
+  fail (self, LEGBA_ROOM_ERROR_UNREACHABLE, "the connection to Janus closed");
 }
 
 static gboolean
@@ -263,22 +270,26 @@ send_keepalive (gpointer data)
 static void
 on_connected (GObject * source, GAsyncResult * result, gpointer data)
 {
+  g_autofree LegbaJanus **hold = data;
+  LegbaJanus *self = *hold;
   g_autoptr (GError) error = NULL;
   SoupWebsocketConnection *ws =
       soup_session_websocket_connect_finish (SOUP_SESSION (source), result,
       &error);
-  LegbaJanus *self;
 
-  if (ws == NULL) {
-    if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
-      g_autofree char *why = g_strdup_printf ("could not reach Janus: %s",
-          error->message);
-
-      fail (data, why);
-    }
+  if (self == NULL) {
+    /* the session was freed meanwhile */
+    g_clear_object (&ws);
     return;
   }
-  self = data;
+  self->connecting = NULL;
+  if (ws == NULL) {
+    g_autofree char *why = g_strdup_printf ("could not reach Janus: %s",
+        error->message);
+
+    fail (self, LEGBA_ROOM_ERROR_UNREACHABLE, why);
+    return;
+  }
   self->ws = ws;
   soup_websocket_connection_set_max_incoming_payload_size (ws, MAX_FRAME_BYTES);
   soup_websocket_connection_set_keepalive_interval (ws, 0);
@@ -297,7 +308,7 @@ invalid_url (gpointer data)
   LegbaJanus *self = data;
 
   g_clear_pointer (&self->keepalive, g_source_unref);
-  fail (self, "the SFU's url is not valid");
+  fail (self, LEGBA_ROOM_ERROR_UNREACHABLE, "the SFU's url is not valid");
   return G_SOURCE_REMOVE;
 }
 
@@ -325,9 +336,11 @@ legba_janus_new (const char *url, const char *token,
     g_source_attach (self->keepalive, self->context);
     return self;
   }
+  self->connecting = g_new (LegbaJanus *, 1);
+  *self->connecting = self;
   soup_session_websocket_connect_async (self->session, msg, NULL,
       (char **) protocols, G_PRIORITY_DEFAULT, self->cancellable,
-      on_connected, self);
+      on_connected, self->connecting);
   return self;
 }
 
@@ -336,6 +349,8 @@ legba_janus_free (LegbaJanus * self)
 {
   if (self == NULL)
     return;
+  if (self->connecting != NULL)
+    *self->connecting = NULL;
   g_cancellable_cancel (self->cancellable);
   if (self->ws != NULL) {
     g_signal_handlers_disconnect_by_data (self->ws, self);

@@ -37,15 +37,17 @@ typedef void (*LegbaJanusReply) (guint64 handle, JsonObject * reply,
  * event: an event of a handle's plugin that answers no request: `data` is
  *   its plugindata's data, `jsep` its description or NULL.
  * hangup: the handle's PeerConnection went down (`reason` from Janus).
- * failed: the session is lost (the connection failed or closed, Janus
- *   refused the session or timed it out): nothing more comes. */
+ * failed: the session is lost: Janus refused it (`code`
+ *   LEGBA_ROOM_ERROR_REFUSED: a token it does not take), or the connection
+ *   failed or closed, or Janus timed the session out
+ *   (LEGBA_ROOM_ERROR_UNREACHABLE); nothing more comes. */
 typedef struct
 {
   void (*ready) (gpointer user_data);
   void (*event) (guint64 handle, JsonObject * data, JsonObject * jsep,
       gpointer user_data);
   void (*hangup) (guint64 handle, const char *reason, gpointer user_data);
-  void (*failed) (const char *why, gpointer user_data);
+  void (*failed) (int code, const char *why, gpointer user_data);
 } LegbaJanusEvents;
 
 LegbaJanus *legba_janus_new (const char *url, const char *token,

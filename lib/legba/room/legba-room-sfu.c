@@ -613,12 +613,11 @@ janus_hangup (guint64 handle, const char *reason, gpointer user_data)
 }
 
 static void
-janus_failed (const char *why, gpointer user_data)
+janus_failed (int code, const char *why, gpointer user_data)
 {
   LegbaSfuClient *self = user_data;
 
-  report (self, LEGBA_ROOM_ERROR_UNREACHABLE, "The SFU session failed: %s",
-      why);
+  report (self, code, "The SFU session failed: %s", why);
 }
 
 static const LegbaJanusEvents janus_events = {
