@@ -50,6 +50,50 @@ on_data (LegbaRoom * room, LegbaParticipant * sender, const char *topic,
   g_ptr_array_add (received, m);
 }
 
+static void
+on_bytes (LegbaRoom * room, LegbaParticipant * sender, GBytes * bytes,
+    GPtrArray * received)
+{
+  Message *m = g_new0 (Message, 1);
+
+  m->from = g_strdup (legba_participant_get_id (sender));
+  m->data = g_strndup (g_bytes_get_data (bytes, NULL),
+      g_bytes_get_size (bytes));
+  g_ptr_array_add (received, m);
+}
+
+/* Janus relays a message only to subscribers whose channel is open: the
+ * message is sent again every RESEND_MS until it arrived. */
+#define RESEND_MS 100
+
+typedef struct
+{
+  LegbaRoom *room;
+  JsonNode *json;
+  GBytes *bytes;
+} Resend;
+
+static gboolean
+resend (gpointer data)
+{
+  Resend *r = data;
+
+  if (r->json != NULL)
+    legba_room_send_json (r->room, r->json, "greeting",
+        LEGBA_RELIABILITY_RELIABLE, NULL, NULL);
+  else
+    legba_room_send_bytes (r->room, r->bytes, LEGBA_RELIABILITY_RELIABLE,
+        NULL, NULL);
+  return G_SOURCE_CONTINUE;
+}
+
+static guint
+resend_start (Resend * r)
+{
+  resend (r);
+  return g_timeout_add (RESEND_MS, resend, r);
+}
+
 /* Publishes an SFU room's topology on the room's channel. */
 static void
 tell_topology_full (Fixture * f, const char *url, guint64 room,
@@ -131,8 +175,14 @@ test_sfu_room (Fixture * f, gconstpointer data)
   Participant *all[3] = { a, b, NULL };
   g_autoptr (GPtrArray) received = g_ptr_array_new_with_free_func
       (message_free);
+  g_autoptr (GPtrArray) bytes_received = g_ptr_array_new_with_free_func
+      (message_free);
+  g_autoptr (GBytes) bytes = g_bytes_new_static ("\x01bin", 4);
   g_autoptr (JsonNode) hello = json_from_string ("{\"n\":1}", NULL);
   const char *to[] = { legba_room_get_participant_id (b->room), NULL };
+  Resend json_resend = { a->room, hello, NULL };
+  Resend bytes_resend = { b->room, NULL, bytes };
+  guint resend_source;
   g_autoptr (GError) error = NULL;
   Message *m;
 
@@ -143,13 +193,22 @@ test_sfu_room (Fixture * f, gconstpointer data)
 
   /* data to everyone goes through the SFU, from its sender */
   g_signal_connect (b->room, "data-received", G_CALLBACK (on_data), received);
-  ROOM_WAIT_FOR ((legba_room_send_json (a->room, hello, "greeting",
-              LEGBA_RELIABILITY_RELIABLE, NULL, NULL), received->len > 0),
-      "bob to receive alice's message");
+  resend_source = resend_start (&json_resend);
+  ROOM_WAIT_FOR (received->len > 0, "bob to receive alice's message");
+  g_source_remove (resend_source);
   m = received->pdata[0];
   g_assert_cmpstr (m->from, ==, legba_room_get_participant_id (a->room));
   g_assert_cmpstr (m->topic, ==, "greeting");
   g_assert_cmpstr (m->data, ==, "{\"n\":1}");
+  /* and binary, the other way */
+  g_signal_connect (a->room, "bytes-received", G_CALLBACK (on_bytes),
+      bytes_received);
+  resend_source = resend_start (&bytes_resend);
+  ROOM_WAIT_FOR (bytes_received->len > 0, "alice to receive bob's bytes");
+  g_source_remove (resend_source);
+  m = bytes_received->pdata[0];
+  g_assert_cmpstr (m->from, ==, legba_room_get_participant_id (b->room));
+  g_assert_cmpstr (m->data, ==, "\x01bin");
   /* named recipients: refused, never sent to everyone */
   g_assert_false (legba_room_send_json (a->room, hello, "private",
           LEGBA_RELIABILITY_RELIABLE, to, &error));
