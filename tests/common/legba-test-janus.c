@@ -9,11 +9,39 @@
 #include <string.h>
 #include <unistd.h>
 
-#define JANUS_LIB "/usr/lib/x86_64-linux-gnu/janus"
 #define API_SECRET "legba-test-api-secret"
 #define ADMIN_SECRET "legba-test-admin-secret"
 #define ADMIN_KEY "legba-test-admin-key"
 #define READY_TIMEOUT_S 30
+
+/* Where the VideoRoom plugin is: Debian's multiarch folder
+ * (/usr/lib/<triplet>/janus) or a plain one; NULL when none. */
+static char *
+janus_lib (void)
+{
+  const char *plain[] = { "/usr/lib/janus", "/usr/local/lib/janus",
+    "/opt/janus/lib/janus", NULL
+  };
+  g_autoptr (GDir) dir = g_dir_open ("/usr/lib", 0, NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL) {
+    g_autofree char *lib = g_build_filename ("/usr/lib", name, "janus", NULL);
+    g_autofree char *plugin = g_build_filename (lib, "plugins",
+        "libjanus_videoroom.so", NULL);
+
+    if (g_file_test (plugin, G_FILE_TEST_EXISTS))
+      return g_steal_pointer (&lib);
+  }
+  for (guint i = 0; plain[i] != NULL; i++) {
+    g_autofree char *plugin = g_build_filename (plain[i], "plugins",
+        "libjanus_videoroom.so", NULL);
+
+    if (g_file_test (plugin, G_FILE_TEST_EXISTS))
+      return g_strdup (plain[i]);
+  }
+  return NULL;
+}
 
 static guint
 free_port (void)
@@ -42,16 +70,17 @@ write_file (const char *dir, const char *name, const char *text)
 }
 
 static void
-link_module (const char *dir, const char *kind, const char *name)
+link_module (const char *lib, const char *dir, const char *kind,
+    const char *name)
 {
-  g_autofree char *target = g_strdup_printf (JANUS_LIB "/%s/%s", kind, name);
+  g_autofree char *target = g_build_filename (lib, kind, name, NULL);
   g_autofree char *path = g_build_filename (dir, kind, name, NULL);
 
   g_assert_cmpint (symlink (target, path), ==, 0);
 }
 
 static void
-write_config (LegbaTestJanus * j)
+write_config (LegbaTestJanus * j, const char *lib)
 {
   g_autofree char *cfg = g_build_filename (j->dir, "cfg", NULL);
   g_autofree char *main = g_strdup_printf ("general: {\n"
@@ -89,9 +118,9 @@ write_config (LegbaTestJanus * j)
   write_file (cfg, "janus.transport.websockets.jcfg", ws);
   write_file (cfg, "janus.plugin.videoroom.jcfg",
       "general: {\n  admin_key = \"" ADMIN_KEY "\"\n}\n");
-  link_module (j->dir, "plugins", "libjanus_videoroom.so");
-  link_module (j->dir, "transports", "libjanus_http.so");
-  link_module (j->dir, "transports", "libjanus_websockets.so");
+  link_module (lib, j->dir, "plugins", "libjanus_videoroom.so");
+  link_module (lib, j->dir, "transports", "libjanus_http.so");
+  link_module (lib, j->dir, "transports", "libjanus_websockets.so");
 }
 
 /* POSTs request (consumed) to the API at url; the answer, NULL when the
@@ -172,14 +201,14 @@ gboolean
 legba_test_janus_start (LegbaTestJanus * j)
 {
   g_autofree char *janus = g_find_program_in_path ("janus");
+  g_autofree char *lib = janus_lib ();
   g_autoptr (GSubprocessLauncher) launcher = NULL;
   g_autoptr (GError) error = NULL;
   g_autofree char *cfg = NULL;
   guint tick;
 
   memset (j, 0, sizeof (*j));
-  if (janus == NULL || !g_file_test (JANUS_LIB "/plugins/libjanus_videoroom.so",
-          G_FILE_TEST_EXISTS))
+  if (janus == NULL || lib == NULL)
     return FALSE;
   j->dir = g_dir_make_tmp ("legba-janus-XXXXXX", &error);
   g_assert_no_error (error);
@@ -187,7 +216,7 @@ legba_test_janus_start (LegbaTestJanus * j)
   j->admin_port = free_port ();
   j->ws_port = free_port ();
   j->ws_url = g_strdup_printf ("ws://127.0.0.1:%u/", j->ws_port);
-  write_config (j);
+  write_config (j, lib);
   cfg = g_build_filename (j->dir, "cfg", NULL);
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE |
       G_SUBPROCESS_FLAGS_STDERR_SILENCE);
