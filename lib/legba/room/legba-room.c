@@ -97,7 +97,6 @@ static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE (LegbaRoom, legba_room, G_TYPE_OBJECT);
 
-static void remove_all_participants (LegbaRoom * self, gboolean say_bye);
 
 void
 legba_room_report (LegbaRoom * self, LegbaRoomError code,
