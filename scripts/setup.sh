@@ -27,7 +27,8 @@ done
 # systemd's systemd-analyze for the checks of its unit; gi-docgen for the
 # API references (docs/reference.md); debhelper, dpkg-dev, fakeroot and
 # lintian for the Debian packages (scripts/package.sh); Janus (its
-# VideoRoom plugin and WebSocket transport) for the SFU rooms' tests.
+# VideoRoom plugin and WebSocket transport) for the SFU rooms' tests;
+# curl for tests/common/start-janus.sh.
 packages=(
   build-essential meson ninja-build pkg-config
   libglib2.0-dev libsoup-3.0-dev libjson-glib-dev glib-networking zlib1g-dev
@@ -40,6 +41,7 @@ packages=(
   clang libclang-rt-14-dev indent
   libhiredis-dev redis-server
   coturn
+  janus curl
   gobject-introspection libgirepository1.0-dev python3-gi
   gir1.2-glib-2.0 gir1.2-gstreamer-1.0 gir1.2-json-1.0
   xvfb gstreamer1.0-x libxcb1-dev
