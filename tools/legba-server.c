@@ -9,6 +9,7 @@
 #include <legba/server/legba-server-private.h>
 #include <legba/server/legba-relay.h>
 #include <legba/common/legba-turn.h>
+#include <legba/server/legba-sfu.h>
 
 #include <errno.h>
 #include <glib-unix.h>
@@ -53,6 +54,12 @@ static char *opt_redis_instance_ttl;
 static char **opt_turn_urls;
 static char *opt_turn_secret;
 static char *opt_turn_ttl;
+static char **opt_janus_urls;
+static char **opt_janus_ws_urls;
+static char *opt_janus_api_secret;
+static char *opt_janus_admin_key;
+static char *opt_topology;
+static char *opt_sfu_prefixes;
 static char *opt_limits[32];
 
 static const GOptionEntry entries[] = {
@@ -128,6 +135,21 @@ static const GOptionEntry entries[] = {
   {"turn-ttl", 0, 0, G_OPTION_ARG_STRING, &opt_turn_ttl,
       "Seconds the TURN credentials stay valid (default: "
         G_STRINGIFY (LEGBA_TURN_DEFAULT_TTL) ")", "S"},
+  {"janus-url", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_janus_urls,
+      "HTTP API of a Janus instance for SFU rooms (repeatable; with "
+        "--janus-ws-url): http://HOST:PORT/janus", "URL"},
+  {"janus-ws-url", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_janus_ws_urls,
+      "WebSocket API of that Janus instance as members reach it "
+        "(repeatable, same order): ws://HOST:PORT/", "URL"},
+  {"janus-api-secret", 0, 0, G_OPTION_ARG_STRING, &opt_janus_api_secret,
+      "Janus's api_secret, for the server's requests only (prefer a "
+        "configuration file)", "SECRET"},
+  {"janus-admin-key", 0, 0, G_OPTION_ARG_STRING, &opt_janus_admin_key,
+      "The admin_key of Janus's VideoRoom plugin, to create rooms", "KEY"},
+  {"topology", 0, 0, G_OPTION_ARG_STRING, &opt_topology,
+      "Topology of rooms: mesh (default) or sfu", "mesh|sfu"},
+  {"sfu-prefixes", 0, 0, G_OPTION_ARG_STRING, &opt_sfu_prefixes,
+      "Comma-separated room-name prefixes of SFU rooms", "LIST"},
   G_OPTION_ENTRY_NULL
 };
 
@@ -244,6 +266,83 @@ apply_redis_flags (LegbaServer * server, GError ** error)
   return TRUE;
 }
 
+static gboolean
+check_sfu_urls (char **urls, gboolean ws, GError ** error)
+{
+  for (guint i = 0; urls != NULL && urls[i] != NULL; i++) {
+    g_autoptr (GError) local_error = NULL;
+
+    if (!legba_sfu_url_check (urls[i], ws, &local_error)) {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+          "--janus-%surl: %s", ws ? "ws-" : "", local_error->message);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* SFU rooms on Janus (docs/server.md). */
+static gboolean
+apply_sfu_flags (LegbaServer * server, GError ** error)
+{
+  g_auto (GStrv) urls = NULL;
+  g_auto (GStrv) ws_urls = NULL;
+  g_auto (GStrv) prefixes = NULL;
+  g_autofree char *topology = NULL;
+  g_autoptr (GError) local_error = NULL;
+  LegbaTopology parsed;
+
+  if (!check_sfu_urls (opt_janus_urls, FALSE, error) ||
+      !check_sfu_urls (opt_janus_ws_urls, TRUE, error))
+    return FALSE;
+  if (opt_topology != NULL &&
+      !legba_topology_parse (opt_topology, &parsed, &local_error)) {
+    g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+        "--topology: %s", local_error->message);
+    return FALSE;
+  }
+  if (opt_sfu_prefixes != NULL) {
+    prefixes = g_strsplit (opt_sfu_prefixes, ",", -1);
+    for (char **p = prefixes; *p != NULL; p++)
+      g_strstrip (*p);
+    if (!legba_sfu_prefixes_check ((const char *const *) prefixes,
+            &local_error)) {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+          "--sfu-prefixes: %s", local_error->message);
+      return FALSE;
+    }
+    g_object_set (server, "sfu-prefixes", prefixes, NULL);
+  }
+  if (opt_janus_urls != NULL)
+    g_object_set (server, "sfu-janus-urls", opt_janus_urls, NULL);
+  if (opt_janus_ws_urls != NULL)
+    g_object_set (server, "sfu-janus-ws-urls", opt_janus_ws_urls, NULL);
+  if (opt_janus_api_secret != NULL)
+    g_object_set (server, "sfu-api-secret", opt_janus_api_secret, NULL);
+  if (opt_janus_admin_key != NULL)
+    g_object_set (server, "sfu-admin-key", opt_janus_admin_key, NULL);
+  if (opt_topology != NULL)
+    g_object_set (server, "sfu-topology", opt_topology, NULL);
+
+  g_object_get (server, "sfu-janus-urls", &urls, "sfu-janus-ws-urls",
+      &ws_urls, "sfu-topology", &topology, NULL);
+  if ((urls ? g_strv_length (urls) : 0) !=
+      (ws_urls ? g_strv_length (ws_urls) : 0)) {
+    g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+        "--janus-url and --janus-ws-url (or [sfu] janus-url and "
+        "janus-ws-url) name the same Janus instances: give as many of each");
+    return FALSE;
+  }
+  if (urls == NULL && (g_strcmp0 (topology, "sfu") == 0 ||
+          opt_sfu_prefixes != NULL)) {
+    g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+        "SFU rooms need a Janus: give --janus-url and --janus-ws-url (or "
+        "[sfu] janus-url and janus-ws-url)");
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* TURN credentials for room members (docs/server.md). */
 static gboolean
 apply_turn_flags (LegbaServer * server, GError ** error)
@@ -326,7 +425,8 @@ apply_flags (LegbaServer * server, GError ** error)
   if (opt_compression)
     g_object_set (server, "compression", TRUE, NULL);
   return apply_redis_flags (server, error) &&
-      apply_turn_flags (server, error) && apply_limit_flags (server, error);
+      apply_turn_flags (server, error) && apply_sfu_flags (server, error) &&
+      apply_limit_flags (server, error);
 }
 
 static gboolean

@@ -76,14 +76,6 @@ legba_hub_send_to_socket (LegbaHub * hub, LegbaHubApp * app,
   return TRUE;
 }
 
-const LegbaLimits *
-legba_hub_app_get_limits (LegbaHubApp * app)
-{
-  g_return_val_if_fail (app != NULL, NULL);
-
-  return &app->limits;
-}
-
 gboolean
 hub_hook_client_event (LegbaHub * hub, LegbaHubConn * conn,
     const char *channel, const char *event, const LegbaJsonSpan * data,

@@ -85,6 +85,9 @@ struct _LegbaHubConn
   gint64 rate_window_start;
   guint rate_count;
   gboolean closed;              /* the transport reported it closed */
+  /* Subscriptions the gate holds: channel name -> HeldSubscription;
+   * NULL when none */
+  GHashTable *held;
 };
 
 struct _LegbaHubApp
@@ -134,6 +137,8 @@ struct _LegbaHub
   gpointer observer_data;
   LegbaHubHooks hooks;          /* all NULL without them */
   gpointer hooks_data;
+  LegbaHubGate gate;            /* all NULL without one */
+  gpointer gate_data;
   char **turn_urls;             /* NULL: no TURN credentials handed out */
   char *turn_secret;
   guint turn_ttl;
@@ -209,6 +214,28 @@ G_GNUC_INTERNAL void hub_handle_subscribe (LegbaHub * hub,
     LegbaHubConn * conn, JsonObject * frame);
 G_GNUC_INTERNAL void hub_handle_unsubscribe (LegbaHub * hub,
     LegbaHubConn * conn, JsonObject * frame);
+
+/* Pusher protocol 7 pusher:subscription_error {"type", "error", "status"}
+ * on channel to conn. */
+/* *INDENT-OFF* */
+G_GNUC_INTERNAL void hub_conn_subscription_error (LegbaHub * hub,
+    LegbaHubConn * conn, const char *channel, const char *type, guint status,
+    const char *format, ...) G_GNUC_PRINTF (6, 7);
+/* *INDENT-ON* */
+/* Subscribes conn to the channel name (authorized; user_id and user_info
+ * for presence, taken when used); FALSE when the presence channel is full
+ * (conn got the subscription_error). */
+G_GNUC_INTERNAL gboolean hub_subscription_add (LegbaHub * hub,
+    LegbaHubConn * conn, const char *name, char **user_id, char **user_info);
+
+/* ---- The gate's held subscriptions (legba-hub-gate.c) ---- */
+
+/* Offers the authorized presence subscription to the gate; TRUE when it
+ * holds it (takes user_id and user_info then). */
+G_GNUC_INTERNAL gboolean hub_gate_hold (LegbaHub * hub, LegbaHubConn * conn,
+    const char *name, char **user_id, char **user_info);
+/* Forgets conn's held subscription to name, or all of them (name NULL). */
+G_GNUC_INTERNAL void hub_gate_forget (LegbaHubConn * conn, const char *name);
 
 /* ---- Subscription counting (legba-hub-count.c) ---- */
 

@@ -89,6 +89,8 @@ hub_subscription_remove (LegbaHub * hub, Subscription * sub)
     if (hub->cluster.member != NULL)
       hub->cluster.member (app, channel->name, member->user_id, NULL, FALSE,
           hub->cluster_data);
+    if (hub->gate.left != NULL)
+      hub->gate.left (app, channel->name, member->user_id, hub->gate_data);
     if (member->n_remote == 0)
       hub_presence_member_left (hub, app, channel, member);
   }
@@ -121,14 +123,8 @@ hub_frame_get_data (JsonObject * frame, JsonNode ** owned)
  * pusher:subscription_error on that channel (pusher-js emits it on the
  * channel object), data {"type", "error", "status"}; nothing else is sent
  * to the channel. */
-/* *INDENT-OFF* */
-static void conn_subscription_error (LegbaHub * hub, LegbaHubConn * conn,
-    const char *channel, const char *type, guint status,
-    const char *format, ...) G_GNUC_PRINTF (6, 7);
-/* *INDENT-ON* */
-
-static void
-conn_subscription_error (LegbaHub * hub, LegbaHubConn * conn,
+void
+hub_conn_subscription_error (LegbaHub * hub, LegbaHubConn * conn,
     const char *channel, const char *type, guint status,
     const char *format, ...)
 {
@@ -257,18 +253,18 @@ subscribe_authorize (LegbaHub * hub, LegbaHubConn * conn, JsonObject * data,
   const char *type;
 
   if (presence && channel_data == NULL) {
-    conn_subscription_error (hub, conn, name, "InvalidChannelData", 400,
+    hub_conn_subscription_error (hub, conn, name, "InvalidChannelData", 400,
         "Presence channels need \"channel_data\", a JSON string");
     return FALSE;
   }
   if (auth == NULL) {
-    conn_subscription_error (hub, conn, name, "AuthError", 401,
+    hub_conn_subscription_error (hub, conn, name, "AuthError", 401,
         "Private and presence channels need \"auth\"");
     return FALSE;
   }
   if (!legba_auth_channel_check (app->key, app->secret, conn->socket_id, name,
           presence ? channel_data : NULL, auth)) {
-    conn_subscription_error (hub, conn, name, "AuthError", 401,
+    hub_conn_subscription_error (hub, conn, name, "AuthError", 401,
         "Invalid signature for this socket_id and channel");
     return FALSE;
   }
@@ -277,7 +273,7 @@ subscribe_authorize (LegbaHub * hub, LegbaHubConn * conn, JsonObject * data,
   type = presence_data_parse (channel_data, app->limits.max_user_info_bytes,
       user_id, user_info, &why);
   if (type != NULL) {
-    conn_subscription_error (hub, conn, name, type, 400, "%s", why);
+    hub_conn_subscription_error (hub, conn, name, type, 400, "%s", why);
     return FALSE;
   }
   return TRUE;
@@ -306,25 +302,39 @@ hub_presence_member_joined (LegbaHub * hub, LegbaHubApp * app,
   hub_deliver (hub, app, channel->name, frame, except);
 }
 
-static void
-subscription_add (LegbaHub * hub, LegbaHubConn * conn, const char *name,
+/* FALSE, with the subscription_error sent, when user_id would be one
+ * member too many in the presence channel name. */
+static gboolean
+presence_has_room (LegbaHub * hub, LegbaHubConn * conn, const char *name,
+    const char *user_id, Member ** member)
+{
+  guint cap = conn->app->limits.max_presence_members;
+  Channel *channel = g_hash_table_lookup (conn->app->channels, name);
+
+  *member = NULL;
+  if (user_id == NULL || channel == NULL)
+    return TRUE;
+  *member = g_hash_table_lookup (channel->members, user_id);
+  if (*member == NULL && cap > 0 && channel->member_order.length >= cap) {
+    hub_conn_subscription_error (hub, conn, name, "LimitReached", 403,
+        "Presence channel is full (%u members)", cap);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+hub_subscription_add (LegbaHub * hub, LegbaHubConn * conn, const char *name,
     char **user_id, char **user_info)
 {
   LegbaHubApp *app = conn->app;
-  guint cap = app->limits.max_presence_members;
-  Channel *channel = g_hash_table_lookup (app->channels, name);
+  Channel *channel;
   Member *member = NULL;
   gboolean joined = FALSE;
   Subscription *sub;
 
-  if (*user_id != NULL && channel != NULL) {
-    member = g_hash_table_lookup (channel->members, *user_id);
-    if (member == NULL && cap > 0 && channel->member_order.length >= cap) {
-      conn_subscription_error (hub, conn, name, "LimitReached", 403,
-          "Presence channel is full (%u members)", cap);
-      return;
-    }
-  }
+  if (!presence_has_room (hub, conn, name, *user_id, &member))
+    return FALSE;
   channel = hub_channel_get (app, name);
   sub = g_new0 (Subscription, 1);
   sub->conn = conn;
@@ -361,6 +371,7 @@ subscription_add (LegbaHub * hub, LegbaHubConn * conn, const char *name,
         TRUE);
   /* Pusher: the cached event (or pusher:cache_miss) comes right after. */
   hub_cache_subscribed (hub, conn, channel);
+  return TRUE;
 }
 
 /* Pusher protocol 7 user authentication: once signed in, pusher-js
@@ -375,7 +386,7 @@ subscribe_server_to_user (LegbaHub * hub, LegbaHubConn * conn, const char *name)
 
   if (conn->user_id == NULL ||
       strcmp (name + strlen (SERVER_TO_USER_PREFIX), conn->user_id) != 0) {
-    conn_subscription_error (hub, conn, name, "InvalidChannel", 403,
+    hub_conn_subscription_error (hub, conn, name, "InvalidChannel", 403,
         SERVER_TO_USER_PREFIX "ID is the channel of the connections signed "
         "in as ID");
     return;
@@ -412,7 +423,7 @@ hub_handle_subscribe (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
     return;
   }
   if (!hub_channel_name_valid (name, max_length)) {
-    conn_subscription_error (hub, conn, name, "InvalidChannel", 400,
+    hub_conn_subscription_error (hub, conn, name, "InvalidChannel", 400,
         "Channel names are 1 to %u of A-Z a-z 0-9 _ - = @ , . ;", max_length);
     return;
   }
@@ -429,14 +440,21 @@ hub_handle_subscribe (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
    * full presence channel refuses a member. */
   if (max_channels > 0 && conn->n_subs >= max_channels) {
     hub->counters.channel_limit_refusals++;
-    conn_subscription_error (hub, conn, name, "LimitReached", 403,
+    hub_conn_subscription_error (hub, conn, name, "LimitReached", 403,
         "A socket may be subscribed to %u channels at once", max_channels);
     return;
   }
   if (hub_channel_kind (name) != CHANNEL_PUBLIC &&
       !subscribe_authorize (hub, conn, data, name, &user_id, &user_info))
     return;
-  subscription_add (hub, conn, name, &user_id, &user_info);
+  if (user_id != NULL) {
+    Member *member;
+
+    if (!presence_has_room (hub, conn, name, user_id, &member) ||
+        hub_gate_hold (hub, conn, name, &user_id, &user_info))
+      return;
+  }
+  hub_subscription_add (hub, conn, name, &user_id, &user_info);
 }
 
 /* Pusher protocol 7: pusher:unsubscribe {channel}; unknown channels are
@@ -455,6 +473,7 @@ hub_handle_unsubscribe (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
         "pusher:unsubscribe needs data {\"channel\": \"...\"}");
     return;
   }
+  hub_gate_forget (conn, name);
   sub = hub_conn_sub_lookup (conn, name);
   if (sub == NULL)
     return;

@@ -301,6 +301,8 @@ hub_channel_release (LegbaHub * hub, LegbaHubApp * app, Channel * channel)
 
   if (vacant == channel->occupied && hub->observer.channel != NULL)
     hub->observer.channel (app, channel->name, !vacant, hub->observer_data);
+  if (vacant && channel->occupied && hub->gate.vacated != NULL)
+    hub->gate.vacated (app, channel->name, hub->gate_data);
   channel->occupied = !vacant;
   if (vacant)
     g_hash_table_remove (app->channels, channel->name);
@@ -474,6 +476,7 @@ static void
 conn_free (LegbaHubConn * conn)
 {
   g_clear_pointer (&conn->more_subs, g_hash_table_unref);
+  hub_gate_forget (conn, NULL);
   g_free (conn->socket_id);
   g_free (conn->user_id);
   g_strfreev (conn->watchlist);
@@ -1151,6 +1154,13 @@ legba_hub_app_get_secret (LegbaHubApp * app)
 {
   g_return_val_if_fail (app != NULL, NULL);
   return app->secret;
+}
+
+const LegbaLimits *
+legba_hub_app_get_limits (LegbaHubApp * app)
+{
+  g_return_val_if_fail (app != NULL, NULL);
+  return &app->limits;
 }
 
 guint

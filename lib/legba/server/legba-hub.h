@@ -178,6 +178,7 @@ void legba_hub_app_set_limits (LegbaHubApp * app, const LegbaLimits * limits);
 const char *legba_hub_app_get_id (LegbaHubApp * app);
 const char *legba_hub_app_get_key (LegbaHubApp * app);
 const char *legba_hub_app_get_secret (LegbaHubApp * app);
+const LegbaLimits *legba_hub_app_get_limits (LegbaHubApp * app);
 guint legba_hub_app_get_connection_count (LegbaHubApp * app);
 /* Pusher's subscription counting for the app (off by default): the
  * subscribers of its channels, presence channels aside, get
@@ -453,8 +454,53 @@ gboolean legba_hub_send_to_socket (LegbaHub * hub, LegbaHubApp * app,
     const char *socket_id, const char *channel, const char *event,
     const char *data);
 
-/* The limits the app's connections have. */
-const LegbaLimits *legba_hub_app_get_limits (LegbaHubApp * app);
+/* ---- Gate (SFU rooms, docs/room-protocol.md §8) ---- */
+
+/* What the hub asks of, and tells, whoever decides on presence
+ * subscriptions that need more than a signature (an SFU room must exist on
+ * its SFU before its members are told of it). Called from inside the call
+ * that caused them; none may call back into the hub, but admit's answer
+ * may come later, from the main loop.
+ *
+ * admit: a subscription to the presence channel was authorized (its
+ *   signature, channel_data and room for one more member checked);
+ *   user_info is the raw JSON (NULL when absent). FALSE lets it proceed as
+ *   usual; TRUE holds it until legba_hub_gate_accept() or
+ *   legba_hub_gate_refuse() answers. A held subscription of a connection
+ *   that closes or unsubscribes meanwhile is forgotten, and the answer
+ *   then finds nothing.
+ * left: the user's last subscription on this instance to the presence
+ *   channel left.
+ * vacated: nobody, here or on another instance, is subscribed to the
+ *   channel any more. */
+typedef struct
+{
+  gboolean (*admit) (LegbaHubApp * app, const char *channel,
+      const char *socket_id, const char *user_id, const char *user_info,
+      gpointer user_data);
+  void (*left) (LegbaHubApp * app, const char *channel, const char *user_id,
+      gpointer user_data);
+  void (*vacated) (LegbaHubApp * app, const char *channel,
+      gpointer user_data);
+} LegbaHubGate;
+
+/* Sets (or with NULL removes) the gate's callbacks. */
+void legba_hub_set_gate (LegbaHub * hub, const LegbaHubGate * gate,
+    gpointer user_data);
+
+/* Completes the held subscription of socket_id to channel: the
+ * subscription is made as an ungated one would be, then event (when not
+ * NULL) with data, a JSON text, goes to that connection only, on the
+ * channel. FALSE when nothing was held (the connection left or
+ * unsubscribed) or the subscription could not be made after all (the
+ * channel filled up meanwhile; it got a pusher:subscription_error). */
+gboolean legba_hub_gate_accept (LegbaHub * hub, const char *socket_id,
+    const char *channel, const char *event, const char *data);
+
+/* Refuses the held subscription with pusher:subscription_error
+ * {"type", "error", "status"}; FALSE when nothing was held. */
+gboolean legba_hub_gate_refuse (LegbaHub * hub, const char *socket_id,
+    const char *channel, const char *type, guint status, const char *error);
 
 #define LEGBA_HUB_ERROR (legba_hub_error_quark ())
 GQuark legba_hub_error_quark (void);

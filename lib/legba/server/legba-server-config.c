@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * legba-server's configuration file: a GKeyFile with the groups [server],
- * [limits], [redis], [turn], [webhooks] and one [app NAME] per app
+ * [limits], [redis], [turn], [webhooks], [sfu] and one [app NAME] per app
  * (docs/server.md,
  * docs/scale-out.md). The whole file is
  * checked before anything is applied, and unknown groups and keys are
@@ -11,6 +11,7 @@
 #include <legba/server/legba-server-private.h>
 #include <legba/server/legba-relay.h>
 #include <legba/common/legba-turn.h>
+#include <legba/server/legba-sfu.h>
 
 #include <string.h>
 
@@ -43,9 +44,13 @@ legba_config_clear (LegbaConfig * config)
 }
 
 /* The values of an [app NAME] group: id, key, secret, then the group,
- * then "true" when it counts subscriptions (NULL otherwise). */
+ * then "true" when it counts subscriptions (NULL otherwise), its topology
+ * and its SFU room prefixes (comma-separated), NULL when not given. */
 #define APP_GROUP 3
 #define APP_COUNTING 4
+#define APP_TOPOLOGY 5
+#define APP_PREFIXES 6
+#define APP_N_FIELDS 7
 
 static void
 legba_config_app_free (gpointer data)
@@ -53,7 +58,7 @@ legba_config_app_free (gpointer data)
   char **app = data;
   guint i;
 
-  for (i = 0; i <= APP_COUNTING; i++)
+  for (i = 0; i < APP_N_FIELDS; i++)
     g_free (app[i]);
   g_free (app);
 }
@@ -470,12 +475,151 @@ legba_config_app_counting (LegbaConfig * config, const char *group,
   return TRUE;
 }
 
+/* A list "a;b" (GKeyFile lists) or "a, b", none empty; NULL with error
+ * set when nothing is given. */
+static char **
+legba_config_list (LegbaConfig * config, const char *group, const char *key)
+{
+  g_autofree char *text = g_key_file_get_string (config->file, group, key,
+      NULL);
+  g_auto (GStrv) parts = g_strsplit_set (text ? text : "", ";,", -1);
+  g_autoptr (GStrvBuilder) items = g_strv_builder_new ();
+  gboolean none = TRUE;
+
+  for (char **p = parts; *p != NULL; p++) {
+    g_strstrip (*p);
+    if (**p == '\0')
+      continue;
+    none = FALSE;
+    g_strv_builder_add (items, *p);
+  }
+  return none ? NULL : g_strv_builder_end (items);
+}
+
+/* [sfu] and [app NAME]: topology = mesh|sfu, sfu-prefixes = a, b. */
+static gboolean
+legba_config_topology_value (LegbaConfig * config, const char *group,
+    const char *key, char **topology, char ***prefixes, GError ** error)
+{
+  g_autoptr (GError) local_error = NULL;
+  LegbaTopology parsed;
+
+  if (g_str_equal (key, "topology")) {
+    *topology = g_key_file_get_string (config->file, group, key, NULL);
+    if (*topology == NULL ||
+        !legba_topology_parse (g_strstrip (*topology), &parsed, &local_error))
+      return legba_config_fail (config, group, key, error, local_error ?
+          local_error->message : "not a string");
+    return TRUE;
+  }
+  *prefixes = legba_config_list (config, group, key);
+  if (*prefixes == NULL)
+    return legba_config_fail (config, group, key, error, "no prefix given");
+  if (!legba_sfu_prefixes_check ((const char *const *) *prefixes, &local_error))
+    return legba_config_fail (config, group, key, error, local_error->message);
+  return TRUE;
+}
+
+static gboolean
+legba_config_app_topology (LegbaConfig * config, const char *group,
+    const char *key, char **app, GError ** error)
+{
+  g_auto (GStrv) prefixes = NULL;
+
+  if (!legba_config_topology_value (config, group, key, &app[APP_TOPOLOGY],
+          &prefixes, error))
+    return FALSE;
+  if (prefixes != NULL)
+    app[APP_PREFIXES] = g_strjoinv (",", prefixes);
+  return TRUE;
+}
+
+/* [sfu] janus-url, janus-ws-url: lists of http(s):// and ws(s):// URLs. */
+static gboolean
+legba_config_sfu_urls (LegbaConfig * config, const char *group,
+    const char *key, GError ** error)
+{
+  gboolean ws = g_str_equal (key, "janus-ws-url");
+  char **urls = legba_config_list (config, group, key);
+  GValue value = G_VALUE_INIT;
+
+  if (urls == NULL)
+    return legba_config_fail (config, group, key, error, "no URL given");
+  for (char **p = urls; *p != NULL; p++) {
+    g_autoptr (GError) local_error = NULL;
+
+    if (!legba_sfu_url_check (*p, ws, &local_error)) {
+      g_strfreev (urls);
+      return legba_config_fail (config, group, key, error,
+          local_error->message);
+    }
+  }
+  g_value_init (&value, G_TYPE_STRV);
+  g_value_take_boxed (&value, urls);
+  legba_config_set (config, ws ? "sfu-janus-ws-urls" : "sfu-janus-urls",
+      &value);
+  return TRUE;
+}
+
+/* [sfu]: SFU rooms on Janus (docs/server.md). */
+static gboolean
+legba_config_sfu (LegbaConfig * config, const char *group, GError ** error)
+{
+  g_auto (GStrv) keys = g_key_file_get_keys (config->file, group, NULL, NULL);
+  guint n_urls = 0, n_ws = 0;
+
+  for (char **key = keys; key && *key; key++) {
+    g_autofree char *topology = NULL;
+    char **prefixes = NULL;
+    GValue value = G_VALUE_INIT;
+    gboolean ok;
+
+    if (g_str_equal (*key, "janus-url") || g_str_equal (*key, "janus-ws-url")) {
+      g_auto (GStrv) urls = legba_config_list (config, group, *key);
+
+      if (g_str_equal (*key, "janus-url"))
+        n_urls = urls ? g_strv_length (urls) : 0;
+      else
+        n_ws = urls ? g_strv_length (urls) : 0;
+      ok = legba_config_sfu_urls (config, group, *key, error);
+    } else if (g_str_equal (*key, "api-secret")) {
+      ok = legba_config_string (config, group, *key, "sfu-api-secret", error);
+    } else if (g_str_equal (*key, "admin-key")) {
+      ok = legba_config_string (config, group, *key, "sfu-admin-key", error);
+    } else if (g_str_equal (*key, "topology")
+        || g_str_equal (*key, "sfu-prefixes")) {
+      ok = legba_config_topology_value (config, group, *key, &topology,
+          &prefixes, error);
+      if (ok && topology != NULL) {
+        g_value_init (&value, G_TYPE_STRING);
+        g_value_take_string (&value, g_steal_pointer (&topology));
+        legba_config_set (config, "sfu-topology", &value);
+      } else if (ok) {
+        g_value_init (&value, G_TYPE_STRV);
+        g_value_take_boxed (&value, prefixes);
+        legba_config_set (config, "sfu-prefixes", &value);
+      }
+    } else {
+      return legba_config_fail (config, group, *key, error, "unknown key "
+          "(expected janus-url, janus-ws-url, api-secret, admin-key, "
+          "topology, sfu-prefixes)");
+    }
+    if (!ok)
+      return FALSE;
+  }
+  if (n_urls != n_ws)
+    return legba_config_fail (config, group, n_urls < n_ws ? "janus-url" :
+        "janus-ws-url", error, "janus-url and janus-ws-url name the same "
+        "Janus instances, in the same order: give as many of each");
+  return TRUE;
+}
+
 static gboolean
 legba_config_app (LegbaConfig * config, const char *group, GError ** error)
 {
   static const char *const fields[] = { "id", "key", "secret", NULL };
   g_auto (GStrv) keys = g_key_file_get_keys (config->file, group, NULL, NULL);
-  char **app = g_new0 (char *, APP_COUNTING + 1);
+  char **app = g_new0 (char *, APP_N_FIELDS);
   char **key;
   guint i;
 
@@ -485,12 +629,16 @@ legba_config_app (LegbaConfig * config, const char *group, GError ** error)
     if (g_str_equal (*key, "subscription-count")) {
       if (!legba_config_app_counting (config, group, *key, app, error))
         return FALSE;
+    } else if (g_str_equal (*key, "topology")
+        || g_str_equal (*key, "sfu-prefixes")) {
+      if (!legba_config_app_topology (config, group, *key, app, error))
+        return FALSE;
     } else if (!g_strv_contains (fields, *key)
         && !g_str_equal (*key, "webhooks")
         && !g_strv_contains (legba_server_get_limit_names (), *key)) {
       return legba_config_fail (config, group, *key, error, "unknown key "
-          "(an app has id, key, secret, webhooks, subscription-count and "
-          "limits)");
+          "(an app has id, key, secret, webhooks, subscription-count, "
+          "topology, sfu-prefixes and limits)");
     }
   }
   for (i = 0; fields[i] != NULL; i++) {
@@ -556,13 +704,16 @@ legba_config_read (LegbaConfig * config, GError ** error)
     } else if (g_str_equal (*group, "webhooks")) {
       if (!legba_config_webhooks (config, *group, error))
         return FALSE;
+    } else if (g_str_equal (*group, "sfu")) {
+      if (!legba_config_sfu (config, *group, error))
+        return FALSE;
     } else if (g_str_has_prefix (*group, "app ") && (*group)[4] != '\0') {
       if (!legba_config_app (config, *group, error))
         return FALSE;
     } else {
       return legba_config_fail (config, *group, NULL, error,
-          "unknown group (expected server, limits, redis, turn, webhooks "
-          "or \"app NAME\")");
+          "unknown group (expected server, limits, redis, turn, webhooks, "
+          "sfu or \"app NAME\")");
     }
   }
 
@@ -614,6 +765,13 @@ legba_config_apply (LegbaConfig * config, LegbaServer * server, GError ** error)
                 &local_error)))
       return legba_config_fail (config, app[APP_GROUP], NULL, error,
           local_error->message);
+    if (app[APP_TOPOLOGY] != NULL || app[APP_PREFIXES] != NULL) {
+      g_auto (GStrv) prefixes = app[APP_PREFIXES] ?
+          g_strsplit (app[APP_PREFIXES], ",", -1) : NULL;
+
+      legba_server_set_app_topology (server, app[0], app[APP_TOPOLOGY],
+          (const char *const *) prefixes);
+    }
   }
   for (i = 0; i < config->app_limits->len; i++) {
     char **limit = g_ptr_array_index (config->app_limits, i);

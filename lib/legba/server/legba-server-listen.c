@@ -8,6 +8,7 @@
  */
 #define LEGBA_SERVER_INTERNALS
 #include <legba/server/legba-server-private.h>
+#include <legba/server/legba-sfu.h>
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -161,6 +162,72 @@ legba_server_start_relay (LegbaServer * self, GError ** error)
   return TRUE;
 }
 
+void
+legba_server_set_app_topology (LegbaServer * self, const char *app_id,
+    const char *topology, const char *const *prefixes)
+{
+  LegbaSfuRule *rule = g_new0 (LegbaSfuRule, 1);
+
+  if (topology != NULL)
+    legba_topology_parse (topology, &rule->topology, NULL);
+  rule->prefixes = g_strdupv ((char **) prefixes);
+  if (self->sfu_app_rules == NULL)
+    self->sfu_app_rules = g_hash_table_new_full (g_str_hash, g_str_equal,
+        g_free, legba_sfu_rule_free);
+  g_hash_table_insert (self->sfu_app_rules, g_strdup (app_id), rule);
+}
+
+/* SFU rooms (docs/server.md): the coordinator starts with the first
+ * listener, when Janus instances are configured. */
+static gboolean
+legba_server_start_sfu (LegbaServer * self, GError ** error)
+{
+  LegbaSfuSettings settings = { 0, };
+  g_autoptr (GError) local_error = NULL;
+  guint n_urls = self->sfu_janus_urls ?
+      g_strv_length (self->sfu_janus_urls) : 0;
+  guint n_ws = self->sfu_janus_ws_urls ?
+      g_strv_length (self->sfu_janus_ws_urls) : 0;
+  gboolean wanted = self->sfu_app_rules != NULL ||
+      (self->sfu_prefixes != NULL && self->sfu_prefixes[0] != NULL) ||
+      g_strcmp0 (self->sfu_topology, "sfu") == 0;
+
+  if (self->sfu != NULL || (n_urls == 0 && n_ws == 0 && !wanted))
+    return TRUE;
+  if (n_urls == 0 || n_urls != n_ws) {
+    g_set_error (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_CONFIG,
+        "SFU rooms need as many Janus WebSocket URLs as Janus HTTP API URLs "
+        "(%u and %u given), at least one each", n_ws, n_urls);
+    return FALSE;
+  }
+  for (guint i = 0; i < n_urls; i++) {
+    if (!legba_sfu_url_check (self->sfu_janus_urls[i], FALSE, &local_error)
+        || !legba_sfu_url_check (self->sfu_janus_ws_urls[i], TRUE,
+            &local_error)) {
+      g_set_error (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_CONFIG,
+          "SFU: %s", local_error->message);
+      return FALSE;
+    }
+  }
+  if ((self->sfu_topology != NULL &&
+          !legba_topology_parse (self->sfu_topology, &settings.rule.topology,
+              &local_error)) ||
+      !legba_sfu_prefixes_check ((const char *const *) self->sfu_prefixes,
+          &local_error)) {
+    g_set_error (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_CONFIG,
+        "SFU: %s", local_error->message);
+    return FALSE;
+  }
+  settings.janus_urls = (const char *const *) self->sfu_janus_urls;
+  settings.janus_ws_urls = (const char *const *) self->sfu_janus_ws_urls;
+  settings.api_secret = self->sfu_api_secret;
+  settings.admin_key = self->sfu_admin_key;
+  settings.rule.prefixes = self->sfu_prefixes;
+  settings.app_rules = self->sfu_app_rules;
+  self->sfu = legba_sfu_new (self->hub, &settings);
+  return TRUE;
+}
+
 /* Listens on address:port and returns the port the socket got. The socket
  * is made here rather than by libsoup, for its backlog: a restart sends
  * every client back at once, and GLib's default backlog of 10 would drop
@@ -241,6 +308,7 @@ legba_server_listen (LegbaServer * server, const char *address, guint port,
     return FALSE;
   }
   if (!legba_server_flush_apps (server, error) ||
+      !legba_server_start_sfu (server, error) ||
       !legba_server_start_relay (server, error))
     return FALSE;
   if (server->certificate != NULL)

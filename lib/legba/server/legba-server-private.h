@@ -65,6 +65,11 @@ gboolean legba_server_add_webhook (LegbaServer * server, const char *app_id,
  * server starts listening. */
 void legba_server_set_webhook_settings (LegbaServer * server,
     const LegbaWebhookSettings * settings);
+/* The topology of app_id's rooms ("mesh", "sfu" or NULL: the server's)
+ * and its SFU room prefixes, over the server's own; before the server
+ * starts listening. */
+void legba_server_set_app_topology (LegbaServer * server, const char *app_id,
+    const char *topology, const char *const *prefixes);
 
 /* ---- Internal to lib/legba/legba-server*.c ---- */
 #ifdef LEGBA_SERVER_INTERNALS
@@ -143,6 +148,16 @@ struct _LegbaServer
   char **turn_urls;
   char *turn_secret;
   guint turn_ttl;
+
+  /* SFU rooms on Janus (docs/server.md), read at start */
+  char **sfu_janus_urls;
+  char **sfu_janus_ws_urls;
+  char *sfu_api_secret;
+  char *sfu_admin_key;
+  char *sfu_topology;
+  char **sfu_prefixes;
+  GHashTable *sfu_app_rules;    /* app id -> LegbaSfuRule *, or NULL */
+  struct _LegbaSfu *sfu;
 
   GSource *tick;
   GSource *shutdown_timer;

@@ -14,6 +14,7 @@
 #include <legba/server/legba-ws-deflate.h>
 #include <legba/server/legba-ws-stream.h>
 #include <legba/common/legba-turn.h>
+#include <legba/server/legba-sfu.h>
 
 #include <legba/legba-version.h>
 #include <libsoup/soup.h>
@@ -241,6 +242,12 @@ enum
   PROP_TURN_URLS,
   PROP_TURN_SECRET,
   PROP_TURN_TTL,
+  PROP_SFU_JANUS_URLS,
+  PROP_SFU_JANUS_WS_URLS,
+  PROP_SFU_API_SECRET,
+  PROP_SFU_ADMIN_KEY,
+  PROP_SFU_TOPOLOGY,
+  PROP_SFU_PREFIXES,
   PROP_CONNECTION_COUNT,
   PROP_LIMIT_FIRST,
   N_PROPS = PROP_LIMIT_FIRST + G_N_ELEMENTS (limit_specs)
@@ -555,6 +562,30 @@ legba_server_set_property (GObject * object, guint prop_id,
       self->turn_ttl = g_value_get_uint (value);
       legba_server_apply_turn (self);
       break;
+    case PROP_SFU_JANUS_URLS:
+      g_strfreev (self->sfu_janus_urls);
+      self->sfu_janus_urls = g_value_dup_boxed (value);
+      break;
+    case PROP_SFU_JANUS_WS_URLS:
+      g_strfreev (self->sfu_janus_ws_urls);
+      self->sfu_janus_ws_urls = g_value_dup_boxed (value);
+      break;
+    case PROP_SFU_API_SECRET:
+      g_free (self->sfu_api_secret);
+      self->sfu_api_secret = g_value_dup_string (value);
+      break;
+    case PROP_SFU_ADMIN_KEY:
+      g_free (self->sfu_admin_key);
+      self->sfu_admin_key = g_value_dup_string (value);
+      break;
+    case PROP_SFU_TOPOLOGY:
+      g_free (self->sfu_topology);
+      self->sfu_topology = g_value_dup_string (value);
+      break;
+    case PROP_SFU_PREFIXES:
+      g_strfreev (self->sfu_prefixes);
+      self->sfu_prefixes = g_value_dup_boxed (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -637,6 +668,24 @@ legba_server_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_TURN_TTL:
       g_value_set_uint (value, self->turn_ttl);
       break;
+    case PROP_SFU_JANUS_URLS:
+      g_value_set_boxed (value, self->sfu_janus_urls);
+      break;
+    case PROP_SFU_JANUS_WS_URLS:
+      g_value_set_boxed (value, self->sfu_janus_ws_urls);
+      break;
+    case PROP_SFU_API_SECRET:
+      g_value_set_string (value, self->sfu_api_secret);
+      break;
+    case PROP_SFU_ADMIN_KEY:
+      g_value_set_string (value, self->sfu_admin_key);
+      break;
+    case PROP_SFU_TOPOLOGY:
+      g_value_set_string (value, self->sfu_topology);
+      break;
+    case PROP_SFU_PREFIXES:
+      g_value_set_boxed (value, self->sfu_prefixes);
+      break;
     case PROP_CONNECTION_COUNT:
       g_value_set_uint (value, g_hash_table_size (self->conns));
       break;
@@ -710,6 +759,7 @@ legba_server_finalize (GObject * object)
   g_hash_table_unref (self->conns);
   g_ptr_array_unref (self->ws_handlers);
   g_clear_pointer (&self->ws_uri, g_uri_unref);
+  g_clear_pointer (&self->sfu, legba_sfu_free);
   g_clear_pointer (&self->hub, legba_hub_free);
   legba_metrics_free (self->metrics);
   g_ptr_array_unref (self->pending_apps);
@@ -729,6 +779,13 @@ legba_server_finalize (GObject * object)
   g_strfreev (self->turn_urls);
   g_free (self->turn_secret);
   legba_server_finalize_app_limits (self);
+  g_strfreev (self->sfu_janus_urls);
+  g_strfreev (self->sfu_janus_ws_urls);
+  g_free (self->sfu_api_secret);
+  g_free (self->sfu_admin_key);
+  g_free (self->sfu_topology);
+  g_strfreev (self->sfu_prefixes);
+  g_clear_pointer (&self->sfu_app_rules, g_hash_table_unref);
   g_main_context_unref (self->context);
   G_OBJECT_CLASS (legba_server_parent_class)->finalize (object);
 }
@@ -1005,6 +1062,72 @@ legba_server_class_init (LegbaServerClass * klass)
   properties[PROP_TURN_TTL] = g_param_spec_uint ("turn-ttl", NULL,
       "Seconds TURN credentials stay valid", 60, G_MAXINT,
       LEGBA_TURN_DEFAULT_TTL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:sfu-janus-urls:
+   *
+   * The HTTP API of each Janus instance (`http://HOST:PORT/janus`) on
+   * which the server makes the VideoRooms of SFU rooms, each room on the
+   * instance with the fewest rooms. Read when the server starts; goes with
+   * #LegbaServer:sfu-janus-ws-urls.
+   */
+  properties[PROP_SFU_JANUS_URLS] = g_param_spec_boxed ("sfu-janus-urls",
+      NULL, "HTTP API URLs of the Janus instances of SFU rooms (NULL: none)",
+      G_TYPE_STRV, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:sfu-janus-ws-urls:
+   *
+   * The WebSocket API of each Janus instance, as members of SFU rooms
+   * reach it (`ws://HOST:PORT/`, `wss://...`), in the order of
+   * #LegbaServer:sfu-janus-urls: a member is told the one of its room's
+   * instance.
+   */
+  properties[PROP_SFU_JANUS_WS_URLS] = g_param_spec_boxed
+      ("sfu-janus-ws-urls", NULL,
+      "WebSocket URLs members use, one per Janus instance (NULL: none)",
+      G_TYPE_STRV, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:sfu-api-secret:
+   *
+   * Janus's `api_secret`, sent with the server's requests to Janus; never
+   * given to members.
+   */
+  properties[PROP_SFU_API_SECRET] = g_param_spec_string ("sfu-api-secret",
+      NULL, "Janus API secret of the server's requests (NULL: none)", NULL,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:sfu-admin-key:
+   *
+   * The `admin_key` of Janus's VideoRoom plugin, which creating a room
+   * needs when it is set there.
+   */
+  properties[PROP_SFU_ADMIN_KEY] = g_param_spec_string ("sfu-admin-key",
+      NULL, "Janus VideoRoom admin_key for creating rooms (NULL: none)", NULL,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:sfu-topology:
+   *
+   * The topology of the rooms of every app without one of its own:
+   * `mesh` (the default) or `sfu`. Read when the server starts.
+   */
+  properties[PROP_SFU_TOPOLOGY] = g_param_spec_string ("sfu-topology",
+      NULL, "Topology of rooms: mesh or sfu (NULL: mesh)", NULL,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * LegbaServer:sfu-prefixes:
+   *
+   * Room-name prefixes of SFU rooms in apps without topology of their own:
+   * a room whose name starts with one of them is an SFU room whatever
+   * #LegbaServer:sfu-topology says.
+   */
+  properties[PROP_SFU_PREFIXES] = g_param_spec_boxed ("sfu-prefixes", NULL,
+      "Room-name prefixes of SFU rooms (NULL: none)", G_TYPE_STRV,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**
    * LegbaServer:connection-count:

@@ -1,0 +1,264 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * One VideoRoom request through Janus's HTTP API: create a session, attach
+ * janus.plugin.videoroom, send the request (the VideoRoom answers create,
+ * destroy, allowed and list at once, in the HTTP answer), destroy the
+ * session. A session per request needs no keepalive and survives a Janus
+ * restart; the requests are rare (a room made, a member joining or
+ * leaving).
+ */
+#include <legba/server/legba-janus-api.h>
+
+#include <legba/common/legba-json.h>
+
+#include <string.h>
+
+G_DEFINE_QUARK (legba - janus - error - quark, legba_janus_error);
+
+typedef enum
+{
+  STEP_CREATE,
+  STEP_ATTACH,
+  STEP_MESSAGE,
+  STEP_DESTROY,
+} Step;
+
+typedef struct
+{
+  SoupSession *session;
+  char *url;
+  char *api_secret;
+  JsonObject *body;
+  LegbaJanusCallback callback;
+  gpointer user_data;
+  Step step;
+  gint64 session_id;
+  gint64 handle_id;
+  JsonObject *answer;           /* the VideoRoom's, once there */
+  GError *error;                /* the first failure */
+} Request;
+
+static void request_send (Request * request);
+
+static void
+request_finish (Request * request)
+{
+  request->callback (request->error ? NULL : request->answer, request->error,
+      request->user_data);
+  g_object_unref (request->session);
+  g_free (request->url);
+  g_free (request->api_secret);
+  json_object_unref (request->body);
+  g_clear_pointer (&request->answer, json_object_unref);
+  g_clear_error (&request->error);
+  g_free (request);
+}
+
+/* {"janus": VERB, "transaction": ..., "apisecret": ...} */
+static JsonObject *
+request_envelope (Request * request, const char *verb)
+{
+  JsonObject *obj = json_object_new ();
+
+  json_object_set_string_member (obj, "janus", verb);
+  json_object_set_string_member (obj, "transaction", "legba");
+  if (request->api_secret != NULL)
+    json_object_set_string_member (obj, "apisecret", request->api_secret);
+  return obj;
+}
+
+/* The error of a Janus answer, core or VideoRoom; NULL when none. */
+static GError *
+answer_error (JsonObject * answer, JsonObject ** plugin)
+{
+  const char *verb = legba_json_object_get_string (answer, "janus");
+  JsonObject *error, *pd;
+
+  *plugin = NULL;
+  if (g_strcmp0 (verb, "error") == 0) {
+    error = json_object_get_object_member (answer, "error");
+    if (error != NULL)
+      return g_error_new (LEGBA_JANUS_ERROR,
+          (gint) json_object_get_int_member_with_default (error, "code", 0),
+          "Janus: %s", legba_json_object_get_string (error, "reason") ?
+          legba_json_object_get_string (error, "reason") : "error");
+  }
+  if (g_strcmp0 (verb, "success") != 0)
+    return g_error_new (LEGBA_JANUS_ERROR, LEGBA_JANUS_ERROR_INVALID,
+        "Janus answered \"%s\" where \"success\" was expected",
+        verb ? verb : "(nothing)");
+  pd = json_object_has_member (answer, "plugindata") ?
+      json_object_get_object_member (answer, "plugindata") : NULL;
+  if (pd != NULL && json_object_has_member (pd, "data"))
+    *plugin = json_object_get_object_member (pd, "data");
+  if (*plugin != NULL && json_object_has_member (*plugin, "error_code"))
+    return g_error_new (LEGBA_JANUS_ERROR,
+        (gint) json_object_get_int_member (*plugin, "error_code"),
+        "Janus VideoRoom: %s", legba_json_object_get_string (*plugin,
+            "error") ? legba_json_object_get_string (*plugin, "error") :
+        "error");
+  return NULL;
+}
+
+/* Reads the answer of the current step; FALSE (with request->error set)
+ * when the request cannot go on. */
+static gboolean
+request_take_answer (Request * request, GBytes * bytes, SoupMessage * msg,
+    GError * error)
+{
+  g_autoptr (JsonNode) root = NULL;
+  g_autofree char *why = NULL;
+  JsonObject *answer, *plugin, *data;
+  gsize size = 0;
+  const char *text;
+  GError *janus_error;
+
+  if (bytes == NULL) {
+    request->error = g_error_new (LEGBA_JANUS_ERROR,
+        LEGBA_JANUS_ERROR_UNREACHABLE, "Janus at %s: %s", request->url,
+        error->message);
+    return FALSE;
+  }
+  if (soup_message_get_status (msg) != SOUP_STATUS_OK) {
+    request->error = g_error_new (LEGBA_JANUS_ERROR,
+        LEGBA_JANUS_ERROR_UNREACHABLE, "Janus at %s: HTTP %u", request->url,
+        soup_message_get_status (msg));
+    return FALSE;
+  }
+  text = g_bytes_get_data (bytes, &size);
+  root = legba_json_parse_strict (text, size, NULL, NULL, &why);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root)) {
+    request->error = g_error_new (LEGBA_JANUS_ERROR,
+        LEGBA_JANUS_ERROR_INVALID, "Janus at %s: not a JSON object",
+        request->url);
+    return FALSE;
+  }
+  answer = json_node_get_object (root);
+  janus_error = answer_error (answer, &plugin);
+  if (janus_error != NULL) {
+    request->error = janus_error;
+    return FALSE;
+  }
+  if (request->step == STEP_MESSAGE) {
+    request->answer = plugin ? json_object_ref (plugin) : json_object_new ();
+    return TRUE;
+  }
+  data = json_object_has_member (answer, "data") ?
+      json_object_get_object_member (answer, "data") : NULL;
+  if (request->step != STEP_DESTROY &&
+      (data == NULL || json_object_get_int_member_with_default (data, "id",
+              0) == 0)) {
+    request->error = g_error_new (LEGBA_JANUS_ERROR,
+        LEGBA_JANUS_ERROR_INVALID, "Janus at %s: no id in its answer",
+        request->url);
+    return FALSE;
+  }
+  if (request->step == STEP_CREATE)
+    request->session_id = json_object_get_int_member (data, "id");
+  else if (request->step == STEP_ATTACH)
+    request->handle_id = json_object_get_int_member (data, "id");
+  return TRUE;
+}
+
+static void
+request_sent (GObject * source, GAsyncResult * result, gpointer user_data)
+{
+  Request *request = user_data;
+  SoupMessage *msg = soup_session_get_async_result_message (SOUP_SESSION
+      (source), result);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GBytes) bytes =
+      soup_session_send_and_read_finish (SOUP_SESSION (source), result, &error);
+  gboolean ok;
+
+  if (request->step == STEP_DESTROY) {
+    request_finish (request);
+    return;
+  }
+  ok = request_take_answer (request, bytes, msg, error);
+  if (!ok && request->session_id == 0) {
+    request_finish (request);
+    return;
+  }
+  /* A session once made is destroyed, whatever happened after. */
+  request->step = ok ? request->step + 1 : STEP_DESTROY;
+  request_send (request);
+}
+
+static char *
+object_to_text (JsonObject * obj)
+{
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  g_autoptr (JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+
+  json_node_set_object (node, obj);
+  json_generator_set_root (gen, node);
+  return json_generator_to_data (gen, NULL);
+}
+
+static void
+request_send (Request * request)
+{
+  g_autoptr (JsonObject) obj = NULL;
+  g_autoptr (SoupMessage) msg = NULL;
+  g_autoptr (GBytes) payload = NULL;
+  g_autofree char *url = NULL;
+  g_autofree char *text = NULL;
+
+  switch (request->step) {
+    case STEP_CREATE:
+      obj = request_envelope (request, "create");
+      url = g_strdup (request->url);
+      break;
+    case STEP_ATTACH:
+      obj = request_envelope (request, "attach");
+      json_object_set_string_member (obj, "plugin", "janus.plugin.videoroom");
+      url = g_strdup_printf ("%s/%" G_GINT64_FORMAT, request->url,
+          request->session_id);
+      break;
+    case STEP_MESSAGE:
+      obj = request_envelope (request, "message");
+      json_object_set_object_member (obj, "body",
+          json_object_ref (request->body));
+      url = g_strdup_printf ("%s/%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT,
+          request->url, request->session_id, request->handle_id);
+      break;
+    case STEP_DESTROY:
+    default:
+      obj = request_envelope (request, "destroy");
+      url = g_strdup_printf ("%s/%" G_GINT64_FORMAT, request->url,
+          request->session_id);
+      break;
+  }
+  text = object_to_text (obj);
+  payload = g_bytes_new_take (text, strlen (text));
+  text = NULL;
+  msg = soup_message_new (SOUP_METHOD_POST, url);
+  soup_message_set_request_body_from_bytes (msg, "application/json", payload);
+  soup_session_send_and_read_async (request->session, msg, G_PRIORITY_DEFAULT,
+      NULL, request_sent, request);
+}
+
+void
+legba_janus_request (SoupSession * session, const char *url,
+    const char *api_secret, JsonObject * body, LegbaJanusCallback callback,
+    gpointer user_data)
+{
+  Request *request;
+
+  g_return_if_fail (SOUP_IS_SESSION (session));
+  g_return_if_fail (url != NULL);
+  g_return_if_fail (body != NULL);
+  g_return_if_fail (callback != NULL);
+
+  request = g_new0 (Request, 1);
+  request->session = g_object_ref (session);
+  request->url = g_strdup (url);
+  request->api_secret = api_secret && *api_secret ? g_strdup (api_secret) :
+      NULL;
+  request->body = json_object_ref (body);
+  request->callback = callback;
+  request->user_data = user_data;
+  request_send (request);
+}

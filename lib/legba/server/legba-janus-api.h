@@ -1,0 +1,38 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * One request to a Janus VideoRoom through Janus's HTTP API
+ * (https://janus.conf.meetecho.com/docs/rest.html): a session of its own,
+ * the plugin attached, the request, the session destroyed. Asynchronous,
+ * on the thread-default main context of the caller, over libsoup 3.
+ */
+#pragma once
+
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
+
+G_BEGIN_DECLS
+#define LEGBA_JANUS_ERROR (legba_janus_error_quark ())
+    GQuark legba_janus_error_quark (void);
+
+/* Codes: Janus's own error codes (its core's 4xx, the VideoRoom's 4xx),
+ * or these. */
+typedef enum
+{
+  LEGBA_JANUS_ERROR_UNREACHABLE = 1,    /* no answer, HTTP error */
+  LEGBA_JANUS_ERROR_INVALID = 2,        /* an answer that is not Janus's */
+} LegbaJanusError;
+
+/* data: the VideoRoom's answer ("plugindata" "data"), NULL on error. */
+typedef void (*LegbaJanusCallback) (JsonObject * data, const GError * error,
+    gpointer user_data);
+
+/* Sends body (a VideoRoom request, e.g. {"request": "create", ...}) to the
+ * Janus whose HTTP API is url, with api_secret when not NULL; callback is
+ * called once, from the main context, after the session is closed again.
+ * A VideoRoom answer with an "error_code" is an error of that code. */
+void legba_janus_request (SoupSession * session, const char *url,
+    const char *api_secret, JsonObject * body, LegbaJanusCallback callback,
+    gpointer user_data);
+
+G_END_DECLS

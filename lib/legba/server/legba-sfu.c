@@ -1,0 +1,740 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * SFU rooms on Janus VideoRooms (docs/room-protocol.md §8, docs/server.md
+ * SFU rooms). A subscription to an SFU room's channel is held by the
+ * hub's gate until the member's token is in the room's allowed list, then
+ * completed with legba:topology to that socket only; a client that cannot
+ * do SFU rooms, or a Janus that cannot be reached, gets a
+ * pusher:subscription_error instead.
+ */
+#include <legba/server/legba-sfu.h>
+#include <legba/server/legba-janus-api.h>
+
+#include <legba/common/legba-json.h>
+
+#include <string.h>
+#include <sys/random.h>
+
+#define ROOM_CHANNEL_PREFIX "presence-legba."
+#define TOPOLOGY_EVENT "legba:topology"
+/* Janus answers in milliseconds; a Janus that does not within this is
+ * taken for down. */
+#define JANUS_TIMEOUT_S 5
+/* JavaScript numbers hold integers exactly up to 2^53. */
+#define ROOM_ID_MAX ((G_GUINT64_CONSTANT (1) << 53) - 1)
+/* Janus VideoRoom: the room already exists. */
+#define JANUS_ROOM_EXISTS 427
+/* Janus VideoRoom: no such room. */
+#define JANUS_NO_ROOM 426
+
+typedef enum
+{
+  ROOM_CREATING,
+  ROOM_READY,
+} RoomState;
+
+typedef struct
+{
+  char *socket_id;
+  char *user_id;
+} Waiter;
+
+typedef struct
+{
+  LegbaSfu *sfu;
+  char *key;                    /* app id "\n" channel */
+  char *channel;
+  guint instance;               /* index in janus_urls */
+  guint64 id;
+  char pin[25];
+  char secret[33];
+  RoomState state;
+  GHashTable *tokens;           /* user id -> token, added in Janus */
+  GPtrArray *waiters;           /* Waiter *, until created */
+  guint publishers;
+  guint attempts;               /* creations tried (an id taken: again) */
+  guint n_loads;                /* load answers awaited */
+  guint *loads;                 /* rooms per instance, G_MAXUINT: down */
+} SfuRoom;
+
+struct _LegbaSfu
+{
+  LegbaHub *hub;
+  SoupSession *session;
+  char **janus_urls;
+  char **janus_ws_urls;
+  char *api_secret;
+  char *admin_key;
+  LegbaSfuRule rule;
+  GHashTable *app_rules;
+  GHashTable *rooms;            /* key -> SfuRoom * (owned) */
+  /* Shared with the requests in flight, which find the LegbaSfu gone when
+   * it is cancelled */
+  GCancellable *alive;
+};
+
+/* What a Janus request comes back to. */
+typedef struct
+{
+  GCancellable *alive;
+  LegbaSfu *sfu;
+  char *room_key;
+  char *socket_id;
+  char *user_id;
+  char *token;
+  guint instance;
+} Op;
+
+static void room_create (SfuRoom * room);
+
+static void
+random_hex (char *out, gsize n_chars)
+{
+  guint8 bytes[32];
+  gsize i;
+
+  g_assert (n_chars <= 2 * sizeof bytes);
+  if (getrandom (bytes, (n_chars + 1) / 2, 0) != (gssize) (n_chars + 1) / 2)
+    g_error ("getrandom failed");
+  for (i = 0; i < n_chars; i++)
+    out[i] = "0123456789abcdef"[(bytes[i / 2] >> (i % 2 ? 0 : 4)) & 0xf];
+  out[n_chars] = '\0';
+}
+
+static guint64
+random_room_id (void)
+{
+  guint64 id = 0;
+
+  while (id == 0) {
+    if (getrandom (&id, sizeof id, 0) != sizeof id)
+      g_error ("getrandom failed");
+    id &= ROOM_ID_MAX;
+  }
+  return id;
+}
+
+static Op *
+op_new (LegbaSfu * sfu, SfuRoom * room)
+{
+  Op *op = g_new0 (Op, 1);
+
+  op->alive = g_object_ref (sfu->alive);
+  op->sfu = sfu;
+  op->room_key = room ? g_strdup (room->key) : NULL;
+  return op;
+}
+
+static void
+op_free (Op * op)
+{
+  g_object_unref (op->alive);
+  g_free (op->room_key);
+  g_free (op->socket_id);
+  g_free (op->user_id);
+  g_free (op->token);
+  g_free (op);
+}
+
+/* The room of op, or NULL when the LegbaSfu or the room went away. */
+static SfuRoom *
+op_room (Op * op)
+{
+  if (g_cancellable_is_cancelled (op->alive))
+    return NULL;
+  return g_hash_table_lookup (op->sfu->rooms, op->room_key);
+}
+
+static void
+waiter_free (gpointer data)
+{
+  Waiter *waiter = data;
+
+  g_free (waiter->socket_id);
+  g_free (waiter->user_id);
+  g_free (waiter);
+}
+
+static void
+room_free (gpointer data)
+{
+  SfuRoom *room = data;
+
+  g_free (room->key);
+  g_free (room->channel);
+  g_hash_table_unref (room->tokens);
+  g_ptr_array_unref (room->waiters);
+  g_free (room->loads);
+  g_free (room);
+}
+
+static JsonObject *
+room_request (SfuRoom * room, const char *request)
+{
+  JsonObject *body = json_object_new ();
+
+  json_object_set_string_member (body, "request", request);
+  json_object_set_int_member (body, "room", (gint64) room->id);
+  if (strcmp (request, "create") != 0)
+    json_object_set_string_member (body, "secret", room->secret);
+  if (room->sfu->admin_key != NULL)
+    json_object_set_string_member (body, "admin_key", room->sfu->admin_key);
+  return body;
+}
+
+static void
+room_send (SfuRoom * room, JsonObject * body, LegbaJanusCallback callback,
+    Op * op)
+{
+  LegbaSfu *sfu = room->sfu;
+
+  legba_janus_request (sfu->session, sfu->janus_urls[room->instance],
+      sfu->api_secret, body, callback, op);
+}
+
+/* ---- Answers to held subscriptions ---- */
+
+/* legba:topology data, docs/room-protocol.md §8. */
+static char *
+topology_data (SfuRoom * room, const char *token)
+{
+  g_autoptr (GString) data = g_string_new ("{\"topology\":\"sfu\",\"sfu\":"
+      "{\"kind\":\"janus\",\"url\":");
+
+  legba_json_append_string (data, room->sfu->janus_ws_urls[room->instance]);
+  g_string_append_printf (data, ",\"room\":%" G_GUINT64_FORMAT ",\"pin\":",
+      room->id);
+  legba_json_append_string (data, room->pin);
+  g_string_append (data, ",\"token\":");
+  legba_json_append_string (data, token);
+  g_string_append (data, "}}");
+  return g_string_free (g_steal_pointer (&data), FALSE);
+}
+
+static void
+refuse_unavailable (LegbaSfu * sfu, const char *channel,
+    const char *socket_id, const GError * error)
+{
+  g_autofree char *message = g_strdup_printf ("room %s is an SFU room and "
+      "its SFU cannot be reached: %s",
+      channel + strlen (ROOM_CHANNEL_PREFIX), error->message);
+
+  g_message ("sfu-unavailable channel=%s socket_id=%s error=\"%s\"",
+      channel, socket_id, error->message);
+  legba_hub_gate_refuse (sfu->hub, socket_id, channel, "LegbaSfuUnavailable",
+      503, message);
+}
+
+static void
+token_removed (JsonObject * data, const GError * error, gpointer user_data)
+{
+  Op *op = user_data;
+
+  if (error != NULL && !g_cancellable_is_cancelled (op->alive))
+    g_message ("sfu-token-remove-failed room=%s user_id=%s error=\"%s\"",
+        op->room_key, op->user_id, error->message);
+  op_free (op);
+}
+
+static void
+token_remove (SfuRoom * room, const char *user_id, const char *token)
+{
+  JsonObject *body = room_request (room, "allowed");
+  JsonArray *allowed = json_array_new ();
+  Op *op = op_new (room->sfu, room);
+
+  json_array_add_string_element (allowed, token);
+  json_object_set_string_member (body, "action", "remove");
+  json_object_set_array_member (body, "allowed", allowed);
+  op->user_id = g_strdup (user_id);
+  room_send (room, body, token_removed, op);
+  json_object_unref (body);
+}
+
+static void
+token_added (JsonObject * data, const GError * error, gpointer user_data)
+{
+  Op *op = user_data;
+  SfuRoom *room = op_room (op);
+  g_autofree char *topology = NULL;
+
+  if (room == NULL) {
+    op_free (op);
+    return;
+  }
+  if (error != NULL) {
+    refuse_unavailable (room->sfu, room->channel, op->socket_id, error);
+    /* Janus lost the room (it restarted): the next member makes it
+     * again. */
+    if (error->domain == LEGBA_JANUS_ERROR && error->code == JANUS_NO_ROOM)
+      g_hash_table_remove (room->sfu->rooms, room->key);
+    op_free (op);
+    return;
+  }
+  topology = topology_data (room, op->token);
+  if (legba_hub_gate_accept (room->sfu->hub, op->socket_id, room->channel,
+          TOPOLOGY_EVENT, topology)) {
+    const char *old = g_hash_table_lookup (room->tokens, op->user_id);
+
+    if (old != NULL && strcmp (old, op->token) != 0)
+      token_remove (room, op->user_id, old);
+    g_hash_table_insert (room->tokens, g_strdup (op->user_id),
+        g_strdup (op->token));
+  } else {
+    /* Gone meanwhile: its token goes too. */
+    token_remove (room, op->user_id, op->token);
+  }
+  op_free (op);
+}
+
+/* Adds a fresh token of user_id to the room, then completes the held
+ * subscription. */
+static void
+token_add (SfuRoom * room, const char *socket_id, const char *user_id)
+{
+  JsonObject *body = room_request (room, "allowed");
+  JsonArray *allowed = json_array_new ();
+  Op *op = op_new (room->sfu, room);
+  char token[33];
+
+  random_hex (token, 32);
+  json_array_add_string_element (allowed, token);
+  json_object_set_string_member (body, "action", "add");
+  json_object_set_array_member (body, "allowed", allowed);
+  op->socket_id = g_strdup (socket_id);
+  op->user_id = g_strdup (user_id);
+  op->token = g_strdup (token);
+  room_send (room, body, token_added, op);
+  json_object_unref (body);
+}
+
+/* ---- The room's life ---- */
+
+static void
+room_fail (SfuRoom * room, const GError * error)
+{
+  LegbaSfu *sfu = room->sfu;
+  g_autoptr (GPtrArray) waiters = g_steal_pointer (&room->waiters);
+  g_autofree char *channel = g_strdup (room->channel);
+
+  room->waiters = g_ptr_array_new_with_free_func (waiter_free);
+  g_hash_table_remove (sfu->rooms, room->key);
+  for (guint i = 0; i < waiters->len; i++) {
+    Waiter *waiter = waiters->pdata[i];
+
+    refuse_unavailable (sfu, channel, waiter->socket_id, error);
+  }
+}
+
+static void
+room_created (JsonObject * data, const GError * error, gpointer user_data)
+{
+  Op *op = user_data;
+  SfuRoom *room = op_room (op);
+
+  if (room == NULL) {
+    op_free (op);
+    return;
+  }
+  op_free (op);
+  if (error != NULL && error->domain == LEGBA_JANUS_ERROR &&
+      error->code == JANUS_ROOM_EXISTS && room->attempts < 3) {
+    room->id = random_room_id ();
+    room_create (room);
+    return;
+  }
+  if (error != NULL) {
+    room_fail (room, error);
+    return;
+  }
+  g_message ("sfu-room-created channel=%s janus=%s room=%" G_GUINT64_FORMAT,
+      room->channel, room->sfu->janus_urls[room->instance], room->id);
+  room->state = ROOM_READY;
+  for (guint i = 0; i < room->waiters->len; i++) {
+    Waiter *waiter = room->waiters->pdata[i];
+
+    token_add (room, waiter->socket_id, waiter->user_id);
+  }
+  g_ptr_array_set_size (room->waiters, 0);
+}
+
+static void
+room_create (SfuRoom * room)
+{
+  JsonObject *body = room_request (room, "create");
+  g_autofree char *description = g_strdup_printf ("legba %s", room->key);
+
+  g_strdelimit (description, "\n", ' ');
+  room->attempts++;
+  json_object_set_string_member (body, "description", description);
+  json_object_set_boolean_member (body, "is_private", TRUE);
+  json_object_set_boolean_member (body, "permanent", FALSE);
+  json_object_set_string_member (body, "secret", room->secret);
+  json_object_set_string_member (body, "pin", room->pin);
+  json_object_set_array_member (body, "allowed", json_array_new ());
+  json_object_set_int_member (body, "publishers", room->publishers);
+  json_object_set_string_member (body, "audiocodec", "opus");
+  json_object_set_string_member (body, "videocodec", "h264,vp8");
+  json_object_set_boolean_member (body, "transport_wide_cc_ext", TRUE);
+  json_object_set_boolean_member (body, "notify_joining", TRUE);
+  room_send (room, body, room_created, op_new (room->sfu, room));
+  json_object_unref (body);
+}
+
+static void
+room_destroyed (JsonObject * data, const GError * error, gpointer user_data)
+{
+  Op *op = user_data;
+
+  if (error != NULL && !g_cancellable_is_cancelled (op->alive))
+    g_message ("sfu-room-destroy-failed room=%s error=\"%s\"", op->room_key,
+        error->message);
+  op_free (op);
+}
+
+/* ---- Placement: the instance with the fewest rooms ---- */
+
+static void
+load_answered (JsonObject * data, const GError * error, gpointer user_data)
+{
+  Op *op = user_data;
+  SfuRoom *room = op_room (op);
+  guint best = G_MAXUINT, i;
+  JsonArray *list;
+
+  if (room == NULL) {
+    op_free (op);
+    return;
+  }
+  list = data && json_object_has_member (data, "list") ?
+      json_object_get_array_member (data, "list") : NULL;
+  room->loads[op->instance] = error || list == NULL ? G_MAXUINT :
+      json_array_get_length (list);
+  if (error != NULL)
+    g_message ("sfu-instance-down janus=%s error=\"%s\"",
+        room->sfu->janus_urls[op->instance], error->message);
+  op_free (op);
+  if (--room->n_loads > 0)
+    return;
+  for (i = 0; room->sfu->janus_urls[i] != NULL; i++) {
+    if (room->loads[i] != G_MAXUINT &&
+        (best == G_MAXUINT || room->loads[i] < room->loads[best]))
+      best = i;
+  }
+  if (best == G_MAXUINT) {
+    g_autoptr (GError) down = g_error_new (LEGBA_JANUS_ERROR,
+        LEGBA_JANUS_ERROR_UNREACHABLE, "no Janus instance answers");
+
+    room_fail (room, down);
+    return;
+  }
+  room->instance = best;
+  room_create (room);
+}
+
+/* Asks each instance for its rooms (VideoRoom list, private ones
+ * included with the admin key), then creates the room on the least
+ * loaded; with one instance, creates it there at once. */
+static void
+room_place (SfuRoom * room)
+{
+  LegbaSfu *sfu = room->sfu;
+  guint n = g_strv_length (sfu->janus_urls);
+
+  if (n == 1) {
+    room_create (room);
+    return;
+  }
+  room->loads = g_new0 (guint, n);
+  room->n_loads = n;
+  for (guint i = 0; i < n; i++) {
+    JsonObject *body = json_object_new ();
+    Op *op = op_new (sfu, room);
+
+    op->instance = i;
+    json_object_set_string_member (body, "request", "list");
+    if (sfu->admin_key != NULL)
+      json_object_set_string_member (body, "admin_key", sfu->admin_key);
+    legba_janus_request (sfu->session, sfu->janus_urls[i], sfu->api_secret,
+        body, load_answered, op);
+    json_object_unref (body);
+  }
+}
+
+/* ---- The gate ---- */
+
+static gboolean
+is_sfu_room (LegbaSfu * sfu, LegbaHubApp * app, const char *room)
+{
+  const LegbaSfuRule *rule = sfu->app_rules ?
+      g_hash_table_lookup (sfu->app_rules, legba_hub_app_get_id (app)) : NULL;
+
+  if (rule == NULL)
+    rule = &sfu->rule;
+  if (rule->topology == LEGBA_TOPOLOGY_SFU)
+    return TRUE;
+  for (char **p = rule->prefixes; p && *p; p++) {
+    if (g_str_has_prefix (room, *p))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* user_info's "protocol" is legba-room/N with N >= 2. */
+static gboolean
+speaks_sfu (const char *user_info)
+{
+  g_autoptr (JsonNode) root = NULL;
+  g_autofree char *error = NULL;
+  const char *protocol = NULL;
+  guint64 version = 0;
+  char *end = NULL;
+
+  if (user_info != NULL)
+    root = legba_json_parse_strict (user_info, strlen (user_info), NULL,
+        NULL, &error);
+  if (root != NULL && JSON_NODE_HOLDS_OBJECT (root))
+    protocol = legba_json_object_get_string (json_node_get_object (root),
+        "protocol");
+  if (protocol == NULL || !g_str_has_prefix (protocol, "legba-room/"))
+    return FALSE;
+  version = g_ascii_strtoull (protocol + strlen ("legba-room/"), &end, 10);
+  return end != NULL && *end == '\0' && version >= 2;
+}
+
+typedef struct
+{
+  LegbaSfu *sfu;
+  GCancellable *alive;
+  char *socket_id;
+  char *channel;
+} Refusal;
+
+static gboolean
+refuse_old_client (gpointer user_data)
+{
+  Refusal *refusal = user_data;
+  g_autofree char *message = NULL;
+
+  if (!g_cancellable_is_cancelled (refusal->alive)) {
+    message = g_strdup_printf ("room %s is an SFU room: it needs a client "
+        "that speaks legba-room/2",
+        refusal->channel + strlen (ROOM_CHANNEL_PREFIX));
+    legba_hub_gate_refuse (refusal->sfu->hub, refusal->socket_id,
+        refusal->channel, "LegbaTopology", 400, message);
+  }
+  g_object_unref (refusal->alive);
+  g_free (refusal->socket_id);
+  g_free (refusal->channel);
+  g_free (refusal);
+  return G_SOURCE_REMOVE;
+}
+
+static SfuRoom *
+room_new (LegbaSfu * sfu, LegbaHubApp * app, const char *key,
+    const char *channel)
+{
+  SfuRoom *room = g_new0 (SfuRoom, 1);
+  guint cap = legba_hub_app_get_limits (app)->max_presence_members;
+
+  room->sfu = sfu;
+  room->key = g_strdup (key);
+  room->channel = g_strdup (channel);
+  room->id = random_room_id ();
+  random_hex (room->pin, 24);
+  random_hex (room->secret, 32);
+  room->state = ROOM_CREATING;
+  room->tokens = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+      g_free);
+  room->waiters = g_ptr_array_new_with_free_func (waiter_free);
+  /* Every member may publish; an app without a member cap gets Janus's
+   * own default of the VideoRoom's examples times ten. */
+  room->publishers = cap > 0 ? cap : 100;
+  g_hash_table_insert (sfu->rooms, room->key, room);
+  return room;
+}
+
+static gboolean
+gate_admit (LegbaHubApp * app, const char *channel, const char *socket_id,
+    const char *user_id, const char *user_info, gpointer user_data)
+{
+  LegbaSfu *sfu = user_data;
+  g_autofree char *key = NULL;
+  SfuRoom *room;
+  Waiter *waiter;
+
+  if (!g_str_has_prefix (channel, ROOM_CHANNEL_PREFIX) ||
+      !is_sfu_room (sfu, app, channel + strlen (ROOM_CHANNEL_PREFIX)))
+    return FALSE;
+  if (!speaks_sfu (user_info)) {
+    Refusal *refusal = g_new0 (Refusal, 1);
+
+    refusal->sfu = sfu;
+    refusal->alive = g_object_ref (sfu->alive);
+    refusal->socket_id = g_strdup (socket_id);
+    refusal->channel = g_strdup (channel);
+    g_idle_add (refuse_old_client, refusal);
+    return TRUE;
+  }
+  key = g_strconcat (legba_hub_app_get_id (app), "\n", channel, NULL);
+  room = g_hash_table_lookup (sfu->rooms, key);
+  if (room != NULL && room->state == ROOM_READY) {
+    token_add (room, socket_id, user_id);
+    return TRUE;
+  }
+  waiter = g_new0 (Waiter, 1);
+  waiter->socket_id = g_strdup (socket_id);
+  waiter->user_id = g_strdup (user_id);
+  if (room == NULL) {
+    room = room_new (sfu, app, key, channel);
+    g_ptr_array_add (room->waiters, waiter);
+    room_place (room);
+  } else {
+    g_ptr_array_add (room->waiters, waiter);
+  }
+  return TRUE;
+}
+
+static void
+gate_left (LegbaHubApp * app, const char *channel, const char *user_id,
+    gpointer user_data)
+{
+  LegbaSfu *sfu = user_data;
+  g_autofree char *key = g_strconcat (legba_hub_app_get_id (app), "\n",
+      channel, NULL);
+  SfuRoom *room = g_hash_table_lookup (sfu->rooms, key);
+  g_autofree char *token = NULL;
+  gpointer stolen_key = NULL;
+
+  if (room == NULL || !g_hash_table_steal_extended (room->tokens, user_id,
+          &stolen_key, (gpointer *) & token))
+    return;
+  g_free (stolen_key);
+  token_remove (room, user_id, token);
+}
+
+static void
+gate_vacated (LegbaHubApp * app, const char *channel, gpointer user_data)
+{
+  LegbaSfu *sfu = user_data;
+  g_autofree char *key = g_strconcat (legba_hub_app_get_id (app), "\n",
+      channel, NULL);
+  SfuRoom *room = g_hash_table_lookup (sfu->rooms, key);
+  JsonObject *body;
+
+  /* A room still being made has members on their way in. */
+  if (room == NULL || room->state != ROOM_READY)
+    return;
+  g_message ("sfu-room-destroyed channel=%s janus=%s room=%" G_GUINT64_FORMAT,
+      channel, sfu->janus_urls[room->instance], room->id);
+  body = room_request (room, "destroy");
+  room_send (room, body, room_destroyed, op_new (sfu, room));
+  json_object_unref (body);
+  g_hash_table_remove (sfu->rooms, key);
+}
+
+/* ---- Settings ---- */
+
+gboolean
+legba_topology_parse (const char *text, LegbaTopology * topology,
+    GError ** error)
+{
+  if (g_strcmp0 (text, "mesh") == 0) {
+    *topology = LEGBA_TOPOLOGY_MESH;
+    return TRUE;
+  }
+  if (g_strcmp0 (text, "sfu") == 0) {
+    *topology = LEGBA_TOPOLOGY_SFU;
+    return TRUE;
+  }
+  g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+      "\"%s\" is not a topology (mesh or sfu)", text ? text : "");
+  return FALSE;
+}
+
+gboolean
+legba_sfu_url_check (const char *url, gboolean ws, GError ** error)
+{
+  g_autoptr (GUri) uri = g_uri_parse (url, G_URI_FLAGS_NONE, NULL);
+  const char *scheme = uri ? g_uri_get_scheme (uri) : NULL;
+  gboolean ok = scheme != NULL && g_uri_get_host (uri) != NULL &&
+      (ws ? (g_str_equal (scheme, "ws") || g_str_equal (scheme, "wss")) :
+      (g_str_equal (scheme, "http") || g_str_equal (scheme, "https")));
+
+  if (!ok)
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+        "\"%s\" is not a%s URL", url, ws ? " ws:// or wss://" :
+        "n http:// or https://");
+  return ok;
+}
+
+gboolean
+legba_sfu_prefixes_check (const char *const *prefixes, GError ** error)
+{
+  for (const char *const *p = prefixes; p && *p; p++) {
+    gsize n = strlen (*p);
+
+    if (n == 0 || n > 100 || strspn (*p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+            "abcdefghijklmnopqrstuvwxyz0123456789_-=@,.;") != n) {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+          "\"%s\" is not a room-name prefix (1 to 100 of A-Z a-z 0-9 "
+          "_ - = @ . ;)", *p);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+void
+legba_sfu_rule_free (gpointer rule)
+{
+  LegbaSfuRule *r = rule;
+
+  g_strfreev (r->prefixes);
+  g_free (r);
+}
+
+LegbaSfu *
+legba_sfu_new (LegbaHub * hub, const LegbaSfuSettings * settings)
+{
+  LegbaSfu *sfu = g_new0 (LegbaSfu, 1);
+  const LegbaHubGate gate = { gate_admit, gate_left, gate_vacated };
+
+  g_return_val_if_fail (settings->janus_urls && settings->janus_urls[0], NULL);
+  g_return_val_if_fail (g_strv_length ((char **) settings->janus_urls) ==
+      g_strv_length ((char **) settings->janus_ws_urls), NULL);
+
+  sfu->hub = hub;
+  sfu->session = soup_session_new_with_options ("timeout", JANUS_TIMEOUT_S,
+      "idle-timeout", JANUS_TIMEOUT_S, NULL);
+  sfu->janus_urls = g_strdupv ((char **) settings->janus_urls);
+  sfu->janus_ws_urls = g_strdupv ((char **) settings->janus_ws_urls);
+  sfu->api_secret = g_strdup (settings->api_secret);
+  sfu->admin_key = g_strdup (settings->admin_key);
+  sfu->rule.topology = settings->rule.topology;
+  sfu->rule.prefixes = g_strdupv (settings->rule.prefixes);
+  sfu->app_rules = settings->app_rules;
+  sfu->rooms = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, room_free);
+  sfu->alive = g_cancellable_new ();
+  legba_hub_set_gate (hub, &gate, sfu);
+  return sfu;
+}
+
+void
+legba_sfu_free (LegbaSfu * sfu)
+{
+  if (sfu == NULL)
+    return;
+  legba_hub_set_gate (sfu->hub, NULL, NULL);
+  g_cancellable_cancel (sfu->alive);
+  g_object_unref (sfu->alive);
+  g_hash_table_unref (sfu->rooms);
+  g_object_unref (sfu->session);
+  g_strfreev (sfu->janus_urls);
+  g_strfreev (sfu->janus_ws_urls);
+  g_free (sfu->api_secret);
+  g_free (sfu->admin_key);
+  g_strfreev (sfu->rule.prefixes);
+  g_free (sfu);
+}

@@ -1,0 +1,318 @@
+// Legba: real-time rooms for GStreamer
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// SFU rooms (docs/room-protocol.md §8): legba-server coordinates a real
+// Janus 1.1 that tests/common/start-janus.sh starts. A pusher-js client
+// speaking legba-room/2 joins an SFU room and gets legba:topology; the pin
+// and token it gets let it join the Janus VideoRoom as a publisher, a
+// forged token, another room's token and a departed member's token do
+// not; the VideoRoom goes with the last member; a legba-room/1 client is
+// refused; mesh rooms are unchanged; a Janus that is down is a named
+// error.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join as joinPath } from 'node:path';
+import { promisify } from 'node:util';
+import {
+  WAIT_MS, connectClient, disconnectAll, named, roundTrip, sdkChannelAuth,
+  sdkFor, startServer, within,
+} from './server.mjs';
+
+const run = promisify(execFile);
+const FIXTURE = new URL('../common/start-janus.sh', import.meta.url).pathname;
+
+let janus = null;
+let janusDir;
+let server;
+let downServer;
+const clients = [];
+
+/* A TCP port nothing listens on (taken, then released). */
+function closedPort ()
+{
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+before(async () => {
+  janusDir = mkdtempSync(joinPath(tmpdir(), 'legba-janus-'));
+  try {
+    const { stdout } = await run(FIXTURE, [janusDir], { timeout: 60000 });
+    janus = Object.fromEntries(stdout.trim().split('\n')
+        .map((line) => line.split(/=(.*)/s).slice(0, 2)));
+  } catch (e) {
+    if (e.code === 77)
+      return;
+    throw e;
+  }
+  server = await startServer({ args: [
+    '--janus-url', janus.JANUS_HTTP_URL, '--janus-ws-url', janus.JANUS_WS_URL,
+    '--janus-api-secret', janus.JANUS_API_SECRET,
+    '--janus-admin-key', janus.JANUS_ADMIN_KEY,
+    '--sfu-prefixes', 'class-,stage-',
+  ] });
+  const port = await closedPort();
+  downServer = await startServer({ args: [
+    '--janus-url', `http://127.0.0.1:${port}/janus`,
+    '--janus-ws-url', `ws://127.0.0.1:${port}/`, '--topology', 'sfu',
+  ] });
+});
+
+after(async () => {
+  await disconnectAll(clients.splice(0));
+  for (const s of [server, downServer]) {
+    if (!s)
+      continue;
+    const status = await s.stop();
+    assert.deepEqual(status, { code: 0, signal: null },
+        `legba-server exits 0 on SIGTERM; its log:\n${s.log()}`);
+  }
+  await run(FIXTURE, ['--stop', janusDir]);
+  rmSync(janusDir, { recursive: true, force: true });
+});
+
+/* ---- Janus's HTTP API, as a client holding only a pin and a token ---- */
+
+let transactions = 0;
+
+async function janusPost (path, body)
+{
+  const response = await fetch(`${janus.JANUS_HTTP_URL}${path}`, {
+    method: 'POST',
+    body: JSON.stringify({ ...body, transaction: `t${++transactions}`,
+      apisecret: janus.JANUS_API_SECRET }),
+    signal: AbortSignal.timeout(WAIT_MS),
+  });
+  return await response.json();
+}
+
+/* A session with janus.plugin.videoroom attached. */
+async function janusHandle ()
+{
+  const session = await janusPost('', { janus: 'create' });
+  assert.equal(session.janus, 'success', JSON.stringify(session));
+  const sid = session.data.id;
+  const handle = await janusPost(`/${sid}`, { janus: 'attach',
+    plugin: 'janus.plugin.videoroom' });
+  assert.equal(handle.janus, 'success', JSON.stringify(handle));
+  return { sid, hid: handle.data.id };
+}
+
+/* A VideoRoom request answered at once (exists, list...). */
+async function videoroom (body)
+{
+  const { sid, hid } = await janusHandle();
+  try {
+    const answer = await janusPost(`/${sid}/${hid}`, { janus: 'message',
+      body });
+    return answer.plugindata.data;
+  } finally {
+    await janusPost(`/${sid}`, { janus: 'destroy' });
+  }
+}
+
+/* join ptype publisher: the VideoRoom's event ({videoroom: "joined"} or
+ * {error_code, error}). */
+async function publisherJoin (sfu, overrides = {})
+{
+  const { sid, hid } = await janusHandle();
+  try {
+    const ack = await janusPost(`/${sid}/${hid}`, { janus: 'message',
+      body: { request: 'join', ptype: 'publisher', room: sfu.room,
+        pin: sfu.pin, token: sfu.token, display: 'probe', ...overrides } });
+    assert.equal(ack.janus, 'ack', JSON.stringify(ack));
+    const deadline = Date.now() + WAIT_MS;
+    while (Date.now() < deadline) {
+      const poll = await fetch(`${janus.JANUS_HTTP_URL}/${sid}?maxev=1&` +
+          `apisecret=${janus.JANUS_API_SECRET}`,
+          { signal: AbortSignal.timeout(WAIT_MS) });
+      const event = await poll.json();
+      if (event.transaction === ack.transaction && event.plugindata)
+        return event.plugindata.data;
+    }
+    throw new Error('no answer to the VideoRoom join');
+  } finally {
+    await janusPost(`/${sid}`, { janus: 'destroy' });
+  }
+}
+
+/* ---- Room members ---- */
+
+let members = 0;
+
+/* A pusher-js client subscribed (or refused) to presence-legba.ROOM with
+ * user_info protocol `protocol` (none when null). Resolves with the
+ * client and the answer to its subscription. */
+async function join (s, room, protocol = 'legba-room/2')
+{
+  const id = `p${++members}-${Math.random().toString(36).slice(2, 10)}`;
+  const userInfo = { identity: id, name: id };
+  if (protocol)
+    userInfo.protocol = protocol;
+  const pusher = await connectClient(s, { channelAuthorization:
+    sdkChannelAuth(sdkFor(s), { user_id: id, user_info: userInfo }) });
+  clients.push(pusher);
+  const channel = `presence-legba.${room}`;
+  pusher.subscribe(channel);
+  const answer = await pusher.recorder.next((e) => e.channel === channel &&
+      (e.event === 'pusher_internal:subscription_succeeded' ||
+          e.event === 'pusher:subscription_error'),
+      `the answer to ${id}'s subscription to ${channel}`);
+  return { pusher, id, channel, answer };
+}
+
+async function topologyOf (member)
+{
+  const event = await member.pusher.recorder.next(
+      named('legba:topology', member.channel),
+      `legba:topology for ${member.id}`);
+  return event.data;
+}
+
+async function leave (member)
+{
+  member.pusher.disconnect();
+  await member.pusher.recorder.until(
+      () => member.pusher.connection.state === 'disconnected',
+      `${member.id} to disconnect`);
+}
+
+async function roomExists (id)
+{
+  const data = await videoroom({ request: 'exists', room: id });
+  return data.exists;
+}
+
+function skipWithoutJanus (t)
+{
+  if (janus)
+    return false;
+  t.skip('janus is not installed');
+  return true;
+}
+
+test('a legba-room/2 member of an SFU room gets legba:topology, and its ' +
+    'pin and token let it join the Janus VideoRoom', async (t) => {
+  if (skipWithoutJanus(t))
+    return;
+  const a = await join(server, 'class-physics');
+  assert.equal(a.answer.event, 'pusher_internal:subscription_succeeded');
+  const topology = await topologyOf(a);
+  assert.deepEqual(Object.keys(topology), ['topology', 'sfu']);
+  assert.equal(topology.topology, 'sfu');
+  assert.deepEqual(Object.keys(topology.sfu),
+      ['kind', 'url', 'room', 'pin', 'token']);
+  assert.equal(topology.sfu.kind, 'janus');
+  assert.equal(topology.sfu.url, janus.JANUS_WS_URL);
+  assert.ok(Number.isSafeInteger(topology.sfu.room) && topology.sfu.room > 0);
+  /* It came right after the subscription succeeded, to this socket. */
+  const events = a.pusher.recorder.events.filter((e) =>
+    e.channel === a.channel).map((e) => e.event);
+  assert.deepEqual(events.slice(0, 2),
+      ['pusher_internal:subscription_succeeded', 'legba:topology']);
+
+  const joined = await publisherJoin(topology.sfu);
+  assert.equal(joined.videoroom, 'joined', JSON.stringify(joined));
+
+  /* Forged: refused by Janus. */
+  const forged = await publisherJoin({ ...topology.sfu,
+    token: 'f'.repeat(32) });
+  assert.equal(forged.error_code, 433, JSON.stringify(forged));
+  const noPin = await publisherJoin({ ...topology.sfu, pin: 'wrong' });
+  assert.equal(noPin.error_code, 433, JSON.stringify(noPin));
+
+  /* Another member gets its own token, and the topology goes to it
+   * only. */
+  const b = await join(server, 'class-physics');
+  const other = await topologyOf(b);
+  assert.equal(other.sfu.room, topology.sfu.room);
+  assert.notEqual(other.sfu.token, topology.sfu.token);
+  await roundTrip(a.pusher);
+  assert.equal(a.pusher.recorder.all(named('legba:topology')).length, 1);
+
+  /* A token of another room does not open this one. */
+  const c = await join(server, 'stage-main');
+  const stage = await topologyOf(c);
+  assert.notEqual(stage.sfu.room, topology.sfu.room);
+  const crossed = await publisherJoin({ ...topology.sfu,
+    token: stage.sfu.token });
+  assert.equal(crossed.error_code, 433, JSON.stringify(crossed));
+
+  /* A member that left: its token is taken back. */
+  await leave(a);
+  await within((async () => {
+    for (;;) {
+      const again = await publisherJoin(topology.sfu);
+      if (again.error_code === 433)
+        return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })(), WAIT_MS, 'Janus to refuse the departed member\'s token');
+  assert.equal(await roomExists(topology.sfu.room), true,
+      'the VideoRoom stays while a member is in it');
+
+  /* The last member gone: the VideoRoom is destroyed. */
+  await leave(b);
+  await within((async () => {
+    while (await roomExists(topology.sfu.room))
+      await new Promise((r) => setTimeout(r, 100));
+  })(), WAIT_MS, 'the VideoRoom to be destroyed');
+  await leave(c);
+});
+
+test('a legba-room/1 client, or one that names no protocol, is refused ' +
+    'from an SFU room', async (t) => {
+  if (skipWithoutJanus(t))
+    return;
+  for (const protocol of ['legba-room/1', null]) {
+    const old = await join(server, 'class-history', protocol);
+    assert.equal(old.answer.event, 'pusher:subscription_error');
+    assert.deepEqual(old.answer.data, { type: 'LegbaTopology',
+      error: 'room class-history is an SFU room: it needs a client that ' +
+        'speaks legba-room/2', status: 400 });
+    await roundTrip(old.pusher);
+    assert.equal(old.pusher.recorder.all(named('legba:topology')).length, 0);
+    const info = await sdkFor(server).get({
+      path: '/channels/presence-legba.class-history/users' });
+    assert.deepEqual((await info.json()).users, [],
+        'never half-joined: not a member');
+  }
+});
+
+test('a mesh room is unchanged: no legba:topology, legba-room/1 welcome',
+    async (t) => {
+      if (skipWithoutJanus(t))
+        return;
+      const m1 = await join(server, 'standup', 'legba-room/1');
+      const m2 = await join(server, 'standup');
+      for (const m of [m1, m2]) {
+        assert.equal(m.answer.event, 'pusher_internal:subscription_succeeded');
+        await roundTrip(m.pusher);
+        assert.equal(m.pusher.recorder.all(named('legba:topology')).length, 0);
+      }
+    });
+
+test('a Janus that is down: the subscription fails with ' +
+    'LegbaSfuUnavailable, at once', async (t) => {
+  if (skipWithoutJanus(t))
+    return;
+  const m = await join(downServer, 'any-room');
+  assert.equal(m.answer.event, 'pusher:subscription_error');
+  assert.equal(m.answer.data.type, 'LegbaSfuUnavailable');
+  assert.equal(m.answer.data.status, 503);
+  assert.match(m.answer.data.error,
+      /^room any-room is an SFU room and its SFU cannot be reached: /);
+  /* The next member tries again (and fails again, not waits). */
+  const n = await join(downServer, 'any-room');
+  assert.equal(n.answer.data.type, 'LegbaSfuUnavailable');
+});
