@@ -8,12 +8,14 @@
 // forged token, another room's token and a departed member's token do
 // not; the VideoRoom goes with the last member; a legba-room/1 client is
 // refused; mesh rooms are unchanged; a Janus that is down is a named
-// error.
+// error. Two legba-servers sharing a real redis-server make one VideoRoom
+// of a room joined through both at once, on the less loaded of two
+// Janus instances.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join as joinPath } from 'node:path';
@@ -315,4 +317,121 @@ test('a Janus that is down: the subscription fails with ' +
   /* The next member tries again (and fails again, not waits). */
   const n = await join(downServer, 'any-room');
   assert.equal(n.answer.data.type, 'LegbaSfuUnavailable');
+});
+
+/* ---- Two legba-servers, two Janus instances, one Redis ---- */
+
+function hasRedis ()
+{
+  return process.env.PATH.split(':').some((dir) =>
+    existsSync(joinPath(dir, 'redis-server')));
+}
+
+async function startRedis (dir)
+{
+  const socket = joinPath(dir, 'redis.sock');
+  const child = spawn('redis-server', ['--port', '0', '--unixsocket', socket,
+    '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  await within((async () => {
+    while (!existsSync(socket))
+      await new Promise((r) => setTimeout(r, 20));
+  })(), WAIT_MS, 'redis-server to make its socket');
+  return { url: `unix://${socket}`, stop: () => child.kill('SIGTERM') };
+}
+
+async function roomsOn (url)
+{
+  const saved = janus.JANUS_HTTP_URL;
+  janus.JANUS_HTTP_URL = url;
+  try {
+    return (await videoroom({ request: 'list',
+      admin_key: janus.JANUS_ADMIN_KEY })).list.map((r) => r.room);
+  } finally {
+    janus.JANUS_HTTP_URL = saved;
+  }
+}
+
+test('two legba-servers sharing Redis make one VideoRoom of a room ' +
+    'joined through both at once, on the least loaded Janus', async (t) => {
+  if (skipWithoutJanus(t))
+    return;
+  if (!hasRedis()) {
+    t.skip('redis-server is not installed');
+    return;
+  }
+  const dir = mkdtempSync(joinPath(tmpdir(), 'legba-sfu-cluster-'));
+  const redis = await startRedis(dir);
+  const { stdout } = await run(FIXTURE, [joinPath(dir, 'janus2')], {
+    timeout: 60000, env: { ...process.env,
+      JANUS_API_SECRET: janus.JANUS_API_SECRET,
+      JANUS_ADMIN_KEY: janus.JANUS_ADMIN_KEY } });
+  const janus2 = Object.fromEntries(stdout.trim().split('\n')
+      .map((line) => line.split(/=(.*)/s).slice(0, 2)));
+  const servers = [];
+  try {
+    /* The first instance holds a room already: the new one goes to the
+     * second. */
+    const busy = await videoroom({ request: 'create',
+      admin_key: janus.JANUS_ADMIN_KEY, is_private: true });
+    assert.equal(busy.videoroom, 'created', JSON.stringify(busy));
+    const args = (id) => [
+      '--janus-url', janus.JANUS_HTTP_URL, '--janus-url', janus2.JANUS_HTTP_URL,
+      '--janus-ws-url', janus.JANUS_WS_URL,
+      '--janus-ws-url', janus2.JANUS_WS_URL,
+      '--janus-api-secret', janus.JANUS_API_SECRET,
+      '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', 'sfu',
+      '--redis', redis.url, '--instance-id', id];
+    const app = { appId: '4242', key: 'cluster-key',
+      secret: 'cluster-secret' };
+    servers.push(await startServer({ ...app, args: args('sfu-a') }));
+    servers.push(await startServer({ ...app, args: args('sfu-b') }));
+
+    const [a, b] = await Promise.all(servers.map((s) => join(s, 'lecture')));
+    for (const m of [a, b])
+      assert.equal(m.answer.event, 'pusher_internal:subscription_succeeded',
+          `${JSON.stringify(m.answer.data)}; logs:\n${servers[0].log()}\n` +
+          servers[1].log());
+    const [ta, tb] = await Promise.all([topologyOf(a), topologyOf(b)]);
+    assert.equal(ta.sfu.room, tb.sfu.room, 'one room for both');
+    assert.equal(ta.sfu.pin, tb.sfu.pin);
+    assert.equal(ta.sfu.url, janus2.JANUS_WS_URL, 'the less loaded Janus');
+    assert.equal(tb.sfu.url, janus2.JANUS_WS_URL);
+    /* The instance that lost the race destroyed the room it had made. */
+    await within((async () => {
+      while ((await roomsOn(janus2.JANUS_HTTP_URL)).length !== 1)
+        await new Promise((r) => setTimeout(r, 100));
+    })(), WAIT_MS, 'one VideoRoom on the second Janus');
+    assert.deepEqual(await roomsOn(janus2.JANUS_HTTP_URL), [ta.sfu.room]);
+    assert.deepEqual(await roomsOn(janus.JANUS_HTTP_URL), [busy.room]);
+    for (const [m, { sfu }] of [[a, ta], [b, tb]]) {
+      const saved = janus.JANUS_HTTP_URL;
+      janus.JANUS_HTTP_URL = janus2.JANUS_HTTP_URL;
+      try {
+        const joined = await publisherJoin(sfu);
+        assert.equal(joined.videoroom, 'joined',
+            `${m.id}'s token, from its own server: ${JSON.stringify(joined)}`);
+      } finally {
+        janus.JANUS_HTTP_URL = saved;
+      }
+    }
+
+    /* Both gone: the room goes, once. */
+    await leave(a);
+    await leave(b);
+    await within((async () => {
+      while ((await roomsOn(janus2.JANUS_HTTP_URL)).length !== 0)
+        await new Promise((r) => setTimeout(r, 100));
+    })(), WAIT_MS, 'the VideoRoom to be destroyed');
+    await videoroom({ request: 'destroy', room: busy.room,
+      admin_key: janus.JANUS_ADMIN_KEY });
+  } finally {
+    for (const s of servers) {
+      const status = await s.stop();
+      assert.deepEqual(status, { code: 0, signal: null },
+          `legba-server exits 0 on SIGTERM; its log:\n${s.log()}`);
+    }
+    await run(FIXTURE, ['--stop', joinPath(dir, 'janus2')]);
+    redis.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -12,8 +12,9 @@
 #include <libsoup/soup.h>
 
 G_BEGIN_DECLS
+
 #define LEGBA_JANUS_ERROR (legba_janus_error_quark ())
-    GQuark legba_janus_error_quark (void);
+GQuark legba_janus_error_quark (void);
 
 /* Codes: Janus's own error codes (its core's 4xx, the VideoRoom's 4xx),
  * or these. */

@@ -183,6 +183,7 @@ static gboolean
 legba_server_start_sfu (LegbaServer * self, GError ** error)
 {
   LegbaSfuSettings settings = { 0, };
+  LegbaRedisAddress redis = { 0, };
   g_autoptr (GError) local_error = NULL;
   guint n_urls = self->sfu_janus_urls ?
       g_strv_length (self->sfu_janus_urls) : 0;
@@ -224,7 +225,14 @@ legba_server_start_sfu (LegbaServer * self, GError ** error)
   settings.admin_key = self->sfu_admin_key;
   settings.rule.prefixes = self->sfu_prefixes;
   settings.app_rules = self->sfu_app_rules;
+  /* A malformed Redis URL is the relay's error, next. */
+  if (self->redis_url != NULL &&
+      legba_redis_address_parse (self->redis_url, &redis, NULL)) {
+    settings.redis = &redis;
+    settings.redis_prefix = self->redis_prefix;
+  }
   self->sfu = legba_sfu_new (self->hub, &settings);
+  legba_redis_address_clear (&redis);
   return TRUE;
 }
 

@@ -10,6 +10,7 @@
  */
 #include <legba/server/legba-sfu.h>
 #include <legba/server/legba-janus-api.h>
+#include <legba/server/legba-sfu-store.h>
 
 #include <legba/common/legba-json.h>
 
@@ -43,7 +44,7 @@ typedef struct
 typedef struct
 {
   LegbaSfu *sfu;
-  char *key;                    /* app id "\n" channel */
+  char *key;                    /* app id ":" channel */
   char *channel;
   guint instance;               /* index in janus_urls */
   guint64 id;
@@ -56,6 +57,7 @@ typedef struct
   guint attempts;               /* creations tried (an id taken: again) */
   guint n_loads;                /* load answers awaited */
   guint *loads;                 /* rooms per instance, G_MAXUINT: down */
+  char *stored;                 /* its placement in the store, or NULL */
 } SfuRoom;
 
 struct _LegbaSfu
@@ -69,6 +71,7 @@ struct _LegbaSfu
   LegbaSfuRule rule;
   GHashTable *app_rules;
   GHashTable *rooms;            /* key -> SfuRoom * (owned) */
+  LegbaSfuStore *store;         /* placement shared in Redis, or NULL */
   /* Shared with the requests in flight, which find the LegbaSfu gone when
    * it is cancelled */
   GCancellable *alive;
@@ -84,9 +87,12 @@ typedef struct
   char *user_id;
   char *token;
   guint instance;
+  JsonObject *body;             /* a destroy waiting for the store */
 } Op;
 
 static void room_create (SfuRoom * room);
+static void room_place (SfuRoom * room);
+static void room_claim (SfuRoom * room);
 
 static void
 random_hex (char *out, gsize n_chars)
@@ -134,6 +140,7 @@ op_free (Op * op)
   g_free (op->socket_id);
   g_free (op->user_id);
   g_free (op->token);
+  g_clear_pointer (&op->body, json_object_unref);
   g_free (op);
 }
 
@@ -166,6 +173,7 @@ room_free (gpointer data)
   g_hash_table_unref (room->tokens);
   g_ptr_array_unref (room->waiters);
   g_free (room->loads);
+  g_free (room->stored);
   g_free (room);
 }
 
@@ -327,6 +335,185 @@ room_fail (SfuRoom * room, const GError * error)
   }
 }
 
+/* The room exists on its Janus: the members waiting get their tokens. */
+static void
+room_ready (SfuRoom * room)
+{
+  room->state = ROOM_READY;
+  for (guint i = 0; i < room->waiters->len; i++) {
+    Waiter *waiter = room->waiters->pdata[i];
+
+    token_add (room, waiter->socket_id, waiter->user_id);
+  }
+  g_ptr_array_set_size (room->waiters, 0);
+}
+
+static void
+room_destroyed (JsonObject * data, const GError * error, gpointer user_data)
+{
+  Op *op = user_data;
+
+  if (error != NULL && !g_cancellable_is_cancelled (op->alive))
+    g_message ("sfu-room-destroy-failed room=%s error=\"%s\"", op->room_key,
+        error->message);
+  op_free (op);
+}
+
+/* Destroys the room on its Janus (body taken); op is for the answer. */
+static void
+room_destroy_send (LegbaSfu * sfu, guint instance, JsonObject * body, Op * op)
+{
+  legba_janus_request (sfu->session, sfu->janus_urls[instance],
+      sfu->api_secret, body, room_destroyed, op);
+  json_object_unref (body);
+}
+
+/* ---- Placement shared through Redis ---- */
+
+/* {"janus": URL, "room": ID, "pin", "secret"}: what another instance
+ * needs to use the room. */
+static char *
+room_placement (SfuRoom * room)
+{
+  g_autoptr (GString) text = g_string_new ("{\"janus\":");
+
+  legba_json_append_string (text, room->sfu->janus_urls[room->instance]);
+  g_string_append_printf (text, ",\"room\":%" G_GUINT64_FORMAT ",\"pin\":",
+      room->id);
+  legba_json_append_string (text, room->pin);
+  g_string_append (text, ",\"secret\":");
+  legba_json_append_string (text, room->secret);
+  g_string_append_c (text, '}');
+  return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
+/* Takes the room another instance placed; FALSE when value is not one
+ * this instance can use. */
+static gboolean
+room_adopt (SfuRoom * room, const char *value, GError ** error)
+{
+  g_autoptr (JsonNode) root = NULL;
+  g_autofree char *why = NULL;
+  JsonObject *obj = NULL;
+  const char *url = NULL, *pin = NULL, *secret = NULL;
+  gint64 id = 0;
+  guint i;
+
+  root = legba_json_parse_strict (value, strlen (value), NULL, NULL, &why);
+  if (root != NULL && JSON_NODE_HOLDS_OBJECT (root))
+    obj = json_node_get_object (root);
+  if (obj != NULL) {
+    url = legba_json_object_get_string (obj, "janus");
+    pin = legba_json_object_get_string (obj, "pin");
+    secret = legba_json_object_get_string (obj, "secret");
+    id = json_object_get_int_member_with_default (obj, "room", 0);
+  }
+  for (i = 0; url != NULL && room->sfu->janus_urls[i] != NULL; i++) {
+    if (strcmp (room->sfu->janus_urls[i], url) == 0)
+      break;
+  }
+  if (url == NULL || room->sfu->janus_urls[i] == NULL || pin == NULL ||
+      secret == NULL || id <= 0 || strlen (pin) >= sizeof room->pin ||
+      strlen (secret) >= sizeof room->secret) {
+    g_set_error (error, LEGBA_JANUS_ERROR, LEGBA_JANUS_ERROR_INVALID,
+        "the room is placed on %s, which is not among this server's "
+        "Janus instances", url ? url : "an unknown Janus");
+    return FALSE;
+  }
+  room->instance = i;
+  room->id = (guint64) id;
+  g_strlcpy (room->pin, pin, sizeof room->pin);
+  g_strlcpy (room->secret, secret, sizeof room->secret);
+  g_free (room->stored);
+  room->stored = g_strdup (value);
+  return TRUE;
+}
+
+static void
+room_claimed (const char *value, gboolean done, const GError * error,
+    gpointer user_data)
+{
+  Op *op = user_data;
+  SfuRoom *room = op_room (op);
+  g_autoptr (GError) adopt_error = NULL;
+
+  if (room == NULL) {
+    op_free (op);
+    return;
+  }
+  if (done) {
+    op_free (op);
+    room_ready (room);
+    return;
+  }
+  /* Not recorded as this instance's: the room made here goes. */
+  g_clear_pointer (&room->stored, g_free);
+  room_destroy_send (room->sfu, room->instance, room_request (room,
+          "destroy"), op);
+  if (error != NULL) {
+    room_fail (room, error);
+    return;
+  }
+  if (value == NULL || !room_adopt (room, value, &adopt_error)) {
+    if (adopt_error == NULL)
+      adopt_error = g_error_new (LEGBA_JANUS_ERROR, LEGBA_JANUS_ERROR_INVALID,
+          "the room's placement vanished meanwhile");
+    room_fail (room, adopt_error);
+    return;
+  }
+  g_message ("sfu-room-shared channel=%s janus=%s room=%" G_GUINT64_FORMAT,
+      room->channel, room->sfu->janus_urls[room->instance], room->id);
+  room_ready (room);
+}
+
+/* Records the room just made in the store, unless another instance was
+ * first: then that one's room is used and this one destroyed. */
+static void
+room_claim (SfuRoom * room)
+{
+  g_free (room->stored);
+  room->stored = room_placement (room);
+  legba_sfu_store_claim (room->sfu->store, room->key, room->stored,
+      room_claimed, op_new (room->sfu, room));
+}
+
+static void
+room_looked_up (const char *value, gboolean done, const GError * error,
+    gpointer user_data)
+{
+  Op *op = user_data;
+  SfuRoom *room = op_room (op);
+  g_autoptr (GError) adopt_error = NULL;
+
+  op_free (op);
+  if (room == NULL)
+    return;
+  if (error != NULL) {
+    room_fail (room, error);
+  } else if (value == NULL) {
+    room_place (room);
+  } else if (!room_adopt (room, value, &adopt_error)) {
+    room_fail (room, adopt_error);
+  } else {
+    g_message ("sfu-room-shared channel=%s janus=%s room=%" G_GUINT64_FORMAT,
+        room->channel, room->sfu->janus_urls[room->instance], room->id);
+    room_ready (room);
+  }
+}
+
+static void
+room_released (const char *value, gboolean done, const GError * error,
+    gpointer user_data)
+{
+  Op *op = user_data;
+
+  if (g_cancellable_is_cancelled (op->alive) || !done) {
+    op_free (op);
+    return;
+  }
+  room_destroy_send (op->sfu, op->instance, g_steal_pointer (&op->body), op);
+}
+
 static void
 room_created (JsonObject * data, const GError * error, gpointer user_data)
 {
@@ -350,13 +537,10 @@ room_created (JsonObject * data, const GError * error, gpointer user_data)
   }
   g_message ("sfu-room-created channel=%s janus=%s room=%" G_GUINT64_FORMAT,
       room->channel, room->sfu->janus_urls[room->instance], room->id);
-  room->state = ROOM_READY;
-  for (guint i = 0; i < room->waiters->len; i++) {
-    Waiter *waiter = room->waiters->pdata[i];
-
-    token_add (room, waiter->socket_id, waiter->user_id);
-  }
-  g_ptr_array_set_size (room->waiters, 0);
+  if (room->sfu->store != NULL)
+    room_claim (room);
+  else
+    room_ready (room);
 }
 
 static void
@@ -365,7 +549,6 @@ room_create (SfuRoom * room)
   JsonObject *body = room_request (room, "create");
   g_autofree char *description = g_strdup_printf ("legba %s", room->key);
 
-  g_strdelimit (description, "\n", ' ');
   room->attempts++;
   json_object_set_string_member (body, "description", description);
   json_object_set_boolean_member (body, "is_private", TRUE);
@@ -380,17 +563,6 @@ room_create (SfuRoom * room)
   json_object_set_boolean_member (body, "notify_joining", TRUE);
   room_send (room, body, room_created, op_new (room->sfu, room));
   json_object_unref (body);
-}
-
-static void
-room_destroyed (JsonObject * data, const GError * error, gpointer user_data)
-{
-  Op *op = user_data;
-
-  if (error != NULL && !g_cancellable_is_cancelled (op->alive))
-    g_message ("sfu-room-destroy-failed room=%s error=\"%s\"", op->room_key,
-        error->message);
-  op_free (op);
 }
 
 /* ---- Placement: the instance with the fewest rooms ---- */
@@ -577,7 +749,7 @@ gate_admit (LegbaHubApp * app, const char *channel, const char *socket_id,
     g_idle_add (refuse_old_client, refusal);
     return TRUE;
   }
-  key = g_strconcat (legba_hub_app_get_id (app), "\n", channel, NULL);
+  key = g_strconcat (legba_hub_app_get_id (app), ":", channel, NULL);
   room = g_hash_table_lookup (sfu->rooms, key);
   if (room != NULL && room->state == ROOM_READY) {
     token_add (room, socket_id, user_id);
@@ -589,7 +761,11 @@ gate_admit (LegbaHubApp * app, const char *channel, const char *socket_id,
   if (room == NULL) {
     room = room_new (sfu, app, key, channel);
     g_ptr_array_add (room->waiters, waiter);
-    room_place (room);
+    if (sfu->store != NULL)
+      legba_sfu_store_get (sfu->store, room->key, room_looked_up,
+          op_new (sfu, room));
+    else
+      room_place (room);
   } else {
     g_ptr_array_add (room->waiters, waiter);
   }
@@ -601,7 +777,7 @@ gate_left (LegbaHubApp * app, const char *channel, const char *user_id,
     gpointer user_data)
 {
   LegbaSfu *sfu = user_data;
-  g_autofree char *key = g_strconcat (legba_hub_app_get_id (app), "\n",
+  g_autofree char *key = g_strconcat (legba_hub_app_get_id (app), ":",
       channel, NULL);
   SfuRoom *room = g_hash_table_lookup (sfu->rooms, key);
   g_autofree char *token = NULL;
@@ -618,7 +794,7 @@ static void
 gate_vacated (LegbaHubApp * app, const char *channel, gpointer user_data)
 {
   LegbaSfu *sfu = user_data;
-  g_autofree char *key = g_strconcat (legba_hub_app_get_id (app), "\n",
+  g_autofree char *key = g_strconcat (legba_hub_app_get_id (app), ":",
       channel, NULL);
   SfuRoom *room = g_hash_table_lookup (sfu->rooms, key);
   JsonObject *body;
@@ -629,8 +805,17 @@ gate_vacated (LegbaHubApp * app, const char *channel, gpointer user_data)
   g_message ("sfu-room-destroyed channel=%s janus=%s room=%" G_GUINT64_FORMAT,
       channel, sfu->janus_urls[room->instance], room->id);
   body = room_request (room, "destroy");
-  room_send (room, body, room_destroyed, op_new (sfu, room));
-  json_object_unref (body);
+  if (sfu->store != NULL) {
+    /* The instance whose release takes the key destroys the room. */
+    Op *op = op_new (sfu, room);
+
+    op->instance = room->instance;
+    op->body = body;
+    legba_sfu_store_release (sfu->store, room->key, room->stored,
+        room_released, op);
+  } else {
+    room_destroy_send (sfu, room->instance, body, op_new (sfu, room));
+  }
   g_hash_table_remove (sfu->rooms, key);
 }
 
@@ -717,6 +902,8 @@ legba_sfu_new (LegbaHub * hub, const LegbaSfuSettings * settings)
   sfu->app_rules = settings->app_rules;
   sfu->rooms = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, room_free);
   sfu->alive = g_cancellable_new ();
+  if (settings->redis != NULL)
+    sfu->store = legba_sfu_store_new (settings->redis, settings->redis_prefix);
   legba_hub_set_gate (hub, &gate, sfu);
   return sfu;
 }
@@ -729,6 +916,7 @@ legba_sfu_free (LegbaSfu * sfu)
   legba_hub_set_gate (sfu->hub, NULL, NULL);
   g_cancellable_cancel (sfu->alive);
   g_object_unref (sfu->alive);
+  legba_sfu_store_free (sfu->store);
   g_hash_table_unref (sfu->rooms);
   g_object_unref (sfu->session);
   g_strfreev (sfu->janus_urls);

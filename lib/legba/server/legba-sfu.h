@@ -10,8 +10,11 @@
 #pragma once
 
 #include <legba/server/legba-hub.h>
+#include <legba/server/legba-redis-glib.h>
 
-G_BEGIN_DECLS typedef enum
+G_BEGIN_DECLS
+
+typedef enum
 {
   LEGBA_TOPOLOGY_MESH,
   LEGBA_TOPOLOGY_SFU,
@@ -33,6 +36,9 @@ typedef struct
   const char *admin_key;        /* the VideoRoom's admin_key, or NULL */
   LegbaSfuRule rule;            /* apps without a rule of their own */
   GHashTable *app_rules;        /* app id -> LegbaSfuRule *, borrowed */
+  /* Placement shared by a cluster's instances, or NULL */
+  const LegbaRedisAddress *redis;
+  const char *redis_prefix;
 } LegbaSfuSettings;
 
 typedef struct _LegbaSfu LegbaSfu;
