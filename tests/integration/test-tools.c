@@ -416,6 +416,8 @@ test_help (void)
     "--cache-ttl=N", "--max-cache-channels=N", "--max-cache-bytes=N",
     "--max-watchlist-users=N", "default: 1800",
     "--turn-url=URL", "--turn-secret=SECRET", "--turn-ttl=S",
+    "--janus-url=URL", "--janus-ws-url=URL", "--janus-api-secret=SECRET",
+    "--janus-admin-key=KEY", "--topology=mesh|sfu", "--sfu-prefixes=LIST",
     "default: 127.0.0.1", "default: 6001", "default: 10240",
     "default: 164",
   };
@@ -793,6 +795,70 @@ test_turn_errors (void)
   g_rmdir (dir);
 }
 
+/* SFU rooms (docs/server.md): malformed Janus URLs, topologies and
+ * prefixes, and SFU rooms without a Janus, stop the server at start with a
+ * message naming them. */
+static void
+test_sfu_errors (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("legba-tools-XXXXXX", &error);
+  g_autofree char *uneven = NULL;
+  g_autofree char *topology = NULL;
+  g_autofree char *prefix = NULL;
+  g_autofree char *key = NULL;
+  g_autofree char *expected = NULL;
+
+  g_assert_no_error (error);
+  assert_fails (2, "--janus-url: \"ftp://127.0.0.1\" is not an http:// or "
+      "https:// URL", "--port", "0", "--app-id", "1", "--app-key", "k",
+      "--app-secret", "s", "--janus-url", "ftp://127.0.0.1", "--janus-ws-url",
+      "ws://127.0.0.1:8188/", NULL);
+  assert_fails (2, "--janus-ws-url: \"http://127.0.0.1:8188/\" is not a "
+      "ws:// or wss:// URL", "--port", "0", "--app-id", "1", "--app-key",
+      "k", "--app-secret", "s", "--janus-url", "http://127.0.0.1:8088/janus",
+      "--janus-ws-url", "http://127.0.0.1:8188/", NULL);
+  assert_fails (2, "--janus-url and --janus-ws-url (or [sfu] janus-url and "
+      "janus-ws-url) name the same Janus instances", "--port", "0",
+      "--app-id", "1", "--app-key", "k", "--app-secret", "s", "--janus-url",
+      "http://127.0.0.1:8088/janus", NULL);
+  assert_fails (2, "--topology: \"star\" is not a topology (mesh or sfu)",
+      "--port", "0", "--app-id", "1", "--app-key", "k", "--app-secret", "s",
+      "--topology", "star", NULL);
+  assert_fails (2, "SFU rooms need a Janus", "--port", "0", "--app-id", "1",
+      "--app-key", "k", "--app-secret", "s", "--sfu-prefixes", "class-", NULL);
+  assert_fails (2, "--sfu-prefixes: \"cl ass\" is not a room-name prefix",
+      "--port", "0", "--app-id", "1", "--app-key", "k", "--app-secret", "s",
+      "--sfu-prefixes", "cl ass", NULL);
+
+  uneven = write_file (dir, "uneven.conf", "[sfu]\njanus-url = "
+      "http://a:8088/janus; http://b:8088/janus\njanus-ws-url = ws://a/\n");
+  topology = write_file (dir, "topology.conf", "[app one]\nid = 1\n"
+      "key = k\nsecret = s\ntopology = auto\n");
+  prefix = write_file (dir, "prefix.conf", "[sfu]\nsfu-prefixes = ok-, "
+      "not/ok\n");
+  key = write_file (dir, "key.conf", "[sfu]\njanus = http://a/janus\n");
+  expected = g_strdup_printf ("%s: [sfu] janus-ws-url: janus-url and "
+      "janus-ws-url name the same Janus instances", uneven);
+  assert_fails (1, expected, "--config", uneven, NULL);
+  g_free (expected);
+  expected = g_strdup_printf ("%s: [app one] topology: \"auto\" is not a "
+      "topology (mesh or sfu)", topology);
+  assert_fails (1, expected, "--config", topology, NULL);
+  g_free (expected);
+  expected = g_strdup_printf ("%s: [sfu] sfu-prefixes: \"not/ok\" is not a "
+      "room-name prefix", prefix);
+  assert_fails (1, expected, "--config", prefix, NULL);
+  g_free (expected);
+  expected = g_strdup_printf ("%s: [sfu] janus: unknown key", key);
+  assert_fails (1, expected, "--config", key, NULL);
+  g_remove (uneven);
+  g_remove (topology);
+  g_remove (prefix);
+  g_remove (key);
+  g_rmdir (dir);
+}
+
 /* Webhooks (docs/server.md): a bad URL or event name stops the server at
  * start, naming the app, the webhook and what is wrong. */
 static void
@@ -864,6 +930,7 @@ main (int argc, char **argv)
   g_test_add_func ("/tools/server/turn-flags", test_turn_flags);
   g_test_add_func ("/tools/server/turn-config", test_turn_config);
   g_test_add_func ("/tools/server/turn-errors", test_turn_errors);
+  g_test_add_func ("/tools/server/sfu-errors", test_sfu_errors);
   g_test_add_func ("/tools/server/webhook-errors", test_webhook_errors);
 
   return g_test_run ();
