@@ -24,7 +24,12 @@
 #define MAX_SOCKET_ID_LENGTH 41
 /* docs/room-protocol.md §2 */
 #define ROOM_CHANNEL_PREFIX "presence-legba."
-#define ROOM_PROTOCOL "legba-room/1"
+/* What a client may say it speaks (docs/room-protocol.md §8); the first
+ * when it says nothing. */
+static const char *const room_protocols[] = {
+  "legba-room/1", "legba-room/2", NULL
+};
+
 #define SUFFIX_MIN 6
 #define SUFFIX_MAX 16
 /* Pusher "#server-to-user-USER_ID": the channel sendToUser publishes to. */
@@ -690,7 +695,9 @@ static GHashTable *
 parse_auth_fields (const LegbaHttpRequest * request,
     LegbaHttpResponse * response)
 {
-  static const char *const names[] = { "socket_id", "channel_name", "suffix" };
+  static const char *const names[] = { "socket_id", "channel_name", "suffix",
+    "protocol"
+  };
   g_autoptr (JsonObject) obj = NULL;
   GHashTable *fields;
   gsize i = 0;
@@ -727,7 +734,8 @@ parse_auth_fields (const LegbaHttpRequest * request,
 /* docs/room-protocol.md §2: user_id IDENTITY-SUFFIX, user_info {identity, name,
  * protocol}, as compact JSON (the text the signature covers). */
 static char *
-room_channel_data (const LegbaTokenClaims * claims, const char *suffix)
+room_channel_data (const LegbaTokenClaims * claims, const char *suffix,
+    const char *protocol)
 {
   g_autoptr (JsonBuilder) b = json_builder_new ();
   g_autoptr (JsonGenerator) gen = json_generator_new ();
@@ -745,7 +753,7 @@ room_channel_data (const LegbaTokenClaims * claims, const char *suffix)
   json_builder_set_member_name (b, "name");
   json_builder_add_string_value (b, claims->name);
   json_builder_set_member_name (b, "protocol");
-  json_builder_add_string_value (b, ROOM_PROTOCOL);
+  json_builder_add_string_value (b, protocol ? protocol : room_protocols[0]);
   json_builder_end_object (b);
   json_builder_end_object (b);
 
@@ -761,6 +769,7 @@ check_auth_fields (GHashTable * fields, const LegbaTokenClaims * claims,
   const char *socket_id = g_hash_table_lookup (fields, "socket_id");
   const char *channel = g_hash_table_lookup (fields, "channel_name");
   const char *suffix = g_hash_table_lookup (fields, "suffix");
+  const char *protocol = g_hash_table_lookup (fields, "protocol");
   g_autofree char *room_channel = NULL;
 
   if (!socket_id_is_valid (socket_id)) {
@@ -774,6 +783,11 @@ check_auth_fields (GHashTable * fields, const LegbaTokenClaims * claims,
   }
   if (channel == NULL) {
     respond_error (response, 400, "channel_name required");
+    return FALSE;
+  }
+  if (protocol != NULL && !g_strv_contains (room_protocols, protocol)) {
+    respond_error (response, 400, "protocol must be legba-room/1 or "
+        "legba-room/2");
     return FALSE;
   }
   room_channel = g_strconcat (ROOM_CHANNEL_PREFIX, claims->room, NULL);
@@ -831,7 +845,7 @@ handle_auth (LegbaHub * hub, LegbaHubApp * app,
     goto out;
 
   channel_data = room_channel_data (&claims, g_hash_table_lookup (fields,
-          "suffix"));
+          "suffix"), g_hash_table_lookup (fields, "protocol"));
   auth = legba_auth_channel_sign (legba_hub_app_get_key (app),
       legba_hub_app_get_secret (app), g_hash_table_lookup (fields,
           "socket_id"), g_hash_table_lookup (fields, "channel_name"),
