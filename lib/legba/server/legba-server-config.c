@@ -515,8 +515,10 @@ legba_config_topology_value (LegbaConfig * config, const char *group,
   *prefixes = legba_config_list (config, group, key);
   if (*prefixes == NULL)
     return legba_config_fail (config, group, key, error, "no prefix given");
-  if (!legba_sfu_prefixes_check ((const char *const *) *prefixes, &local_error))
+  if (!legba_sfu_prefixes_check ((const char *const *) *prefixes, &local_error)) {
+    g_clear_pointer (prefixes, g_strfreev);
     return legba_config_fail (config, group, key, error, local_error->message);
+  }
   return TRUE;
 }
 
