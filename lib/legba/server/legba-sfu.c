@@ -58,6 +58,8 @@ typedef struct
   guint n_loads;                /* load answers awaited */
   guint *loads;                 /* rooms per instance, G_MAXUINT: down */
   char *stored;                 /* its placement in the store, or NULL */
+  guint n_adding;               /* tokens being added */
+  gboolean vacant;              /* nobody in it, but members on their way */
 } SfuRoom;
 
 struct _LegbaSfu
@@ -93,6 +95,7 @@ typedef struct
 static void room_create (SfuRoom * room);
 static void room_place (SfuRoom * room);
 static void room_claim (SfuRoom * room);
+static void room_close (SfuRoom * room);
 
 static void
 random_hex (char *out, gsize n_chars)
@@ -271,13 +274,16 @@ token_added (JsonObject * data, const GError * error, gpointer user_data)
     op_free (op);
     return;
   }
+  room->n_adding--;
   if (error != NULL) {
     refuse_unavailable (room->sfu, room->channel, op->socket_id, error);
+    op_free (op);
     /* Janus lost the room (it restarted): the next member makes it
      * again. */
     if (error->domain == LEGBA_JANUS_ERROR && error->code == JANUS_NO_ROOM)
       g_hash_table_remove (room->sfu->rooms, room->key);
-    op_free (op);
+    else if (room->vacant && room->n_adding == 0)
+      room_close (room);
     return;
   }
   topology = topology_data (room, op->token);
@@ -289,11 +295,14 @@ token_added (JsonObject * data, const GError * error, gpointer user_data)
       token_remove (room, op->user_id, old);
     g_hash_table_insert (room->tokens, g_strdup (op->user_id),
         g_strdup (op->token));
+    room->vacant = FALSE;
   } else {
     /* Gone meanwhile: its token goes too. */
     token_remove (room, op->user_id, op->token);
   }
   op_free (op);
+  if (room->vacant && room->n_adding == 0)
+    room_close (room);
 }
 
 /* Adds a fresh token of user_id to the room, then completes the held
@@ -313,6 +322,7 @@ token_add (SfuRoom * room, const char *socket_id, const char *user_id)
   op->socket_id = g_strdup (socket_id);
   op->user_id = g_strdup (user_id);
   op->token = g_strdup (token);
+  room->n_adding++;
   room_send (room, body, token_added, op);
   json_object_unref (body);
 }
@@ -790,23 +800,17 @@ gate_left (LegbaHubApp * app, const char *channel, const char *user_id,
   token_remove (room, user_id, token);
 }
 
+/* Destroys the room on its Janus (with a store: if this instance's
+ * release takes the key) and forgets it. */
 static void
-gate_vacated (LegbaHubApp * app, const char *channel, gpointer user_data)
+room_close (SfuRoom * room)
 {
-  LegbaSfu *sfu = user_data;
-  g_autofree char *key = g_strconcat (legba_hub_app_get_id (app), ":",
-      channel, NULL);
-  SfuRoom *room = g_hash_table_lookup (sfu->rooms, key);
-  JsonObject *body;
+  LegbaSfu *sfu = room->sfu;
+  JsonObject *body = room_request (room, "destroy");
 
-  /* A room still being made has members on their way in. */
-  if (room == NULL || room->state != ROOM_READY)
-    return;
   g_message ("sfu-room-destroyed channel=%s janus=%s room=%" G_GUINT64_FORMAT,
-      channel, sfu->janus_urls[room->instance], room->id);
-  body = room_request (room, "destroy");
+      room->channel, sfu->janus_urls[room->instance], room->id);
   if (sfu->store != NULL) {
-    /* The instance whose release takes the key destroys the room. */
     Op *op = op_new (sfu, room);
 
     op->instance = room->instance;
@@ -816,7 +820,26 @@ gate_vacated (LegbaHubApp * app, const char *channel, gpointer user_data)
   } else {
     room_destroy_send (sfu, room->instance, body, op_new (sfu, room));
   }
-  g_hash_table_remove (sfu->rooms, key);
+  g_hash_table_remove (sfu->rooms, room->key);
+}
+
+static void
+gate_vacated (LegbaHubApp * app, const char *channel, gpointer user_data)
+{
+  LegbaSfu *sfu = user_data;
+  g_autofree char *key = g_strconcat (legba_hub_app_get_id (app), ":",
+      channel, NULL);
+  SfuRoom *room = g_hash_table_lookup (sfu->rooms, key);
+
+  /* A room still being made, or getting a member's token, has members on
+   * their way in: it closes if none of them makes it. */
+  if (room == NULL)
+    return;
+  if (room->state != ROOM_READY || room->n_adding > 0) {
+    room->vacant = room->state == ROOM_READY;
+    return;
+  }
+  room_close (room);
 }
 
 /* ---- Settings ---- */
