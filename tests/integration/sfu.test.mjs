@@ -7,8 +7,8 @@
 // and token it gets let it join the Janus VideoRoom as a publisher, a
 // forged token, another room's token and a departed member's token do
 // not; the VideoRoom goes with the last member; a legba-room/1 client is
-// refused; mesh rooms are unchanged; a Janus that is down is a named
-// error. Two legba-servers sharing a real redis-server make one VideoRoom
+// refused; mesh rooms are unchanged; a Janus that is down or silent is a
+// named error. Two legba-servers sharing a real redis-server make one VideoRoom
 // of a room joined through both at once, on the less loaded of two
 // Janus instances.
 
@@ -317,6 +317,38 @@ test('a Janus that is down: the subscription fails with ' +
   /* The next member tries again (and fails again, not waits). */
   const n = await join(downServer, 'any-room');
   assert.equal(n.answer.data.type, 'LegbaSfuUnavailable');
+});
+
+test('a Janus that accepts connections and never answers: ' +
+    'LegbaSfuUnavailable within the server\'s 5 s deadline', async (t) => {
+  if (skipWithoutJanus(t))
+    return;
+  const sockets = new Set();
+  const silent = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => {});
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const { port } = silent.address();
+  const s = await startServer({ args: [
+    '--janus-url', `http://127.0.0.1:${port}/janus`,
+    '--janus-ws-url', `ws://127.0.0.1:${port}/`, '--topology', 'sfu'] });
+  try {
+    const started = Date.now();
+    const m = await join(s, 'quiet');
+    assert.equal(m.answer.event, 'pusher:subscription_error');
+    assert.equal(m.answer.data.type, 'LegbaSfuUnavailable');
+    /* Refused by its deadline, not by a refused connection. */
+    assert.ok(Date.now() - started >= 4000,
+        'the server waited for the silent Janus');
+    await leave(m);
+  } finally {
+    await s.stop();
+    for (const socket of sockets)
+      socket.destroy();
+    silent.close();
+  }
 });
 
 /* ---- Join tokens ---- */
