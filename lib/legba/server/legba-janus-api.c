@@ -27,6 +27,7 @@ typedef enum
 typedef struct
 {
   SoupSession *session;
+  GMainContext *context;
   char *url;
   char *api_secret;
   JsonObject *body;
@@ -47,6 +48,7 @@ request_finish (Request * request)
   request->callback (request->error ? NULL : request->answer, request->error,
       request->user_data);
   g_object_unref (request->session);
+  g_main_context_unref (request->context);
   g_free (request->url);
   g_free (request->api_secret);
   json_object_unref (request->body);
@@ -236,14 +238,16 @@ request_send (Request * request)
   text = NULL;
   msg = soup_message_new (SOUP_METHOD_POST, url);
   soup_message_set_request_body_from_bytes (msg, "application/json", payload);
+  g_main_context_push_thread_default (request->context);
   soup_session_send_and_read_async (request->session, msg, G_PRIORITY_DEFAULT,
       NULL, request_sent, request);
+  g_main_context_pop_thread_default (request->context);
 }
 
 void
-legba_janus_request (SoupSession * session, const char *url,
-    const char *api_secret, JsonObject * body, LegbaJanusCallback callback,
-    gpointer user_data)
+legba_janus_request (SoupSession * session, GMainContext * context,
+    const char *url, const char *api_secret, JsonObject * body,
+    LegbaJanusCallback callback, gpointer user_data)
 {
   Request *request;
 
@@ -254,6 +258,8 @@ legba_janus_request (SoupSession * session, const char *url,
 
   request = g_new0 (Request, 1);
   request->session = g_object_ref (session);
+  request->context = context ? g_main_context_ref (context) :
+      g_main_context_ref_thread_default ();
   request->url = g_strdup (url);
   request->api_secret = api_secret && *api_secret ? g_strdup (api_secret) :
       NULL;

@@ -4,7 +4,7 @@
  * One request to a Janus VideoRoom through Janus's HTTP API
  * (https://janus.conf.meetecho.com/docs/rest.html): a session of its own,
  * the plugin attached, the request, the session destroyed. Asynchronous,
- * on the thread-default main context of the caller, over libsoup 3.
+ * on a main context given, over libsoup 3.
  */
 #pragma once
 
@@ -29,11 +29,12 @@ typedef void (*LegbaJanusCallback) (JsonObject * data, const GError * error,
     gpointer user_data);
 
 /* Sends body (a VideoRoom request, e.g. {"request": "create", ...}) to the
- * Janus whose HTTP API is url, with api_secret when not NULL; callback is
- * called once, from the main context, after the session is closed again.
+ * Janus whose HTTP API is url, with api_secret when not NULL, through
+ * session (made on context); callback is called once, from context, after
+ * the Janus session is closed again.
  * A VideoRoom answer with an "error_code" is an error of that code. */
-void legba_janus_request (SoupSession * session, const char *url,
-    const char *api_secret, JsonObject * body, LegbaJanusCallback callback,
-    gpointer user_data);
+void legba_janus_request (SoupSession * session, GMainContext * context,
+    const char *url, const char *api_secret, JsonObject * body,
+    LegbaJanusCallback callback, gpointer user_data);
 
 G_END_DECLS

@@ -219,6 +219,7 @@ legba_server_start_sfu (LegbaServer * self, GError ** error)
         "SFU: %s", local_error->message);
     return FALSE;
   }
+  settings.context = self->context;
   settings.janus_urls = (const char *const *) self->sfu_janus_urls;
   settings.janus_ws_urls = (const char *const *) self->sfu_janus_ws_urls;
   settings.api_secret = self->sfu_api_secret;

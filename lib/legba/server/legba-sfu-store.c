@@ -23,6 +23,7 @@ static const char release_script[] =
 
 struct _LegbaSfuStore
 {
+  GMainContext *context;
   LegbaRedisAddress address;
   char *prefix;
   LegbaRedis *redis;            /* NULL while waiting to reconnect */
@@ -70,7 +71,7 @@ store_closed (LegbaRedis * redis, const char *reason, gpointer user_data)
   store->redis = NULL;
   store->reconnect = g_timeout_source_new (RECONNECT_MS);
   g_source_set_callback (store->reconnect, store_reconnect, store, NULL);
-  g_source_attach (store->reconnect, g_main_context_get_thread_default ());
+  g_source_attach (store->reconnect, store->context);
 }
 
 static void
@@ -83,15 +84,16 @@ static void
 store_connect (LegbaSfuStore * store)
 {
   store->redis = legba_redis_connect (&store->address,
-      g_main_context_get_thread_default (), CONNECT_TIMEOUT_MS, store_ready,
-      store_closed, store);
+      store->context, CONNECT_TIMEOUT_MS, store_ready, store_closed, store);
 }
 
 LegbaSfuStore *
-legba_sfu_store_new (const LegbaRedisAddress * address, const char *prefix)
+legba_sfu_store_new (const LegbaRedisAddress * address, const char *prefix,
+    GMainContext * context)
 {
   LegbaSfuStore *store = g_new0 (LegbaSfuStore, 1);
 
+  store->context = g_main_context_ref (context);
   legba_redis_address_copy (address, &store->address);
   store->prefix = g_strconcat (prefix ? prefix : "", "sfu:", NULL);
   store_connect (store);
@@ -109,6 +111,7 @@ legba_sfu_store_free (LegbaSfuStore * store)
   }
   g_clear_pointer (&store->redis, legba_redis_free);
   legba_redis_address_clear (&store->address);
+  g_main_context_unref (store->context);
   g_free (store->prefix);
   g_free (store);
 }
@@ -127,6 +130,18 @@ ask_fail_idle (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* The ask's error, from the main loop (never from inside the call that
+ * asked). */
+static void
+ask_fail_later (Ask * ask)
+{
+  GSource *idle = g_idle_source_new ();
+
+  g_source_set_callback (idle, ask_fail_idle, ask, NULL);
+  g_source_attach (idle, ask->store->context);
+  g_source_unref (idle);
+}
+
 /* Every ask ends here: answered, or dropped with its connection. */
 static void
 ask_free (gpointer data)
@@ -134,7 +149,7 @@ ask_free (gpointer data)
   Ask *ask = data;
 
   if (!ask->answered) {
-    g_idle_add (ask_fail_idle, ask);
+    ask_fail_later (ask);
     return;
   }
   g_free (ask->key);
@@ -205,7 +220,7 @@ legba_sfu_store_get (LegbaSfuStore * store, const char *key,
   Ask *ask = ask_new (store, ASK_GET, key, func, user_data);
 
   if (store->redis == NULL) {
-    g_idle_add (ask_fail_idle, ask);
+    ask_fail_later (ask);
     return;
   }
   ask_send (store->redis, ask, (const char *[]) { "GET", ask->key, NULL });
@@ -218,7 +233,7 @@ legba_sfu_store_claim (LegbaSfuStore * store, const char *key,
   Ask *ask = ask_new (store, ASK_CLAIM, key, func, user_data);
 
   if (store->redis == NULL) {
-    g_idle_add (ask_fail_idle, ask);
+    ask_fail_later (ask);
     return;
   }
   ask_send (store->redis, ask, (const char *[]) { "SET", ask->key, value,
@@ -233,7 +248,7 @@ legba_sfu_store_release (LegbaSfuStore * store, const char *key,
   Ask *ask = ask_new (store, ASK_RELEASE, key, func, user_data);
 
   if (store->redis == NULL) {
-    g_idle_add (ask_fail_idle, ask);
+    ask_fail_later (ask);
     return;
   }
   ask_send (store->redis, ask, (const char *[]) { "EVAL", release_script,

@@ -19,9 +19,10 @@ typedef struct _LegbaSfuStore LegbaSfuStore;
 typedef void (*LegbaSfuStoreFunc) (const char *value, gboolean done,
     const GError * error, gpointer user_data);
 
-/* Connects (again, whenever the connection is lost) in the background. */
+/* Connects (again, whenever the connection is lost) in the background,
+ * on context, where the answers come. */
 LegbaSfuStore *legba_sfu_store_new (const LegbaRedisAddress * address,
-    const char *prefix);
+    const char *prefix, GMainContext * context);
 /* Closes the connection; the answers still due are errors. */
 void legba_sfu_store_free (LegbaSfuStore * store);
 

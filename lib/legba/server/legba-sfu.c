@@ -65,6 +65,7 @@ typedef struct
 struct _LegbaSfu
 {
   LegbaHub *hub;
+  GMainContext *context;
   SoupSession *session;
   char **janus_urls;
   char **janus_ws_urls;
@@ -200,8 +201,8 @@ room_send (SfuRoom * room, JsonObject * body, LegbaJanusCallback callback,
 {
   LegbaSfu *sfu = room->sfu;
 
-  legba_janus_request (sfu->session, sfu->janus_urls[room->instance],
-      sfu->api_secret, body, callback, op);
+  legba_janus_request (sfu->session, sfu->context,
+      sfu->janus_urls[room->instance], sfu->api_secret, body, callback, op);
 }
 
 /* ---- Answers to held subscriptions ---- */
@@ -373,7 +374,7 @@ room_destroyed (JsonObject * data, const GError * error, gpointer user_data)
 static void
 room_destroy_send (LegbaSfu * sfu, guint instance, JsonObject * body, Op * op)
 {
-  legba_janus_request (sfu->session, sfu->janus_urls[instance],
+  legba_janus_request (sfu->session, sfu->context, sfu->janus_urls[instance],
       sfu->api_secret, body, room_destroyed, op);
   json_object_unref (body);
 }
@@ -638,8 +639,8 @@ room_place (SfuRoom * room)
     json_object_set_string_member (body, "request", "list");
     if (sfu->admin_key != NULL)
       json_object_set_string_member (body, "admin_key", sfu->admin_key);
-    legba_janus_request (sfu->session, sfu->janus_urls[i], sfu->api_secret,
-        body, load_answered, op);
+    legba_janus_request (sfu->session, sfu->context, sfu->janus_urls[i],
+        sfu->api_secret, body, load_answered, op);
     json_object_unref (body);
   }
 }
@@ -756,7 +757,11 @@ gate_admit (LegbaHubApp * app, const char *channel, const char *socket_id,
     refusal->alive = g_object_ref (sfu->alive);
     refusal->socket_id = g_strdup (socket_id);
     refusal->channel = g_strdup (channel);
-    g_idle_add (refuse_old_client, refusal);
+    GSource *idle = g_idle_source_new ();
+
+    g_source_set_callback (idle, refuse_old_client, refusal, NULL);
+    g_source_attach (idle, sfu->context);
+    g_source_unref (idle);
     return TRUE;
   }
   key = g_strconcat (legba_hub_app_get_id (app), ":", channel, NULL);
@@ -914,8 +919,13 @@ legba_sfu_new (LegbaHub * hub, const LegbaSfuSettings * settings)
       g_strv_length ((char **) settings->janus_ws_urls), NULL);
 
   sfu->hub = hub;
+  sfu->context = settings->context ? g_main_context_ref (settings->context) :
+      g_main_context_ref_thread_default ();
+  /* Its own session, made on the hub's context, where it is used */
+  g_main_context_push_thread_default (sfu->context);
   sfu->session = soup_session_new_with_options ("timeout", JANUS_TIMEOUT_S,
       "idle-timeout", JANUS_TIMEOUT_S, NULL);
+  g_main_context_pop_thread_default (sfu->context);
   sfu->janus_urls = g_strdupv ((char **) settings->janus_urls);
   sfu->janus_ws_urls = g_strdupv ((char **) settings->janus_ws_urls);
   sfu->api_secret = g_strdup (settings->api_secret);
@@ -926,7 +936,8 @@ legba_sfu_new (LegbaHub * hub, const LegbaSfuSettings * settings)
   sfu->rooms = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, room_free);
   sfu->alive = g_cancellable_new ();
   if (settings->redis != NULL)
-    sfu->store = legba_sfu_store_new (settings->redis, settings->redis_prefix);
+    sfu->store = legba_sfu_store_new (settings->redis,
+        settings->redis_prefix, sfu->context);
   legba_hub_set_gate (hub, &gate, sfu);
   return sfu;
 }
@@ -942,6 +953,7 @@ legba_sfu_free (LegbaSfu * sfu)
   legba_sfu_store_free (sfu->store);
   g_hash_table_unref (sfu->rooms);
   g_object_unref (sfu->session);
+  g_main_context_unref (sfu->context);
   g_strfreev (sfu->janus_urls);
   g_strfreev (sfu->janus_ws_urls);
   g_free (sfu->api_secret);

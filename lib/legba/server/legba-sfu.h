@@ -30,6 +30,7 @@ typedef struct
 
 typedef struct
 {
+  GMainContext *context;        /* the hub's; NULL: the thread default */
   const char *const *janus_urls;        /* HTTP API, one per instance */
   const char *const *janus_ws_urls;     /* what clients reach, same order */
   const char *api_secret;       /* NULL: Janus has none */
