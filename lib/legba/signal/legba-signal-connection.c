@@ -523,7 +523,8 @@ add_header (gpointer key, gpointer value, gpointer user_data)
 
 /* pusher-js's channel authorization: a form POST of socket_id and
  * channel_name (and the app's own parameters); legba-server's join-token
- * endpoint also takes the participant's suffix and a bearer token. */
+ * endpoint also takes the participant's suffix, the room protocol it
+ * speaks and a bearer token. */
 static void
 request_auth (LegbaSignalClient * self)
 {
@@ -537,6 +538,8 @@ request_auth (LegbaSignalClient * self)
   g_hash_table_insert (form, "socket_id", self->conn->socket_id);
   g_hash_table_insert (form, "channel_name", self->channel);
   g_hash_table_insert (form, "suffix", (gpointer) participant_suffix (self));
+  /* what user_info names (docs/room-protocol.md §8): SFU rooms need 2 */
+  g_hash_table_insert (form, "protocol", (gpointer) LEGBA_ROOM_PROTOCOL);
   if (url)
     msg = soup_message_new_from_encoded_form ("POST", url,
         soup_form_encode_hash (form));
