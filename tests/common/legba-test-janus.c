@@ -11,7 +11,7 @@
 
 #define API_SECRET "legba-test-api-secret"
 #define ADMIN_SECRET "legba-test-admin-secret"
-#define ADMIN_KEY "legba-test-admin-key"
+#define ADMIN_KEY LEGBA_TEST_JANUS_ADMIN_KEY
 #define READY_TIMEOUT_S 30
 
 /* Where the VideoRoom plugin is: Debian's multiarch folder
@@ -92,10 +92,11 @@ write_config (LegbaTestJanus * j, const char *lib)
       "  debug_level = 4\n"
       "  log_to_stdout = false\n"
       "  log_to_file = \"%1$s/janus.log\"\n"
-      "  api_secret = \"" API_SECRET "\"\n"
-      "  token_auth = true\n"
+      "%2$s"
       "  admin_secret = \"" ADMIN_SECRET "\"\n"
-      "}\n" "nat: {\n  ice_enforce_list = \"lo\"\n}\n", j->dir);
+      "}\n" "nat: {\n  ice_enforce_list = \"lo\"\n}\n", j->dir,
+      j->open ? "" : "  api_secret = \"" API_SECRET "\"\n"
+      "  token_auth = true\n");
   g_autofree char *http = g_strdup_printf ("general: {\n"
       "  json = \"compact\"\n  base_path = \"/janus\"\n  http = true\n"
       "  port = %u\n  ip = \"127.0.0.1\"\n  https = false\n}\n"
@@ -197,8 +198,8 @@ poll_tick (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-gboolean
-legba_test_janus_start (LegbaTestJanus * j)
+static gboolean
+start (LegbaTestJanus * j, gboolean open)
 {
   g_autofree char *janus = g_find_program_in_path ("janus");
   g_autofree char *lib = janus_lib ();
@@ -208,6 +209,7 @@ legba_test_janus_start (LegbaTestJanus * j)
   guint tick;
 
   memset (j, 0, sizeof (*j));
+  j->open = open;
   if (janus == NULL || lib == NULL)
     return FALSE;
   j->dir = g_dir_make_tmp ("legba-janus-XXXXXX", &error);
@@ -234,6 +236,18 @@ legba_test_janus_start (LegbaTestJanus * j)
   LEGBA_TEST_WAIT_UNTIL (ready (j), READY_TIMEOUT_S, "Janus to listen");
   g_source_remove (tick);
   return TRUE;
+}
+
+gboolean
+legba_test_janus_start (LegbaTestJanus * j)
+{
+  return start (j, FALSE);
+}
+
+gboolean
+legba_test_janus_start_open (LegbaTestJanus * j)
+{
+  return start (j, TRUE);
 }
 
 static void

@@ -23,11 +23,19 @@ typedef struct
   guint admin_port;
   guint ws_port;
   char *ws_url;                 /* ws://127.0.0.1:PORT/ */
+  gboolean open;                /* no API secret, no token authentication */
 } LegbaTestJanus;
+
+/* The VideoRoom's admin key, which creating a room takes. */
+#define LEGBA_TEST_JANUS_ADMIN_KEY "legba-test-admin-key"
 
 /* FALSE when no janus is installed (the test then skips); fails the test
  * when one is and does not start. */
 gboolean legba_test_janus_start (LegbaTestJanus * janus);
+/* The same without an API secret or token authentication, as the Janus a
+ * legba-server coordinates ([sfu]) runs: clients get in with its rooms'
+ * pins and tokens only. */
+gboolean legba_test_janus_start_open (LegbaTestJanus * janus);
 void legba_test_janus_stop (LegbaTestJanus * janus);
 
 /* A VideoRoom with pin, every token of tokens admitted (to Janus's API

@@ -56,11 +56,17 @@ run_for (guint ms)
 void
 start_server (Fixture * f, guint port, guint max_event_bytes)
 {
-  g_autoptr (GError) error = NULL;
-
   f->server = legba_server_new ();
   if (max_event_bytes)
     g_object_set (f->server, "max-event-bytes", max_event_bytes, NULL);
+  fixture_listen (f, port);
+}
+
+void
+fixture_listen (Fixture * f, guint port)
+{
+  g_autoptr (GError) error = NULL;
+
   g_assert_true (legba_server_add_app (f->server, APP_ID, APP_KEY,
           APP_SECRET, &error));
   g_assert_no_error (error);

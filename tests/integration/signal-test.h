@@ -50,6 +50,9 @@ typedef struct
 } Fixture;
 
 void start_server (Fixture * f, guint port, guint max_event_bytes);
+/* Adds the test app to f->server, made and configured by the caller, and
+ * listens on port (0: any). */
+void fixture_listen (Fixture * f, guint port);
 void stop_server (Fixture * f);
 /* data: the server's max-event-bytes, 0 for its default */
 void fixture_setup (Fixture * f, gconstpointer data);

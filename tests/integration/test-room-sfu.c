@@ -7,7 +7,9 @@
  * mesh. The test plays the coordinator: it starts Janus, creates the
  * VideoRoom through Janus's API and publishes the `legba:topology` event
  * on the room's channel through the server's HTTP API after each join
- * (the room takes it whoever publishes it, once per join).
+ * (the room takes it whoever publishes it, once per join). Then the
+ * whole path: a legba-server coordinating a Janus of its own ([sfu]),
+ * which makes the room and tells each member.
  *
  * Without janus installed, the test exits 77 (skipped).
  */
@@ -26,6 +28,7 @@ typedef struct
 } Message;
 
 static LegbaTestJanus janus;
+static LegbaTestJanus open_janus;
 
 static void
 message_free (gpointer data)
@@ -284,6 +287,56 @@ test_sfu_refused (Fixture * f, gconstpointer data)
   participant_free (p);
 }
 
+/* A server whose rooms are all SFU rooms, on open_janus. */
+static void
+coordinated_setup (Fixture * f, gconstpointer data)
+{
+  g_autofree char *http = g_strdup_printf ("http://127.0.0.1:%u/janus",
+      open_janus.http_port);
+  const char *urls[] = { http, NULL };
+  const char *ws_urls[] = { open_janus.ws_url, NULL };
+
+  legba_test_tolerate_rtpsession_race ();
+  f->server = legba_server_new ();
+  g_object_set (f->server, "sfu-janus-urls", urls, "sfu-janus-ws-urls",
+      ws_urls, "sfu-admin-key", LEGBA_TEST_JANUS_ADMIN_KEY, "sfu-topology",
+      "sfu", NULL);
+  fixture_listen (f, 0);
+}
+
+/* Nobody but legba-server plays the coordinator: it makes the VideoRoom
+ * when alice joins and tells each member the room, pin and token; the
+ * participants meet through Janus with the mesh's pads and data. */
+static void
+test_sfu_coordinated (Fixture * f, gconstpointer data)
+{
+  g_autoptr (GPtrArray) received = g_ptr_array_new_with_free_func
+      (message_free);
+  g_autoptr (JsonNode) hello = json_from_string ("{\"n\":1}", NULL);
+  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *all[2] = { a, b };
+  Resend json_resend = { a->room, hello, NULL };
+  guint resend_source;
+
+  participant_connect_and_wait (a);
+  participant_connect_and_wait (b);
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other "
+      "through the Janus legba-server coordinates");
+  assert_only_sfu_connections (a, 1);
+  assert_only_sfu_connections (b, 1);
+  g_signal_connect (b->room, "data-received", G_CALLBACK (on_data), received);
+  resend_source = resend_start (&json_resend);
+  ROOM_WAIT_FOR (received->len > 0, "bob to receive alice's message");
+  g_source_remove (resend_source);
+  g_assert_cmpstr (((Message *) received->pdata[0])->from, ==,
+      legba_room_get_participant_id (a->room));
+  assert_no_room_errors (a);
+  assert_no_room_errors (b);
+  participant_free (b);
+  participant_free (a);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -298,7 +351,11 @@ main (int argc, char **argv)
       fixture_teardown);
   g_test_add ("/room/sfu/refused", Fixture, NULL, fixture_setup,
       test_sfu_refused, fixture_teardown);
+  g_test_add ("/room/sfu/coordinated", Fixture, NULL, coordinated_setup,
+      test_sfu_coordinated, fixture_teardown);
+  g_assert_true (legba_test_janus_start_open (&open_janus));
   status = g_test_run ();
+  legba_test_janus_stop (&open_janus);
   legba_test_janus_stop (&janus);
   return status;
 }
