@@ -49,7 +49,6 @@ packages=(
   libsystemd-dev systemd
   gi-docgen
   debhelper dpkg-dev fakeroot lintian
-  janus
 )
 
 missing=()

@@ -97,7 +97,6 @@ static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE (LegbaRoom, legba_room, G_TYPE_OBJECT);
 
-
 void
 legba_room_report (LegbaRoom * self, LegbaRoomError code,
     const char *format, ...)
