@@ -130,6 +130,7 @@ struct _GstLegbaVideoEnc
   GstElement *scale;
   GstElement *size_filter;      /* the size sent: NULL caps for the input's */
   GstElement *filter;
+  const char *missing;          /* a helper element's factory not found */
 
   /* object lock */
   LegbaVideoCodec codec;
@@ -755,6 +756,11 @@ gst_legba_video_enc_change_state (GstElement * element,
   GstLegbaVideoEnc *self = GST_LEGBA_VIDEO_ENC (element);
   GstStateChangeReturn ret;
 
+  if (transition == GST_STATE_CHANGE_NULL_TO_READY && self->missing != NULL) {
+    GST_ELEMENT_ERROR (self, CORE, MISSING_PLUGIN, ("legbavideoenc needs the "
+            "%s element, which is not installed", self->missing), (NULL));
+    return GST_STATE_CHANGE_FAILURE;
+  }
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
     GST_OBJECT_LOCK (self);
     self->frames_in = self->frames_out = self->bytes_out = 0;
@@ -995,6 +1001,40 @@ gst_legba_video_enc_finalize (GObject * object)
   G_OBJECT_CLASS (gst_legba_video_enc_parent_class)->finalize (object);
 }
 
+/* A helper element (gst-plugins-base's videoconvert and videoscale,
+ * core's capsfilter), or NULL with the factory kept in self->missing. */
+static GstElement *
+make_part (GstLegbaVideoEnc * self, const char *factory, const char *name)
+{
+  GstElement *part = gst_element_factory_make (factory, name);
+
+  if (part == NULL && self->missing == NULL)
+    self->missing = factory;
+  return part;
+}
+
+/* Without its helper elements the encoder has pads that lead nowhere and
+ * refuses to leave NULL, saying which element is missing
+ * (gst_legba_video_enc_change_state()). */
+static void
+init_without_parts (GstLegbaVideoEnc * self)
+{
+  GstElementClass *klass = GST_ELEMENT_GET_CLASS (self);
+  GstElement **parts[] = { &self->convert, &self->scale, &self->size_filter,
+    &self->filter
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (parts); i++)
+    if (*parts[i] != NULL)
+      gst_object_unref (gst_object_ref_sink (g_steal_pointer (parts[i])));
+  self->sinkpad = gst_ghost_pad_new_no_target_from_template ("sink",
+      gst_element_class_get_pad_template (klass, "sink"));
+  self->srcpad = gst_ghost_pad_new_no_target_from_template ("src",
+      gst_element_class_get_pad_template (klass, "src"));
+  gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
+  gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
+}
+
 static void
 gst_legba_video_enc_init (GstLegbaVideoEnc * self)
 {
@@ -1012,10 +1052,14 @@ gst_legba_video_enc_init (GstLegbaVideoEnc * self)
   self->degradation = DEFAULT_DEGRADATION_PREFERENCE;
   g_mutex_init (&self->scale_lock);
 
-  self->convert = gst_element_factory_make ("videoconvert", "convert");
-  self->scale = gst_element_factory_make ("videoscale", "scale");
-  self->size_filter = gst_element_factory_make ("capsfilter", "size");
-  self->filter = gst_element_factory_make ("capsfilter", "output");
+  self->convert = make_part (self, "videoconvert", "convert");
+  self->scale = make_part (self, "videoscale", "scale");
+  self->size_filter = make_part (self, "capsfilter", "size");
+  self->filter = make_part (self, "capsfilter", "output");
+  if (self->missing != NULL) {
+    init_without_parts (self);
+    return;
+  }
   gst_bin_add_many (GST_BIN (self), self->convert, self->scale,
       self->size_filter, self->filter, NULL);
   gst_element_link_many (self->convert, self->scale, self->size_filter, NULL);

@@ -1326,6 +1326,46 @@ GST_START_TEST (test_no_encoder_works)
 
 GST_END_TEST;
 
+/* Without one of its helper elements (here videoscale, as when only
+ * Legba's plugin is installed) the encoder is still made, without a
+ * critical, and refuses to start with an error that names the element. */
+GST_START_TEST (test_helper_element_missing)
+{
+  GstRegistry *registry = gst_registry_get ();
+  GstPluginFeature *videoscale =
+      gst_registry_lookup_feature (registry, "videoscale");
+  GstElement *enc;
+  GstBus *bus;
+  g_autoptr (GstMessage) msg = NULL;
+  g_autoptr (GError) error = NULL;
+
+  fail_unless (videoscale != NULL);
+  /* the plugins loaded first: loading one registers its features again */
+  gst_object_unref (gst_object_ref_sink (gst_element_factory_make
+          ("legbavideoenc", NULL)));
+  gst_registry_remove_feature (registry, videoscale);
+  enc = gst_element_factory_make ("legbavideoenc", NULL);
+  fail_unless (enc != NULL);
+  bus = gst_bus_new ();
+  gst_element_set_bus (enc, bus);
+  fail_unless_equals_int (gst_element_set_state (enc, GST_STATE_READY),
+      GST_STATE_CHANGE_FAILURE);
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL);
+  gst_message_parse_error (msg, &error, NULL);
+  fail_unless (g_error_matches (error, GST_CORE_ERROR,
+          GST_CORE_ERROR_MISSING_PLUGIN));
+  fail_unless (strstr (error->message, "videoscale") != NULL, "%s",
+      error->message);
+  gst_element_set_state (enc, GST_STATE_NULL);
+  gst_element_set_bus (enc, NULL);
+  gst_object_unref (bus);
+  gst_object_unref (enc);
+  gst_registry_add_feature (registry, videoscale);
+}
+
+GST_END_TEST;
+
 static Suite *
 legbavideoenc_suite (void)
 {
@@ -1361,6 +1401,7 @@ legbavideoenc_suite (void)
   tcase_add_test (tc, test_fallback_to_test_encoder);
   tcase_add_test (tc, test_fallback_to_x264);
   tcase_add_test (tc, test_no_encoder_works);
+  tcase_add_test (tc, test_helper_element_missing);
   return s;
 }
 
