@@ -4,7 +4,7 @@
  * legba-server's /demo/ files (web-dir and pusher-js-dir): what is served,
  * with which type and headers, and what is not (no directory configured,
  * names outside the directory, missing files, anything but a regular
- * file).
+ * file), and the page's policy naming the Janus instances of SFU rooms.
  */
 #include "signal-test.h"
 
@@ -245,6 +245,38 @@ test_not_regular (Fixture * f, gconstpointer data)
   g_rmdir (outside);
 }
 
+/* The page of an SFU room opens a Janus session over WebSocket: the
+ * policy's connect-src names each Janus WebSocket API by its origin, and
+ * nothing that is not a plain ws:// or wss:// URL. */
+static void
+test_csp_janus (Fixture * f, gconstpointer data)
+{
+  g_autofree char *web = g_dir_make_tmp ("legba-web-XXXXXX", NULL);
+  g_autofree char *index = g_build_filename (web, "index.html", NULL);
+  const char *const urls[] = { "ws://127.0.0.1:8188/",
+    "wss://[::1]:9000/janus", "wss://sfu.example/janus",
+    "ws://evil;script-src:1/", NULL
+  };
+  Response r;
+
+  g_assert_true (g_file_set_contents (index, "<!doctype html>", -1, NULL));
+  g_object_set (f->server, "web-dir", web, NULL);
+  r = get (f, "/demo/");
+  g_assert_nonnull (strstr (r.csp, "; connect-src 'self'; "));
+  response_clear (&r);
+
+  g_object_set (f->server, "sfu-janus-ws-urls", urls, NULL);
+  r = get (f, "/demo/");
+  g_assert_cmpuint (r.status, ==, 200);
+  g_assert_nonnull (strstr (r.csp, "; connect-src 'self' "
+          "ws://127.0.0.1:8188 wss://[::1]:9000 wss://sfu.example; "));
+  g_assert_null (strstr (r.csp, "evil"));
+  g_assert_nonnull (strstr (r.csp, "script-src 'self';"));
+  response_clear (&r);
+  g_unlink (index);
+  g_rmdir (web);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -253,5 +285,7 @@ main (int argc, char **argv)
       fixture_teardown);
   g_test_add ("/demo-page/not-regular", Fixture, NULL, fixture_setup,
       test_not_regular, fixture_teardown);
+  g_test_add ("/demo-page/csp-janus", Fixture, NULL, fixture_setup,
+      test_csp_janus, fixture_teardown);
   return g_test_run ();
 }

@@ -267,11 +267,53 @@ legba_server_handle_up (SoupServer * soup, SoupServerMessage * msg,
 
 /* What the demo page needs, and nothing more: its own scripts, style and
  * WebSocket (CSP 3: 'self' matches ws: and wss: on the page's host and
- * port), media elements playing MediaStreams, and no framing. */
-#define DEMO_CSP "default-src 'none'; script-src 'self'; style-src 'self'; " \
-    "connect-src 'self'; img-src 'self' data:; " \
+ * port), the WebSocket APIs of the Janus instances of SFU rooms, media
+ * elements playing MediaStreams, and no framing. */
+#define DEMO_CSP_BEFORE "default-src 'none'; script-src 'self'; " \
+    "style-src 'self'; connect-src 'self'"
+#define DEMO_CSP_AFTER "; img-src 'self' data:; " \
     "media-src 'self' blob: mediastream:; base-uri 'none'; " \
     "form-action 'self'; frame-ancestors 'none'"
+
+/* The origin of a Janus WebSocket URL as a CSP source (scheme, host and
+ * port), or NULL for one that is not a plain ws:// or wss:// URL. */
+static char *
+legba_server_csp_source (const char *url)
+{
+  g_autoptr (GUri) uri = g_uri_parse (url, G_URI_FLAGS_NONE, NULL);
+  const char *scheme = uri ? g_uri_get_scheme (uri) : NULL;
+  const char *host = uri ? g_uri_get_host (uri) : NULL;
+  gboolean v6;
+
+  if (scheme == NULL || host == NULL || *host == '\0' ||
+      (!g_str_equal (scheme, "ws") && !g_str_equal (scheme, "wss")) ||
+      strspn (host, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+          "0123456789.-:") != strlen (host))
+    return NULL;
+  v6 = strchr (host, ':') != NULL;
+  if (g_uri_get_port (uri) < 0)
+    return g_strdup_printf ("%s://%s%s%s", scheme, v6 ? "[" : "", host,
+        v6 ? "]" : "");
+  return g_strdup_printf ("%s://%s%s%s:%d", scheme, v6 ? "[" : "", host,
+      v6 ? "]" : "", g_uri_get_port (uri));
+}
+
+/* The page's Content-Security-Policy: connect-src adds the Janus
+ * instances SFU rooms send their members to (docs/server.md). */
+static char *
+legba_server_demo_csp (LegbaServer * self)
+{
+  GString *csp = g_string_new (DEMO_CSP_BEFORE);
+
+  for (char **url = self->sfu_janus_ws_urls; url && *url; url++) {
+    g_autofree char *source = legba_server_csp_source (*url);
+
+    if (source != NULL)
+      g_string_append_printf (csp, " %s", source);
+  }
+  g_string_append (csp, DEMO_CSP_AFTER);
+  return g_string_free (csp, FALSE);
+}
 
 typedef enum
 {
@@ -353,6 +395,7 @@ legba_server_handle_demo (SoupServer * soup, SoupServerMessage * msg,
 {
   LegbaServer *self = user_data;
   SoupMessageHeaders *headers = soup_server_message_get_response_headers (msg);
+  g_autofree char *csp = NULL;
   const char *name, *dir;
   char *contents = NULL;
   gsize length = 0;
@@ -362,7 +405,8 @@ legba_server_handle_demo (SoupServer * soup, SoupServerMessage * msg,
     return;
   }
   soup_message_headers_replace (headers, "X-Content-Type-Options", "nosniff");
-  soup_message_headers_replace (headers, "Content-Security-Policy", DEMO_CSP);
+  csp = legba_server_demo_csp (self);
+  soup_message_headers_replace (headers, "Content-Security-Policy", csp);
   if (!legba_server_is_get (msg))
     return;
   if (g_str_equal (path, "/demo")) {
