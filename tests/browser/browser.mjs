@@ -2,9 +2,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
 // Drives headless Chromium (Debian's chromium through playwright-core) for
-// the browser interop tests: serves room.html, room-peer.js and pusher-js's
-// browser build on 127.0.0.1, opens one page per browser participant and
-// reads what it decoded from getStats.
+// the browser interop tests: serves room.html, room-peer.js, room-sfu.js
+// and pusher-js's browser build on 127.0.0.1, opens one page per browser
+// participant and reads what it decoded from getStats.
 
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -109,6 +109,7 @@ export async function launchChromium ()
 const FILES = {
   '/room.html': [join(here, 'room.html'), 'text/html; charset=utf-8'],
   '/room-peer.js': [join(here, 'room-peer.js'), 'text/javascript'],
+  '/room-sfu.js': [join(here, 'room-sfu.js'), 'text/javascript'],
   '/pusher.min.js': [join(nodeModules, 'pusher-js', 'dist', 'web',
       'pusher.min.js'), 'text/javascript'],
 };

@@ -2,8 +2,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
 // A browser participant of a Legba room, speaking docs/room-protocol.md
-// (legba-room/1) with pusher-js for signalling and RTCPeerConnection for
-// media and data. One instance is one participant:
+// (legba-room/2) with pusher-js for signalling and RTCPeerConnection for
+// media and data: peer to peer in a mesh room, through the room's Janus
+// in an SFU room (§8, room-sfu.js). One instance is one participant:
 //
 //   const peer = new LegbaRoomPeer({ Pusher, key, host, port, appId, token,
 //     room: 'demo', media: await navigator.mediaDevices.getUserMedia(...) });
@@ -30,7 +31,9 @@
 //   error               {participant, message}
 // The pure helpers (splitSignal, compareIds, ...) run in Node too.
 
-export const PROTOCOL = 'legba-room/1';
+import { LegbaSfu, parseTopology } from './room-sfu.js';
+
+export const PROTOCOL = 'legba-room/2';
 
 /* §4: the strictest common limits, unless the server advertises its own. */
 export const DEFAULT_LIMITS = Object.freeze({ bytes: 10000, rate: 10 });
@@ -49,6 +52,7 @@ const LOSSY_WAITING = 64;
 export const ROOM_PATTERN = /^[A-Za-z0-9_\-=@,.;]{1,149}$/;
 export const SUFFIX_PATTERN = /^[a-z0-9]{6,16}$/;
 const SIGNAL_EVENT = 'client-legba-signal';
+const TOPOLOGY_EVENT = 'legba:topology';
 const TYPES = new Set(['offer', 'answer', 'candidates', 'bye', 'part']);
 
 const encoder = new TextEncoder();
@@ -233,6 +237,30 @@ function watchLimits (Pusher)
   runtime.legbaWatchesLimits = true;
 }
 
+/* The inbound and outbound RTP counters of a getStats report, by kind,
+ * into entry.inbound and (when `outbound`) entry.outbound. */
+function rtpCounters (report, entry, outbound)
+{
+  for (const r of report.values()) {
+    if (r.type !== 'inbound-rtp' && (r.type !== 'outbound-rtp' || !outbound))
+      continue;
+    const codec = r.codecId ? report.get(r.codecId) : null;
+    const side = r.type === 'inbound-rtp' ? entry.inbound : entry.outbound;
+    side[r.kind] = {
+      codec: codec ? codec.mimeType : null,
+      fmtp: codec?.sdpFmtpLine ?? null,
+      packets: r.packetsReceived ?? r.packetsSent ?? 0,
+      bytes: r.bytesReceived ?? r.bytesSent ?? 0,
+      frames: r.framesDecoded ?? r.framesEncoded ?? 0,
+      width: r.frameWidth ?? null,
+      height: r.frameHeight ?? null,
+      samples: r.totalSamplesReceived ?? null,
+      nacks: r.nackCount ?? 0,
+      plis: r.pliCount ?? 0,
+    };
+  }
+}
+
 function positiveInt (value, fallback)
 {
   return Number.isInteger(value) && value > 0 ? value : fallback;
@@ -242,9 +270,10 @@ export class LegbaRoomPeer extends EventTarget
 {
   /* options: Pusher (the pusher-js class), key, host, port, tls (wss),
    * room; authorization through either token + appId (legba-server join
-   * tokens) or channelAuthorization (pusher-js's own option, for an app's
-   * auth endpoint); media (a MediaStream with at most one video and one
-   * audio track), videoCodec ('H264' or 'VP8'), iceServers (when
+   * tokens, asked for legba-room/2) or channelAuthorization (pusher-js's
+   * own option, for an app's auth endpoint, whose user_info says
+   * "protocol": "legba-room/2" for SFU rooms, §8); media (a MediaStream
+   * with at most one video and one audio track), videoCodec ('H264' or 'VP8'), iceServers (when
    * empty: the TURN servers the signalling server hands out, if any),
    * iceTransportPolicy, suffix, log (a function). */
   constructor (options)
@@ -277,6 +306,8 @@ export class LegbaRoomPeer extends EventTarget
     this._early = new Map();
     this._parts = new Map();
     this._partIds = 0;
+    this._sfu = null;
+    this._topologyTaken = false;
     this._log = options.log ?? (() => {});
   }
 
@@ -312,7 +343,7 @@ export class LegbaRoomPeer extends EventTarget
       endpoint: `${scheme}://${host}:${port}/apps/${appId}/auth`,
       transport: 'ajax',
       headers: { Authorization: `Bearer ${token}` },
-      params: { suffix: this.suffix },
+      params: { suffix: this.suffix, protocol: PROTOCOL },
     };
     this._setState('connecting');
     const pusher = new Pusher(key, {
@@ -378,6 +409,7 @@ export class LegbaRoomPeer extends EventTarget
   _onSubscribed (members)
   {
     this.id = members.myID;
+    this._topologyTaken = false;
     const handedOut = `${this._pusher.connection.socket_id}\n` +
       this.channelName;
     if (iceServersHandedOut.has(handedOut)) {
@@ -391,7 +423,7 @@ export class LegbaRoomPeer extends EventTarget
       listed.add(member.id);
       const p = this._participant(member.id, member.info);
       this._present(p);
-      if (!this._live(p))
+      if (!this._sfu && !this._live(p))
         this._offer(p);
     });
     for (const p of [...this.participants.values()]) {
@@ -457,7 +489,7 @@ export class LegbaRoomPeer extends EventTarget
     const p = this._participant(id, info);
     const returning = !!p.graceTimer;
     this._present(p);
-    if (returning || this._live(p))
+    if (returning || this._sfu || this._live(p))
       return;
     clearTimeout(p.offerTimer);
     p.offerTimer = setTimeout(() => {
@@ -490,6 +522,7 @@ export class LegbaRoomPeer extends EventTarget
   {
     clearTimeout(p.graceTimer);
     clearTimeout(p.offerTimer);
+    this._sfu?.dropParticipant(p.id);
     if (p.conn)
       this._closeConn(p.conn);
     if (this.participants.get(p.id) !== p)
@@ -558,6 +591,13 @@ export class LegbaRoomPeer extends EventTarget
     const media = this.options.media;
     return { stream: media ?? null, video: media?.getVideoTracks()[0] ?? null,
       audio: media?.getAudioTracks()[0] ?? null };
+  }
+
+  /* §5: the codecs of a transceiver of `kind`, sending or receiving. */
+  _codecs (kind, publishing)
+  {
+    return codecPreferences(RTCRtpReceiver.getCapabilities(kind), kind,
+        publishing && kind === 'video' ? this.options.videoCodec : null);
   }
 
   /* §5: exactly one video and one audio transceiver; §6: the two data
@@ -820,6 +860,8 @@ export class LegbaRoomPeer extends EventTarget
         this._onPart(s);
         break;
       case 'offer':
+        if (this._sfu)
+          return this._log(`offer from ${s.from} dropped: an SFU room`);
         if (typeof s.sdp !== 'string')
           return this._log(`offer without sdp from ${s.from} dropped`);
         /* only subscribers' events are relayed: the sender is here */
@@ -970,13 +1012,52 @@ export class LegbaRoomPeer extends EventTarget
     this._handle(inner);
   }
 
-  /* §7: HTTP API events reach everyone as data from 'server'. */
+  /* §7: HTTP API events reach everyone as data from 'server'; §8: the
+   * room's topology is the room's own. */
   _onServerEvent (event, data)
   {
     if (event.startsWith('pusher') || event.startsWith('client-'))
       return;
+    if (event === TOPOLOGY_EVENT) {
+      this._onTopology(data);
+      return;
+    }
     this._emit('data', { participant: 'server', topic: event, data,
       lossy: false });
+  }
+
+  /* §8: the first topology of each join counts; in an SFU room the peer
+   * connections go (with a bye) and the room's Janus takes over. */
+  _onTopology (data)
+  {
+    if (this._topologyTaken || !this.id)
+      return;
+    let topology;
+    try {
+      topology = parseTopology(data);
+    } catch (e) {
+      this._error(null, e.message);
+      return;
+    }
+    this._topologyTaken = true;
+    if (topology.topology !== 'sfu')
+      return;
+    for (const p of this.participants.values()) {
+      clearTimeout(p.offerTimer);
+      p.offerTimer = null;
+      if (p.conn) {
+        this._signal(p.conn, { type: 'bye' });
+        this._closeConn(p.conn);
+      }
+    }
+    this._sfu?.close();
+    const sfu = new LegbaSfu(this, topology.sfu);
+    this._sfu = sfu;
+    this._log(`SFU room: Janus ${topology.sfu.url} room ${topology.sfu.room}`);
+    sfu.start().catch((e) => {
+      if (!sfu.closed)
+        this._error(null, `SFU: ${e.message ?? e}`);
+    });
   }
 
   _adoptChannel (conn, channel)
@@ -1088,9 +1169,13 @@ export class LegbaRoomPeer extends EventTarget
   }
 
   /* §6: sends `data` (any JSON value, or bytes) to everyone, or to the
-   * participant `to`; returns how many participants it went to. */
+   * participant `to` (not in an SFU room, §8); returns how many
+   * participants it went to. */
   send (data, { topic, lossy = false, to } = {})
   {
+    if (this._sfu && to !== undefined)
+      throw new RangeError('an SFU room relays data to everyone: ' +
+          'messages to named participants are refused');
     if (topic?.startsWith('legba.'))
       throw new RangeError('topics starting with "legba." are reserved');
     if (data === undefined)
@@ -1098,6 +1183,8 @@ export class LegbaRoomPeer extends EventTarget
     const binary = data instanceof ArrayBuffer || ArrayBuffer.isView(data);
     const payload = binary ? data : JSON.stringify(
         topic === undefined ? { data } : { topic, data });
+    if (this._sfu)
+      return this._sfu.send(payload, lossy);
     const targets = this._openChannels('legba', to);
     for (const [conn, channel] of targets) {
       if (lossy)
@@ -1119,41 +1206,31 @@ export class LegbaRoomPeer extends EventTarget
       local.video.enabled = !this.muted.video;
     const payload = JSON.stringify({ topic: 'legba.mute',
       data: { ...this.muted } });
+    this._sfu?.send(payload, false);
     for (const [conn, channel] of this._openChannels('legba'))
       this._sendRaw(conn, channel, payload);
   }
 
   /* Per participant: connection state, the selected codecs and counters of
-   * getStats (inbound and outbound RTP). */
+   * getStats (inbound and outbound RTP). In an SFU room, inbound is that
+   * participant's subscriber connection and outbound the publisher
+   * connection, whose stream Janus forwards to everyone. */
   async stats ()
   {
     const out = {};
+    const sfu = this._sfu?.connections();
+    const published = sfu?.publisher ? await sfu.publisher.getStats() : null;
     for (const p of this.participants.values()) {
+      const pc = sfu ? sfu.feeds.find((f) => f.participant === p.id)?.pc :
+        p.conn?.pc;
       const entry = { state: p.state, pc: p.conn?.id ?? null,
-        connectionState: p.conn?.pc.connectionState ?? null,
+        connectionState: pc?.connectionState ?? null,
         inbound: {}, outbound: {} };
       out[p.id] = entry;
-      if (!p.conn)
-        continue;
-      const report = await p.conn.pc.getStats();
-      for (const r of report.values()) {
-        if (r.type !== 'inbound-rtp' && r.type !== 'outbound-rtp')
-          continue;
-        const codec = r.codecId ? report.get(r.codecId) : null;
-        const side = r.type === 'inbound-rtp' ? entry.inbound : entry.outbound;
-        side[r.kind] = {
-          codec: codec ? codec.mimeType : null,
-          fmtp: codec?.sdpFmtpLine ?? null,
-          packets: r.packetsReceived ?? r.packetsSent ?? 0,
-          bytes: r.bytesReceived ?? r.bytesSent ?? 0,
-          frames: r.framesDecoded ?? r.framesEncoded ?? 0,
-          width: r.frameWidth ?? null,
-          height: r.frameHeight ?? null,
-          samples: r.totalSamplesReceived ?? null,
-          nacks: r.nackCount ?? 0,
-          plis: r.pliCount ?? 0,
-        };
-      }
+      if (pc)
+        rtpCounters(await pc.getStats(), entry, !sfu);
+      if (published)
+        rtpCounters(published, entry, true);
     }
     return out;
   }
@@ -1184,6 +1261,8 @@ export class LegbaRoomPeer extends EventTarget
     clearTimeout(this._pumpTimer);
     this._pumpTimer = null;
     this._queue = [];
+    this._sfu?.close();
+    this._sfu = null;
     for (const p of [...this.participants.values()])
       this._drop(p);
     for (const entry of this._early.values())

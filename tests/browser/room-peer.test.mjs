@@ -3,7 +3,8 @@
 //
 // The protocol helpers of room-peer.js, in Node: part chunking and sizes
 // (docs/room-protocol.md §4), the pacing window, byte-wise id order (§3), data
-// messages (§6) and codec choice (§5).
+// messages (§6), codec choice (§5) and the SFU topology event (§8,
+// room-sfu.js).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,6 +12,7 @@ import {
   codecPreferences, compareIds, jsonBytes, maxMessageSize, paceDelay,
   parseDataMessage, splitSignal,
 } from './room-peer.js';
+import { parseTopology } from './room-sfu.js';
 
 const offer = (sdp) => ({ to: 'bob-abcdef', from: 'alice-123456',
   pc: 'pc1', type: 'offer', sdp });
@@ -114,4 +116,25 @@ test('codec choice: the published codec, or H.264 and VP8 (§5)', () => {
     'video/VP8', 'video/rtx']);
   assert.deepEqual(names(codecPreferences({ codecs: [{ mimeType: 'audio/opus' },
     { mimeType: 'audio/PCMU' }] }, 'audio', null)), ['audio/opus']);
+});
+
+test('legba:topology: mesh, a Janus room, and what is refused', () => {
+  assert.deepEqual(parseTopology('{"topology":"mesh"}'), { topology: 'mesh' });
+  const sfu = { kind: 'janus', url: 'ws://127.0.0.1:8188/', room: 1234,
+    pin: 'p', token: 't' };
+  assert.deepEqual(parseTopology(JSON.stringify({ topology: 'sfu', sfu })),
+      { topology: 'sfu', sfu: { url: sfu.url, room: 1234, pin: 'p',
+        token: 't' } });
+  assert.deepEqual(parseTopology({ topology: 'sfu', sfu: { kind: 'janus',
+    url: 'wss://sfu.example/janus', room: 2 ** 53 - 1 } }).sfu,
+  { url: 'wss://sfu.example/janus', room: 2 ** 53 - 1, pin: undefined,
+    token: undefined });
+  for (const bad of ['not json', '[]', '{"topology":"star"}',
+    { topology: 'sfu' }, { topology: 'sfu', sfu: { ...sfu, kind: 'mcu' } },
+    { topology: 'sfu', sfu: { ...sfu, url: 'http://127.0.0.1:8088/janus' } },
+    { topology: 'sfu', sfu: { ...sfu, room: 0 } },
+    { topology: 'sfu', sfu: { ...sfu, room: '1234' } },
+    { topology: 'sfu', sfu: { ...sfu, room: 2 ** 53 } },
+    { topology: 'sfu', sfu: { ...sfu, token: 5 } }])
+    assert.throws(() => parseTopology(bad), TypeError, JSON.stringify(bad));
 });

@@ -1,0 +1,221 @@
+// Legba: real-time rooms for GStreamer
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// An SFU room (docs/room-protocol.md §8) with the /demo page in headless
+// Chromium and a legba-call participant: legba-server coordinates a real
+// Janus 1.1 of the test's own (tests/common/start-janus.sh, open as a
+// coordinated Janus runs: no API secret), the page gets legba:topology
+// and joins the VideoRoom from its own Janus session. Each decodes the
+// other's video through Janus, chat goes both ways over the publishers'
+// data channels, a message to a named participant is refused, and the
+// page works under the Content-Security-Policy the server sends with it
+// (which names Janus's WebSocket API). Without janus installed, the test
+// is skipped.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
+import { startServer } from '../integration/server.mjs';
+import {
+  decodedFrom, launchChromium, openParticipant, teardown, until,
+} from './browser.mjs';
+
+const run = promisify(execFile);
+const FIXTURE = new URL('../common/start-janus.sh', import.meta.url).pathname;
+/* a sanitizer build on a loaded 2-core machine sets up a call in ~15 s */
+const SETUP_MS = 60000;
+const FRAMES = 15;
+const ROOM = 'demo';
+
+function requireEnv (name)
+{
+  const value = process.env[name];
+  if (!value)
+    throw new Error(`${name} is not set: run this test through meson test`);
+  return value;
+}
+
+/* as browser-demo.test.mjs: GStreamer 1.22's rtpsession race is the one
+ * CRITICAL tolerated from legba-call */
+const RTPSESSION_RACE =
+    "g_hash_table_foreach: assertion 'version == hash_table->version' failed";
+
+function lenientEnv ()
+{
+  const debug = (process.env.G_DEBUG ?? '').split(',')
+    .filter((f) => f && f !== 'fatal-criticals');
+  return { ...process.env, G_DEBUG: debug.join(',') };
+}
+
+/* A Janus of the test's own, without an API secret; null when janus is
+ * not installed. */
+async function startJanus (defer)
+{
+  const dir = mkdtempSync(join(tmpdir(), 'legba-janus-'));
+  defer(() => rmSync(dir, { recursive: true, force: true }));
+  try {
+    const { stdout } = await run(FIXTURE, [dir], { timeout: 60000,
+      env: { ...process.env, JANUS_API_SECRET: '' } });
+    defer(() => run(FIXTURE, ['--stop', dir]));
+    return Object.fromEntries(stdout.trim().split('\n')
+        .map((line) => line.split(/=(.*)/s).slice(0, 2)));
+  } catch (e) {
+    if (e.code === 77)
+      return null;
+    throw e;
+  }
+}
+
+/* legba-call with --chat and --json: its human-readable lines come on
+ * standard error, the report on standard output at exit. */
+function startCall (server, identity)
+{
+  const child = spawn(requireEnv('LEGBA_CALL'), ['--server',
+    `ws://${server.host}:${server.port}`, '--room', ROOM, '--identity',
+    identity, '--key', server.key, '--secret', server.secret, '--width',
+    '320', '--height', '240', '--fps', '15', '--bitrate', '300', '--chat',
+    '--stats', '--json', '--duration', '300'],
+  { stdio: ['pipe', 'pipe', 'pipe'], env: lenientEnv() });
+  const call = { child, lines: [], out: '', id: null };
+  createInterface({ input: child.stderr }).on('line', (line) => {
+    call.lines.push(line);
+    const m = new RegExp(`^joined room ${ROOM} as (\\S+)$`).exec(line);
+    if (m)
+      call.id = m[1];
+  });
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk) => {
+    call.out += chunk;
+  });
+  call.exited = new Promise((resolve) => {
+    child.on('exit', (code, signal) => resolve({ code, signal }));
+  });
+  call.describe = () => `--- legba-call:\n${call.lines.slice(-30).join('\n')}`;
+  return call;
+}
+
+test('an SFU room: the /demo page and legba-call decode each other and ' +
+    'chat through Janus', async (t) => {
+  const defer = teardown(t);
+  const janus = await startJanus(defer);
+  if (!janus) {
+    t.skip('janus is not installed');
+    return;
+  }
+  const server = await startServer({ args: ['--web-dir',
+    requireEnv('LEGBA_WEB_DIR'), '--pusher-js-dir',
+    join(requireEnv('LEGBA_SOURCE_ROOT'), 'tests', 'integration',
+        'node_modules', 'pusher-js', 'dist', 'web'),
+    '--janus-url', janus.JANUS_HTTP_URL, '--janus-ws-url', janus.JANUS_WS_URL,
+    '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', 'sfu'] });
+  defer(() => server.stop());
+  const served = await fetch(`${server.base}/demo/`);
+  const origin = new URL(janus.JANUS_WS_URL);
+  assert.match(served.headers.get('content-security-policy') ?? '',
+      new RegExp(`connect-src 'self' ws://${origin.host};`),
+      'the page may reach the Janus of SFU rooms');
+  const chrome = await launchChromium();
+  defer(() => chrome.close());
+  const page = await openParticipant(chrome, { url: `${server.base}/demo/` },
+      'ada');
+  defer(() => page.close());
+  const call = startCall(server, 'gst');
+  defer(async () => {
+    if (!call.child.exitCode && !call.child.signalCode)
+      call.child.kill('SIGKILL');
+    await call.exited;
+  });
+  const detail = async () => [call.describe(), '--- ada log:',
+    ...await page.tab.evaluate(() => window.legba.record.log.slice(-40))
+        .catch(() => []), await page.describe(),
+    `--- legba-server:\n${server.log().slice(-3000)}`].join('\n');
+
+  const adaId = await page.join(server, ROOM, { source: 'test',
+    identity: 'ada' });
+  await until(() => call.id, 'legba-call to join', { ms: SETUP_MS, detail });
+
+  /* video: the browser decodes legba-call's, through Janus, in legba-call's
+   * tile, and plays it */
+  const seen = await decodedFrom(page, call.id, FRAMES, SETUP_MS);
+  assert.equal(seen[call.id].inbound.video.width, 320);
+  assert.match(await page.tab.textContent(`#tile-${call.id} figcaption`),
+      /gst/);
+  await until(() => page.tab.evaluate(({ id, frames }) => {
+    const video = document.querySelector(`#tile-${id} video`);
+    return video && video.videoWidth > 0 &&
+      video.getVideoPlaybackQuality().totalVideoFrames > frames;
+  }, { id: call.id, frames: FRAMES }), 'the tile to play legba-call\'s video',
+  { ms: SETUP_MS, detail });
+  /* no peer connection of the mesh: the SFU's two connections only */
+  assert.equal(await page.tab.evaluate(() =>
+    [...window.legba.peer().participants.values()]
+        .filter((p) => p.conn).length), 0, 'no mesh peer connection');
+
+  /* legba-call decodes the page's video: its stats lines count frames */
+  await until(() => call.lines.some((line) => {
+    const m = / \| ada (\d+) frames /.exec(line);
+    return m && Number(m[1]) > FRAMES;
+  }), 'legba-call to decode the page\'s video', { ms: SETUP_MS, detail });
+
+  /* chat, both ways: over each publisher's data channel, relayed by Janus
+   * to the other's subscriber connection. Janus relays only to a
+   * subscriber whose own channel is open (docs/rooms.md, SFU rooms): a
+   * message sent before is lost, so each side sends again, once a second,
+   * until the other shows it. */
+  await until(async () => {
+    if (await page.tab.evaluate(() => window.legba.record.chat
+        .some((c) => c.who === 'gst' && c.text === 'hello from gstreamer')))
+      return true;
+    call.child.stdin.write('hello from gstreamer\n');
+    return false;
+  }, 'the page to show legba-call\'s chat message', { ms: SETUP_MS,
+    every: 1000, detail });
+  const chat = await page.tab.evaluate(() => window.legba.record.events
+      .find((e) => e.type === 'data' && e.topic === 'chat'));
+  assert.equal(chat.participant, call.id, 'reported from legba-call');
+  await until(async () => {
+    if (call.lines.includes('<ada> hello from chromium'))
+      return true;
+    await page.tab.evaluate(() => window.legba.sendChat('hello from chromium'));
+    return false;
+  }, 'legba-call to print the page\'s chat message', { ms: SETUP_MS,
+    every: 1000, detail });
+
+  /* a named recipient is refused, and nothing goes */
+  assert.match(await page.tab.evaluate((to) => {
+    try {
+      window.legba.send({ text: 'only you' }, { topic: 'chat', to });
+      return 'sent';
+    } catch (e) {
+      return e.message;
+    }
+  }, call.id), /named participants are refused/);
+
+  /* legba-call leaves: it reports the page's video, audio and chat; the
+   * page removes its tile */
+  call.child.stdin.end();
+  call.child.kill('SIGTERM');
+  assert.deepEqual(await call.exited, { code: 0, signal: null },
+      call.describe());
+  assert.deepEqual(call.lines.filter((l) => l.includes('-CRITICAL **') &&
+      !l.includes(RTPSESSION_RACE)), [], 'no CRITICAL from legba-call');
+  assert.ok(!call.lines.includes('<ada> only you'), 'the refused message ' +
+      'did not go');
+  const report = JSON.parse(call.out);
+  const ada = report.participants.find((p) => p.id === adaId);
+  assert.ok(ada, `legba-call saw ada: ${call.out}`);
+  assert.ok(ada.video_frames > FRAMES, `legba-call decoded ada: ${call.out}`);
+  assert.ok(ada.audio_buffers > 0, `legba-call got ada's audio: ${call.out}`);
+  assert.ok(ada.data_messages >= 1, `legba-call got ada's chat: ${call.out}`);
+  await until(() => page.tab.evaluate((id) =>
+    document.getElementById(`tile-${id}`) === null, call.id),
+  'the page to remove legba-call\'s tile', { ms: SETUP_MS, detail });
+  assert.deepEqual(await page.cspViolations(), [],
+      'nothing the page did was blocked by its Content-Security-Policy');
+  await page.leave();
+});

@@ -1,0 +1,443 @@
+// Legba: real-time rooms for GStreamer
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// The SFU side of LegbaRoomPeer (docs/room-protocol.md §8): once the room's
+// `legba:topology` says `sfu`, the participant speaks to the Janus 1.1
+// VideoRoom it names instead of to its peers. One Janus session over the
+// WebSocket API; one publisher handle and connection carrying the local
+// tracks and the `legba` data channel; one subscriber handle and
+// connection per other publisher, whose `display` is its participant id.
+// It reports through the LegbaRoomPeer that made it: the same `track`,
+// `track-removed`, `data` and `mute` events as the mesh.
+
+export const KEEPALIVE_MS = 25000;
+const REQUEST_MS = 15000;
+const VIDEOROOM = 'janus.plugin.videoroom';
+
+/* §8 "Reading the topology": `data` (a JSON string or its value) checked;
+ * returns {topology: 'mesh'} or {topology: 'sfu', sfu: {url, room, pin,
+ * token}}, or throws a TypeError naming what is wrong. */
+export function parseTopology (data)
+{
+  let value = data;
+  if (typeof data === 'string') {
+    try {
+      value = JSON.parse(data);
+    } catch {
+      throw new TypeError('legba:topology is not JSON');
+    }
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new TypeError('legba:topology is not an object');
+  if (value.topology === 'mesh')
+    return { topology: 'mesh' };
+  if (value.topology !== 'sfu')
+    throw new TypeError(`unknown topology ${JSON.stringify(value.topology)}`);
+  const sfu = value.sfu;
+  if (sfu === null || typeof sfu !== 'object' || sfu.kind !== 'janus')
+    throw new TypeError('legba:topology names no Janus');
+  if (typeof sfu.url !== 'string' || !/^wss?:\/\/[^\s]+$/.test(sfu.url))
+    throw new TypeError(`bad Janus url ${JSON.stringify(sfu.url)}`);
+  if (!Number.isSafeInteger(sfu.room) || sfu.room <= 0)
+    throw new TypeError(`bad VideoRoom id ${JSON.stringify(sfu.room)}`);
+  for (const field of ['pin', 'token']) {
+    if (sfu[field] !== undefined && typeof sfu[field] !== 'string')
+      throw new TypeError(`bad ${field}`);
+  }
+  return { topology: 'sfu', sfu: { url: sfu.url, room: sfu.room,
+    pin: sfu.pin, token: sfu.token } };
+}
+
+/* A Janus session over the WebSocket API: requests by transaction,
+ * `keepalive` every 25 s, `token` in every request; events without a
+ * pending transaction go to the handler of their handle (`sender`). */
+class JanusSession
+{
+  constructor (url, token, log)
+  {
+    this.url = url;
+    this.token = token;
+    this.log = log;
+    this.id = null;
+    this.handlers = new Map();
+    this.pending = new Map();
+    this.next = 0;
+    this.keepalive = null;
+    this.socket = null;
+    this.onclose = () => {};
+  }
+
+  async open ()
+  {
+    const socket = new WebSocket(this.url, 'janus-protocol');
+    this.socket = socket;
+    await new Promise((resolve, reject) => {
+      socket.onopen = resolve;
+      socket.onerror = () => reject(new Error(`cannot reach ${this.url}`));
+    });
+    socket.onerror = null;
+    socket.onmessage = (e) => this.onMessage(e.data);
+    socket.onclose = () => {
+      clearInterval(this.keepalive);
+      for (const { reject, timer } of this.pending.values()) {
+        clearTimeout(timer);
+        reject(new Error('the Janus session closed'));
+      }
+      this.pending.clear();
+      this.onclose();
+    };
+    const created = await this.request({ janus: 'create' });
+    this.id = created.data.id;
+    this.keepalive = setInterval(() => this.send({ janus: 'keepalive' }),
+        KEEPALIVE_MS);
+  }
+
+  send (fields)
+  {
+    const transaction = `t${++this.next}`;
+    const message = { ...fields, transaction };
+    if (this.id !== null)
+      message.session_id = this.id;
+    if (this.token !== undefined)
+      message.token = this.token;
+    if (this.socket?.readyState === WebSocket.OPEN)
+      this.socket.send(JSON.stringify(message));
+    return transaction;
+  }
+
+  /* Resolves with the answer to the request: `success`, or the `event`
+   * that follows an `ack`; rejects on `error` or a plugin error. */
+  request (fields)
+  {
+    const transaction = this.send(fields);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(transaction);
+        reject(new Error(`Janus did not answer ${fields.janus} in time`));
+      }, REQUEST_MS);
+      this.pending.set(transaction, { resolve, reject, timer });
+    });
+  }
+
+  onMessage (text)
+  {
+    let m;
+    try {
+      m = JSON.parse(text);
+    } catch {
+      this.log('unparsable message from Janus dropped');
+      return;
+    }
+    const waiting = this.pending.get(m.transaction);
+    if (waiting && m.janus !== 'ack') {
+      this.pending.delete(m.transaction);
+      clearTimeout(waiting.timer);
+      const data = m.plugindata?.data;
+      if (m.janus === 'error')
+        waiting.reject(new Error(`Janus: ${m.error?.reason}`));
+      else if (data?.error)
+        waiting.reject(new Error(`VideoRoom ${data.error_code}: ${data.error}`));
+      else
+        waiting.resolve(m);
+      return;
+    }
+    if (m.janus !== 'ack' && m.janus !== 'success')
+      this.handlers.get(m.sender)?.(m);
+  }
+
+  async attach (handler)
+  {
+    const attached = await this.request({ janus: 'attach', plugin: VIDEOROOM });
+    this.handlers.set(attached.data.id, handler);
+    return attached.data.id;
+  }
+
+  message (handle, body, jsep)
+  {
+    const fields = { janus: 'message', handle_id: handle, body };
+    if (jsep)
+      fields.jsep = jsep;
+    return this.request(fields);
+  }
+
+  trickle (handle, candidate)
+  {
+    this.send({ janus: 'trickle', handle_id: handle,
+      candidate: candidate ? { candidate: candidate.candidate,
+        sdpMid: candidate.sdpMid, sdpMLineIndex: candidate.sdpMLineIndex } :
+        { completed: true } });
+  }
+
+  detach (handle)
+  {
+    this.handlers.delete(handle);
+    this.send({ janus: 'detach', handle_id: handle });
+  }
+
+  close ()
+  {
+    clearInterval(this.keepalive);
+    if (this.id !== null)
+      this.send({ janus: 'destroy' });
+    this.onclose = () => {};
+    this.socket?.close();
+  }
+}
+
+export class LegbaSfu
+{
+  /* peer: the LegbaRoomPeer; sfu: the checked topology's `sfu` */
+  constructor (peer, sfu)
+  {
+    this.peer = peer;
+    this.sfu = sfu;
+    this.session = new JanusSession(sfu.url, sfu.token,
+        (line) => peer._log(`sfu: ${line}`));
+    this.feeds = new Map();     /* feed id -> {handle, display, pc, ...} */
+    this.publisher = null;
+    this.ownFeed = null;
+    this.lossyWaiting = [];
+    this.closed = false;
+  }
+
+  _joinBody (ptype)
+  {
+    const body = { request: 'join', ptype, room: this.sfu.room };
+    if (this.sfu.pin !== undefined)
+      body.pin = this.sfu.pin;
+    if (this.sfu.token !== undefined)
+      body.token = this.sfu.token;
+    return body;
+  }
+
+  _newPc (handle)
+  {
+    const { options, serverIceServers } = this.peer;
+    const pc = new RTCPeerConnection({
+      iceServers: options.iceServers.length > 0 ?
+        options.iceServers : serverIceServers,
+      iceTransportPolicy: options.iceTransportPolicy,
+      bundlePolicy: 'max-bundle',
+      rtcpMuxPolicy: 'require',
+    });
+    pc.onicecandidate = (e) => {
+      if (!this.closed && (!e.candidate || e.candidate.candidate))
+        this.session.trickle(handle, e.candidate);
+    };
+    return pc;
+  }
+
+  /* Opens the session, joins as a publisher, publishes, and subscribes to
+   * the publishers already there. */
+  async start ()
+  {
+    this.session.onclose = () => {
+      if (!this.closed)
+        this.peer._error(null, 'the SFU session closed');
+    };
+    await this.session.open();
+    const handle = await this.session.attach((m) => this._onPublisherEvent(m));
+    const joined = await this.session.message(handle, {
+      ...this._joinBody('publisher'), display: this.peer.id });
+    this.ownFeed = joined.plugindata.data.id;
+    this.publisher = { handle, pc: this._newPc(handle), channels: {},
+      participant: { id: 'the SFU' } };
+    await this._publish(this.publisher);
+    this._subscribeAll(joined.plugindata.data.publishers);
+  }
+
+  async _publish (pub)
+  {
+    const { pc } = pub;
+    const local = this.peer._localTracks();
+    for (const kind of ['video', 'audio']) {
+      if (!local[kind])
+        continue;
+      const t = pc.addTransceiver(local[kind], { direction: 'sendonly',
+        streams: [local.stream] });
+      t.setCodecPreferences(this.peer._codecs(kind, true));
+    }
+    this._adoptPublisherChannel(pc.createDataChannel('legba',
+        { ordered: true }));
+    const offer = await pc.createOffer();
+    /* the offer leaves before setLocalDescription starts gathering, so
+     * Janus has it before any trickled candidate */
+    const published = this.session.message(pub.handle, { request: 'publish' },
+        { type: 'offer', sdp: offer.sdp });
+    await pc.setLocalDescription(offer);
+    const answer = await published;
+    if (this.closed)
+      return;
+    await pc.setRemoteDescription(answer.jsep);
+  }
+
+  _adoptPublisherChannel (channel)
+  {
+    this.publisher.channels[channel.label] = channel;
+    channel.binaryType = 'arraybuffer';
+    channel.onopen = () => {
+      if (channel.label === 'legba')
+        channel.send(JSON.stringify({ topic: 'legba.mute',
+          data: { ...this.peer.muted } }));
+      else
+        this._flushLossy();
+    };
+  }
+
+  _onPublisherEvent (m)
+  {
+    const data = m.plugindata?.data;
+    if (m.janus === 'hangup')
+      this.peer._error(null, `the SFU hung up the publisher: ${m.reason}`);
+    if (!data)
+      return;
+    if (Array.isArray(data.publishers))
+      this._subscribeAll(data.publishers);
+    for (const gone of [data.unpublished, data.leaving]) {
+      if (Number.isSafeInteger(gone) && gone !== this.ownFeed)
+        this._dropFeed(gone);
+    }
+  }
+
+  _subscribeAll (publishers)
+  {
+    for (const p of publishers ?? []) {
+      if (!Number.isSafeInteger(p.id) || p.id === this.ownFeed ||
+          this.feeds.has(p.id) || typeof p.display !== 'string')
+        continue;
+      this._subscribe(p.id, p.display).catch((e) => {
+        if (this.feeds.has(p.id))
+          this.peer._error(p.display, `subscription: ${e.message ?? e}`);
+      });
+    }
+  }
+
+  /* One subscriber handle per feed: Janus offers, a receive-only answer
+   * goes with `start`; a data channel of its own makes Janus relay the
+   * publisher's data. */
+  async _subscribe (id, display)
+  {
+    const feed = { id, display, handle: null, pc: null, tracks: [],
+      channels: [] };
+    this.feeds.set(id, feed);
+    feed.handle = await this.session.attach((m) => {
+      if (m.janus === 'hangup')
+        this.peer._log(`sfu: feed of ${display} hung up`);
+    });
+    if (this.feeds.get(id) !== feed || this.closed)
+      return this.session.detach(feed.handle);
+    const attached = await this.session.message(feed.handle, {
+      ...this._joinBody('subscriber'), streams: [{ feed: id }] });
+    if (this.feeds.get(id) !== feed || this.closed)
+      return;
+    const pc = this._newPc(feed.handle);
+    feed.pc = pc;
+    pc.ontrack = (e) => {
+      feed.tracks.push(e.track);
+      this.peer._emit('track', { participant: display, track: e.track,
+        kind: e.track.kind, streams: e.streams });
+    };
+    pc.ondatachannel = (e) => this._adoptFeedChannel(feed, e.channel);
+    pc.onconnectionstatechange = () => {
+      const p = this.peer.participants.get(display);
+      if (p && pc.connectionState === 'connected')
+        this.peer._setParticipantState(p, 'connected');
+    };
+    await pc.setRemoteDescription(attached.jsep);
+    for (const t of pc.getTransceivers())
+      t.direction = 'recvonly';
+    this._adoptFeedChannel(feed, pc.createDataChannel('legba',
+        { ordered: true }));
+    const answer = await pc.createAnswer();
+    const started = this.session.message(feed.handle, { request: 'start' },
+        { type: 'answer', sdp: answer.sdp });
+    await pc.setLocalDescription(answer);
+    await started;
+  }
+
+  _adoptFeedChannel (feed, channel)
+  {
+    feed.channels.push(channel);
+    channel.binaryType = 'arraybuffer';
+    channel.onmessage = (e) => {
+      const p = this.peer.participants.get(feed.display) ??
+        { id: feed.display, muted: {} };
+      this.peer._onData(p, e.data, channel.label === 'legba-lossy');
+    };
+  }
+
+  _dropFeed (id)
+  {
+    const feed = this.feeds.get(id);
+    if (!feed)
+      return;
+    this.feeds.delete(id);
+    if (feed.handle !== null)
+      this.session.detach(feed.handle);
+    feed.pc?.close();
+    for (const track of feed.tracks) {
+      this.peer._emit('track-removed', { participant: feed.display, track,
+        kind: track.kind });
+    }
+  }
+
+  /* presence said the participant left: its subscriptions end */
+  dropParticipant (participant)
+  {
+    for (const feed of [...this.feeds.values()]) {
+      if (feed.display === participant)
+        this._dropFeed(feed.id);
+    }
+  }
+
+  /* §8: to everyone, once, on the publisher's channel; returns how many
+   * participants it goes to. */
+  send (payload, lossy)
+  {
+    const channel = this.publisher?.channels.legba;
+    if (channel?.readyState !== 'open')
+      return 0;
+    this.peer._checkSize(this.publisher, payload);
+    if (!lossy) {
+      channel.send(payload);
+    } else {
+      let unordered = this.publisher.channels['legba-lossy'];
+      if (!unordered) {
+        unordered = this.publisher.pc.createDataChannel('legba-lossy',
+            { ordered: false, maxRetransmits: 0 });
+        this._adoptPublisherChannel(unordered);
+      }
+      if (unordered.readyState === 'open')
+        unordered.send(payload);
+      else
+        this.lossyWaiting = [...this.lossyWaiting, payload].slice(-64);
+    }
+    return this.feeds.size;
+  }
+
+  _flushLossy ()
+  {
+    for (const payload of this.lossyWaiting.splice(0))
+      this.publisher.channels['legba-lossy'].send(payload);
+  }
+
+  /* RTCPeerConnections to read stats from: each feed's, by participant,
+   * and the publisher's. */
+  connections ()
+  {
+    return { publisher: this.publisher?.pc ?? null,
+      feeds: [...this.feeds.values()].filter((f) => f.pc)
+        .map((f) => ({ participant: f.display, pc: f.pc })) };
+  }
+
+  close ()
+  {
+    if (this.closed)
+      return;
+    this.closed = true;
+    for (const id of [...this.feeds.keys()])
+      this._dropFeed(id);
+    this.publisher?.pc.close();
+    this.session.close();
+  }
+}
