@@ -134,7 +134,8 @@ files () {
   grep -qx /lib/systemd/system/legba-server.service <<<"$list" &&
     [ -f "$root/lib/systemd/system/legba-server.service" ] &&
     [ -f "$root/usr/share/legba/demo/index.html" ] &&
-    [ -f "$root/usr/share/legba/demo/room-peer.js" ] || return 1
+    [ -f "$root/usr/share/legba/demo/room-peer.js" ] &&
+    [ -f "$root/usr/share/legba/demo/room-sfu.js" ] || return 1
   conf=$(stat -c '%a %U' "$root/etc/legba/legba-server.conf") || return 1
   [ "$conf" = "600 root" ] || { echo "legba-server.conf: $conf"; return 1; }
   list=$("${in_root[@]}" dpkg-query -W -f='${Conffiles}\n' legba-server)
