@@ -3,9 +3,10 @@
 //
 // Webhooks of legba-server in Pusher's format, received by real HTTP
 // servers and checked with the pusher SDK's webhook(request).isValid():
-// channel and member events, client events, the delay that hides a page
-// reload, batching, and receivers that fail, redirect, answer garbage or
-// hang, none of which holds up the sockets or another app.
+// channel and member events, client events, subscription counts, the delay
+// that hides a page reload, batching, and receivers that fail, redirect,
+// answer garbage or hang, none of which holds up the sockets or another
+// app.
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -125,12 +126,12 @@ function named_event (name)
   return (e) => e.name === name;
 }
 
-async function start (settings, hooks, extra = '')
+async function start (settings, hooks, extra = '', args = [])
 {
   const lines = Object.entries(settings).map(([k, v]) => `${k}=${v}`);
   const server = await startServer({ args: ['--config',
     configFile(`[webhooks]\n${lines.join('\n')}\n${extra}`),
-    ...hooks.flatMap((h) => ['--webhook', h])] });
+    ...hooks.flatMap((h) => ['--webhook', h]), ...args] });
   cleanups.push(async () => {
     const status = await server.stop();
     assert.deepEqual(status, { code: 0, signal: null },
@@ -244,6 +245,75 @@ test('cache_miss: a subscriber of a cache channel with nothing cached',
         assert.deepEqual(webhook.getEvents(), JSON.parse(r.rawBody).events);
       }
     });
+
+/* The subscription_count webhooks of channel, their counts in order. */
+function counts (hooks, channel)
+{
+  return hooks.events().filter((e) => e.name === 'subscription_count' &&
+      e.channel === channel).map((e) => e.subscription_count);
+}
+
+function countIs (hooks, channel, n)
+{
+  return hooks.event((e) => e.name === 'subscription_count' &&
+      e.channel === channel && e.subscription_count === n,
+  `subscription_count ${n} on ${channel}`);
+}
+
+function assertValid (sdk, hooks)
+{
+  for (const r of hooks.requests) {
+    const webhook = sdk.webhook({ headers: r.headers, rawBody: r.rawBody });
+    assert.ok(webhook.isValid(), `valid: ${r.rawBody}`);
+    assert.deepEqual(webhook.getEvents(), JSON.parse(r.rawBody).events);
+  }
+}
+
+test('subscription_count: the count as it changes, for an app that ' +
+    'counts subscriptions', async () => {
+  const hooks = await new Receiver().listen();
+  const server = await start({ 'batch-ms': 20 },
+      [`${hooks.url} subscription_count`], '', ['--subscription-count']);
+  const sdk = sdkFor(server);
+  const alice = await client(server, 'alice', sdk);
+  const bob = await client(server, 'bob', sdk);
+
+  await subscribed(alice, 'news');
+  await countIs(hooks, 'news', 1);
+  await subscribed(bob, 'news');
+  await countIs(hooks, 'news', 2);
+  bob.unsubscribe('news');
+  await roundTrip(bob);
+  await countIs(hooks, 'news', 1);
+  /* presence channels have their members instead */
+  await subscribed(alice, 'presence-room');
+  await subscribed(alice, 'marker');
+  await countIs(hooks, 'marker', 1);
+  assert.deepEqual(counts(hooks, 'news'), [1, 2, 1]);
+  assert.deepEqual(counts(hooks, 'presence-room'), []);
+  assert.deepEqual(hooks.events()[0],
+      { name: 'subscription_count', channel: 'news', subscription_count: 1 });
+  assertValid(sdk, hooks);
+});
+
+test('subscription_count: a burst of subscribers within a second sends ' +
+    'the last count, not one per subscriber', async () => {
+  const hooks = await new Receiver().listen();
+  const server = await start({ 'batch-ms': 20 },
+      [`${hooks.url} subscription_count`], '', ['--subscription-count']);
+  const sdk = sdkFor(server);
+  const BURST = 8;
+  const crowd = await Promise.all(Array.from({ length: BURST },
+      (_, i) => client(server, `u${i}`, sdk)));
+  await Promise.all(crowd.map((c) => subscribed(c, 'crowd')));
+  await countIs(hooks, 'crowd', BURST);
+  /* The hub's tick may fall within the burst once: one count before it,
+   * the last one after. */
+  const seen = counts(hooks, 'crowd');
+  assert.ok(seen.length <= 2, `throttled: ${seen}`);
+  assert.equal(seen.at(-1), BURST);
+  assertValid(sdk, hooks);
+});
 
 test('a page reload within the delay sends neither member_removed nor ' +
     'member_added; a real leave sends both after it', async () => {
@@ -423,3 +493,45 @@ test('with two instances, one webhook per transition of the cluster',
           rawBody: r.rawBody }).isValid());
       }
     });
+
+test('with two instances, one subscription_count webhook per change of ' +
+    'the cluster\'s count',
+{ skip: !haveRedis() && 'redis-server is not installed' }, async () => {
+  const hooks = await new Receiver().listen();
+  const { url: redis } = await startRedis(cleanups);
+  const app = { appId: '8', key: 'count-key', secret: 'count-secret' };
+  const instance = async (id) => {
+    const server = await startServer({ ...app, args: ['--config',
+      configFile('[webhooks]\nbatch-ms=20\n'), '--redis', redis,
+      '--instance-id', id, '--subscription-count',
+      '--webhook', `${hooks.url} subscription_count`] });
+    cleanups.push(() => server.stop());
+    return server;
+  };
+  const a = await instance('instance-a');
+  const b = await instance('instance-b');
+  for (const s of [a, b]) {
+    await metricUntil(s, 'legba_relay_instances', (v) => v === 1,
+        'each instance to see the other');
+  }
+
+  const alice = await client(a, 'alice');
+  const bob = await client(b, 'bob');
+  await subscribed(alice, 'news');
+  await countIs(hooks, 'news', 1);
+  await subscribed(bob, 'news');
+  await countIs(hooks, 'news', 2);
+  bob.unsubscribe('news');
+  await roundTrip(bob);
+  await countIs(hooks, 'news', 1);
+  /* Markers on both instances after everything: any duplicate of the
+   * news counts would have come by now. */
+  await subscribed(alice, 'marker-a');
+  await subscribed(bob, 'marker-b');
+  await countIs(hooks, 'marker-a', 1);
+  await countIs(hooks, 'marker-b', 1);
+  assert.deepEqual(counts(hooks, 'news'), [1, 2, 1]);
+  assert.deepEqual(counts(hooks, 'marker-a'), [1]);
+  assert.deepEqual(counts(hooks, 'marker-b'), [1]);
+  assertValid(sdkFor(a), hooks);
+});

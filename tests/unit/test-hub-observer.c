@@ -3,12 +3,14 @@
  *
  * LegbaHub's observer (what the webhooks hear of): channels occupied and
  * vacated, presence members added and removed, each once per transition
- * of the whole cluster, and client events, through a recording observer.
+ * of the whole cluster, client events, and subscription counts at the
+ * tick, through a recording observer.
  */
 #include "hub-fixture.h"
 
 /* "occupied CHANNEL", "vacated CHANNEL", "added CHANNEL USER",
- * "removed CHANNEL USER", "client CHANNEL EVENT DATA SOCKET USER". */
+ * "removed CHANNEL USER", "client CHANNEL EVENT DATA SOCKET USER",
+ * "count CHANNEL N". */
 static void
 on_channel (LegbaHubApp * app, const char *channel, gboolean occupied,
     gpointer user_data)
@@ -35,8 +37,15 @@ on_client_event (LegbaHubApp * app, const char *channel, const char *event,
           user_id ? user_id : "(null)"));
 }
 
+static void
+on_subscription_count (LegbaHubApp * app, const char *channel, guint count,
+    gpointer user_data)
+{
+  g_ptr_array_add (user_data, g_strdup_printf ("count %s %u", channel, count));
+}
+
 static const LegbaHubObserver observer = {
-  on_channel, on_member, on_client_event
+  on_channel, on_member, on_client_event, NULL, on_subscription_count
 };
 
 static GPtrArray *
@@ -168,6 +177,52 @@ test_cluster (void)
   legba_hub_set_observer (f->hub, NULL, NULL);
 }
 
+/* An app that counts subscriptions: the cluster's count of a channel at
+ * the tick when it changed, once per tick whatever came and went, 0 once
+ * vacated; presence channels and apps that do not count, never. */
+static void
+test_subscription_count (void)
+{
+  g_autoptr (Fixture) f = fixture_new (NULL);
+  g_autoptr (GPtrArray) calls = observe (f);
+  Client *a = client_open (f);
+  Client *b = client_open (f);
+  Client *c = client_open (f);
+  Client *d = client_open (f);
+
+  client_subscribe (a, "news");
+  legba_hub_tick (f->hub);
+  expect_calls (calls, "occupied news");
+
+  legba_hub_app_set_subscription_count (f->app, TRUE);
+  client_subscribe (b, "news");
+  expect_calls (calls, "");
+  legba_hub_tick (f->hub);
+  expect_calls (calls, "count news 2");
+  legba_hub_tick (f->hub);
+  expect_calls (calls, "");
+
+  client_subscribe (c, "news");
+  client_report_closed (b);
+  legba_hub_cluster_subscriptions (f->hub, f->app, "news", 3);
+  legba_hub_tick (f->hub);
+  expect_calls (calls, "count news 5");
+
+  client_join (d, "presence-room", "dan");
+  legba_hub_cluster_subscriptions (f->hub, f->app, "news", -3);
+  client_report_closed (c);
+  client_report_closed (d);
+  legba_hub_tick (f->hub);
+  expect_calls (calls, "occupied presence-room; added presence-room dan; "
+      "removed presence-room dan; vacated presence-room; count news 1");
+
+  client_report_closed (a);
+  expect_calls (calls, "vacated news");
+  legba_hub_tick (f->hub);
+  expect_calls (calls, "count news 0");
+  legba_hub_set_observer (f->hub, NULL, NULL);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -176,5 +231,6 @@ main (int argc, char **argv)
   g_test_add_func ("/hub/observer/members", test_members);
   g_test_add_func ("/hub/observer/client-events", test_client_events);
   g_test_add_func ("/hub/observer/cluster", test_cluster);
+  g_test_add_func ("/hub/observer/subscription-count", test_subscription_count);
   return g_test_run ();
 }

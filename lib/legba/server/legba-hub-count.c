@@ -8,7 +8,9 @@
  * N}, which pusher-js emits on the channel as pusher:subscription_count.
  * Changes are gathered and sent at the hub's tick, about once a second: a
  * channel whose subscribers come and go gets one event a second at most,
- * with the count of the moment, never one per join or leave.
+ * with the count of the moment, never one per join or leave. The hub's
+ * observer hears of the same changes at the same time (the
+ * subscription_count webhook), a vacated channel's too, with 0.
  */
 #include <legba/server/legba-hub-private.h>
 
@@ -27,11 +29,15 @@ count_send (LegbaHub * hub, LegbaHubApp * app, const char *name)
   Channel *channel = g_hash_table_lookup (app->channels, name);
   g_autofree char *data = NULL;
   g_autoptr (GBytes) frame = NULL;
+  guint count = 0;
 
+  if (channel != NULL)
+    count = channel->subscriptions->len + channel->n_remote_subscriptions;
+  if (hub->observer.subscription_count != NULL)
+    hub->observer.subscription_count (app, name, count, hub->observer_data);
   if (channel == NULL || channel->subscriptions->len == 0)
     return;
-  data = g_strdup_printf ("{\"subscription_count\":%u}",
-      channel->subscriptions->len + channel->n_remote_subscriptions);
+  data = g_strdup_printf ("{\"subscription_count\":%u}", count);
   frame = hub_frame_new ("pusher_internal:subscription_count", name, data);
   hub_deliver (hub, app, name, frame, NULL);
 }

@@ -384,7 +384,13 @@ guint legba_hub_cluster_terminate_user (LegbaHub * hub, LegbaHubApp * app,
  *   accepted and relayed; data is its raw JSON text (NULL when absent),
  *   user_id the sender's on a presence channel, else NULL.
  * cache_miss: a connection of this instance subscribed to a cache channel
- *   that had no event cached, and was sent pusher:cache_miss. */
+ *   that had no event cached, and was sent pusher:cache_miss.
+ * subscription_count: for an app that counts subscriptions
+ *   (legba_hub_app_set_subscription_count()), the number of connections
+ *   of the cluster subscribed to a channel other than a presence channel
+ *   changed; told from the hub's tick with the count of that moment, as
+ *   pusher_internal:subscription_count (once per channel and tick at
+ *   most), 0 when the channel was vacated. */
 typedef struct
 {
   void (*channel) (LegbaHubApp * app, const char *channel, gboolean occupied,
@@ -396,6 +402,8 @@ typedef struct
       const char *user_id, gpointer user_data);
   void (*cache_miss) (LegbaHubApp * app, const char *channel,
       gpointer user_data);
+  void (*subscription_count) (LegbaHubApp * app, const char *channel,
+      guint count, gpointer user_data);
 } LegbaHubObserver;
 
 /* Sets (or with NULL removes) the observer's callbacks. */

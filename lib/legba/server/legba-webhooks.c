@@ -667,8 +667,29 @@ on_cache_miss (LegbaHubApp * hub_app, const char *channel, gpointer user_data)
   app_emit (app, LEGBA_WEBHOOK_CACHE_MISS, json);
 }
 
+/* Pusher: subscription_count {channel, subscription_count}, for an app
+ * that counts subscriptions, when the count of a channel changed: as
+ * often as its subscribers are told (once a second at most, with the
+ * count of that moment), the cluster's count, sent by one instance. */
+static void
+on_subscription_count (LegbaHubApp * hub_app, const char *channel,
+    guint count, gpointer user_data)
+{
+  App *app = app_lookup (user_data, hub_app,
+      LEGBA_WEBHOOK_SUBSCRIPTION_COUNT);
+  g_autoptr (GString) json = NULL;
+
+  if (app == NULL || !is_sender (app->webhooks))
+    return;
+  json = g_string_new ("{\"name\":\"subscription_count\",\"channel\":");
+  legba_json_append_string (json, channel);
+  g_string_append_printf (json, ",\"subscription_count\":%u}", count);
+  app_emit (app, LEGBA_WEBHOOK_SUBSCRIPTION_COUNT, json->str);
+}
+
 static const LegbaHubObserver observer = {
-  on_channel, on_member, on_client_event, on_cache_miss
+  on_channel, on_member, on_client_event, on_cache_miss,
+  on_subscription_count
 };
 
 /* ---- The whole ---- */
