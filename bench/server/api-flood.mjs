@@ -13,8 +13,15 @@
 // every round. Prints B's p50/p95 per phase and A's answers, and writes
 // bench/results/server-api-flood-STAMP.json (every sample, conditions).
 //
+// Placement, as bench/server/soak.py does it: on a machine with two CPUs
+// or more, the server and B's client (this process, all its threads) run
+// on one CPU, the last this process may use, and the flooder on the
+// others, each pinned with taskset, so that the flood takes a CPU of its
+// own rather than the server's and B's; --unpinned leaves them all to the
+// scheduler.
+//
 //   LEGBA_SERVER=build-release/tools/legba-server \
-//   node bench/server/api-flood.mjs [ROUNDS] [COUNT]
+//   node bench/server/api-flood.mjs [--unpinned] [ROUNDS] [COUNT]
 
 import { spawn, execFileSync } from 'node:child_process';
 import { createHash, createHmac } from 'node:crypto';
@@ -27,8 +34,10 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
-const ROUNDS = Number(process.argv[2] ?? 3);
-const COUNT = Number(process.argv[3] ?? 1000);
+const UNPINNED = process.argv.includes('--unpinned');
+const positional = process.argv.slice(2).filter((a) => a !== '--unpinned');
+const ROUNDS = Number(positional[0] ?? 3);
+const COUNT = Number(positional[1] ?? 1000);
 const FLOOD_CONNECTIONS = 64;
 const APPS = {
   a: { id: 'a', key: 'key-a', secret: 'secret-a' },
@@ -88,12 +97,44 @@ async function flooder (port)
   process.exit(0);
 }
 
+/* The CPUs this process may use ("0-3,6" as taskset lists them). */
+function allowedCpus ()
+{
+  const out = execFileSync('taskset', ['-cp', String(process.pid)],
+      { encoding: 'utf8' });
+  const list = out.slice(out.lastIndexOf(':') + 1).trim();
+  return list.split(',').flatMap((part) => {
+    const [from, to] = part.split('-').map(Number);
+    return Array.from({ length: (to ?? from) - from + 1 }, (_, i) => from + i);
+  });
+}
+
+/* {server: [cpu], flooder: [cpus]}, or null when not pinned. */
+function placement ()
+{
+  if (UNPINNED)
+    return null;
+  const allowed = allowedCpus();
+  if (allowed.length < 2)
+    return null;
+  return { allowed, server: [allowed.at(-1)], b: [allowed.at(-1)],
+    flooder: allowed.slice(0, -1) };
+}
+
+/* command and args, run on cpus when given. */
+function pinnedSpawn (cpus, command, args, options)
+{
+  return cpus ? spawn('taskset', ['-c', cpus.join(','), command, ...args],
+      options) : spawn(command, args, options);
+}
+
 async function startServer (config)
 {
   const path = join(workdir, `legba-${Date.now()}.conf`);
   writeFileSync(path, config);
-  const child = spawn(process.env.LEGBA_SERVER, ['--config', path, '--port',
-    '0'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const child = pinnedSpawn(placed?.server, process.env.LEGBA_SERVER,
+      ['--config', path, '--port', '0'],
+      { stdio: ['ignore', 'pipe', 'ignore'] });
   const lines = createInterface({ input: child.stdout });
   const port = await new Promise((resolve, reject) => {
     lines.on('line', (line) => {
@@ -123,8 +164,9 @@ async function phase (name)
   let floodReport = null;
   try {
     if (name !== 'quiet') {
-      flood = spawn(process.execPath, [fileURLToPath(import.meta.url),
-        '--flood', String(port)], { stdio: ['pipe', 'pipe', 'inherit'] });
+      flood = pinnedSpawn(placed?.flooder, process.execPath,
+          [fileURLToPath(import.meta.url), '--flood', String(port)],
+          { stdio: ['pipe', 'pipe', 'inherit'] });
       floodReport = new Promise((resolve) => {
         let out = '';
         flood.stdout.on('data', (d) => {
@@ -173,6 +215,12 @@ if (process.argv[2] === '--flood') {
   await flooder(Number(process.argv[3]));
 }
 
+const placed = placement();
+if (placed) {
+  /* every thread of this process: B's client on the server's CPU */
+  execFileSync('taskset', ['-a', '-cp', placed.b.join(','),
+    String(process.pid)], { stdio: 'ignore' });
+}
 const stamp = new Date().toISOString().replace(/[-:]/g, '')
     .replace(/\.\d+Z$/, 'Z');
 const workdir = join(root, 'bench', 'results', 'tmp', `api-flood-${stamp}`);
@@ -183,7 +231,11 @@ const conditions = {
   legba: execFileSync('git', ['-C', root, 'describe', '--always', '--dirty'],
       { encoding: 'utf8' }).trim(),
   loadavg_start: loadavg().map((x) => x.toFixed(2)).join(' '),
-  command: `node bench/server/api-flood.mjs ${ROUNDS} ${COUNT}`,
+  command: `node bench/server/api-flood.mjs ${UNPINNED ? '--unpinned ' : ''}` +
+      `${ROUNDS} ${COUNT}`,
+  placement: placed ? `server and B's client on CPU ${placed.server}, the ` +
+      `flooder on CPU ${placed.flooder.join(',')} (taskset)` :
+      'unpinned: the scheduler\'s',
   machine: 'shared with other builds and tests',
 };
 const names = ['quiet', 'flood', 'flood-unlimited'];
