@@ -529,8 +529,7 @@ plot {", ".join(plots)}
 
 def server_hook_lines(results_dir):
     """8b: a client event answered by a C handler (bench/server/hook.mjs)
-    beside the plain relay, and one app's HTTP API flood against another's
-    publishing (bench/server/api-flood.mjs)."""
+    beside the plain relay."""
     lines = []
     found = newest(results_dir, "server-hook")
     if found is not None:
@@ -580,52 +579,95 @@ def server_hook_lines(results_dir):
                   f"- Load average at start {c['loadavg_start']}, at end "
                   f"{c['loadavg_end']}; the machine was {c['machine']}",
                   ""]
-    found = newest(results_dir, "server-api-flood")
-    if found is not None:
-        with open(found) as f:
+    return lines
+
+
+def api_flood_unpinned(results_dir, newest_found):
+    """The newest server-api-flood run before newest_found whose processes
+    were left to the scheduler (runs before the placement was recorded)."""
+    found = sorted(glob.glob(os.path.join(results_dir,
+                                          "server-api-flood-[0-9]*.json")))
+    for path in reversed(found):
+        if path >= newest_found:
+            continue
+        with open(path) as f:
             res = json.load(f)
-        c = res["conditions"]
-        lines += ["## 8c. Signalling server: one app's HTTP API flood and "
-                  "another app's publishing", "",
-                  f"From `{os.path.basename(found)}`; command: "
-                  f"`{c['command']}` (release build).", "",
-                  "| phase | runs | B publish p50 ms (median of runs) | "
-                  "B publish p95 ms (median of runs) | B's answers | A's "
-                  "answers a second, 200 / 429 (median of runs) | State |",
-                  "|---|---|---|---|---|---|---|"]
-        for name, runs in res["runs"].items():
-            answers = {}
-            for r in runs:
-                for k, v in r["statuses"].items():
-                    answers[k] = answers.get(k, 0) + v
-            floods = [r["flood"] for r in runs if r["flood"]]
-            a = "–"
-            if floods:
-                a = " / ".join(
-                    fmt(stats.median([f["counts"].get(code, 0) / f["seconds"]
-                                      for f in floods]))
-                    for code in ("200", "429"))
-            lines.append(
-                f"| {name} | {len(runs)} | "
-                f"{fmt(stats.median([r['p50'] for r in runs]))} | "
-                f"{fmt(stats.median([r['p95'] for r in runs]))} | "
-                f"{', '.join(f'{k}: {v}' for k, v in sorted(answers.items()))}"
-                f" | {a} | measured, n = {len(runs)} |")
-        lines += ["", "How: legba-server with apps a and b; b publishes "
-                  f"{res['count']} events one at a time (signed POST "
-                  "/apps/b/events, a kept-alive connection, 100 untimed "
-                  "first), each timed from its request to its answer; a "
-                  "floods the API from another Node process over 64 "
-                  "kept-alive connections, started 1 s before. quiet: no "
-                  "flood; flood: a's api-requests-per-second at 100; "
-                  "flood-unlimited: at 0 (no limit). Each phase on a fresh "
-                  "server, the phases' order swapped every round.", "",
-                  "Conditions:",
-                  f"- CPU: {c['cpu_model']} × {c['cpus']}; kernel "
-                  f"{c['kernel']}; Node {c['node']}; Legba {c['legba']}",
-                  f"- Load average at start {c['loadavg_start']}, at end "
-                  f"{c['loadavg_end']}; the machine was {c['machine']}",
-                  ""]
+        if res["conditions"].get("placement", "unpinned").startswith(
+                "unpinned"):
+            return path, res
+    return None, None
+
+
+def api_flood_lines(results_dir):
+    """8c: one app's HTTP API flood against another app's publishing
+    (bench/server/api-flood.mjs), B's p50 held against 2x its quiet one."""
+    lines = []
+    found = newest(results_dir, "server-api-flood")
+    if found is None:
+        return lines
+    with open(found) as f:
+        res = json.load(f)
+    c = res["conditions"]
+    quiet = stats.median([r["p50"] for r in res["runs"]["quiet"]])
+    lines += ["## 8c. Signalling server: one app's HTTP API flood and "
+              "another app's publishing", "",
+              f"From `{os.path.basename(found)}`; command: "
+              f"`{c['command']}` (release build).", "",
+              "| phase | runs | B publish p50 ms (median of runs) | "
+              "B publish p95 ms (median of runs) | B's p50 of each run (ms) "
+              "| B's answers | A's answers a second, 200 / 429 (median of "
+              "runs) | Target: B's p50 ≤ 2× quiet | State |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for name, runs in res["runs"].items():
+        answers = {}
+        for r in runs:
+            for k, v in r["statuses"].items():
+                answers[k] = answers.get(k, 0) + v
+        floods = [r["flood"] for r in runs if r["flood"]]
+        a = "–"
+        if floods:
+            a = " / ".join(
+                fmt(stats.median([f["counts"].get(code, 0) / f["seconds"]
+                                  for f in floods]))
+                for code in ("200", "429"))
+        p50s = [r["p50"] for r in runs]
+        target = "–"
+        if name != "quiet":
+            within = sum(1 for x in p50s if x <= 2 * quiet)
+            target = (("met" if stats.median(p50s) <= 2 * quiet else
+                       "not met") + f" by the median; {within} of "
+                      f"{len(p50s)} runs within")
+        lines.append(
+            f"| {name} | {len(runs)} | {fmt(stats.median(p50s))} | "
+            f"{fmt(stats.median([r['p95'] for r in runs]))} | "
+            f"{', '.join(fmt(x) for x in p50s)} | "
+            f"{', '.join(f'{k}: {v}' for k, v in sorted(answers.items()))}"
+            f" | {a} | {target} | measured, n = {len(runs)} |")
+    lines += ["", "How: legba-server with apps a and b; b publishes "
+              f"{res['count']} events one at a time (signed POST "
+              "/apps/b/events, a kept-alive connection, 100 untimed "
+              "first), each timed from its request to its answer; a "
+              "floods the API from another Node process over 64 "
+              "kept-alive connections, started 1 s before. quiet: no "
+              "flood; flood: a's api-requests-per-second at 100; "
+              "flood-unlimited: at 0 (no limit). Each phase on a fresh "
+              "server, the phases' order swapped every round.", ""]
+    old_path, old = api_flood_unpinned(results_dir, found)
+    if old is not None:
+        medians = ", ".join(
+            f"{name} {fmt(stats.median([r['p50'] for r in runs]))}"
+            for name, runs in old["runs"].items())
+        lines += [f"The run before with the processes left to the "
+                  f"scheduler (`{os.path.basename(old_path)}`, Legba "
+                  f"{old['conditions']['legba']}): B's p50 {medians} ms "
+                  "(medians of runs).", ""]
+    lines += ["Conditions:",
+              f"- CPU: {c['cpu_model']} × {c['cpus']}; kernel "
+              f"{c['kernel']}; Node {c['node']}; Legba {c['legba']}",
+              f"- Placement: {c.get('placement', 'unpinned')}",
+              f"- Load average at start {c['loadavg_start']}, at end "
+              f"{c['loadavg_end']}; the machine was {c['machine']}",
+              ""]
     return lines
 
 
@@ -1258,6 +1300,7 @@ def main():
                   f"[bench/server/RESULTS.md]({rel(os.path.join(HERE, 'server', 'RESULTS.md'))}).",
                   "", f"![Fan-out]({rel(chart)})", ""]
     lines += server_hook_lines(args.results)
+    lines += api_flood_lines(args.results)
     with open(args.output, "w") as f:
         f.write("\n".join(lines))
     print(f"report.py: wrote {args.output}")
