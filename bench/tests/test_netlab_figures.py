@@ -4,7 +4,8 @@
 """The network lab's figures from synthetic samples (bench/netlab/
 netlab.py): freezes by Chromium's definition, a Chromium receiver's
 counters over the window, RTX told from media by payload type, the
-competing TCP flow's share. No lab, no root: milliseconds."""
+competing TCP flow's share, data messages' latency and order
+(bench/netlab/data.py). No lab, no root: milliseconds."""
 
 import os
 import sys
@@ -13,6 +14,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "netlab"))
 import netlab  # noqa: E402
+import data  # noqa: E402
 
 FPS = 1 / 30
 
@@ -114,6 +116,30 @@ class TcpShare(unittest.TestCase):
         netlab.tcp_share(res, lines, 0)
         self.assertAlmostEqual(res["tcp_kbps_median"], 600, delta=1)
         self.assertAlmostEqual(res["call_kbps_median"], 400, delta=1)
+
+
+class DataMessages(unittest.TestCase):
+    def test_latency_order_loss_and_repeats(self):
+        sent = {i: i * 0.1 for i in range(10)}
+        # 3 overtaken by 4, 7 never arrives, 5 twice
+        arrived = [(0, 0.02), (1, 0.12), (2, 0.25), (4, 0.43), (3, 0.44),
+                   (5, 0.52), (5, 0.6), (6, 0.62), (8, 1.0), (9, 1.2)]
+        s = data.messages_summary(sent, arrived)
+        self.assertEqual(s["messages_sent"], 10)
+        self.assertEqual(s["messages_arrived"], 9)
+        self.assertEqual(s["lost"], 1)
+        self.assertEqual(s["out_of_order"], 1)
+        self.assertEqual(s["duplicated"], 1)
+        # 20 20 50 140 30 20 20 200 300 ms: the first arrival counts (5
+        # took 20 ms, not 100)
+        self.assertAlmostEqual(s["latency_ms_p50"], 30, delta=0.01)
+        self.assertAlmostEqual(s["latency_ms_mean"], 800 / 9, delta=0.01)
+        self.assertAlmostEqual(s["latency_ms_max"], 300, delta=0.01)
+
+    def test_nothing_arrived(self):
+        s = data.messages_summary({0: 0.0, 1: 0.1}, [])
+        self.assertEqual(s["lost"], 2)
+        self.assertIsNone(s["latency_ms_p95"])
 
 
 if __name__ == "__main__":
