@@ -32,7 +32,9 @@ Per run: messages sent, arrived, lost (not arrived 15 s after the
 window), out of order (arrived after one sent later), duplicated; one-
 way latency p50/p95/p99/max; the bottleneck's queue (tc backlog at its
 rate, every 100 ms) p50/p95/max over the window; what the receiver's
-interface took in. Every message's times are in the results.
+interface took in; how late the script wrote a message after its slot
+(send_late_ms_max: the measuring process stalled). Every message's
+times are in the results.
 """
 
 import argparse
@@ -172,6 +174,12 @@ class Run:
             "interval_ms": self.args.interval,
             "message_bytes": self.args.message_bytes,
             **messages_summary(sent_rel, arrived),
+            # how late this script wrote each message after its slot: a
+            # stall of the measuring process on a loaded machine, which
+            # shows in the latencies too (both ends are its threads)
+            "send_late_ms_max": max(
+                (t - WARMUP_S - s * self.args.interval / 1000) * 1000
+                for s, t in sent_rel.items()) if sent_rel else None,
             "queue_ms_p50": netlab.percentile(win, 50),
             "queue_ms_p95": netlab.percentile(win, 95),
             "queue_ms_max": max(win) if win else None,
@@ -316,7 +324,8 @@ def main():
                             "lost", "out_of_order", "latency_ms_p50",
                             "latency_ms_p95", "latency_ms_p99",
                             "latency_ms_max", "queue_ms_p95",
-                            "received_kbps_median", "load")}),
+                            "received_kbps_median", "send_late_ms_max",
+                            "load")}),
                         file=sys.stderr)
     result["summary"] = [
         {"scenario": s, "mode": m, "runs": len(rows), **summary_line(rows)}
