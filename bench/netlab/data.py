@@ -31,7 +31,8 @@ other run):
 Per run: messages sent, arrived, lost (not arrived 15 s after the
 window), out of order (arrived after one sent later), duplicated; one-
 way latency p50/p95/p99/max; the bottleneck's queue (tc backlog at its
-rate, every 100 ms) p50/p95/max over the window; what the receiver's
+rate, every 100 ms) p50/p95/max over the window, the packets it
+dropped from the window's start to the last arrival; what the receiver's
 interface took in; how late the script wrote a message after its slot
 (send_late_ms_max: the measuring process stalled). Every message's
 times are in the results.
@@ -166,7 +167,8 @@ class Run:
                 arrived.append((int(m.group(1)), t - t0))
         sent_rel = {s: t - t0 for s, t in sent.items()}
         start, end = WARMUP_S, WARMUP_S + self.args.window
-        win = [q for t, q in queue if start <= t <= end]
+        win = [q for t, q, _ in queue if start <= t <= end]
+        drops = [d for t, _, d in queue if start <= t]
         kbps = [k for t, k in traffic if start < t <= end + 0.5]
         res = {
             "scenario": self.scenario, "lab": self.spec["lab"],
@@ -183,6 +185,7 @@ class Run:
             "queue_ms_p50": netlab.percentile(win, 50),
             "queue_ms_p95": netlab.percentile(win, 95),
             "queue_ms_max": max(win) if win else None,
+            "qdisc_drops": drops[-1] - drops[0] if drops else None,
             "received_kbps_median": statistics.median(kbps) if kbps
             else None,
             "sender_warnings": [l for _, l in snd.lines if "warning" in l],
@@ -191,7 +194,7 @@ class Run:
                         if re.match(r"stats: \S+ \d+ kbit/s", l)],
             "messages": [[s, round(sent_rel[s], 4)] for s in sorted(sent)],
             "arrivals": [[s, round(t, 4)] for s, t in arrived],
-            "queue": [[round(t, 2), round(q, 1)] for t, q in queue],
+            "queue": [[round(t, 2), round(q, 1), d] for t, q, d in queue],
         }
         if not arrived:
             res["receiver_output"] = list(rcv.tail)
@@ -228,8 +231,9 @@ class Run:
         tick = t0
         while True:
             now = time.monotonic()
-            backlog, _ = netlab.qdisc(self.name + "-rtr", "to-rcv")
-            queue.append((now - t0, backlog * 8 / rate if rate else 0))
+            backlog, drops = netlab.qdisc(self.name + "-rtr", "to-rcv")
+            queue.append((now - t0, backlog * 8 / rate if rate else 0,
+                          drops))
             if len(queue) % 10 == 1:
                 _, rx = netlab.counters(self.name + "-rcv", "lab0")
                 if last:
@@ -323,7 +327,7 @@ def main():
                         x: res.get(x) for x in (
                             "lost", "out_of_order", "latency_ms_p50",
                             "latency_ms_p95", "latency_ms_p99",
-                            "latency_ms_max", "queue_ms_p95",
+                            "latency_ms_max", "queue_ms_p95", "qdisc_drops",
                             "received_kbps_median", "send_late_ms_max",
                             "load")}),
                         file=sys.stderr)
