@@ -47,6 +47,7 @@ static gint opt_expect = -1;
 static gboolean opt_json;
 static gboolean opt_latency;
 static gboolean opt_no_cc;
+static gint opt_max_participants;
 
 static const GOptionEntry entries[] = {
   {"server", 's', 0, G_OPTION_ARG_STRING, &opt_server,
@@ -96,6 +97,9 @@ static const GOptionEntry entries[] = {
   {"no-congestion-control", 0, 0, G_OPTION_ARG_NONE, &opt_no_cc,
       "Send at the bitrate set, unpaced, answering every retransmission "
         "request (LegbaRoom:congestion-control off)", NULL},
+  {"max-participants", 0, 0, G_OPTION_ARG_INT, &opt_max_participants,
+      "Refuse to join a room that holds N participants already "
+        "(LegbaRoom:max-participants; default: the room's, 6)", "N"},
   {"chat", 0, 0, G_OPTION_ARG_NONE, &opt_chat,
       "Send standard input's lines as chat messages", NULL},
   {"send-data", 0, 0, G_OPTION_ARG_STRING, &opt_send_data,
@@ -117,6 +121,9 @@ typedef struct
   gboolean tty;
   gboolean progress_shown;
   gboolean failed;
+  gint64 started;               /* monotonic, µs */
+  gint64 joined;                /* µs after started, 0 until in the call */
+  gint64 first_video;           /* µs after started, 0 until a frame */
 } App;
 
 /* Human-readable lines go to standard error with --json, so that standard
@@ -166,6 +173,9 @@ on_warning (LegbaCall * call, GError * error, App * app)
 static void
 on_state (LegbaCall * call, GParamSpec * pspec, App * app)
 {
+  if (legba_call_get_state (call) == LEGBA_CALL_STATE_IN_CALL &&
+      app->joined == 0)
+    app->joined = g_get_monotonic_time () - app->started;
   if (legba_call_get_state (call) == LEGBA_CALL_STATE_IN_CALL)
     say (app, "joined room %s as %s", opt_room,
         legba_room_get_participant_id (legba_call_get_room (call)));
@@ -330,6 +340,35 @@ on_stats (LegbaCall * call, App * app)
   g_string_free (line, TRUE);
 }
 
+/* Notes when the first video frame from anyone is decoded, for --json. */
+static gboolean
+on_first_video_poll (gpointer data)
+{
+  App *app = data;
+  g_auto (GStrv) ids = legba_call_list_remotes (app->call);
+
+  for (guint i = 0; ids[i]; i++) {
+    g_autoptr (GstStructure) s = legba_call_get_remote_stats (app->call,
+        ids[i]);
+
+    if (field_u64 (s, "video-frames") > 0) {
+      app->first_video = g_get_monotonic_time () - app->started;
+      return G_SOURCE_REMOVE;
+    }
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+add_ms (JsonBuilder * b, const char *name, gint64 us)
+{
+  json_builder_set_member_name (b, name);
+  if (us > 0)
+    json_builder_add_double_value (b, us / 1000.0);
+  else
+    json_builder_add_null_value (b);
+}
+
 static gboolean
 on_duration (gpointer data)
 {
@@ -390,9 +429,19 @@ report (App * app)
     json_builder_add_int_value (b, audio);
     json_builder_set_member_name (b, "data_messages");
     json_builder_add_int_value (b, data);
+    if (opt_latency) {
+      json_builder_set_member_name (b, "latency_p50");
+      json_builder_add_double_value (b, field_double (s, "latency-p50", -1));
+      json_builder_set_member_name (b, "latency_p95");
+      json_builder_add_double_value (b, field_double (s, "latency-p95", -1));
+      json_builder_set_member_name (b, "latency_frames");
+      json_builder_add_int_value (b, field_u64 (s, "latency-frames"));
+    }
     json_builder_end_object (b);
   }
   json_builder_end_array (b);
+  add_ms (b, "joined_ms", app->joined);
+  add_ms (b, "first_video_ms", app->first_video);
   json_builder_end_object (b);
   if (opt_json) {
     g_autoptr (JsonNode) root = json_builder_get_root (b);
@@ -453,10 +502,11 @@ configure (App * app, GError ** error)
     return FALSE;
   }
   if (opt_bitrate < 10 || opt_width < 16 || opt_height < 16 || opt_fps < 1
-      || opt_fps > 120 || opt_duration < 0 || opt_proof_timeout < 1) {
+      || opt_fps > 120 || opt_duration < 0 || opt_proof_timeout < 1
+      || opt_max_participants < 0) {
     g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-        "--bitrate, --width, --height, --fps, --duration or "
-        "--encoder-proof-timeout out of range");
+        "--bitrate, --width, --height, --fps, --duration, "
+        "--encoder-proof-timeout or --max-participants out of range");
     return FALSE;
   }
   if (opt_send_data != NULL) {
@@ -491,6 +541,7 @@ main (int argc, char **argv)
   App app = { 0, };
   gboolean ok;
 
+  app.started = g_get_monotonic_time ();
   setlocale (LC_ALL, "");
   context = g_option_context_new ("- join a Legba room with audio, video "
       "and data");
@@ -528,6 +579,8 @@ main (int argc, char **argv)
   g_unix_signal_add (SIGTERM, on_signal, &app);
   if (opt_duration > 0)
     g_timeout_add ((guint) (opt_duration * 1000), on_duration, &app);
+  if (opt_json)
+    g_timeout_add (10, on_first_video_poll, &app);
   if (opt_chat) {
     g_autoptr (GInputStream) in = g_unix_input_stream_new (STDIN_FILENO, FALSE);
 
@@ -545,6 +598,9 @@ main (int argc, char **argv)
     if (opt_no_cc)
       g_object_set (legba_call_get_room (app.call), "congestion-control",
           FALSE, NULL);
+    if (opt_max_participants > 0)
+      g_object_set (legba_call_get_room (app.call), "max-participants",
+          (guint) opt_max_participants, NULL);
     g_main_loop_run (app.loop);
   }
   legba_call_stop (app.call);

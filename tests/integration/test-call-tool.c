@@ -231,11 +231,15 @@ assert_report (const char *out, const char *identity)
   g_autoptr (GError) error = NULL;
   g_autoptr (JsonNode) root = json_from_string (out, &error);
   JsonArray *participants;
-  JsonObject *p;
+  JsonObject *p, *o;
 
   g_assert_no_error (error);
-  participants = json_object_get_array_member (json_node_get_object (root),
-      "participants");
+  o = json_node_get_object (root);
+  /* in the call, then a frame decoded: times from the process's start */
+  g_assert_cmpfloat (json_object_get_double_member (o, "joined_ms"), >, 0);
+  g_assert_cmpfloat (json_object_get_double_member (o, "first_video_ms"), >=,
+      json_object_get_double_member (o, "joined_ms"));
+  participants = json_object_get_array_member (o, "participants");
   g_assert_cmpuint (json_array_get_length (participants), ==, 1);
   p = json_array_get_object_element (participants, 0);
   g_assert_cmpstr (json_object_get_string_member (p, "identity"), ==, identity);
@@ -276,6 +280,36 @@ test_two (Fixture * f, gconstpointer data)
   g_assert_nonnull (strstr (a->err, "data from bob: {\"from\":\"bob\"}"));
   g_assert_nonnull (strstr (a->err, "+ bob joined"));
   g_assert_nonnull (strstr (a->err, "stats: "));
+  run_free (a);
+  run_free (b);
+}
+
+/* Stamped frames read back: each report gives the glass-to-glass
+ * percentiles of what it received. */
+static void
+test_latency (Fixture * f, gconstpointer data)
+{
+  const char *outs[2];
+  Run *a = run_start (CALL_ARGS (f, "alice"), "--duration", LONG_SECONDS,
+      "--stats", "--expect-participants", "1", "--json", "--measure-latency",
+      "--send-data", "{}", NULL);
+  Run *b = run_start (CALL_ARGS (f, "bob"), "--duration", LONG_SECONDS,
+      "--stats", "--expect-participants", "1", "--json", "--measure-latency",
+      "--send-data", "{}", NULL);
+
+  finish_call (a, b, 30);
+  outs[0] = a->out;
+  outs[1] = b->out;
+  for (guint i = 0; i < 2; i++) {
+    g_autoptr (JsonNode) root = json_from_string (outs[i], NULL);
+    JsonObject *p = json_array_get_object_element (json_object_get_array_member
+        (json_node_get_object (root), "participants"), 0);
+
+    g_assert_cmpint (json_object_get_int_member (p, "latency_frames"), >, 0);
+    g_assert_cmpfloat (json_object_get_double_member (p, "latency_p50"), >=, 0);
+    g_assert_cmpfloat (json_object_get_double_member (p, "latency_p95"), >=,
+        json_object_get_double_member (p, "latency_p50"));
+  }
   run_free (a);
   run_free (b);
 }
@@ -596,6 +630,7 @@ main (int argc, char **argv)
   g_test_add ("/legba-call/" path, Fixture, NULL, fixture_setup, func, \
       fixture_teardown)
   ADD_TOOL ("two", test_two);
+  ADD_TOOL ("latency", test_latency);
   ADD_TOOL ("nobody-came", test_nobody_came);
   ADD_TOOL ("unreachable", test_unreachable);
   ADD_TOOL ("usage", test_usage);
