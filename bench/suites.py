@@ -699,7 +699,7 @@ DATA_CPU_CONFIGS = {"send": ["floor", "json-glib", "legba"],
 class LegbaServerProcess:
     """A real legba-server of its own process on 127.0.0.1, port 0."""
 
-    def __init__(self, build, workdir):
+    def __init__(self, build, workdir, extra=()):
         self.workdir = workdir
         conf = os.path.join(workdir, "legba.conf")
         with open(conf, "w") as f:
@@ -709,7 +709,7 @@ class LegbaServerProcess:
         self.log = open(os.path.join(workdir, "legba-server.log"), "w+")
         self.proc = subprocess.Popen(
             [os.path.join(build, "tools", "legba-server"), "--config", conf,
-             "--bind", "127.0.0.1", "--port", "0"],
+             "--bind", "127.0.0.1", "--port", "0"] + list(extra),
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         self.url = None

@@ -1,0 +1,332 @@
+#!/usr/bin/python3
+# Legba: real-time rooms for GStreamer
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Mesh rooms against SFU rooms (through Janus), side by side in one run:
+one publisher's upload and CPU as the room grows, glass-to-glass latency,
+join time, and one publisher to many viewers through one Janus.
+
+    bench/sfu/sfu-vs-mesh.py [--build DIR] [--sizes 2,4,8,16]
+        [--viewers 10,50] [--repeats 2] [--settle S] [--window S]
+        [--json FILE]
+
+Starts a Janus of its own (tests/common/start-janus.sh, without an API
+secret) and two legba-server processes: one plain (mesh rooms), one with
+--janus-url, --janus-ws-url, --janus-admin-key and --topology sfu. Each
+room is legba-call processes on this host: one publisher (--width 320
+--height 180 --fps 15, H.264, test video and audio) and receive-only
+participants (--video none --audio none, which still decode what they
+receive), all with --measure-latency. The publisher joins first; once it
+is in the call the others start together; after --settle seconds (and
+--settle-per-participant more for each participant) the publisher's CPU
+(/proc/PID/stat, user+sys) and upload are sampled over --window seconds,
+and Janus's CPU likewise; then every process is stopped and reports its
+--json.
+
+Upload is what the publisher hands to the kernel on its UDP sockets
+(bench/sfu/sendcount.c, preloaded: RTP, RTCP, DTLS, STUN payloads,
+without UDP/IP headers), so it counts every copy the process sends.
+
+Sizes and topologies take turns (mesh, sfu, then sfu, mesh, ...), each
+case --repeats times. Writes bench/results/sfu-STAMP.json by default.
+Builds nothing but the preload library (cc, into a temporary folder);
+BUILD must be a release build with the integration tools."""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.dirname(HERE)
+ROOT = os.path.dirname(BENCH)
+sys.path.insert(0, BENCH)
+import suites  # noqa: E402
+
+KEY, SECRET = "bench-key", "bench-secret"
+
+
+def build_type(build):
+    out = subprocess.run(["meson", "introspect", "--buildoptions", build],
+                         capture_output=True, text=True).stdout
+    for opt in json.loads(out or "[]"):
+        if opt["name"] == "buildtype":
+            return opt["value"]
+    return None
+
+
+def start_janus(workdir):
+    env = dict(os.environ, JANUS_API_SECRET="")
+    out = subprocess.run(
+        [os.path.join(ROOT, "tests", "common", "start-janus.sh"),
+         os.path.join(workdir, "janus")], env=env, capture_output=True,
+        text=True, check=True).stdout
+    return dict(line.split("=", 1) for line in out.splitlines()
+                if "=" in line)
+
+
+def janus_version():
+    out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "janus"],
+                         capture_output=True, text=True)
+    return out.stdout.strip() or None
+
+
+def cpu_s(pid):
+    """User+sys seconds of a process, or None once it is gone."""
+    try:
+        return suites.proc_cpu_s(pid)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def read_count(path):
+    try:
+        with open(path, "rb") as f:
+            return int.from_bytes(f.read(8) or b"\0", sys.byteorder)
+    except OSError:
+        return 0
+
+
+class Call:
+    """A legba-call process; its JSON report comes at stop()."""
+
+    def __init__(self, build, url, room, identity, publish, workdir,
+                 max_participants, preload=None):
+        opts = (["--width", "320", "--height", "180", "--fps", "15"]
+                if publish else ["--video", "none", "--audio", "none"])
+        self.cmd = [os.path.join(build, "tools", "legba-call"),
+                    "--server", url, "--room", room, "--identity", identity,
+                    "--key", KEY, "--secret", SECRET, "--json",
+                    "--measure-latency", "--max-participants",
+                    str(max_participants)] + opts
+        env = dict(os.environ, GST_DEBUG="*:1")
+        self.count_file = None
+        if preload:
+            self.count_file = os.path.join(workdir, f"{identity}.count")
+            if os.path.exists(self.count_file):
+                os.unlink(self.count_file)
+            env.update(LD_PRELOAD=preload, SENDCOUNT_FILE=self.count_file)
+        self.err_path = os.path.join(workdir, f"{room}-{identity}.err")
+        self.err = open(self.err_path, "w")
+        self.proc = subprocess.Popen(self.cmd, env=env,
+                                     stdout=subprocess.PIPE,
+                                     stderr=self.err, text=True)
+
+    def stderr(self):
+        with open(self.err_path) as f:
+            return f.read()
+
+    def joined(self):
+        return any(l.startswith("joined room")
+                   for l in self.stderr().splitlines())
+
+    def terminate(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self):
+        self.terminate()
+        try:
+            out, _ = self.proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, _ = self.proc.communicate()
+        self.err.close()
+        tail = self.stderr().strip().splitlines()[-5:]
+        lines = [l for l in (out or "").splitlines() if l.startswith("{")]
+        res = {"exit": self.proc.returncode}
+        if lines:
+            res["report"] = json.loads(lines[-1])
+        if self.proc.returncode != 0 or not lines:
+            res["stderr_tail"] = tail
+        return res
+
+
+def wait_for(pred, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def run_room(args, topology, url, n, label, workdir, preload, janus_pid):
+    room = f"{topology}-{n}-{label}".replace("#", "r")
+    pub = Call(args.build, url, room, "pub", True, workdir, n, preload)
+    rec = {"topology": topology, "participants": n, "label": label,
+           "load_start": suites.loadavg()}
+    others = []
+    try:
+        if not wait_for(lambda: pub.joined() or pub.proc.poll() is not None,
+                        30) or pub.proc.poll() is not None:
+            rec["error"] = "the publisher did not join"
+        else:
+            measure(args, rec, pub, others, url, room, n, workdir,
+                    janus_pid)
+    finally:
+        for c in others:
+            c.terminate()
+        reports = [c.stop() for c in others]
+        pub_report = pub.stop()
+    rec["load_end"] = suites.loadavg()
+    rec["publisher"] = pub_report
+    summarize_receivers(rec, reports, rec.get("settle_s", 0))
+    return rec
+
+
+def measure(args, rec, pub, others, url, room, n, workdir,
+            janus_pid):
+    """Starts the receivers, lets them settle, samples over the window."""
+    others.extend(Call(args.build, url, room, f"r{i}", False, workdir, n)
+                  for i in range(1, n))
+    rec["settle_s"] = args.settle + args.settle_per_participant * n
+    time.sleep(rec["settle_s"])
+    c0, b0, j0 = cpu_s(pub.proc.pid), read_count(pub.count_file), \
+        cpu_s(janus_pid)
+    t0 = time.monotonic()
+    time.sleep(args.window)
+    c1, b1, j1 = cpu_s(pub.proc.pid), read_count(pub.count_file), \
+        cpu_s(janus_pid)
+    dt = time.monotonic() - t0
+    if c0 is not None and c1 is not None:
+        rec["publisher_cpu_pct"] = (c1 - c0) / dt * 100
+    rec["publisher_upload_kbps"] = (b1 - b0) * 8 / dt / 1000
+    if rec["topology"] == "sfu" and j0 is not None and j1 is not None:
+        rec["janus_cpu_pct"] = (j1 - j0) / dt * 100
+    rec["window_s"] = dt
+
+
+def summarize_receivers(rec, reports, settle):
+    """Who received the publisher, when, and at what latency."""
+    joins, firsts, p50, p95, failures = [], [], [], [], []
+    receiving = 0
+    for i, r in enumerate(reports, 1):
+        rep = r.get("report")
+        if rep is None or r["exit"] != 0:
+            failures.append({"identity": f"r{i}", **r})
+        if rep is None:
+            continue
+        got = [p for p in rep["participants"] if p["identity"] == "pub"]
+        first = rep.get("first_video_ms")
+        if got and got[0]["video_frames"] > 0 and first is not None \
+                and first <= settle * 1000:
+            receiving += 1
+        if first is not None:
+            firsts.append(first)
+        if rep.get("joined_ms") is not None:
+            joins.append(rep["joined_ms"])
+        if got and got[0].get("latency_frames", 0) > 0:
+            p50.append(got[0]["latency_p50"])
+            p95.append(got[0]["latency_p95"])
+    rec.update(receivers=len(reports), receiving_before_window=receiving,
+               joined_ms=joins, first_video_ms=firsts,
+               latency_p50_ms=p50, latency_p95_ms=p95)
+    if failures:
+        rec["receiver_failures"] = failures
+    print(f"  {rec['topology']} n={rec['participants']} {rec['label']}: "
+          f"pub cpu {rec.get('publisher_cpu_pct', -1):.0f}% upload "
+          f"{rec.get('publisher_upload_kbps', -1):.0f} kbit/s, "
+          f"{receiving}/{len(reports)} receiving, janus cpu "
+          f"{rec.get('janus_cpu_pct', 0):.0f}%, load {rec['load_end'][0]}",
+          flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build-release"))
+    ap.add_argument("--sizes", default="2,4,8,16")
+    ap.add_argument("--viewers", default="10,50",
+                    help="SFU rooms of one publisher and N viewers "
+                    "(empty: none)")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--settle", type=float, default=8.0)
+    ap.add_argument("--settle-per-participant", type=float, default=0.3,
+                    help="more settling per participant (default 0.3 s)")
+    ap.add_argument("--window", type=float, default=10.0)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    args.build = os.path.abspath(args.build)
+    if build_type(args.build) != "release":
+        ap.error(f"{args.build} is not a release build")
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    viewers = [int(s) for s in args.viewers.split(",") if s]
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    path = args.json or os.path.join(BENCH, "results", f"sfu-{stamp}.json")
+    started = time.time()
+    result = {"suite": "sfu", "stamp": stamp,
+              "command": " ".join(["bench/sfu/sfu-vs-mesh.py"]
+                                  + sys.argv[1:]),
+              "conditions": suites.conditions(args.build),
+              "janus": janus_version(), "load_start": suites.loadavg(),
+              "busy_start": suites.busy_processes(),
+              "settings": {"sizes": sizes, "viewers": viewers,
+                           "repeats": args.repeats, "settle_s": args.settle,
+                           "settle_per_participant_s":
+                               args.settle_per_participant,
+                           "window_s": args.window,
+                           "publisher": "320x180 15 fps H.264 + Opus",
+                           "receivers": "--video none --audio none, "
+                           "decoding", "upload": "UDP payload bytes the "
+                           "publisher sends (LD_PRELOAD sendcount.c)"},
+              "rooms": []}
+    with tempfile.TemporaryDirectory(prefix="legba-sfu-bench-") as workdir:
+        preload = os.path.join(workdir, "sendcount.so")
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", preload,
+                        os.path.join(HERE, "sendcount.c"), "-ldl"],
+                       check=True)
+        janus = start_janus(workdir)
+        jpid = int(janus["JANUS_PID"])
+        servers = {}
+        try:
+            for topo, extra in (("mesh", []), ("sfu", [
+                    "--janus-url", janus["JANUS_HTTP_URL"],
+                    "--janus-ws-url", janus["JANUS_WS_URL"],
+                    "--janus-admin-key", janus["JANUS_ADMIN_KEY"],
+                    "--topology", "sfu"])):
+                d = os.path.join(workdir, topo)
+                os.makedirs(d)
+                servers[topo] = suites.LegbaServerProcess(args.build, d,
+                                                          extra)
+            turn = 0
+            for rep in range(args.repeats):
+                for n in sizes:
+                    order = ["mesh", "sfu"] if turn % 2 == 0 else \
+                        ["sfu", "mesh"]
+                    turn += 1
+                    for topo in order:
+                        result["rooms"].append(run_room(
+                            args, topo, servers[topo].url, n, f"#{rep}",
+                            workdir, preload, jpid))
+            for rep in range(args.repeats):
+                for v in viewers:
+                    result["rooms"].append(run_room(
+                        args, "sfu", servers["sfu"].url, v + 1,
+                        f"viewers#{rep}", workdir, preload, jpid))
+        finally:
+            result["server_log_tail"] = {}
+            for topo, s in servers.items():
+                s.log.seek(0)
+                result["server_log_tail"][topo] = \
+                    s.log.read().splitlines()[-20:]
+                s.stop()
+            subprocess.run([os.path.join(ROOT, "tests", "common",
+                                         "start-janus.sh"), "--stop",
+                            os.path.join(workdir, "janus")])
+            result["load_end"] = suites.loadavg()
+            result["seconds"] = time.time() - started
+            result["busy_end"] = suites.busy_processes()
+            with open(os.path.join(workdir, "janus", "janus.log")) as f:
+                log = f.read().splitlines()
+            result["janus_log_errors"] = [
+                l for l in log if "[ERR]" in l or "[WARN]" in l][-40:]
+            with open(path, "w") as f:
+                json.dump(result, f, indent=1)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
