@@ -6,7 +6,7 @@ one publisher's upload and CPU as the room grows, glass-to-glass latency,
 join time, and one publisher to many viewers through one Janus.
 
     bench/sfu/sfu-vs-mesh.py [--build DIR] [--sizes 2,4,8,16]
-        [--viewers 10,50] [--repeats 2] [--settle S] [--window S]
+        [--viewers 10] [--janus-rtp-ports 1000] [--repeats 2] [--settle S] [--window S]
         [--json FILE]
 
 Starts a Janus of its own (tests/common/start-janus.sh, without an API
@@ -57,8 +57,9 @@ def build_type(build):
     return None
 
 
-def start_janus(workdir):
-    env = dict(os.environ, JANUS_API_SECRET="")
+def start_janus(workdir, rtp_ports):
+    env = dict(os.environ, JANUS_API_SECRET="",
+               JANUS_RTP_PORTS=str(rtp_ports))
     out = subprocess.run(
         [os.path.join(ROOT, "tests", "common", "start-janus.sh"),
          os.path.join(workdir, "janus")], env=env, capture_output=True,
@@ -137,6 +138,10 @@ class Call:
         tail = self.stderr().strip().splitlines()[-5:]
         lines = [l for l in (out or "").splitlines() if l.startswith("{")]
         res = {"exit": self.proc.returncode}
+        warnings = sorted({l for l in self.stderr().splitlines()
+                           if "warning:" in l or "CRITICAL" in l})
+        if warnings:
+            res["warnings"] = warnings[:5]
         if lines:
             res["report"] = json.loads(lines[-1])
         if self.proc.returncode != 0 or not lines:
@@ -238,7 +243,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build-release"))
     ap.add_argument("--sizes", default="2,4,8,16")
-    ap.add_argument("--viewers", default="10,50",
+    ap.add_argument("--janus-rtp-ports", type=int, default=1000,
+                    help="ports in Janus's RTP range, one per peer "
+                    "connection: an SFU room of N holds N * N (default "
+                    "1000)")
+    ap.add_argument("--viewers", default="10",
                     help="SFU rooms of one publisher and N viewers "
                     "(empty: none)")
     ap.add_argument("--repeats", type=int, default=2)
@@ -267,6 +276,7 @@ def main():
                            "settle_per_participant_s":
                                args.settle_per_participant,
                            "window_s": args.window,
+                           "janus_rtp_ports": args.janus_rtp_ports,
                            "publisher": "320x180 15 fps H.264 + Opus",
                            "receivers": "--video none --audio none, "
                            "decoding", "upload": "UDP payload bytes the "
@@ -277,7 +287,7 @@ def main():
         subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", preload,
                         os.path.join(HERE, "sendcount.c"), "-ldl"],
                        check=True)
-        janus = start_janus(workdir)
+        janus = start_janus(workdir, args.janus_rtp_ports)
         jpid = int(janus["JANUS_PID"])
         servers = {}
         try:

@@ -21,6 +21,9 @@
 #
 #   eval "$(tests/common/start-janus.sh "$tmp")" && ... ; kill "$JANUS_PID"
 #
+# JANUS_RTP_PORTS (default 100) is how many ports its RTP range holds:
+# one per peer connection, and an SFU room of N participants holds N
+# publishers and N * (N - 1) subscribers.
 # JANUS_API_SECRET and JANUS_ADMIN_KEY in the environment choose the
 # secrets (random otherwise); JANUS_API_SECRET set but empty starts Janus
 # without an API secret, as one that clients reach directly runs (a client
@@ -56,6 +59,14 @@ if [ -z "$libdir" ] || [ ! -d "$libdir/plugins" ]; then
 fi
 
 mkdir -p "$dir/conf"
+rtp_ports=${JANUS_RTP_PORTS:-100}
+case $rtp_ports in
+  ''|*[!0-9]*) echo "start-janus.sh: JANUS_RTP_PORTS is not a number" >&2; exit 1 ;;
+esac
+if [ "$rtp_ports" -lt 1 ] || [ "$rtp_ports" -gt 5000 ]; then
+  echo "start-janus.sh: JANUS_RTP_PORTS is not within 1..5000" >&2
+  exit 1
+fi
 secret=${JANUS_API_SECRET-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}
 admin_key=${JANUS_ADMIN_KEY:-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}
 
@@ -157,7 +168,7 @@ while [ $attempt -lt 3 ]; do
   http_port=$(free_port)
   ws_port=$(free_port)
   rtp_min=$(( 20000 + ($(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 400) * 100 ))
-  rtp_max=$((rtp_min + 99))
+  rtp_max=$((rtp_min + rtp_ports - 1))
   write_config
   setsid "$janus" -F "$dir/conf" -C "$dir/conf/janus.jcfg" -o -N \
     -L "$dir/janus.log" </dev/null >/dev/null 2>&1 &
