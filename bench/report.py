@@ -1185,6 +1185,149 @@ def netlab_receiver_lines(results_dir, rel):
     return lines + [""]
 
 
+def _spread(values, fmt="{:,.0f}"):
+    """The median of the repeats, and each repeat's value."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return "–"
+    each = ", ".join(fmt.format(v) for v in values)
+    return f"{fmt.format(stats.median(values))} ({each})"
+
+
+def _sfu_rooms(res, topology, n, viewers=False):
+    return [r for r in res["rooms"] if r["topology"] == topology
+            and r["participants"] == n
+            and r["label"].startswith("viewers") == viewers]
+
+
+def _pooled(rooms, key):
+    values = [v for r in rooms for v in r.get(key, [])]
+    return _f(_median(values), "{:,.1f}") + (
+        f" ({len(values)})" if values else "")
+
+
+def sfu_lines(results_dir, rel):
+    """Mesh rooms against SFU rooms through Janus (bench/sfu/sfu-vs-mesh.py):
+    one publisher's upload and CPU by room size, glass-to-glass, join time,
+    and one publisher to many viewers."""
+    path = newest(results_dir, "sfu")
+    lines = ["## 11. SFU rooms through Janus against the mesh", ""]
+    if path is None:
+        return lines + ["Not measured: no results file yet "
+                        "(`bench/sfu/sfu-vs-mesh.py`).", ""]
+    with open(path) as f:
+        res = json.load(f)
+    st = res["settings"]
+    sizes = st["sizes"]
+    lines += [f"Raw figures, every room: [`{os.path.basename(path)}`]"
+              f"({rel(path)}). One publisher ({st['publisher']}) and "
+              f"receive-only `legba-call` participants ({st['receivers']}), "
+              "all on this host over loopback, in a mesh room (plain "
+              "legba-server) and in an SFU room (legba-server with "
+              "`--topology sfu` coordinating a Janus "
+              f"{res.get('janus') or ''} started by "
+              f"tests/common/start-janus.sh, {st.get('janus_rtp_ports', 100)}"
+              " RTP ports); the two take turns at each "
+              f"size, {st['repeats']} rooms each. Publisher CPU: its "
+              "process's user+sys (/proc) over the window, % of one core; "
+              f"upload: {st['upload']}; both over a {st['window_s']:.0f} s "
+              "window that starts once every participant has had "
+              f"{st['settle_s']:.0f} s + "
+              f"{st.get('settle_per_participant_s', 0):g} s per participant "
+              "to join. Each cell: the median of the rooms, then each "
+              "room's value.", "",
+              "| participants | upload mesh kbit/s | upload SFU kbit/s | "
+              "publisher CPU mesh % | publisher CPU SFU % | Janus CPU % | "
+              "receiving the publisher before the window, mesh / SFU |",
+              "|---|---|---|---|---|---|---|"]
+    for n in sizes:
+        mesh, sfu = _sfu_rooms(res, "mesh", n), _sfu_rooms(res, "sfu", n)
+
+        def col(rooms, key):
+            return _spread([r.get(key) for r in rooms])
+
+        def got(rooms):
+            return ", ".join(f"{r['receiving_before_window']}/"
+                             f"{r['receivers']}" if "error" not in r
+                             else f"failed: {r['error']}" for r in rooms)
+        lines.append(
+            f"| {n} | {col(mesh, 'publisher_upload_kbps')} | "
+            f"{col(sfu, 'publisher_upload_kbps')} | "
+            f"{col(mesh, 'publisher_cpu_pct')} | "
+            f"{col(sfu, 'publisher_cpu_pct')} | "
+            f"{col(sfu, 'janus_cpu_pct')} | {got(mesh)} / {got(sfu)} |")
+    lines += ["", "Glass-to-glass (legbastamp / legbastampcheck, "
+              "`--measure-latency`) and join time (a receiver's process "
+              "start to its first decoded frame from the publisher, the "
+              "publisher already sending; `first_video_ms` of legba-call "
+              "--json, polled every 10 ms): medians over every receiver of "
+              "the rooms of that size (how many in brackets), in ms.", "",
+              "| participants | p50 mesh | p50 SFU | p95 mesh | p95 SFU | "
+              "join mesh | join SFU |", "|---|---|---|---|---|---|---|"]
+    for n in sizes:
+        mesh, sfu = _sfu_rooms(res, "mesh", n), _sfu_rooms(res, "sfu", n)
+        lines.append(
+            f"| {n} | {_pooled(mesh, 'latency_p50_ms')} | "
+            f"{_pooled(sfu, 'latency_p50_ms')} | "
+            f"{_pooled(mesh, 'latency_p95_ms')} | "
+            f"{_pooled(sfu, 'latency_p95_ms')} | "
+            f"{_pooled(mesh, 'first_video_ms')} | "
+            f"{_pooled(sfu, 'first_video_ms')} |")
+    if st.get("viewers"):
+        lines += ["", "One publisher to many viewers through one Janus "
+                  "(the viewers decode: legba-call has no receive-only "
+                  "mode without decoding):", "",
+                  "| viewers | receiving before the window | Janus CPU % | "
+                  "Janus CPU % per forwarded stream | publisher CPU % | "
+                  "upload kbit/s | join p50 ms |",
+                  "|---|---|---|---|---|---|---|"]
+        for v in st["viewers"]:
+            rooms = _sfu_rooms(res, "sfu", v + 1, viewers=True)
+            per = [r["janus_cpu_pct"] / v for r in rooms
+                   if r.get("janus_cpu_pct") is not None]
+            got = ", ".join(f"{r['receiving_before_window']}/"
+                            f"{r['receivers']}" if "error" not in r
+                            else f"failed: {r['error']}" for r in rooms)
+            lines.append(
+                f"| {v} | {got} | "
+                f"{_spread([r.get('janus_cpu_pct') for r in rooms])} | "
+                f"{_spread(per, '{:.2f}')} | "
+                f"{_spread([r.get('publisher_cpu_pct') for r in rooms])} | "
+                f"{_spread([r.get('publisher_upload_kbps') for r in rooms])}"
+                f" | {_pooled(rooms, 'first_video_ms')} |")
+    failed = [r for r in res["rooms"] if "error" in r
+              or r.get("receiver_failures")
+              or r.get("receiving_before_window") != r.get("receivers")]
+    if failed:
+        lines += ["", "Rooms where a receiver got nothing in time, or a "
+                  "process failed:"]
+        for r in failed:
+            why = r.get("error") or "; ".join(
+                f"{x['identity']} exit {x['exit']}: "
+                f"{(x.get('stderr_tail') or ['?'])[-1]}"
+                for x in r.get("receiver_failures", [])[:3])
+            warned = "; ".join(r["publisher"].get("warnings", [])[:2])
+            lines.append(f"- {r['topology']} {r['participants']} "
+                         f"{r['label']}: {r.get('receiving_before_window')}"
+                         f"/{r.get('receivers')} receiving"
+                         + (f"; {why}" if why else "")
+                         + (f"; the publisher: {warned}" if warned else ""))
+    c = res["conditions"]
+    loads = [r["load_start"][0] for r in res["rooms"]] + \
+        [r["load_end"][0] for r in res["rooms"] if "load_end" in r]
+    lines += ["", "Conditions:",
+              f"- Command: `{res.get('command', 'bench/sfu/sfu-vs-mesh.py')}`"
+              f"; {res['stamp']}",
+              f"- Machine: {c['cpu_model']} × {c['cpu_count']}, kernel "
+              f"{c['kernel']}; Legba {c['legba']} (release build); shared "
+              "with other work",
+              f"- Load average at start {res['load_start']}, at end "
+              f"{res['load_end']}; 1-minute load at the rooms' starts and "
+              f"ends: {min(loads):g} to {max(loads):g}; busiest processes at "
+              f"start: {'; '.join(res['busy_start'][:5])}", ""]
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
@@ -1291,6 +1434,7 @@ def main():
         lines += ["Conditions:"] + conditions_lines(res) + [""]
     lines += netlab_lines(args.results, rel, charts)
     lines += netlab_receiver_lines(args.results, rel)
+    lines += sfu_lines(args.results, rel)
     chart = os.path.join(charts, "fanout.png")
     source = fanout_chart(args.results, chart)
     if source:
