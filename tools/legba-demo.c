@@ -7,7 +7,8 @@
  * prints what each received: video frames decoded per remote
  * participant, audio buffers, data messages, and the glass-to-glass
  * latency read from the frames' pixel time stamps. Exits 0 only when
- * media and data flowed every way.
+ * media and data flowed every way. With --janus-url and --janus-ws-url
+ * the server makes the room an SFU room on that Janus.
  */
 #include <legba/legba.h>
 #include <legba/server/server.h>
@@ -28,6 +29,9 @@ static gint opt_height = 360;
 static gint opt_fps = 15;
 static char *opt_codec = (char *) "h264";
 static gint opt_proof_timeout = LEGBA_ENCODER_DEFAULT_PROOF_TIMEOUT_MS;
+static char *opt_janus_url = NULL;
+static char *opt_janus_ws_url = NULL;
+static char *opt_janus_admin_key = NULL;
 
 static const GOptionEntry entries[] = {
   {"seconds", 0, 0, G_OPTION_ARG_DOUBLE, &opt_seconds,
@@ -46,6 +50,13 @@ static const GOptionEntry entries[] = {
   {"encoder-proof-timeout", 0, 0, G_OPTION_ARG_INT, &opt_proof_timeout,
         "Milliseconds an encoder may take to prove it works (default: 5000)",
       "MS"},
+  {"janus-url", 0, 0, G_OPTION_ARG_STRING, &opt_janus_url,
+      "Make the room an SFU room on the Janus whose HTTP API is URL "
+        "(needs --janus-ws-url)", "URL"},
+  {"janus-ws-url", 0, 0, G_OPTION_ARG_STRING, &opt_janus_ws_url,
+      "The same Janus's WebSocket API, as the participants reach it", "URL"},
+  {"janus-admin-key", 0, 0, G_OPTION_ARG_STRING, &opt_janus_admin_key,
+      "The admin_key of Janus's VideoRoom plugin, if it has one", "KEY"},
   G_OPTION_ENTRY_NULL
 };
 
@@ -59,6 +70,7 @@ typedef struct
   gint64 flowed;                /* when media and data first flowed every way */
   gboolean failed;
   gboolean timed_out;
+  gboolean sfu;
   guint64 sent[N_PARTICIPANTS];
 } Demo;
 
@@ -78,32 +90,45 @@ on_warning (LegbaCall * call, GError * error, Demo * demo)
   g_printerr ("legba-demo: warning: %s\n", error->message);
 }
 
-/* each participant greets each newcomer once (the room queues the message
- * until their data channel is open) */
+/* Sends participant i's greeting, to the participants of to (NULL: to
+ * everyone). */
 static void
-on_joined (LegbaCall * call, LegbaParticipant * p, Demo * demo)
+greet (Demo * demo, guint i, const char *const *to)
 {
-  const char *to[] = { legba_participant_get_id (p), NULL };
+  LegbaRoom *room = legba_call_get_room (demo->calls[i]);
   g_autoptr (JsonBuilder) b = json_builder_new ();
   g_autoptr (JsonNode) node = NULL;
   g_autoptr (GError) error = NULL;
-  const char *from = NULL;
 
-  for (guint i = 0; i < N_PARTICIPANTS; i++)
-    if (demo->calls[i] == call) {
-      from = names[i];
-      demo->sent[i]++;
-    }
+  if (room == NULL)
+    return;
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "text");
   json_builder_add_string_value (b, "hello");
   json_builder_set_member_name (b, "from");
-  json_builder_add_string_value (b, from);
+  json_builder_add_string_value (b, names[i]);
   json_builder_end_object (b);
   node = json_builder_get_root (b);
-  if (!legba_room_send_json (legba_call_get_room (call), node, "chat",
-          LEGBA_RELIABILITY_RELIABLE, to, &error))
-    g_printerr ("legba-demo: %s could not send: %s\n", from, error->message);
+  if (legba_room_send_json (room, node, "chat", LEGBA_RELIABILITY_RELIABLE,
+          to, &error))
+    demo->sent[i]++;
+  else if (to != NULL)
+    g_printerr ("legba-demo: %s could not send: %s\n", names[i],
+        error->message);
+}
+
+/* In a mesh room each participant greets each newcomer once (the room
+ * queues the message until their data channel is open). */
+static void
+on_joined (LegbaCall * call, LegbaParticipant * p, Demo * demo)
+{
+  const char *to[] = { legba_participant_get_id (p), NULL };
+
+  if (demo->sfu)
+    return;
+  for (guint i = 0; i < N_PARTICIPANTS; i++)
+    if (demo->calls[i] == call)
+      greet (demo, i, to);
 }
 
 static GstStructure *
@@ -145,11 +170,40 @@ all_flowed (Demo * demo)
 }
 
 static gboolean
+data_arrived (Demo * demo, guint from)
+{
+  for (guint j = 0; j < N_PARTICIPANTS; j++) {
+    g_autoptr (GstStructure) s = NULL;
+
+    if (j == from)
+      continue;
+    s = received (demo, j, from);
+    if (u64 (s, "data-messages") == 0)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* An SFU room takes no named recipients, and Janus relays a message only
+ * to the subscribers already listening: each participant sends its
+ * greeting to everyone at every tick until each of the others has
+ * received one. */
+static void
+greet_everyone (Demo * demo)
+{
+  for (guint i = 0; i < N_PARTICIPANTS; i++)
+    if (!data_arrived (demo, i))
+      greet (demo, i, NULL);
+}
+
+static gboolean
 on_tick (gpointer data)
 {
   Demo *demo = data;
   gint64 now = g_get_monotonic_time ();
 
+  if (demo->sfu)
+    greet_everyone (demo);
   if (demo->flowed == 0 && all_flowed (demo))
     demo->flowed = now;
   if (demo->flowed != 0 && now - demo->started >= opt_seconds * G_USEC_PER_SEC)
@@ -229,6 +283,27 @@ report (Demo * demo)
   return ok;
 }
 
+/* legba-server on 127.0.0.1, an ephemeral port, with the app "demo";
+ * its rooms are SFU rooms when a Janus was given. */
+static LegbaServer *
+start_server (const char *secret, GError ** error)
+{
+  g_autoptr (LegbaServer) server = legba_server_new ();
+
+  if (opt_janus_url != NULL) {
+    const char *urls[] = { opt_janus_url, NULL };
+    const char *ws_urls[] = { opt_janus_ws_url, NULL };
+
+    g_object_set (server, "sfu-janus-urls", urls, "sfu-janus-ws-urls",
+        ws_urls, "sfu-admin-key", opt_janus_admin_key, "sfu-topology", "sfu",
+        NULL);
+  }
+  if (!legba_server_add_app (server, "demo", "demo-key", secret, error) ||
+      !legba_server_listen (server, "127.0.0.1", 0, error))
+    return NULL;
+  return g_steal_pointer (&server);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -252,6 +327,15 @@ main (int argc, char **argv)
       "Starts legba-server on 127.0.0.1, runs alice, bob and carol with\n"
       "test sources in one room, and prints what each received.\n"
       "\n"
+      "With --janus-url and --janus-ws-url the room is an SFU room on that\n"
+      "Janus 1.1 (its VideoRoom plugin, reachable without an API secret):\n"
+      "legba-server creates the VideoRoom and each participant publishes to\n"
+      "it and receives the others from it. An SFU room takes no data for\n"
+      "named recipients and Janus relays a message only to the subscribers\n"
+      "already listening, so there each participant sends its greeting to\n"
+      "everyone every 100 ms until each of the others has received one: a\n"
+      "receiver may count several, and \"sent\" counts them all.\n"
+      "\n"
       "Exit status: 0 when video, audio and data flowed every way, 1 when\n"
       "they did not, 2 on a usage error.\n");
   if (!g_option_context_parse (context, &argc, &argv, &error)) {
@@ -265,21 +349,30 @@ main (int argc, char **argv)
     g_printerr ("legba-demo: bad --codec, --width, --height or --fps\n");
     return EXIT_USAGE;
   }
+  if ((opt_janus_url == NULL) != (opt_janus_ws_url == NULL) ||
+      (opt_janus_admin_key != NULL && opt_janus_url == NULL)) {
+    g_printerr ("legba-demo: --janus-url and --janus-ws-url go together "
+        "(--janus-admin-key with them)\n");
+    return EXIT_USAGE;
+  }
+  demo.sfu = opt_janus_url != NULL;
   legba_call_plugin_ensure ();
 
   secret = g_uuid_string_random ();
-  server = legba_server_new ();
-  if (!legba_server_add_app (server, "demo", "demo-key", secret, &error) ||
-      !legba_server_listen (server, "127.0.0.1", 0, &error)) {
+  server = start_server (secret, &error);
+  if (server == NULL) {
     g_printerr ("legba-demo: legba-server: %s\n", error->message);
     return EXIT_FAILED;
   }
   url = legba_server_get_url (server);
   printf ("legba-server listening on 127.0.0.1:%u (in this process)\n",
       legba_server_get_port (server));
+  if (demo.sfu)
+    printf ("room \"demo\" is an SFU room on the Janus at %s\n", opt_janus_url);
   printf ("alice, bob and carol join room \"demo\": %dx%d at %d fps (%s, "
       "test pattern stamped with the time), a test tone, and a data message "
-      "to each other\n", opt_width, opt_height, opt_fps, opt_codec);
+      "to %s\n", opt_width, opt_height, opt_fps, opt_codec, demo.sfu ?
+      "everyone, sent again until the others have it" : "each other");
   fflush (stdout);
 
   demo.loop = g_main_loop_new (NULL, FALSE);
