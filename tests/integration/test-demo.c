@@ -81,23 +81,49 @@ test_demo_sfu (void)
   run_demo (extra);
 }
 
+static char *
+janus_script (void)
+{
+  return g_build_filename (g_getenv ("LEGBA_SOURCE_ROOT"), "tests", "common",
+      "start-janus.sh", NULL);
+}
+
+/* A shell that stops the Janus and removes its folder when its standard
+ * input closes: when the test ends, or when it dies of a failed
+ * assertion. */
+static GSubprocess *janus_reaper;
+
+static void
+reaper_start (void)
+{
+  g_autofree char *script = janus_script ();
+  g_autoptr (GError) error = NULL;
+
+  janus_reaper = g_subprocess_new (G_SUBPROCESS_FLAGS_STDIN_PIPE, &error,
+      "/bin/sh", "-c", "trap '' HUP INT TERM; read -r _; "
+      "/bin/sh \"$0\" --stop \"$1\"; /bin/rm -rf \"$1\"", script, janus_dir,
+      NULL);
+  g_assert_no_error (error);
+}
+
 /* Starts an open Janus in a temporary folder: FALSE when janus is not
  * installed. */
 static gboolean
 janus_start (void)
 {
-  g_autofree char *script = g_build_filename (g_getenv ("LEGBA_SOURCE_ROOT"),
-      "tests", "common", "start-janus.sh", NULL);
+  g_autofree char *script = janus_script ();
   g_autoptr (GError) error = NULL;
   g_autofree char *out = NULL;
   g_autofree char *err = NULL;
   g_auto (GStrv) lines = NULL;
   int status;
 
+  /* set but empty: a Janus the participants reach with the room's pin
+   * (set before any thread starts) */
+  g_setenv ("JANUS_API_SECRET", "", TRUE);
   janus_dir = g_dir_make_tmp ("legba-demo-janus-XXXXXX", &error);
   g_assert_no_error (error);
-  /* set but empty: a Janus the participants reach with the room's pin */
-  g_setenv ("JANUS_API_SECRET", "", TRUE);
+  reaper_start ();
   status = legba_test_run ((const char *const[]) {
         "/bin/sh", script, janus_dir, NULL
       }, &out, &err);
@@ -123,15 +149,14 @@ janus_start (void)
 static void
 janus_stop (void)
 {
-  g_autofree char *script = g_build_filename (g_getenv ("LEGBA_SOURCE_ROOT"),
-      "tests", "common", "start-janus.sh", NULL);
+  g_autoptr (GError) error = NULL;
 
-  legba_test_run ((const char *const[]) {
-        "/bin/sh", script, "--stop", janus_dir, NULL
-      }, NULL, NULL);
-  legba_test_run ((const char *const[]) {
-        "/bin/rm", "-rf", janus_dir, NULL
-      }, NULL, NULL);
+  g_output_stream_close (g_subprocess_get_stdin_pipe (janus_reaper), NULL,
+      &error);
+  g_assert_no_error (error);
+  g_subprocess_wait_check (janus_reaper, NULL, &error);
+  g_assert_no_error (error);
+  g_clear_object (&janus_reaper);
   g_clear_pointer (&janus_dir, g_free);
   g_clear_pointer (&janus_url, g_free);
   g_clear_pointer (&janus_ws_url, g_free);
@@ -155,6 +180,7 @@ main (int argc, char **argv)
     return g_test_run ();
   }
   if (!janus_start ()) {
+    janus_stop ();
     g_printerr ("janus is not installed: skipping\n");
     return 77;
   }
