@@ -91,7 +91,8 @@ on_warning (LegbaCall * call, GError * error, Demo * demo)
 }
 
 /* Sends participant i's greeting, to the participants of to (NULL: to
- * everyone). */
+ * everyone, at every tick until it arrived: a failure then, before the
+ * room has joined, is not reported). */
 static void
 greet (Demo * demo, guint i, const char *const *to)
 {
