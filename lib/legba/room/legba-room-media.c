@@ -165,6 +165,10 @@ legba_room_add_track (LegbaRoom * self, LegbaTrackKind kind, GError ** error)
       LEGBA_ROOM_VIDEO_CAPS : LEGBA_ROOM_AUDIO_CAPS);
   g_object_set (track->capsfilter, "caps", caps, NULL);
   g_object_set (track->tee, "allow-not-linked", TRUE, NULL);
+  /* the track keeps its elements: the bin may be gone before the track,
+   * with a hand-over to the room's context still to run */
+  gst_object_ref_sink (track->capsfilter);
+  gst_object_ref_sink (track->tee);
   gst_bin_add_many (self->bin, track->capsfilter, track->tee, NULL);
   gst_element_link (track->capsfilter, track->tee);
   gst_element_sync_state_with_parent (track->tee);
@@ -195,6 +199,8 @@ legba_room_media_free_track (LegbaLocalTrack * track)
   }
   legba_clear_source (&track->key_unit_later);
   gst_object_unref (track->sinkpad);
+  gst_object_unref (track->capsfilter);
+  gst_object_unref (track->tee);
   gst_clear_caps (&track->caps);
   g_free (track);
 }

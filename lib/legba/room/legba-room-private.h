@@ -94,8 +94,8 @@ typedef struct
 {
   LegbaRoom *room;              /* unowned: the track lives in the room */
   LegbaTrackKind kind;
-  GstElement *tee;
-  GstElement *capsfilter;       /* the accepted caps, before the tee */
+  GstElement *tee;              /* owned, and in the room's bin */
+  GstElement *capsfilter;       /* owned too: the accepted caps, before the tee */
   GstPad *sinkpad;              /* the capsfilter's sink pad, the app's */
   /* (lock: room->lock) */
   GstCaps *caps;                /* of the encoded stream, NULL until known */
