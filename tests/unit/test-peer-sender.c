@@ -106,6 +106,19 @@ test_unpaced_without_feedback (void)
   gst_harness_teardown (h);
 }
 
+/* Video whose encoder ignores the target leaves as it comes, feedback or
+ * not: held to the pacing rate it would only wait here. */
+static void
+test_unsteered_video_unpaced (void)
+{
+  GstHarness *h = sender_harness (300000, 2000000);
+
+  legba_peer_sender_set_video_steered (LEGBA_PEER_SENDER (h->element), FALSE);
+  feedback (h);
+  g_assert_cmpint (burst_span (h), <, 300 * G_TIME_SPAN_MILLISECOND);
+  gst_harness_teardown (h);
+}
+
 /* An audio packet queued behind a frame's worth of video leaves first. */
 static void
 test_audio_first (void)
@@ -258,6 +271,8 @@ main (int argc, char **argv)
   g_test_add_func ("/peer-sender/paced", test_paced);
   g_test_add_func ("/peer-sender/unpaced-without-feedback",
       test_unpaced_without_feedback);
+  g_test_add_func ("/peer-sender/unsteered-video-unpaced",
+      test_unsteered_video_unpaced);
   g_test_add_func ("/peer-sender/audio-first", test_audio_first);
   g_test_add_func ("/peer-sender/requests-bounded", test_requests_bounded);
   g_test_add_func ("/peer-sender/feedback-passes", test_feedback_passes);

@@ -512,6 +512,7 @@ legba_peer_sender_get_stats (LegbaPeerSender * self)
       "pacing-queue-ms", G_TYPE_DOUBLE,
       rate > 0 ? self->queued_bytes * 8 * 1000.0 / rate : 0.0,
       "pacing-queue-packets", G_TYPE_UINT, self->queued_packets,
+      "video-steered", G_TYPE_BOOLEAN, !self->video_unsteered,
       "rtx-requests", G_TYPE_UINT64, rtx.requests,
       "rtx-sent", G_TYPE_UINT64, rtx.sent,
       "rtx-refused-recent", G_TYPE_UINT64, rtx.recent,

@@ -33,6 +33,7 @@ struct _LegbaPeerSender
   gint64 budget_at;
   gint64 tick_at;               /* the next legba_peer_sender_tick() */
   guint32 audio_ssrc;
+  gboolean video_unsteered;     /* its encoder ignores the target */
 
   /* legba-peer-sender-feedback.c */
   LegbaBwe *bwe;

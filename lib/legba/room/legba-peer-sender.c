@@ -17,6 +17,9 @@ GST_DEBUG_CATEGORY (legba_sender_debug);
  * rises to send it within that time (a target that fell while frames of
  * the old rate were queued). */
 #define QUEUE_LIMIT_US (500 * G_TIME_SPAN_MILLISECOND)
+/* The most that video whose encoder ignores the target may take from
+ * the budget beyond what it holds: a packet. */
+#define UNSTEERED_DEBT 1500
 /* Past this many queued packets the branches wait (a receiver that stops
  * taking anything). */
 #define QUEUE_MAX_PACKETS 4096
@@ -200,14 +203,21 @@ next_item (LegbaPeerSender * self, gint64 now, gint64 * wait_until,
     return NULL;
   refill (self, now);
   /* a receiver that never sent feedback gives no estimate to pace by (nor
-   * to hold the encoder back by: legba_peer_sender_get_target()) */
-  if (from != audio && self->budget < 0 && self->feedback_reports > 0) {
+   * to hold the encoder back by: legba_peer_sender_get_target()); video
+   * whose encoder ignores the estimate would only wait in this queue
+   * instead of the bottleneck's */
+  if (from != audio && self->budget < 0 && self->feedback_reports > 0 &&
+      !(from == video && self->video_unsteered)) {
     *wait_until = now + (gint64) (-self->budget / pacing_rate (self)) + 1;
     return NULL;
   }
   head = g_queue_pop_head (from);
   *lane = from - self->queues;
   self->budget -= gst_buffer_get_size (GST_BUFFER (head));
+  /* such video spends no more than the budget has, so the retransmissions
+   * get their turn between its frames */
+  if (from == video && self->video_unsteered)
+    self->budget = MAX (self->budget, -(gdouble) UNSTEERED_DEBT);
   self->queued_bytes -= gst_buffer_get_size (GST_BUFFER (head));
   self->queued_packets--;
   return head;
@@ -385,5 +395,17 @@ legba_peer_sender_set_audio_ssrc (LegbaPeerSender * self, guint32 ssrc)
 {
   g_mutex_lock (&self->lock);
   self->audio_ssrc = ssrc;
+  g_mutex_unlock (&self->lock);
+}
+
+/* Whether the video's encoder follows the target (the room's
+ * `legba-target-bitrate` event was taken upstream); TRUE until set. Video
+ * that does not is not held back to the pacing rate. */
+void
+legba_peer_sender_set_video_steered (LegbaPeerSender * self, gboolean steered)
+{
+  g_mutex_lock (&self->lock);
+  self->video_unsteered = !steered;
+  g_cond_signal (&self->cond);
   g_mutex_unlock (&self->lock);
 }

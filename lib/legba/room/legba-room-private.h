@@ -152,6 +152,7 @@ struct _LegbaRoom
   guint stats_interval;
   gboolean congestion_control;
   guint video_target;           /* told the video encoder; 0: none */
+  gboolean video_unsteered;     /* (lock) its encoder ignores the target */
 
   LegbaRoomState state;
   GTask *connect_task;
