@@ -329,8 +329,6 @@ legba_peer_sender_is_rtx_pt (LegbaPeerSender * self, guint8 pt)
   return FALSE;
 }
 
-/* A packet of @lane leaves: a video packet's time goes into its
- * stream's history; the lane's packets are counted. */
 /* The RTP payload's length: the packet less its header, CSRCs, header
  * extensions and padding; 0 for what is not an RTP packet. */
 static gsize
@@ -346,6 +344,8 @@ rtp_payload_size (GstBuffer * buffer)
   return size;
 }
 
+/* A packet of @lane leaves: a video packet's time goes into its
+ * stream's history; the lane's packets are counted. */
 void
 legba_peer_sender_record_sent (LegbaPeerSender * self, GstBuffer * buffer,
     LegbaSenderLane lane)
