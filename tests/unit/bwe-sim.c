@@ -65,6 +65,7 @@ struct _BweSim
   gboolean any_arrived;
   GQueue reports;               /* Report, on the way back */
   GArray *samples;              /* BweSimSample */
+  gdouble encoder_bps;          /* the target as the encoder follows it */
 };
 
 void
@@ -157,18 +158,26 @@ encode (BweSim * s, guint bytes)
 }
 
 /* Media for this step: a video frame of the target's size (less the
- * audio and the overhead, give or take 15%, times the encoder's share)
- * and an audio packet when due. */
+ * audio and the overhead, give or take 15%, times the encoder's share;
+ * the target as the encoder follows it) and an audio packet when due. */
 static void
 produce (BweSim * s)
 {
-  guint target = legba_bwe_target (s->bwe);
+  gdouble target = legba_bwe_target (s->bwe);
+
+  if (s->c.encoder_lag_us > 0) {
+    if (s->now == 0)
+      s->encoder_bps = target;
+    s->encoder_bps += (target - s->encoder_bps) * STEP_US /
+        (gdouble) s->c.encoder_lag_us;
+    target = s->encoder_bps;
+  }
 
   if (s->now % AUDIO_INTERVAL_US == 0)
     encode (s, AUDIO_BYTES);
   if (s->now * FPS / G_USEC_PER_SEC != (s->now - STEP_US) * FPS /
       G_USEC_PER_SEC || s->now == 0) {
-    gdouble video = MAX ((gdouble) target - AUDIO_LINK_BPS, 20000) / FPS / 8
+    gdouble video = MAX (target - AUDIO_LINK_BPS, 20000) / FPS / 8
         * MAX_PAYLOAD / (MAX_PAYLOAD + OVERHEAD) * s->c.encoder_share;
 
     encode (s, (guint) (video * g_rand_double_range (s->rand, 0.85, 1.15)));

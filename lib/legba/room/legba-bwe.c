@@ -287,6 +287,7 @@ legba_bwe_on_feedback (LegbaBwe * bwe, const LegbaBwePacket * packets,
   in.recent_bps = legba_bwe_acked_recent_bps (&bwe->acked);
   in.loss = bwe->loss.fraction;
   in.rtt_us = bwe->rtt_us;
+  in.queue_us = bwe->trendline.queue_us;
   legba_bwe_aimd_update (&bwe->aimd, &in, now_us);
   legba_bwe_loss_count (&bwe->loss, expected, lost);
   legba_bwe_loss_update (&bwe->loss, MIN (bwe->aimd.rate, bwe->loss.bound),
