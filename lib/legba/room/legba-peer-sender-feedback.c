@@ -354,8 +354,6 @@ legba_peer_sender_record_sent (LegbaPeerSender * self, GstBuffer * buffer,
   guint8 header[12];
 
   g_mutex_lock (&self->lock);
-  if (self->first_sent_at == 0)
-    self->first_sent_at = g_get_monotonic_time ();
   legba_send_rates_add (&self->rates, lane, size + WIRE_OVERHEAD,
       lane == LEGBA_SENDER_LANE_VIDEO ? rtp_payload_size (buffer) : 0);
   if (lane == LEGBA_SENDER_LANE_VIDEO &&

@@ -34,6 +34,8 @@ struct _LegbaPeerSender
   gint64 tick_at;               /* the next legba_peer_sender_tick() */
   guint32 audio_ssrc;
   gboolean video_unsteered;     /* its encoder ignores the target */
+  gboolean opened;              /* a packet went through: the transport is
+                                 * open (the streaming thread's own) */
 
   /* legba-peer-sender-feedback.c */
   LegbaBwe *bwe;
@@ -49,7 +51,7 @@ struct _LegbaPeerSender
   gint64 rtt_at;
   guint64 feedback_reports;
   guint64 packets_sent[LEGBA_SENDER_N_LANES];
-  gint64 first_sent_at;         /* monotonic, 0 before the first packet */
+  gint64 first_sent_at;         /* monotonic, 0 until the transport opened */
   LegbaSendRates rates;
 
   LegbaPeerSenderTargetFunc target_func;
