@@ -13,6 +13,7 @@
 #define JITTER_US (20 * MS)
 
 static gboolean with_jitter;
+static gboolean audio_untracked;
 
 /* Every half second, with --verbose: the target and the queue. */
 static void
@@ -47,6 +48,7 @@ sim_new_encoder (guint capacity, gdouble loss, gint64 one_way_us,
   c.jitter_us = with_jitter ? JITTER_US : 0;
   c.encoder_share = encoder_share;
   c.encoder_lag_us = encoder_lag_us;
+  c.audio_untracked = c.untracked_told = audio_untracked;
   c.seed = 42;
   return bwe_sim_new (&c);
 }
@@ -70,7 +72,8 @@ sim_new (guint capacity, gdouble loss, gint64 one_way_us)
  * and an encoder follows it over about a second), its mean over the last
  * 30 s of 60 is below the capacity, and so is the queue's p95 100 ms. */
 static void
-check_bottleneck (guint capacity, gdouble loss, gint64 one_way_us, gdouble low)
+check_bottleneck_full (guint capacity, gdouble loss, gint64 one_way_us,
+    gdouble low, gdouble high)
 {
   g_autoptr (BweSim) s = sim_new (capacity, loss, one_way_us);
   guint min, max, mean;
@@ -84,9 +87,15 @@ check_bottleneck (guint capacity, gdouble loss, gint64 one_way_us, gdouble low)
   g_test_message ("capacity %u: target %u..%u, mean %u, queue p95 %"
       G_GINT64_FORMAT " ms", capacity, min, max, mean, p95 / MS);
   g_assert_cmpuint (min, >=, low * capacity);
-  g_assert_cmpuint (max, <=, 1.05 * capacity);
+  g_assert_cmpuint (max, <=, high * capacity);
   g_assert_cmpuint (mean, <, capacity);
   g_assert_cmpint (p95, <=, 100 * MS);
+}
+
+static void
+check_bottleneck (guint capacity, gdouble loss, gint64 one_way_us, gdouble low)
+{
+  check_bottleneck_full (capacity, loss, one_way_us, low, 1.05);
 }
 
 static void
@@ -106,6 +115,30 @@ static void
 test_1mbit_loss_rtt (void)
 {
   check_bottleneck (1000000, 0.02, 40 * MS, 0.8);
+}
+
+/* The audio carries no transport-wide sequence number (webrtcbin numbers
+ * only the packets of a stream negotiated with the extension) and the
+ * estimator is told its rate: the target still covers all that the link
+ * carries, and holds the same band as when every packet is reported. At
+ * 300 kbit/s the audio is a fifth of the link: a decrease to 0.85 times
+ * the video alone would cut the target to two thirds of the link (0.68
+ * there). The rate told is what was sent; while a queue grows the audio
+ * arrives later than that, so a second's mean may pass the link by 6%. */
+static void
+test_300kbit_audio_untracked (void)
+{
+  audio_untracked = TRUE;
+  check_bottleneck_full (300000, 0, 20 * MS, 0.7, 1.06);
+  audio_untracked = FALSE;
+}
+
+static void
+test_1mbit_audio_untracked (void)
+{
+  audio_untracked = TRUE;
+  check_bottleneck_full (1000000, 0, 20 * MS, 0.8, 1.06);
+  audio_untracked = FALSE;
 }
 
 /* Random loss below 10% on a link without a bottleneck is not
@@ -270,6 +303,8 @@ main (int argc, char **argv)
   add_sim ("/bwe/sim/1mbit", test_1mbit);
   add_sim ("/bwe/sim/300kbit", test_300kbit);
   add_sim ("/bwe/sim/1mbit-loss-rtt", test_1mbit_loss_rtt);
+  add_sim ("/bwe/sim/300kbit-audio-untracked", test_300kbit_audio_untracked);
+  add_sim ("/bwe/sim/1mbit-audio-untracked", test_1mbit_audio_untracked);
   add_sim ("/bwe/sim/loss3", test_loss3);
   add_sim ("/bwe/sim/loss5", test_loss5);
   add_sim ("/bwe/sim/step", test_step);

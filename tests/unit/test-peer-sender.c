@@ -60,6 +60,81 @@ feedback (GstHarness * h)
     gst_event_unref (event);
 }
 
+/* A transport-wide feedback event as rtpsession sends it up, reporting
+ * n packets received, 20 ms apart. */
+static void
+feedback_packets (GstHarness * h, guint n)
+{
+  GValueArray *array;
+  GstStructure *s;
+  GstEvent *event;
+
+  G_GNUC_BEGIN_IGNORE_DEPRECATIONS;
+  array = g_value_array_new (n);
+  for (guint i = 0; i < n; i++) {
+    GValue v = G_VALUE_INIT;
+    GstStructure *p = gst_structure_new ("RTPTWCCPacket",
+        "seqnum", G_TYPE_UINT, i,
+        "local-ts", G_TYPE_UINT64, (guint64) i * 20 * GST_MSECOND,
+        "remote-ts", G_TYPE_UINT64, (guint64) (i * 20 + 10) * GST_MSECOND,
+        "size", G_TYPE_UINT, 1200,
+        "lost", G_TYPE_BOOLEAN, FALSE, NULL);
+
+    g_value_init (&v, GST_TYPE_STRUCTURE);
+    g_value_take_boxed (&v, p);
+    g_value_array_append (array, &v);
+    g_value_unset (&v);
+  }
+  s = gst_structure_new ("RTPTWCCPackets", "packets",
+      g_value_array_get_type (), array, NULL);
+  g_value_array_free (array);
+  G_GNUC_END_IGNORE_DEPRECATIONS;
+  gst_harness_push_upstream_event (h,
+      gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM, s));
+  while ((event = gst_harness_try_pull_upstream_event (h)) != NULL)
+    gst_event_unref (event);
+}
+
+static gboolean
+stats_audio_untracked (GstHarness * h)
+{
+  GstStructure *stats =
+      legba_peer_sender_get_stats (LEGBA_PEER_SENDER (h->element));
+  gboolean untracked = FALSE;
+
+  g_assert_true (gst_structure_get_boolean (stats, "audio-untracked",
+          &untracked));
+  gst_structure_free (stats);
+  return untracked;
+}
+
+/* 100 audio and 50 video packets leave; feedback that reports 50 packets
+ * did not report the audio (webrtcbin numbered only the video's), and
+ * the stats say so; feedback that reports all 150 did. */
+static void
+check_audio_untracked (guint reported, gboolean untracked)
+{
+  GstHarness *h = sender_harness (300000, 2000000);
+
+  legba_peer_sender_set_audio_ssrc (LEGBA_PEER_SENDER (h->element), AUDIO_SSRC);
+  for (guint16 i = 0; i < 150; i++) {
+    gst_harness_push (h, i % 3 == 2 ? rtp_packet (VIDEO_SSRC, i, 1200) :
+        rtp_packet (AUDIO_SSRC, i, 100));
+    gst_buffer_unref (gst_harness_pull (h));
+  }
+  g_assert_false (stats_audio_untracked (h));
+  feedback_packets (h, reported);
+  g_assert_cmpint (stats_audio_untracked (h), ==, untracked);
+  gst_harness_teardown (h);
+}
+
+static void
+test_audio_untracked (void)
+{
+  check_audio_untracked (50, TRUE);
+  check_audio_untracked (150, FALSE);
+}
+
 /* Pushes 30 packets of 1200 bytes at once; returns how long they took to
  * come out, in microseconds. */
 static gint64
@@ -344,6 +419,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/peer-sender/paced", test_paced);
   g_test_add_func ("/peer-sender/stale-at-open", test_stale_at_open);
+  g_test_add_func ("/peer-sender/audio-untracked", test_audio_untracked);
   g_test_add_func ("/peer-sender/unpaced-without-feedback",
       test_unpaced_without_feedback);
   g_test_add_func ("/peer-sender/unsteered-video-unpaced",

@@ -24,6 +24,8 @@
 /* How long the video is held to the start estimate waiting for the first
  * feedback. */
 #define FEEDBACK_WAIT_US (3 * G_USEC_PER_SEC)
+/* audio packets sent before telling whether the feedback reports them */
+#define AUDIO_DECIDE_PACKETS 100
 /* What the link carries of a packet beyond the RTP packet the feedback
  * gives the size of: IPv4 and UDP headers, the SRTP authentication tag. */
 #define WIRE_OVERHEAD (20 + 8 + 10)
@@ -213,6 +215,24 @@ parse_twcc (const GstStructure * s)
   return packets;
 }
 
+/* Whether the audio's packets carry no transport-wide sequence number:
+ * webrtcbin numbers only the packets of a stream negotiated with the
+ * extension, and the room negotiates it on the video (an answer takes
+ * what the offer had). The feedback then reports about as many packets as
+ * left in the video and retransmission lanes; with the audio, that many
+ * more. Told once feedback came and AUDIO_DECIDE_PACKETS audio packets
+ * left; until then the audio counts as reported. Called with the lock. */
+static gboolean
+audio_untracked (LegbaPeerSender * self)
+{
+  guint64 audio = self->packets_sent[LEGBA_SENDER_LANE_AUDIO];
+  guint64 others = self->packets_sent[LEGBA_SENDER_LANE_VIDEO] +
+      self->packets_sent[LEGBA_SENDER_LANE_RTX];
+
+  return self->feedback_reports > 0 && audio >= AUDIO_DECIDE_PACKETS &&
+      self->feedback_packets < others + audio / 2;
+}
+
 static void
 on_twcc (LegbaPeerSender * self, const GstStructure * s)
 {
@@ -222,6 +242,9 @@ on_twcc (LegbaPeerSender * self, const GstStructure * s)
 
   g_mutex_lock (&self->lock);
   self->feedback_reports++;
+  self->feedback_packets += packets->len;
+  legba_bwe_set_untracked (self->bwe, audio_untracked (self) ?
+      legba_send_rates_lane_bps (&self->rates, LEGBA_SENDER_LANE_AUDIO) : 0);
   legba_bwe_on_feedback (self->bwe, (LegbaBwePacket *) packets->data,
       packets->len, now);
   report = update_target (self, now);
@@ -506,6 +529,7 @@ legba_peer_sender_get_stats (LegbaPeerSender * self)
       "feedback-loss", G_TYPE_DOUBLE, state.loss_fraction,
       "feedback-reports", G_TYPE_UINT64, self->feedback_reports,
       "feedback-missing", G_TYPE_BOOLEAN, state.feedback_missing,
+      "audio-untracked", G_TYPE_BOOLEAN, audio_untracked (self),
       "pacing-rate", G_TYPE_UINT, (guint) rate,
       "pacing-queue-ms", G_TYPE_DOUBLE,
       rate > 0 ? self->queued_bytes * 8 * 1000.0 / rate : 0.0,

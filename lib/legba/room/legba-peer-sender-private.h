@@ -50,6 +50,7 @@ struct _LegbaPeerSender
   gint64 rtt_us;
   gint64 rtt_at;
   guint64 feedback_reports;
+  guint64 feedback_packets;      /* packets the feedback reported, in all */
   guint64 packets_sent[LEGBA_SENDER_N_LANES];
   gint64 first_sent_at;         /* monotonic, 0 until the transport opened */
   LegbaSendRates rates;
