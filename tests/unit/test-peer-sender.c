@@ -135,16 +135,16 @@ test_audio_untracked (void)
   check_audio_untracked (150, FALSE);
 }
 
-/* Pushes 30 packets of 1200 bytes at once; returns how long they took to
+/* Pushes n packets of 1200 bytes at once; returns how long they took to
  * come out, in microseconds. */
 static gint64
-burst_span (GstHarness * h)
+burst_span_n (GstHarness * h, guint16 n)
 {
   gint64 first = 0, last = 0;
 
-  for (guint16 i = 0; i < 30; i++)
+  for (guint16 i = 0; i < n; i++)
     gst_harness_push (h, rtp_packet (VIDEO_SSRC, i, 1200));
-  for (guint16 i = 0; i < 30; i++) {
+  for (guint16 i = 0; i < n; i++) {
     GstBuffer *out = gst_harness_pull (h);
 
     g_assert_nonnull (out);
@@ -157,9 +157,15 @@ burst_span (GstHarness * h)
   return last - first;
 }
 
+static gint64
+burst_span (GstHarness * h)
+{
+  return burst_span_n (h, 30);
+}
+
 /* Once the receiver gives feedback, 30 packets of 1200 bytes pushed at
- * once leave at 2.5 x the 300 kbit/s start: spread over about 380 ms,
- * not in one burst. */
+ * once leave paced at the 300 kbit/s start estimate (2.5 times it past
+ * the start: over about 380 ms), not in one burst. */
 static void
 test_paced (void)
 {
@@ -171,13 +177,66 @@ test_paced (void)
   gst_harness_teardown (h);
 }
 
-/* A receiver that never sent feedback gives nothing to pace by: the same
- * burst leaves as it comes. */
+static guint
+stats_pacing_rate (GstHarness * h)
+{
+  GstStructure *stats =
+      legba_peer_sender_get_stats (LEGBA_PEER_SENDER (h->element));
+  guint rate = 0;
+
+  g_assert_true (gst_structure_get_uint (stats, "pacing-rate", &rate));
+  gst_structure_free (stats);
+  return rate;
+}
+
+/* The pacing rate over the target. */
+static gdouble
+stats_pacing_factor (GstHarness * h)
+{
+  GstStructure *stats =
+      legba_peer_sender_get_stats (LEGBA_PEER_SENDER (h->element));
+  guint rate = 0, target = 0;
+
+  g_assert_true (gst_structure_get_uint (stats, "pacing-rate", &rate));
+  g_assert_true (gst_structure_get_uint (stats, "target-bitrate", &target));
+  gst_structure_free (stats);
+  return target > 0 ? rate / (gdouble) target : 0;
+}
+
+/* In the start (3 s from the transport's opening) the link is not known
+ * yet: without feedback, and with it, 12 packets of 1200 bytes leave at
+ * the 300 kbit/s start estimate itself, not 2.5 times it: 11 x 1200 bytes
+ * at 37,500 bytes/s, less what the budget may hold (1.7 kB), take 0.31 s
+ * (0.12 s at 2.5 times). */
+static void
+test_start_paced (void)
+{
+  GstHarness *h = sender_harness (300000, 2000000);
+
+  g_assert_cmpuint (stats_pacing_rate (h), ==, 300000);
+  g_assert_cmpint (burst_span_n (h, 12), >=, 280 * G_TIME_SPAN_MILLISECOND);
+  gst_harness_teardown (h);
+  h = sender_harness (300000, 2000000);
+  feedback (h);
+  g_assert_cmpint (burst_span_n (h, 12), >=, 280 * G_TIME_SPAN_MILLISECOND);
+  gst_harness_teardown (h);
+}
+
+/* A receiver that sent no feedback by the end of the start gives nothing
+ * to pace by: then the same burst leaves as it comes. */
 static void
 test_unpaced_without_feedback (void)
 {
   GstHarness *h = sender_harness (300000, 2000000);
+  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
 
+  gst_harness_push (h, rtp_packet (VIDEO_SSRC, 1000, 1200));
+  gst_buffer_unref (gst_harness_pull (h));
+  /* the start is over when the pacing rate is 2.5 x the estimate (which
+   * falls meanwhile, without feedback) */
+  while (stats_pacing_factor (h) < 2 && g_get_monotonic_time () < deadline)
+    g_usleep (20 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpfloat (stats_pacing_factor (h), >, 2);
   g_assert_cmpint (burst_span (h), <, 300 * G_TIME_SPAN_MILLISECOND);
   gst_harness_teardown (h);
 }
@@ -418,6 +477,7 @@ main (int argc, char **argv)
   gst_init (&argc, &argv);
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/peer-sender/paced", test_paced);
+  g_test_add_func ("/peer-sender/start-paced", test_start_paced);
   g_test_add_func ("/peer-sender/stale-at-open", test_stale_at_open);
   g_test_add_func ("/peer-sender/audio-untracked", test_audio_untracked);
   g_test_add_func ("/peer-sender/unpaced-without-feedback",

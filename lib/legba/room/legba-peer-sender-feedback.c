@@ -23,7 +23,6 @@
 #define MIN_BITRATE 30000
 /* How long the video is held to the start estimate waiting for the first
  * feedback. */
-#define FEEDBACK_WAIT_US (3 * G_USEC_PER_SEC)
 /* audio packets sent before telling whether the feedback reports them */
 #define AUDIO_DECIDE_PACKETS 100
 /* What the link carries of a packet beyond the RTP packet the feedback
@@ -142,7 +141,7 @@ legba_peer_sender_get_target (LegbaPeerSender * self)
 
 /* The video encoder's share of the estimate (legba-send-rates.c). Before
  * the first feedback it is the share of the start estimate, as in
- * libwebrtc, for FEEDBACK_WAIT_US from the first packet: a call on a slow
+ * libwebrtc, for LEGBA_SENDER_START_US from the first packet: a call on a slow
  * link starts with key frames that fit it. A receiver that sent no
  * feedback by then does not hold the encoder back: 0. */
 guint
@@ -153,7 +152,7 @@ legba_peer_sender_get_video_target (LegbaPeerSender * self)
 
   g_mutex_lock (&self->lock);
   if (self->feedback_reports > 0 || self->first_sent_at == 0 ||
-      now - self->first_sent_at < FEEDBACK_WAIT_US)
+      now - self->first_sent_at < LEGBA_SENDER_START_US)
     target = self->video_target;
   else
     target = 0;
@@ -510,7 +509,8 @@ legba_peer_sender_get_stats (LegbaPeerSender * self)
   g_mutex_lock (&self->lock);
   legba_bwe_get_state (self->bwe, &state);
   g_hash_table_foreach (self->policies, add_counts, &rtx);
-  rate = LEGBA_PACING_FACTOR * self->target;
+  rate = legba_peer_sender_pacing_factor (self, g_get_monotonic_time ()) *
+      self->target;
   s = gst_structure_new ("legba-sender-stats",
       "target-bitrate", G_TYPE_UINT, state.target_bps,
       "video-target-bitrate", G_TYPE_UINT, self->video_target,

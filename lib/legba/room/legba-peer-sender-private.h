@@ -60,6 +60,12 @@ struct _LegbaPeerSender
   GDestroyNotify target_notify;
 };
 
+/* From the transport's opening, for this long: the video is held to the
+ * start estimate's share until feedback comes, and packets leave at the
+ * target itself (the link is not known yet). */
+#define LEGBA_SENDER_START_US (3 * G_USEC_PER_SEC)
+
+gdouble legba_peer_sender_pacing_factor (LegbaPeerSender * self, gint64 now);
 void legba_peer_sender_loop (gpointer data);
 
 void legba_peer_sender_feedback_init (LegbaPeerSender * self,
