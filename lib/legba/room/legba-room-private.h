@@ -60,6 +60,8 @@ void legba_room_debug_init (void);
 typedef struct _LegbaPeer LegbaPeer;
 /* legba-room-sfu.c */
 typedef struct _LegbaSfuClient LegbaSfuClient;
+/* legba-room-switch.c */
+typedef struct _LegbaRoomSwitch LegbaRoomSwitch;
 /* legba-room-data.c */
 typedef struct _LegbaRoomData LegbaRoomData;
 typedef struct _LegbaPeerData LegbaPeerData;
@@ -169,6 +171,7 @@ struct _LegbaRoom
 
   LegbaRoomData *data;          /* application data (§6, §7) */
   LegbaSfuClient *sfu;          /* an SFU room's session, else NULL */
+  LegbaRoomSwitch *sw;          /* a mesh room moving to its SFU, else NULL */
   const LegbaRoomEvents *events;        /* how its parts report to it */
 };
 
@@ -210,6 +213,8 @@ typedef struct
   void (*lossy_open) (LegbaPeer * peer);
   void (*stats) (LegbaPeer * peer, GstStructure * summary);
   void (*error) (LegbaPeer * peer, const GError * error);
+  /* optional: its reliable data channel opened */
+  void (*reliable_open) (LegbaPeer * peer);
 } LegbaPeerEvents;
 
 /* The room's */
@@ -390,6 +395,28 @@ void legba_sfu_client_participant_joined (LegbaSfuClient * client,
     LegbaParticipant * p);
 void legba_sfu_client_participant_left (LegbaSfuClient * client,
     LegbaParticipant * p);
+
+/* ---- From mesh to SFU (legba-room-switch.c) ---- */
+
+/* The room, a mesh, is told its SFU: its mesh connections are taken from
+ * the participants (and so from the room core) and kept until the SFU
+ * brings each participant; FALSE (nothing kept) when it had none. */
+gboolean legba_room_switch_begin (LegbaRoom * room);
+/* The SFU publisher connection is connected: TRUE when its messages must
+ * wait for the participants of the mesh, and the switch lets them go
+ * (legba_room_data_peer_connected()) later. */
+gboolean legba_room_switch_hold (LegbaRoom * room, LegbaPeer * publisher);
+/* The signal `sfu-ready` from a participant: it receives the local
+ * participant's data through the SFU. */
+void legba_room_switch_ready (LegbaRoom * room, const char *from);
+/* The subscriber connection of a participant is connected (its mesh
+ * connection may go), or its data channel open (it is told `sfu-ready`). */
+void legba_room_switch_receiving (LegbaRoom * room, LegbaPeer * subscriber);
+void legba_room_switch_subscribed (LegbaRoom * room, LegbaPeer * subscriber);
+/* The participant left the room. */
+void legba_room_switch_participant_left (LegbaRoom * room,
+    LegbaParticipant * p);
+void legba_room_switch_free (LegbaRoomSwitch * sw);
 
 /* ---- Process-wide: the DTLS certificate (legba-room-certificate.c) ---- */
 

@@ -239,9 +239,18 @@ unsubscribe (LegbaSfuClient * self, guint64 id)
 static void
 subscriber_connected (LegbaPeer * peer)
 {
+  if (peer->participant->peer != peer)
+    return;
+  legba_participant_set_state (peer->participant,
+      LEGBA_PARTICIPANT_STATE_CONNECTED);
+  legba_room_switch_receiving (peer->room, peer);
+}
+
+static void
+subscriber_reliable_open (LegbaPeer * peer)
+{
   if (peer->participant->peer == peer)
-    legba_participant_set_state (peer->participant,
-        LEGBA_PARTICIPANT_STATE_CONNECTED);
+    legba_room_switch_subscribed (peer->room, peer);
 }
 
 static void
@@ -319,6 +328,7 @@ static const LegbaPeerEvents subscriber_events = {
   .lossy_open = peer_lossy_open,
   .stats = peer_stats,
   .error = peer_error,
+  .reliable_open = subscriber_reliable_open,
 };
 
 /* The feed's offer came and its participant is listed: answer. */
@@ -480,7 +490,8 @@ publisher_connected (LegbaPeer * peer)
   if (self == NULL || self->publisher != peer)
     return;
   GST_INFO ("room %s: publishing to the SFU", self->room->room_name);
-  legba_room_data_peer_connected (self->room, peer);
+  if (!legba_room_switch_hold (self->room, peer))
+    legba_room_data_peer_connected (self->room, peer);
 }
 
 static void
@@ -657,6 +668,7 @@ on_event_received (LegbaSignaller * signaller, const char *event,
         sfu ? "sfu" : "mesh");
     return;
   }
+  legba_room_switch_begin (self);
   legba_room_core_use_sfu (self->core);
   self->sfu = legba_sfu_client_new (self, sfu);
 }
