@@ -368,6 +368,9 @@ void legba_room_media_complete_answer (const GstSDPMessage * offer,
     GstSDPMessage * answer);
 gboolean legba_peer_media_link_send (LegbaPeer * peer, GError ** error);
 void legba_peer_media_unlink (LegbaPeer * peer);
+/* The track of kind the peer receives is no longer the participant's: it
+ * is reported removed, its data discarded; the connection goes on. */
+void legba_peer_media_withdraw (LegbaPeer * peer, LegbaTrackKind kind);
 void legba_peer_media_on_pad_added (GstElement * webrtcbin, GstPad * pad,
     LegbaPeer * peer);
 void legba_peer_media_watch_input (LegbaPeer * peer, GstElement * nicesrc);
@@ -409,10 +412,21 @@ gboolean legba_room_switch_hold (LegbaRoom * room, LegbaPeer * publisher);
 /* The signal `sfu-ready` from a participant: it receives the local
  * participant's data through the SFU. */
 void legba_room_switch_ready (LegbaRoom * room, const char *from);
-/* The subscriber connection of a participant is connected (its mesh
- * connection may go), or its data channel open (it is told `sfu-ready`). */
-void legba_room_switch_receiving (LegbaRoom * room, LegbaPeer * subscriber);
+/* The subscriber connection of a participant: Janus's offer (which tracks
+ * it brings), its data channel open. Once it is open and has reported
+ * each track, the participant is told `sfu-ready` and its mesh connection
+ * may go. */
+void legba_room_switch_feed (LegbaRoom * room, LegbaPeer * subscriber,
+    const char *offer);
 void legba_room_switch_subscribed (LegbaRoom * room, LegbaPeer * subscriber);
+/* A subscriber connection is about to report a track of kind: the mesh
+ * connection's track of that kind, if any, is reported removed first. */
+void legba_room_switch_track (LegbaRoom * room, LegbaPeer * subscriber,
+    LegbaTrackKind kind);
+/* A `bye` from a participant: TRUE when it closed a kept mesh
+ * connection. */
+gboolean legba_room_switch_bye (LegbaRoom * room, const char *from,
+    const char *pc);
 /* The participant left the room. */
 void legba_room_switch_participant_left (LegbaRoom * room,
     LegbaParticipant * p);

@@ -243,7 +243,6 @@ subscriber_connected (LegbaPeer * peer)
     return;
   legba_participant_set_state (peer->participant,
       LEGBA_PARTICIPANT_STATE_CONNECTED);
-  legba_room_switch_receiving (peer->room, peer);
 }
 
 static void
@@ -356,6 +355,7 @@ answer_feed (LegbaSfuClient * self, Feed * f)
       LEGBA_PARTICIPANT_STATE_CONNECTING);
   GST_INFO ("room %s: receiving %s from the SFU (feed %" G_GUINT64_FORMAT
       ")", self->room->room_name, f->display, f->id);
+  legba_room_switch_feed (self->room, f->peer, offer);
   legba_peer_handle_offer (f->peer, offer);
 }
 

@@ -23,10 +23,20 @@
  */
 #include <legba/room/legba-room-data-private.h>
 
+#include <string.h>
+
 /* The longest a move may take before the room stops waiting */
 #define SWITCH_MS 5000
 /* How often a mesh connection's queue is looked at again */
 #define DRAIN_POLL_MS 50
+
+/* What a participant's subscriber connection brings so far */
+typedef struct
+{
+  guint expected;               /* 1 << LegbaTrackKind, as Janus offered */
+  guint announced;
+  gboolean open;                /* its reliable channel */
+} Feed;
 
 struct _LegbaRoomSwitch
 {
@@ -35,6 +45,7 @@ struct _LegbaRoomSwitch
   GHashTable *partners;         /* ids of those met in the mesh, until
                                  * told sfu-ready */
   GHashTable *waiting;          /* ids of those whose sfu-ready is due */
+  GHashTable *feeds;            /* id -> Feed: its subscriber connection */
   GHashTable *receiving;        /* ids received through the SFU */
   LegbaPeer *publisher;         /* owned: connected, its data held */
   gboolean released;            /* the publisher carries the data */
@@ -85,6 +96,8 @@ release (LegbaRoomSwitch * sw)
 }
 
 static gboolean drain_poll (gpointer data);
+static Feed *feed_of (LegbaRoomSwitch * sw, LegbaPeer * subscriber);
+static void feed_check (LegbaRoomSwitch * sw, LegbaPeer * subscriber);
 
 /* Closes each mesh connection whose participant comes through the SFU
  * and whose queue is empty; polls for the others. */
@@ -98,7 +111,10 @@ close_drained (LegbaRoomSwitch * sw)
 
   g_hash_table_iter_init (&iter, sw->retired);
   while (g_hash_table_iter_next (&iter, &id, NULL)) {
-    if (!g_hash_table_contains (sw->receiving, id))
+    /* the connection is the other side's too: it goes when each side
+     * receives the other through the SFU */
+    if (!g_hash_table_contains (sw->receiving, id) ||
+        g_hash_table_contains (sw->waiting, id))
       continue;
     if (legba_room_data_queued (sw->room, id) > 0)
       queued = TRUE;
@@ -165,6 +181,7 @@ legba_room_switch_begin (LegbaRoom * room)
   sw->waiting = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   sw->partners = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   sw->receiving = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  sw->feeds = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   for (guint i = 0;
       i < g_list_model_get_n_items (G_LIST_MODEL (room->participants)); i++) {
     g_autoptr (LegbaParticipant) p =
@@ -220,42 +237,119 @@ legba_room_switch_ready (LegbaRoom * room, const char *from)
     return;
   GST_INFO ("room %s: %s receives the local participant through the SFU",
       room->room_name, from);
-  if (g_hash_table_size (sw->waiting) == 0) {
+  if (g_hash_table_size (sw->waiting) == 0)
     release (sw);
-    finish (sw);
-  }
+  close_drained (sw);
+  finish (sw);
+}
+
+static gboolean
+feed_check_later (gpointer data)
+{
+  LegbaParticipant *p = data;
+
+  if (p->peer != NULL && p->peer->sfu_subscriber && p->peer->room != NULL &&
+      p->peer->room->sw != NULL)
+    feed_check (p->peer->room->sw, p->peer);
+  return G_SOURCE_REMOVE;
 }
 
 void
-legba_room_switch_receiving (LegbaRoom * room, LegbaPeer * subscriber)
+legba_room_switch_track (LegbaRoom * room, LegbaPeer * subscriber,
+    LegbaTrackKind kind)
+{
+  LegbaPeer *mesh;
+
+  if (room->sw == NULL)
+    return;
+  feed_of (room->sw, subscriber)->announced |= 1 << kind;
+  mesh = g_hash_table_lookup (room->sw->retired, subscriber->participant->id);
+  if (mesh != NULL) {
+    GST_INFO ("room %s: %s's %s now comes through the SFU",
+        room->room_name, subscriber->participant->id,
+        kind == LEGBA_TRACK_KIND_VIDEO ? "video" : "audio");
+    legba_peer_media_withdraw (mesh, kind);
+  }
+  /* once the track is reported */
+  legba_room_invoke (room, feed_check_later,
+      g_object_ref (subscriber->participant), g_object_unref);
+}
+
+gboolean
+legba_room_switch_bye (LegbaRoom * room, const char *from, const char *pc)
 {
   LegbaRoomSwitch *sw = room->sw;
+  LegbaPeer *mesh = sw ? g_hash_table_lookup (sw->retired, from) : NULL;
 
-  if (sw == NULL)
+  if (mesh == NULL || strcmp (mesh->pc, pc) != 0)
+    return FALSE;
+  /* a client that moves break-before-make: it will not say sfu-ready */
+  close_retired (sw, from);
+  finish (sw);
+  return TRUE;
+}
+
+static Feed *
+feed_of (LegbaRoomSwitch * sw, LegbaPeer * subscriber)
+{
+  Feed *f = g_hash_table_lookup (sw->feeds, subscriber->participant->id);
+
+  if (f == NULL) {
+    f = g_new0 (Feed, 1);
+    f->expected = 1 << LEGBA_TRACK_KIND_VIDEO | 1 << LEGBA_TRACK_KIND_AUDIO;
+    g_hash_table_insert (sw->feeds, g_strdup (subscriber->participant->id), f);
+  }
+  return f;
+}
+
+/* The subscriber connection has its reliable channel open and has
+ * reported each track Janus offered: the participant is received through
+ * the SFU; a participant of the mesh is told so (sfu-ready). */
+static void
+feed_check (LegbaRoomSwitch * sw, LegbaPeer * subscriber)
+{
+  LegbaRoom *room = sw->room;
+  const char *id = subscriber->participant->id;
+  Feed *f = feed_of (sw, subscriber);
+  g_autoptr (JsonObject) ready = NULL;
+  g_autoptr (GError) error = NULL;
+
+  if (!f->open || (f->announced & f->expected) != f->expected ||
+      g_hash_table_contains (sw->receiving, id))
     return;
-  g_hash_table_add (sw->receiving, g_strdup (subscriber->participant->id));
+  g_hash_table_add (sw->receiving, g_strdup (id));
+  if (g_hash_table_remove (sw->partners, id)) {
+    ready = json_object_new ();
+    json_object_set_string_member (ready, "pc", subscriber->pc);
+    json_object_set_string_member (ready, "type", "sfu-ready");
+    if (!legba_signaller_send (room->signaller, id, ready, &error))
+      GST_WARNING ("room %s: could not tell %s it is received through the "
+          "SFU: %s", room->room_name, id, error->message);
+  }
   close_drained (sw);
   finish (sw);
 }
 
 void
+legba_room_switch_feed (LegbaRoom * room, LegbaPeer * subscriber,
+    const char *offer)
+{
+  Feed *f;
+
+  if (room->sw == NULL)
+    return;
+  f = feed_of (room->sw, subscriber);
+  f->expected = (strstr (offer, "m=video ") ? 1 << LEGBA_TRACK_KIND_VIDEO :
+      0) | (strstr (offer, "m=audio ") ? 1 << LEGBA_TRACK_KIND_AUDIO : 0);
+}
+
+void
 legba_room_switch_subscribed (LegbaRoom * room, LegbaPeer * subscriber)
 {
-  g_autoptr (JsonObject) ready = NULL;
-  g_autoptr (GError) error = NULL;
-
-  if (room->sw == NULL ||
-      !g_hash_table_remove (room->sw->partners, subscriber->participant->id))
+  if (room->sw == NULL)
     return;
-  ready = json_object_new ();
-  json_object_set_string_member (ready, "pc", subscriber->pc);
-  json_object_set_string_member (ready, "type", "sfu-ready");
-  if (!legba_signaller_send (room->signaller, subscriber->participant->id,
-          ready, &error))
-    GST_WARNING ("room %s: could not tell %s it is received through the "
-        "SFU: %s", room->room_name, subscriber->participant->id,
-        error->message);
-  finish (room->sw);
+  feed_of (room->sw, subscriber)->open = TRUE;
+  feed_check (room->sw, subscriber);
 }
 
 void
@@ -295,6 +389,7 @@ legba_room_switch_free (LegbaRoomSwitch * sw)
   g_hash_table_unref (sw->waiting);
   g_hash_table_unref (sw->partners);
   g_hash_table_unref (sw->receiving);
+  g_hash_table_unref (sw->feeds);
   g_clear_pointer (&sw->publisher, legba_peer_unref);
   g_free (sw);
 }

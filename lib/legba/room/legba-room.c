@@ -517,7 +517,8 @@ handle_signal (LegbaRoom * self, const char *from, const char *type,
       legba_room_core_candidates (self->core, from, pc,
           json_node_get_array (node), now);
   } else if (strcmp (type, "bye") == 0) {
-    legba_room_core_bye (self->core, from, pc, now);
+    if (!legba_room_switch_bye (self, from, pc))
+      legba_room_core_bye (self->core, from, pc, now);
   } else if (strcmp (type, "sfu-ready") == 0) {
     legba_room_switch_ready (self, from);
   } else {
