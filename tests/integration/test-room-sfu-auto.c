@@ -26,6 +26,29 @@
 #define MAX_MESSAGES 20000
 
 static LegbaTestJanus janus;
+/* The server's sfu-auto-* log lines, in order */
+static GPtrArray *server_log;
+
+static GLogWriterOutput
+log_writer (GLogLevelFlags level, const GLogField * fields, gsize n_fields,
+    gpointer user_data)
+{
+  for (gsize i = 0; i < n_fields; i++)
+    if (g_str_equal (fields[i].key, "MESSAGE") && fields[i].length < 0 &&
+        g_str_has_prefix (fields[i].value, "sfu-auto-"))
+      g_ptr_array_add (server_log, g_strdup (fields[i].value));
+  return g_log_writer_default (level, fields, n_fields, user_data);
+}
+
+/* The first line of the server's log that starts with prefix, or NULL. */
+static const char *
+logged (const char *prefix)
+{
+  for (guint i = 0; i < server_log->len; i++)
+    if (g_str_has_prefix (server_log->pdata[i], prefix))
+      return server_log->pdata[i];
+  return NULL;
+}
 
 typedef struct
 {
@@ -144,6 +167,7 @@ server_setup (Fixture * f, const char *http_url, const char *ws_url)
   const char *ws_urls[] = { ws_url, NULL };
 
   legba_test_tolerate_rtpsession_race ();
+  g_ptr_array_set_size (server_log, 0);
   f->server = legba_server_new ();
   g_object_set (f->server, "sfu-janus-urls", urls, "sfu-janus-ws-urls",
       ws_urls, "sfu-admin-key", LEGBA_TEST_JANUS_ADMIN_KEY, "sfu-topology",
@@ -225,6 +249,8 @@ test_auto_switch (Fixture * f, gconstpointer data)
             LEGBA_TRACK_KIND_VIDEO);
   ROOM_WAIT_FOR (all_through_sfu (all, 3, frames), "the three to receive "
       "each other's video through Janus, without mesh connections");
+  g_assert_cmpstr (logged ("sfu-auto-switch"), ==, "sfu-auto-switch "
+      "channel=presence-legba.test-room members=3 max=2");
   g_test_message ("the room moved to Janus in %" G_GINT64_FORMAT " ms",
       (g_get_monotonic_time () - switch_started) / 1000);
   g_string_append_printf (gaps, "\"alice<-bob\":%.1f,\"bob<-alice\":%.1f",
@@ -333,6 +359,10 @@ test_auto_janus_down (Fixture * f, gconstpointer data)
   participant_connect_and_wait (c);
   ROOM_WAIT_FOR (all_decode (all, 3, 30), "the three to decode each other "
       "in the mesh");
+  /* the server says why */
+  g_assert_nonnull (logged ("sfu-auto-switch"));
+  g_assert_nonnull (logged ("sfu-auto-stays-mesh "
+          "channel=presence-legba.test-room error=\"Janus at http://127.0.0.1:"));
   /* a peer connection to each other one */
   for (guint i = 0; i < 3; i++) {
     g_assert_cmpuint (webrtcbins (all[i]), ==, 2);
@@ -351,6 +381,8 @@ main (int argc, char **argv)
   int status;
 
   room_test_init (&argc, &argv);
+  server_log = g_ptr_array_new_with_free_func (g_free);
+  g_log_set_writer_func (log_writer, NULL, NULL);
   if (!legba_test_janus_start_open (&janus)) {
     g_printerr ("janus is not installed: skipping\n");
     return 77;
@@ -361,5 +393,6 @@ main (int argc, char **argv)
       test_auto_janus_down, fixture_teardown);
   status = g_test_run ();
   legba_test_janus_stop (&janus);
+  g_ptr_array_unref (server_log);
   return status;
 }
