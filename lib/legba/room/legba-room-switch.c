@@ -4,17 +4,20 @@
  * A mesh room moving to its SFU (docs/rooms.md, "From mesh to SFU";
  * docs/room-protocol.md §8), make before break:
  *
- * - the mesh connections are kept, out of the room core's hands (which
- *   makes no new ones), while the SFU connections are made; each
- *   participant's goes when the SFU connection that receives it is
- *   connected, before the SFU brings its first media, and once the local
- *   messages queued for it on the mesh went out;
+ * - the connected mesh connections are kept, out of the room core's
+ *   hands (which makes no new ones), while the SFU connections are made;
+ *   each track of a participant comes from the mesh until the SFU brings
+ *   it (the mesh track is reported removed right before the SFU's is
+ *   added);
+ * - a participant's subscriber connection with its data channel open and
+ *   each track Janus offered on it reported is told to that participant
+ *   with the signal `sfu-ready`; the mesh connection with it closes once
+ *   `sfu-ready` went both ways and the local messages queued for it on the
+ *   mesh went out;
  * - the local participant's reliable messages to everyone, which go to
  *   the SFU from the event on, wait in its queue until each participant
- *   it met in the mesh has said, with the signal `sfu-ready`, that its
- *   subscription to the local participant's feed has its data channel
- *   open: the SFU relays a message to the subscribers whose channel is
- *   open then, and no other.
+ *   it met in the mesh has said `sfu-ready`: the SFU relays a message to
+ *   the subscribers whose channel is open then, and no other.
  *
  * SWITCH_MS bounds it all: then the messages go and the mesh connections
  * close, whoever has not answered.
