@@ -126,6 +126,35 @@ missing (SeqReceived * r, Sender * s)
   return n_missing;
 }
 
+static void
+on_metrics (GObject * source, GAsyncResult * result, gpointer user_data)
+{
+  g_autoptr (GError) error = NULL;
+  GBytes *body = soup_session_send_and_read_finish (SOUP_SESSION (source),
+      result, &error);
+
+  g_assert_no_error (error);
+  *(GBytes **) user_data = body;
+}
+
+/* Whether the server's /metrics has line. */
+static gboolean
+metrics_have (Fixture * f, const char *line)
+{
+  g_autoptr (SoupSession) session = soup_session_new ();
+  g_autofree char *url = g_strdup_printf ("%s/metrics", f->url);
+  g_autoptr (SoupMessage) msg = soup_message_new ("GET", url);
+  g_autoptr (GBytes) body = NULL;
+  g_autofree char *text = NULL;
+  g_autofree char *wanted = g_strdup_printf ("\n%s\n", line);
+
+  soup_session_send_and_read_async (session, msg, G_PRIORITY_DEFAULT, NULL,
+      on_metrics, &body);
+  ROOM_WAIT_FOR (body != NULL, "the server's /metrics");
+  text = g_strndup (g_bytes_get_data (body, NULL), g_bytes_get_size (body));
+  return strstr (text, wanted) != NULL;
+}
+
 static guint
 webrtcbins (Participant * p)
 {
@@ -251,6 +280,7 @@ test_auto_switch (Fixture * f, gconstpointer data)
       "each other's video through Janus, without mesh connections");
   g_assert_cmpstr (logged ("sfu-auto-switch"), ==, "sfu-auto-switch "
       "channel=presence-legba.test-room members=3 max=2");
+  g_assert_true (metrics_have (f, "legba_sfu_auto_moves_total 1"));
   g_test_message ("the room moved to Janus in %" G_GINT64_FORMAT " ms",
       (g_get_monotonic_time () - switch_started) / 1000);
   g_string_append_printf (gaps, "\"alice<-bob\":%.1f,\"bob<-alice\":%.1f",
@@ -363,6 +393,9 @@ test_auto_janus_down (Fixture * f, gconstpointer data)
   g_assert_nonnull (logged ("sfu-auto-switch"));
   g_assert_nonnull (logged ("sfu-auto-stays-mesh "
           "channel=presence-legba.test-room error=\"Janus at http://127.0.0.1:"));
+  g_assert_true (metrics_have (f, "legba_sfu_auto_stays_mesh_total"
+          "{reason=\"sfu-unavailable\"} 1"));
+  g_assert_true (metrics_have (f, "legba_sfu_auto_moves_total 0"));
   /* a peer connection to each other one */
   for (guint i = 0; i < 3; i++) {
     g_assert_cmpuint (webrtcbins (all[i]), ==, 2);

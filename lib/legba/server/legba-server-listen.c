@@ -565,6 +565,8 @@ legba_server_render_metrics (LegbaServer * self)
     legba_relay_render_metrics (self->relay, out);
   if (self->webhooks != NULL)
     legba_webhooks_render_metrics (self->webhooks, out);
+  if (self->sfu != NULL)
+    legba_sfu_render_metrics (self->sfu, out);
   legba_server_render_api_metrics (self, out);
   return g_string_free (out, FALSE);
 }

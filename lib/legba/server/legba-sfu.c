@@ -79,6 +79,11 @@ struct _LegbaSfu
   GHashTable *app_rules;
   GHashTable *rooms;            /* key -> SfuRoom * (owned) */
   LegbaSfuStore *store;         /* placement shared in Redis, or NULL */
+  /* auto rooms: moved to the SFU; kept a mesh past their size, for an
+   * SFU that could not be had or a member without legba-room/2 */
+  guint64 auto_moves;
+  guint64 auto_stays_unavailable;
+  guint64 auto_stays_old_client;
   /* Shared with the requests in flight, which find the LegbaSfu gone when
    * it is cancelled */
   GCancellable *alive;
@@ -740,6 +745,7 @@ auto_switches (LegbaSfu * sfu, LegbaHubApp * app, const char *channel,
   if (count.old_client) {
     g_message ("sfu-auto-stays-mesh channel=%s members=%u max=%u "
         "error=\"a member does not speak legba-room/2\"", channel, n, auto_max);
+    sfu->auto_stays_old_client++;
     return FALSE;
   }
   g_message ("sfu-auto-switch channel=%s members=%u max=%u", channel, n,
@@ -759,6 +765,7 @@ auto_stays_mesh (SfuRoom * room, const GError * error)
   room->waiters = g_ptr_array_new_with_free_func (waiter_free);
   g_message ("sfu-auto-stays-mesh channel=%s error=\"%s\"", channel,
       error->message);
+  sfu->auto_stays_unavailable++;
   g_hash_table_remove (sfu->rooms, room->key);
   for (guint i = 0; i < waiters->len; i++) {
     Waiter *waiter = waiters->pdata[i];
@@ -841,6 +848,7 @@ auto_tell_members (SfuRoom * room)
   gpointer user_id;
 
   room->automatic = FALSE;
+  room->sfu->auto_moves++;
   legba_hub_foreach_member_socket (room->sfu->hub, room->app, room->channel,
       collect_user, users);
   g_hash_table_iter_init (&iter, users);
@@ -1106,6 +1114,23 @@ legba_sfu_prefixes_check (const char *const *prefixes, GError ** error)
     }
   }
   return TRUE;
+}
+
+void
+legba_sfu_render_metrics (LegbaSfu * sfu, GString * out)
+{
+  g_string_append_printf (out,
+      "# HELP legba_sfu_auto_moves_total auto rooms moved from mesh to "
+      "SFU.\n# TYPE legba_sfu_auto_moves_total counter\n"
+      "legba_sfu_auto_moves_total %" G_GUINT64_FORMAT "\n"
+      "# HELP legba_sfu_auto_stays_mesh_total Joins past an auto room's size "
+      "that left it a mesh, by reason.\n"
+      "# TYPE legba_sfu_auto_stays_mesh_total counter\n"
+      "legba_sfu_auto_stays_mesh_total{reason=\"sfu-unavailable\"} %"
+      G_GUINT64_FORMAT "\n"
+      "legba_sfu_auto_stays_mesh_total{reason=\"old-client\"} %"
+      G_GUINT64_FORMAT "\n", sfu->auto_moves, sfu->auto_stays_unavailable,
+      sfu->auto_stays_old_client);
 }
 
 void

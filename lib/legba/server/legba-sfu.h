@@ -71,4 +71,7 @@ gboolean legba_sfu_prefixes_check (const char *const *prefixes,
 
 void legba_sfu_rule_free (gpointer rule);
 
+/* Appends the SFU rooms' metrics (Prometheus text) to out. */
+void legba_sfu_render_metrics (LegbaSfu * sfu, GString * out);
+
 G_END_DECLS
