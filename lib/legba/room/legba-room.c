@@ -468,6 +468,7 @@ static const LegbaRoomEvents parts_events = {
   .report = parts_report,
   .find_participant = legba_room_find_participant,
   .open_lossy = parts_open_lossy,
+  .publish = legba_room_sfu_publish,
 };
 
 /* ---- Signals from peers (§4) ---- */
