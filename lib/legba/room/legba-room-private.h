@@ -395,7 +395,7 @@ void legba_room_sfu_publish (LegbaRoom * room);
  * feed through a peer connection of its own, that participant's `peer`,
  * and publishes the local tracks and the reliable data channel through
  * one peer connection once the room has a local track or asks it to
- * (legba_sfu_client_publish()). */
+ * (legba_room_sfu_publish()). */
 LegbaSfuClient *legba_sfu_client_new (LegbaRoom * room,
     const LegbaRoomSfu * sfu);
 /* Closes every connection and the session. */
