@@ -10,7 +10,8 @@
 // refused; mesh rooms are unchanged; a Janus that is down or silent is a
 // named error. Two legba-servers sharing a real redis-server make one VideoRoom
 // of a room joined through both at once, on the less loaded of two
-// Janus instances.
+// Janus instances; when that Janus dies, they make it again once, on
+// the other, and each tells its members where.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -515,6 +516,101 @@ test('two legba-servers sharing Redis make one VideoRoom of a room ' +
           `legba-server exits 0 on SIGTERM; its log:\n${s.log()}`);
     }
     await run(FIXTURE, ['--stop', joinPath(dir, 'janus2')]);
+    redis.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('when the Janus holding a room dies, two legba-servers sharing Redis ' +
+    'make the room again once, on the live Janus, and tell every member',
+async (t) => {
+  if (skipWithoutJanus(t))
+    return;
+  if (!hasRedis()) {
+    t.skip('redis-server is not installed');
+    return;
+  }
+  const dir = mkdtempSync(joinPath(tmpdir(), 'legba-sfu-move-'));
+  const redis = await startRedis(dir);
+  const janus2Dir = joinPath(dir, 'janus2');
+  const { stdout } = await run(FIXTURE, [janus2Dir], {
+    timeout: 60000, env: { ...process.env,
+      JANUS_API_SECRET: janus.JANUS_API_SECRET,
+      JANUS_ADMIN_KEY: janus.JANUS_ADMIN_KEY } });
+  const janus2 = Object.fromEntries(stdout.trim().split('\n')
+      .map((line) => line.split(/=(.*)/s).slice(0, 2)));
+  let janus2Up = true;
+  const servers = [];
+  try {
+    /* The first instance holds a room already: the room goes to the
+     * second, which then dies. */
+    const busy = await videoroom({ request: 'create',
+      admin_key: janus.JANUS_ADMIN_KEY, is_private: true });
+    assert.equal(busy.videoroom, 'created', JSON.stringify(busy));
+    const args = (id) => [
+      '--janus-url', janus.JANUS_HTTP_URL, '--janus-url', janus2.JANUS_HTTP_URL,
+      '--janus-ws-url', janus.JANUS_WS_URL,
+      '--janus-ws-url', janus2.JANUS_WS_URL,
+      '--janus-api-secret', janus.JANUS_API_SECRET,
+      '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', 'sfu',
+      '--redis', redis.url, '--instance-id', id];
+    const app = { appId: '4243', key: 'move-key', secret: 'move-secret' };
+    servers.push(await startServer({ ...app, args: args('move-a') }));
+    servers.push(await startServer({ ...app, args: args('move-b') }));
+    const a = await join(servers[0], 'seminar');
+    const ta = await topologyOf(a);
+    const b = await join(servers[1], 'seminar');
+    const tb = await topologyOf(b);
+    assert.equal(ta.sfu.url, janus2.JANUS_WS_URL);
+    assert.equal(tb.sfu.room, ta.sfu.room);
+
+    await run(FIXTURE, ['--stop', janus2Dir]);
+    janus2Up = false;
+    const moved = await Promise.all([a, b].map((m) =>
+      m.pusher.recorder.until(() => {
+        const all = m.pusher.recorder.all(named('legba:topology', m.channel));
+        return all.length >= 2 && all[1].data;
+      }, `a second legba:topology for ${m.id}; logs:\n` +
+          `${servers[0].log()}\n${servers[1].log()}`)));
+    for (const [m, first, next] of [[a, ta, moved[0]], [b, tb, moved[1]]]) {
+      assert.equal(next.topology, 'sfu');
+      assert.equal(next.sfu.url, janus.JANUS_WS_URL, 'the live Janus');
+      assert.notEqual(next.sfu.room, first.sfu.room);
+      assert.equal(next.sfu.token, first.sfu.token, `${m.id} keeps its token`);
+      const joined = await publisherJoin(next.sfu);
+      assert.equal(joined.videoroom, 'joined',
+          `${m.id}'s token in the room made again: ${JSON.stringify(joined)}`);
+    }
+    assert.equal(moved[0].sfu.room, moved[1].sfu.room, 'one room for both');
+    assert.equal(moved[0].sfu.pin, moved[1].sfu.pin);
+    /* Whichever server lost the race destroyed the room it had made. */
+    const want = [busy.room, moved[0].sfu.room].sort();
+    await within((async () => {
+      while (JSON.stringify((await roomsOn(janus.JANUS_HTTP_URL)).sort()) !==
+          JSON.stringify(want))
+        await new Promise((r) => setTimeout(r, 100));
+    })(), WAIT_MS, 'one VideoRoom made again on the live Janus');
+    for (const m of [a, b]) {
+      await roundTrip(m.pusher);
+      assert.equal(m.pusher.recorder.all(named('legba:topology')).length, 2);
+    }
+
+    await leave(a);
+    await leave(b);
+    await within((async () => {
+      while (await roomExists(moved[0].sfu.room))
+        await new Promise((r) => setTimeout(r, 100));
+    })(), WAIT_MS, 'the VideoRoom made again to go with its members');
+    await videoroom({ request: 'destroy', room: busy.room,
+      admin_key: janus.JANUS_ADMIN_KEY });
+  } finally {
+    for (const s of servers) {
+      const status = await s.stop();
+      assert.deepEqual(status, { code: 0, signal: null },
+          `legba-server exits 0 on SIGTERM; its log:\n${s.log()}`);
+    }
+    if (janus2Up)
+      await run(FIXTURE, ['--stop', janus2Dir]);
     redis.stop();
     rmSync(dir, { recursive: true, force: true });
   }

@@ -6,10 +6,13 @@
  * hub's gate until the member's token is in the room's allowed list, then
  * completed with legba:topology to that socket only; a client that cannot
  * do SFU rooms, or a Janus that cannot be reached, gets a
- * pusher:subscription_error instead.
+ * pusher:subscription_error instead. A room whose Janus dies (a
+ * LegbaJanusWatch says so) is made again on a live one, and its members
+ * get a new legba:topology.
  */
 #include <legba/server/legba-sfu.h>
 #include <legba/server/legba-janus-api.h>
+#include <legba/server/legba-janus-watch.h>
 #include <legba/server/legba-sfu-store.h>
 
 #include <legba/common/legba-json.h>
@@ -22,6 +25,12 @@
 /* Janus answers in milliseconds; a Janus that does not within this is
  * taken for down. */
 #define JANUS_TIMEOUT_S 5
+/* How often each Janus is asked whether it is still there (a keepalive
+ * of a session of the server's own): the most a dead Janus goes
+ * unnoticed, when it refuses connections. */
+#define JANUS_WATCH_MS 1000
+/* A room that could not be moved yet (no Janus answers) tries again. */
+#define MOVE_RETRY_MS 1000
 /* JavaScript numbers hold integers exactly up to 2^53. */
 #define ROOM_ID_MAX ((G_GUINT64_CONSTANT (1) << 53) - 1)
 /* Janus VideoRoom: the room already exists. */
@@ -60,6 +69,10 @@ typedef struct
   char *stored;                 /* its placement in the store, or NULL */
   guint n_adding;               /* tokens being added */
   gboolean vacant;              /* nobody in it, but members on their way */
+  /* Its Janus died: being made again elsewhere, for the members it has */
+  gboolean moving;
+  char *moved_from;             /* the placement it had in the store */
+  GSource *retry;               /* the next attempt to move it */
 } SfuRoom;
 
 struct _LegbaSfu
@@ -75,6 +88,7 @@ struct _LegbaSfu
   GHashTable *app_rules;
   GHashTable *rooms;            /* key -> SfuRoom * (owned) */
   LegbaSfuStore *store;         /* placement shared in Redis, or NULL */
+  LegbaJanusWatch *watch;       /* notices a Janus that dies */
   /* Shared with the requests in flight, which find the LegbaSfu gone when
    * it is cancelled */
   GCancellable *alive;
@@ -97,6 +111,9 @@ static void room_create (SfuRoom * room);
 static void room_place (SfuRoom * room);
 static void room_claim (SfuRoom * room);
 static void room_close (SfuRoom * room);
+static void room_move_again (SfuRoom * room);
+static void room_move (SfuRoom * room);
+static void room_readmit (SfuRoom * room);
 
 static void
 random_hex (char *out, gsize n_chars)
@@ -178,6 +195,11 @@ room_free (gpointer data)
   g_ptr_array_unref (room->waiters);
   g_free (room->loads);
   g_free (room->stored);
+  g_free (room->moved_from);
+  if (room->retry != NULL) {
+    g_source_destroy (room->retry);
+    g_source_unref (room->retry);
+  }
   g_free (room);
 }
 
@@ -279,10 +301,11 @@ token_added (JsonObject * data, const GError * error, gpointer user_data)
   if (error != NULL) {
     refuse_unavailable (room->sfu, room->channel, op->socket_id, error);
     op_free (op);
-    /* Janus lost the room (it restarted): the next member makes it
-     * again. */
-    if (error->domain == LEGBA_JANUS_ERROR && error->code == JANUS_NO_ROOM)
-      g_hash_table_remove (room->sfu->rooms, room->key);
+    /* Janus lost the room (it restarted): it is made again, for the
+     * members it has. */
+    if (error->domain == LEGBA_JANUS_ERROR && error->code == JANUS_NO_ROOM &&
+        room->state == ROOM_READY)
+      room_move (room);
     else if (room->vacant && room->n_adding == 0)
       room_close (room);
     return;
@@ -330,6 +353,8 @@ token_add (SfuRoom * room, const char *socket_id, const char *user_id)
 
 /* ---- The room's life ---- */
 
+static void room_move_later (SfuRoom * room, const GError * error);
+
 static void
 room_fail (SfuRoom * room, const GError * error)
 {
@@ -338,7 +363,10 @@ room_fail (SfuRoom * room, const GError * error)
   g_autofree char *channel = g_strdup (room->channel);
 
   room->waiters = g_ptr_array_new_with_free_func (waiter_free);
-  g_hash_table_remove (sfu->rooms, room->key);
+  if (room->moving)
+    room_move_later (room, error);
+  else
+    g_hash_table_remove (sfu->rooms, room->key);
   for (guint i = 0; i < waiters->len; i++) {
     Waiter *waiter = waiters->pdata[i];
 
@@ -351,6 +379,11 @@ static void
 room_ready (SfuRoom * room)
 {
   room->state = ROOM_READY;
+  if (room->moving) {
+    room->moving = FALSE;
+    g_clear_pointer (&room->moved_from, g_free);
+    room_readmit (room);
+  }
   for (guint i = 0; i < room->waiters->len; i++) {
     Waiter *waiter = room->waiters->pdata[i];
 
@@ -457,6 +490,13 @@ room_claimed (const char *value, gboolean done, const GError * error,
     room_ready (room);
     return;
   }
+  if (error == NULL && value == NULL && room->moved_from != NULL) {
+    /* Moving, but its placement went meanwhile: recorded afresh. */
+    op_free (op);
+    g_clear_pointer (&room->moved_from, g_free);
+    room_claim (room);
+    return;
+  }
   /* Not recorded as this instance's: the room made here goes. */
   g_clear_pointer (&room->stored, g_free);
   room_destroy_send (room->sfu, room->instance, room_request (room,
@@ -486,6 +526,18 @@ room_claim (SfuRoom * room)
   room->stored = room_placement (room);
   legba_sfu_store_claim (room->sfu->store, room->key, room->stored,
       room_claimed, op_new (room->sfu, room));
+}
+
+/* Records the room made again in the store in place of the placement it
+ * had, unless another instance moved it first: then that one's room is
+ * used and this one destroyed. */
+static void
+room_reclaim (SfuRoom * room)
+{
+  g_free (room->stored);
+  room->stored = room_placement (room);
+  legba_sfu_store_replace (room->sfu->store, room->key, room->moved_from,
+      room->stored, room_claimed, op_new (room->sfu, room));
 }
 
 static void
@@ -548,10 +600,27 @@ room_created (JsonObject * data, const GError * error, gpointer user_data)
   }
   g_message ("sfu-room-created channel=%s janus=%s room=%" G_GUINT64_FORMAT,
       room->channel, room->sfu->janus_urls[room->instance], room->id);
-  if (room->sfu->store != NULL)
+  if (room->sfu->store != NULL && room->moved_from != NULL)
+    room_reclaim (room);
+  else if (room->sfu->store != NULL)
     room_claim (room);
   else
     room_ready (room);
+}
+
+/* The tokens of the room's members: none for a new room, all of them
+ * for a room made again. */
+static JsonArray *
+room_allowed (SfuRoom * room)
+{
+  JsonArray *allowed = json_array_new ();
+  GHashTableIter iter;
+  gpointer token;
+
+  g_hash_table_iter_init (&iter, room->tokens);
+  while (g_hash_table_iter_next (&iter, NULL, &token))
+    json_array_add_string_element (allowed, token);
+  return allowed;
 }
 
 static void
@@ -566,7 +635,7 @@ room_create (SfuRoom * room)
   json_object_set_boolean_member (body, "permanent", FALSE);
   json_object_set_string_member (body, "secret", room->secret);
   json_object_set_string_member (body, "pin", room->pin);
-  json_object_set_array_member (body, "allowed", json_array_new ());
+  json_object_set_array_member (body, "allowed", room_allowed (room));
   json_object_set_int_member (body, "publishers", room->publishers);
   json_object_set_string_member (body, "audiocodec", "opus");
   json_object_set_string_member (body, "videocodec", "h264,vp8");
@@ -629,6 +698,7 @@ room_place (SfuRoom * room)
     room_create (room);
     return;
   }
+  g_free (room->loads);
   room->loads = g_new0 (guint, n);
   room->n_loads = n;
   for (guint i = 0; i < n; i++) {
@@ -841,10 +911,154 @@ gate_vacated (LegbaHubApp * app, const char *channel, gpointer user_data)
   if (room == NULL)
     return;
   if (room->state != ROOM_READY || room->n_adding > 0) {
-    room->vacant = room->state == ROOM_READY;
+    room->vacant = room->state == ROOM_READY || room->moving;
     return;
   }
   room_close (room);
+}
+
+/* ---- A Janus that dies: its rooms move ---- */
+
+/* The new placement's topology to each member of this instance, with the
+ * token it had. */
+static void
+room_tell_members (SfuRoom * room)
+{
+  LegbaSfu *sfu = room->sfu;
+  g_autofree char *app_id = g_strndup (room->key, strlen (room->key) -
+      strlen (room->channel) - 1);
+  GHashTableIter iter;
+  gpointer user_id, token;
+  guint sockets = 0;
+
+  g_hash_table_iter_init (&iter, room->tokens);
+  while (g_hash_table_iter_next (&iter, &user_id, &token)) {
+    g_autofree char *topology = topology_data (room, token);
+
+    sockets += legba_hub_gate_notify (sfu->hub, app_id, room->channel,
+        user_id, TOPOLOGY_EVENT, topology);
+  }
+  g_message ("sfu-room-moved channel=%s janus=%s room=%" G_GUINT64_FORMAT
+      " members=%u sockets=%u", room->channel, sfu->janus_urls[room->instance],
+      room->id, g_hash_table_size (room->tokens), sockets);
+}
+
+static void
+tokens_readmitted (JsonObject * data, const GError * error, gpointer user_data)
+{
+  Op *op = user_data;
+  SfuRoom *room = op_room (op);
+
+  op_free (op);
+  if (room == NULL)
+    return;
+  room->n_adding--;
+  if (error != NULL) {
+    /* Lost again already, or refusing: made again a little later. */
+    if (room->state == ROOM_READY) {
+      room->moving = TRUE;
+      g_free (room->moved_from);
+      room->moved_from = g_steal_pointer (&room->stored);
+      room_move_later (room, error);
+    }
+    return;
+  }
+  room_tell_members (room);
+  if (room->vacant && room->n_adding == 0)
+    room_close (room);
+}
+
+/* The room, made again (here or by another instance), takes the tokens of
+ * this instance's members, who are then told where it is now. */
+static void
+room_readmit (SfuRoom * room)
+{
+  JsonObject *body;
+
+  if (g_hash_table_size (room->tokens) == 0) {
+    if (room->vacant && room->n_adding == 0 && room->waiters->len == 0)
+      room_close (room);
+    return;
+  }
+  body = room_request (room, "allowed");
+  json_object_set_string_member (body, "action", "add");
+  json_object_set_array_member (body, "allowed", room_allowed (room));
+  room->n_adding++;
+  room_send (room, body, tokens_readmitted, op_new (room->sfu, room));
+  json_object_unref (body);
+}
+
+/* Places the room again, under a fresh id (the members tell an SFU
+ * session from another by its Janus and room). */
+static void
+room_move_again (SfuRoom * room)
+{
+  room->state = ROOM_CREATING;
+  room->attempts = 0;
+  room->id = random_room_id ();
+  room_place (room);
+}
+
+static gboolean
+room_move_retry (gpointer user_data)
+{
+  SfuRoom *room = user_data;
+
+  g_clear_pointer (&room->retry, g_source_unref);
+  room_move_again (room);
+  return G_SOURCE_REMOVE;
+}
+
+/* No Janus took the room, or the store did not answer: again a little
+ * later, for as long as it has members. */
+static void
+room_move_later (SfuRoom * room, const GError * error)
+{
+  g_message ("sfu-room-move-failed channel=%s error=\"%s\" retry_ms=%u",
+      room->channel, error->message, MOVE_RETRY_MS);
+  g_clear_pointer (&room->stored, g_free);
+  room->state = ROOM_CREATING;
+  if (room->retry != NULL)
+    return;
+  room->retry = g_timeout_source_new (MOVE_RETRY_MS);
+  g_source_set_callback (room->retry, room_move_retry, room, NULL);
+  g_source_attach (room->retry, room->sfu->context);
+}
+
+/* The room's Janus died (or restarted, which loses every room): it is
+ * made again on a live one, with the tokens its members have. */
+static void
+room_move (SfuRoom * room)
+{
+  g_message ("sfu-room-moving channel=%s janus=%s room=%" G_GUINT64_FORMAT,
+      room->channel, room->sfu->janus_urls[room->instance], room->id);
+  room->moving = TRUE;
+  if (room->stored != NULL) {
+    g_free (room->moved_from);
+    room->moved_from = g_steal_pointer (&room->stored);
+  }
+  room_move_again (room);
+}
+
+static void
+janus_lost (guint instance, const char *why, gpointer user_data)
+{
+  LegbaSfu *sfu = user_data;
+  g_autoptr (GPtrArray) lost = g_ptr_array_new ();
+  GHashTableIter iter;
+  gpointer value;
+
+  g_message ("sfu-instance-lost janus=%s error=\"%s\"",
+      sfu->janus_urls[instance], why);
+  g_hash_table_iter_init (&iter, sfu->rooms);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    SfuRoom *room = value;
+
+    if (room->instance == instance && room->state == ROOM_READY)
+      g_ptr_array_add (lost, room);
+  }
+  for (guint i = 0; i < lost->len; i++)
+    room_move (lost->pdata[i]);
 }
 
 /* ---- Settings ---- */
@@ -938,6 +1152,9 @@ legba_sfu_new (LegbaHub * hub, const LegbaSfuSettings * settings)
   if (settings->redis != NULL)
     sfu->store = legba_sfu_store_new (settings->redis,
         settings->redis_prefix, sfu->context);
+  sfu->watch = legba_janus_watch_new (sfu->session, sfu->context,
+      (const char *const *) sfu->janus_urls, sfu->api_secret, JANUS_WATCH_MS,
+      janus_lost, sfu);
   legba_hub_set_gate (hub, &gate, sfu);
   return sfu;
 }
@@ -950,6 +1167,7 @@ legba_sfu_free (LegbaSfu * sfu)
   legba_hub_set_gate (sfu->hub, NULL, NULL);
   g_cancellable_cancel (sfu->alive);
   g_object_unref (sfu->alive);
+  legba_janus_watch_free (sfu->watch);
   legba_sfu_store_free (sfu->store);
   g_hash_table_unref (sfu->rooms);
   g_object_unref (sfu->session);
