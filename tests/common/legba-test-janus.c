@@ -392,3 +392,15 @@ legba_test_janus_participants (LegbaTestJanus * j, guint64 room)
   data = videoroom_request (j, body);
   return json_array_ref (json_object_get_array_member (data, "participants"));
 }
+
+guint
+legba_test_janus_count_rooms (LegbaTestJanus * j)
+{
+  JsonObject *body = json_object_new ();
+  g_autoptr (JsonObject) data = NULL;
+
+  json_object_set_string_member (body, "request", "list");
+  json_object_set_string_member (body, "admin_key", ADMIN_KEY);
+  data = videoroom_request (j, body);
+  return json_array_get_length (json_object_get_array_member (data, "list"));
+}

@@ -46,5 +46,7 @@ guint64 legba_test_janus_create_room (LegbaTestJanus * janus,
 /* The room's `participants` (transfer full). */
 JsonArray *legba_test_janus_participants (LegbaTestJanus * janus,
     guint64 room);
+/* How many VideoRooms it has, private ones included. */
+guint legba_test_janus_count_rooms (LegbaTestJanus * janus);
 
 G_END_DECLS

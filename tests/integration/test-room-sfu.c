@@ -9,7 +9,9 @@
  * on the room's channel through the server's HTTP API after each join
  * (the room takes it whoever publishes it, once per join). Then the
  * whole path: a legba-server coordinating a Janus of its own ([sfu]),
- * which makes the room and tells each member.
+ * which makes the room and tells each member; and a Janus killed
+ * mid-call, whose room that server makes again on the other Janus, where
+ * the participants meet again by themselves.
  *
  * Without janus installed, the test exits 77 (skipped).
  */
@@ -29,6 +31,7 @@ typedef struct
 
 static LegbaTestJanus janus;
 static LegbaTestJanus open_janus;
+static LegbaTestJanus spare_janus;
 
 static void
 message_free (gpointer data)
@@ -337,6 +340,98 @@ test_sfu_coordinated (Fixture * f, gconstpointer data)
   participant_free (a);
 }
 
+/* A server coordinating two Janus: open_janus and spare_janus. */
+static void
+two_janus_setup (Fixture * f, gconstpointer data)
+{
+  g_autofree char *http = g_strdup_printf ("http://127.0.0.1:%u/janus",
+      open_janus.http_port);
+  g_autofree char *http2 = g_strdup_printf ("http://127.0.0.1:%u/janus",
+      spare_janus.http_port);
+  const char *urls[] = { http, http2, NULL };
+  const char *ws_urls[] = { open_janus.ws_url, spare_janus.ws_url, NULL };
+
+  legba_test_tolerate_rtpsession_race ();
+  f->server = legba_server_new ();
+  g_object_set (f->server, "sfu-janus-urls", urls, "sfu-janus-ws-urls",
+      ws_urls, "sfu-admin-key", LEGBA_TEST_JANUS_ADMIN_KEY, "sfu-topology",
+      "sfu", NULL);
+  fixture_listen (f, 0);
+}
+
+/* The most the media of an SFU room may stop when its Janus dies: the
+ * server notices within a second (docs/server.md), the members join the
+ * room made again at once (docs/rooms.md gives what was measured). */
+#define REJOIN_BOUND_MS 10000
+
+/* The Janus holding the room is killed mid-call: each participant's
+ * pads of the other go, the server makes the room again on the other
+ * Janus and tells both, and they receive each other again, as the same
+ * participants (never reported left), within REJOIN_BOUND_MS; reliable
+ * data sent after that arrives. */
+static void
+test_sfu_janus_dies (Fixture * f, gconstpointer data)
+{
+  g_autoptr (GPtrArray) received = g_ptr_array_new_with_free_func
+      (message_free);
+  g_autoptr (JsonNode) hello = json_from_string ("{\"after\":1}", NULL);
+  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *all[2] = { a, b };
+  Resend json_resend = { a->room, hello, NULL };
+  LegbaParticipant *a_sees_b, *b_sees_a;
+  LegbaTestJanus *holder, *other;
+  guint resend_source;
+  gint64 killed;
+
+  participant_connect_and_wait (a);
+  participant_connect_and_wait (b);
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other");
+  a_sees_b = participant_find (a, b);
+  b_sees_a = participant_find (b, a);
+  holder = legba_test_janus_count_rooms (&open_janus) > 0 ? &open_janus :
+      &spare_janus;
+  other = holder == &open_janus ? &spare_janus : &open_janus;
+  g_assert_cmpuint (legba_test_janus_count_rooms (holder), ==, 1);
+  g_assert_cmpuint (legba_test_janus_count_rooms (other), ==, 0);
+
+  killed = g_get_monotonic_time ();
+  legba_test_janus_stop (holder);
+  ROOM_WAIT_FOR (a->tracks_removed == 2 && b->tracks_removed == 2,
+      "each participant's pads of the other to go with the dead Janus");
+  participant_forget_frames (a, b);
+  participant_forget_frames (b, a);
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other "
+      "again, through the room made again on the other Janus");
+  g_assert_cmpuint (legba_test_janus_count_rooms (other), ==, 1);
+  for (guint i = 0; i < 2; i++) {
+    gint64 gap = participant_first_video_time (all[i], all[1 - i]) - killed;
+
+    g_test_message ("sfu-rejoin-gap-ms %s=%" G_GINT64_FORMAT,
+        all[i]->identity, gap / 1000);
+    g_assert_cmpint (gap, <, REJOIN_BOUND_MS * 1000);
+  }
+  /* the same participants, their pads added again */
+  g_assert_true (participant_find (a, b) == a_sees_b);
+  g_assert_true (participant_find (b, a) == b_sees_a);
+  g_assert_cmpuint (a->left, ==, 0);
+  g_assert_cmpuint (b->left, ==, 0);
+  g_assert_cmpuint (a->tracks_added, ==, 4);
+  assert_only_sfu_connections (a, 1);
+  assert_only_sfu_connections (b, 1);
+
+  g_signal_connect (b->room, "data-received", G_CALLBACK (on_data), received);
+  resend_source = resend_start (&json_resend);
+  ROOM_WAIT_FOR (received->len > 0, "bob to receive alice's message sent "
+      "after the move");
+  g_source_remove (resend_source);
+  g_assert_cmpstr (((Message *) received->pdata[0])->data, ==, "{\"after\":1}");
+  assert_no_room_errors (a);
+  assert_no_room_errors (b);
+  participant_free (b);
+  participant_free (a);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -353,8 +448,12 @@ main (int argc, char **argv)
       test_sfu_refused, fixture_teardown);
   g_test_add ("/room/sfu/coordinated", Fixture, NULL, coordinated_setup,
       test_sfu_coordinated, fixture_teardown);
+  g_test_add ("/room/sfu/janus-dies", Fixture, NULL, two_janus_setup,
+      test_sfu_janus_dies, fixture_teardown);
   g_assert_true (legba_test_janus_start_open (&open_janus));
+  g_assert_true (legba_test_janus_start_open (&spare_janus));
   status = g_test_run ();
+  legba_test_janus_stop (&spare_janus);
   legba_test_janus_stop (&open_janus);
   legba_test_janus_stop (&janus);
   return status;
