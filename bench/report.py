@@ -1328,6 +1328,54 @@ def sfu_lines(results_dir, rel):
     return lines
 
 
+def sfu_rejoin_lines(results_dir, rel):
+    """The media gap of an SFU room whose Janus dies mid-call
+    (bench/sfu/rejoin-gap.py), a part of section 11."""
+    path = newest(results_dir, "sfu-rejoin")
+    lines = ["### A Janus that dies mid-call: the media gap", ""]
+    if path is None:
+        return lines + ["Not measured: no results file yet "
+                        "(`bench/sfu/rejoin-gap.py`).", ""]
+    with open(path) as f:
+        res = json.load(f)
+    runs = res["runs"]
+    ok = [r for r in runs if r["exit"] == 0]
+    gaps = sorted(g for r in ok for g in r["gaps_ms"].values())
+    sm = res.get("summary") or {}
+    lines += [f"Raw figures: [`{os.path.basename(path)}`]({rel(path)}). "
+              "test-room-sfu's `/room/sfu/janus-dies` from a release build, "
+              f"{len(runs)} runs: a legba-server coordinating two Janus "
+              f"{res.get('janus') or ''} processes, two LegbaRoom "
+              "participants (160x120 15 fps H.264, key frames on request, "
+              "and Opus) in one SFU room; the Janus holding the room is "
+              "killed (SIGKILL) once they decode each other. The gap: from "
+              "the kill to the first video frame a participant decodes "
+              "again from the other, through the room the server made "
+              "again on the other Janus (the server's keepalive to each "
+              "Janus every second, the room made again, the participants "
+              "joining it, a key frame).", "",
+              "| runs passed | gaps | min ms | median ms | max ms |",
+              "|---|---|---|---|---|",
+              f"| {len(ok)}/{len(runs)} | {len(gaps)} | "
+              f"{_f(sm.get('min_ms'), '{:,.0f}')} | "
+              f"{_f(sm.get('median_ms'), '{:,.0f}')} | "
+              f"{_f(sm.get('max_ms'), '{:,.0f}')} |", "",
+              "Every gap, in ms: " + ", ".join(f"{g:,}" for g in gaps), ""]
+    c = res["conditions"]
+    loads = [r["load_start"][0] for r in runs] + \
+        [r["load_end"][0] for r in runs]
+    lines += ["Conditions:",
+              f"- Command: `{res['command']}`; {res['stamp']}",
+              f"- Machine: {c['cpu_model']} × {c['cpu_count']}, kernel "
+              f"{c['kernel']}; Legba {c['legba']} (release build); shared "
+              "with other work",
+              f"- Load average at start {res['load_start']}, at end "
+              f"{res['load_end']}; 1-minute load at the runs' starts and "
+              f"ends: {min(loads):g} to {max(loads):g}; busiest processes at "
+              f"start: {'; '.join(res['busy_start'][:5])}", ""]
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
@@ -1435,6 +1483,7 @@ def main():
     lines += netlab_lines(args.results, rel, charts)
     lines += netlab_receiver_lines(args.results, rel)
     lines += sfu_lines(args.results, rel)
+    lines += sfu_rejoin_lines(args.results, rel)
     chart = os.path.join(charts, "fanout.png")
     source = fanout_chart(args.results, chart)
     if source:
