@@ -198,28 +198,19 @@ poll_tick (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-static gboolean
-start (LegbaTestJanus * j, gboolean open)
+/* Runs Janus on the configuration folder of j, until it listens. */
+static void
+spawn (LegbaTestJanus * j)
 {
   g_autofree char *janus = g_find_program_in_path ("janus");
-  g_autofree char *lib = janus_lib ();
   g_autoptr (GSubprocessLauncher) launcher = NULL;
   g_autoptr (GError) error = NULL;
-  g_autofree char *cfg = NULL;
+  g_autofree char *cfg = g_build_filename (j->dir, "cfg", NULL);
+  g_autofree char *log = g_build_filename (j->dir, "janus.log", NULL);
   guint tick;
 
-  memset (j, 0, sizeof (*j));
-  j->open = open;
-  if (janus == NULL || lib == NULL)
-    return FALSE;
-  j->dir = g_dir_make_tmp ("legba-janus-XXXXXX", &error);
-  g_assert_no_error (error);
-  j->http_port = free_port ();
-  j->admin_port = free_port ();
-  j->ws_port = free_port ();
-  j->ws_url = g_strdup_printf ("ws://127.0.0.1:%u/", j->ws_port);
-  write_config (j, lib);
-  cfg = g_build_filename (j->dir, "cfg", NULL);
+  /* ready() reads the log: a former run's must not answer for this one */
+  g_unlink (log);
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE |
       G_SUBPROCESS_FLAGS_STDERR_SILENCE);
   legba_test_launcher_die_with_parent (launcher);
@@ -235,7 +226,44 @@ start (LegbaTestJanus * j, gboolean open)
   tick = g_timeout_add (50, poll_tick, NULL);
   LEGBA_TEST_WAIT_UNTIL (ready (j), READY_TIMEOUT_S, "Janus to listen");
   g_source_remove (tick);
+}
+
+static gboolean
+start (LegbaTestJanus * j, gboolean open)
+{
+  g_autofree char *janus = g_find_program_in_path ("janus");
+  g_autofree char *lib = janus_lib ();
+  g_autoptr (GError) error = NULL;
+
+  memset (j, 0, sizeof (*j));
+  j->open = open;
+  if (janus == NULL || lib == NULL)
+    return FALSE;
+  j->dir = g_dir_make_tmp ("legba-janus-XXXXXX", &error);
+  g_assert_no_error (error);
+  j->http_port = free_port ();
+  j->admin_port = free_port ();
+  j->ws_port = free_port ();
+  j->ws_url = g_strdup_printf ("ws://127.0.0.1:%u/", j->ws_port);
+  write_config (j, lib);
+  spawn (j);
   return TRUE;
+}
+
+void
+legba_test_janus_kill (LegbaTestJanus * j)
+{
+  g_assert_nonnull (j->process);
+  g_subprocess_force_exit (j->process);
+  g_subprocess_wait (j->process, NULL, NULL);
+  g_clear_object (&j->process);
+}
+
+void
+legba_test_janus_restart (LegbaTestJanus * j)
+{
+  g_assert_null (j->process);
+  spawn (j);
 }
 
 gboolean

@@ -37,6 +37,10 @@ gboolean legba_test_janus_start (LegbaTestJanus * janus);
  * pins and tokens only. */
 gboolean legba_test_janus_start_open (LegbaTestJanus * janus);
 void legba_test_janus_stop (LegbaTestJanus * janus);
+/* Kills it (SIGKILL), keeping its folder; then starts it again on the
+ * same folder and ports, without any of its rooms. */
+void legba_test_janus_kill (LegbaTestJanus * janus);
+void legba_test_janus_restart (LegbaTestJanus * janus);
 
 /* A VideoRoom with pin, every token of tokens admitted (to Janus's API
  * and to the room), Opus, H.264 and VP8, transport-wide congestion

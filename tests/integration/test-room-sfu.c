@@ -11,7 +11,8 @@
  * whole path: a legba-server coordinating a Janus of its own ([sfu]),
  * which makes the room and tells each member; and a Janus killed
  * mid-call, whose room that server makes again on the other Janus, where
- * the participants meet again by themselves.
+ * the participants meet again by themselves, or, with one Janus, on it
+ * once it is back.
  *
  * Without janus installed, the test exits 77 (skipped).
  */
@@ -32,6 +33,7 @@ typedef struct
 static LegbaTestJanus janus;
 static LegbaTestJanus open_janus;
 static LegbaTestJanus spare_janus;
+static LegbaTestJanus solo_janus;
 
 static void
 message_free (gpointer data)
@@ -432,6 +434,79 @@ test_sfu_janus_dies (Fixture * f, gconstpointer data)
   participant_free (a);
 }
 
+/* A server coordinating solo_janus alone. */
+static void
+solo_setup (Fixture * f, gconstpointer data)
+{
+  g_autofree char *http = g_strdup_printf ("http://127.0.0.1:%u/janus",
+      solo_janus.http_port);
+  const char *urls[] = { http, NULL };
+  const char *ws_urls[] = { solo_janus.ws_url, NULL };
+
+  legba_test_tolerate_rtpsession_race ();
+  f->server = legba_server_new ();
+  g_object_set (f->server, "sfu-janus-urls", urls, "sfu-janus-ws-urls",
+      ws_urls, "sfu-admin-key", LEGBA_TEST_JANUS_ADMIN_KEY, "sfu-topology",
+      "sfu", NULL);
+  fixture_listen (f, 0);
+}
+
+static gboolean
+set_true (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* How long the Janus stays down the second time: longer than the
+ * server's watch interval, so that the server finds no Janus to make
+ * the room on and tries again. */
+#define DOWN_MS 2500
+
+/* The only Janus dies and comes back (on the same ports, without the
+ * room), twice: at once (the server's next keepalive finds its session
+ * unknown), then after DOWN_MS (the keepalive finds no Janus, nor does
+ * the move, which is tried again). Each time the server makes the room
+ * again there once it answers, and the participants decode each other
+ * again. */
+static void
+test_sfu_janus_restarts (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *all[2] = { a, b };
+
+  participant_connect_and_wait (a);
+  participant_connect_and_wait (b);
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other");
+  for (guint round = 1; round <= 2; round++) {
+    gboolean down_over = FALSE;
+
+    legba_test_janus_kill (&solo_janus);
+    ROOM_WAIT_FOR (a->tracks_removed == 2 * round &&
+        b->tracks_removed == 2 * round, "each participant's pads of the "
+        "other to go with the dead Janus");
+    participant_forget_frames (a, b);
+    participant_forget_frames (b, a);
+    if (round == 2) {
+      g_timeout_add (DOWN_MS, set_true, &down_over);
+      ROOM_WAIT_FOR (down_over, "the Janus's time down");
+    }
+    legba_test_janus_restart (&solo_janus);
+    ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other "
+        "again, through the room made again on the restarted Janus");
+    g_assert_cmpuint (legba_test_janus_count_rooms (&solo_janus), ==, 1);
+  }
+  g_assert_cmpuint (a->left, ==, 0);
+  g_assert_cmpuint (b->left, ==, 0);
+  assert_only_sfu_connections (a, 1);
+  assert_only_sfu_connections (b, 1);
+  assert_no_room_errors (a);
+  assert_no_room_errors (b);
+  participant_free (b);
+  participant_free (a);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -451,8 +526,12 @@ main (int argc, char **argv)
   g_test_add ("/room/sfu/janus-dies", Fixture, NULL, two_janus_setup,
       test_sfu_janus_dies, fixture_teardown);
   g_assert_true (legba_test_janus_start_open (&open_janus));
+  g_test_add ("/room/sfu/janus-restarts", Fixture, NULL, solo_setup,
+      test_sfu_janus_restarts, fixture_teardown);
   g_assert_true (legba_test_janus_start_open (&spare_janus));
+  g_assert_true (legba_test_janus_start_open (&solo_janus));
   status = g_test_run ();
+  legba_test_janus_stop (&solo_janus);
   legba_test_janus_stop (&spare_janus);
   legba_test_janus_stop (&open_janus);
   legba_test_janus_stop (&janus);
