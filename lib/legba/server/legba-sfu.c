@@ -298,15 +298,28 @@ token_added (JsonObject * data, const GError * error, gpointer user_data)
     return;
   }
   room->n_adding--;
+  /* The room's Janus is gone (unreachable, or it restarted and lost the
+   * room) and the watch has not said so yet: the room is made again. */
+  if (error != NULL && error->domain == LEGBA_JANUS_ERROR &&
+      (error->code == JANUS_NO_ROOM ||
+          error->code == LEGBA_JANUS_ERROR_UNREACHABLE) &&
+      room->state == ROOM_READY)
+    room_move (room);
+  if (room->moving) {
+    /* Added (or not) on the Janus that died: the member waits for the
+     * room made again, as those who come meanwhile. */
+    Waiter *waiter = g_new0 (Waiter, 1);
+
+    waiter->socket_id = g_steal_pointer (&op->socket_id);
+    waiter->user_id = g_steal_pointer (&op->user_id);
+    g_ptr_array_add (room->waiters, waiter);
+    op_free (op);
+    return;
+  }
   if (error != NULL) {
     refuse_unavailable (room->sfu, room->channel, op->socket_id, error);
     op_free (op);
-    /* Janus lost the room (it restarted): it is made again, for the
-     * members it has. */
-    if (error->domain == LEGBA_JANUS_ERROR && error->code == JANUS_NO_ROOM &&
-        room->state == ROOM_READY)
-      room_move (room);
-    else if (room->vacant && room->n_adding == 0)
+    if (room->vacant && room->n_adding == 0)
       room_close (room);
     return;
   }
