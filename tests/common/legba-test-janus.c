@@ -432,3 +432,59 @@ legba_test_janus_count_rooms (LegbaTestJanus * j)
   data = videoroom_request (j, body);
   return json_array_get_length (json_object_get_array_member (data, "list"));
 }
+
+/* Janus's admin API: token (add_token or remove_token) for the VideoRoom. */
+static void
+token_request (LegbaTestJanus * j, const char *verb, const char *token)
+{
+  g_autofree char *url = g_strdup_printf ("http://127.0.0.1:%u/admin",
+      j->admin_port);
+  JsonObject *request = json_object_new ();
+  g_autoptr (JsonObject) answer = NULL;
+
+  json_object_set_string_member (request, "janus", verb);
+  json_object_set_string_member (request, "token", token);
+  if (strcmp (verb, "add_token") == 0) {
+    JsonArray *plugins = json_array_new ();
+
+    json_array_add_string_element (plugins, "janus.plugin.videoroom");
+    json_object_set_array_member (request, "plugins", plugins);
+  }
+  json_object_set_string_member (request, "admin_secret", ADMIN_SECRET);
+  answer = post (url, request);
+  g_assert_nonnull (answer);
+  g_assert_cmpstr (json_object_get_string_member (answer, "janus"), ==,
+      "success");
+}
+
+static void
+allowed_request (LegbaTestJanus * j, guint64 room, const char *action,
+    const char *token)
+{
+  JsonObject *body = json_object_new ();
+  JsonArray *allowed = json_array_new ();
+  g_autoptr (JsonObject) data = NULL;
+
+  json_array_add_string_element (allowed, token);
+  json_object_set_string_member (body, "request", "allowed");
+  json_object_set_int_member (body, "room", (gint64) room);
+  json_object_set_string_member (body, "action", action);
+  json_object_set_array_member (body, "allowed", allowed);
+  data = videoroom_request (j, body);
+  g_assert_cmpstr (json_object_get_string_member (data, "videoroom"), ==,
+      "success");
+}
+
+void
+legba_test_janus_admit (LegbaTestJanus * j, guint64 room, const char *token)
+{
+  token_request (j, "add_token", token);
+  allowed_request (j, room, "add", token);
+}
+
+void
+legba_test_janus_revoke (LegbaTestJanus * j, guint64 room, const char *token)
+{
+  allowed_request (j, room, "remove", token);
+  token_request (j, "remove_token", token);
+}

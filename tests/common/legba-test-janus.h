@@ -50,6 +50,12 @@ guint64 legba_test_janus_create_room (LegbaTestJanus * janus,
 /* The room's `participants` (transfer full). */
 JsonArray *legba_test_janus_participants (LegbaTestJanus * janus,
     guint64 room);
+/* Admits token to Janus's API and to room's allowed list, or takes it
+ * back from both. */
+void legba_test_janus_admit (LegbaTestJanus * janus, guint64 room,
+    const char *token);
+void legba_test_janus_revoke (LegbaTestJanus * janus, guint64 room,
+    const char *token);
 /* How many VideoRooms it has, private ones included. */
 guint legba_test_janus_count_rooms (LegbaTestJanus * janus);
 

@@ -22,6 +22,7 @@
 
 #define PIN "legba-pin"
 #define TOKEN "legba-token-1"
+#define TOKEN2 "legba-token-2"
 
 typedef struct
 {
@@ -240,6 +241,53 @@ test_sfu_room (Fixture * f, gconstpointer data)
   assert_no_room_errors (b);
   participant_free (b);
   participant_free (a);
+}
+
+static gboolean
+got_topic (GPtrArray * received, const char *topic)
+{
+  for (guint i = 0; i < received->len; i++)
+    if (g_strcmp0 (((Message *) received->pdata[i])->topic, topic) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* A second topology of the same room with another token (what a member
+ * gets when it subscribes again, a reconnection, and the server takes
+ * its former token back): the participants use the new token from then
+ * on, so that they still subscribe to a publisher who comes later once
+ * the former token is gone. */
+static void
+test_sfu_token_renewed (Fixture * f, gconstpointer data)
+{
+  const char *tokens[] = { TOKEN, NULL };
+  guint64 room = legba_test_janus_create_room (&janus, PIN, tokens);
+  Participant *a = join_sfu (f, room, "alice");
+  Participant *b = join_sfu (f, room, "bob");
+  Participant *all[3] = { a, b, NULL };
+  g_autoptr (GPtrArray) a_got = g_ptr_array_new_with_free_func (message_free);
+  g_autoptr (GPtrArray) b_got = g_ptr_array_new_with_free_func (message_free);
+
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other");
+  g_signal_connect (a->room, "data-received", G_CALLBACK (on_data), a_got);
+  g_signal_connect (b->room, "data-received", G_CALLBACK (on_data), b_got);
+  legba_test_janus_admit (&janus, room, TOKEN2);
+  tell_topology_full (f, janus.ws_url, room, TOKEN2);
+  /* §7: after the topology on the same channel, so taken after it */
+  fixture_publish_event (f, "marker", "{}");
+  ROOM_WAIT_FOR (got_topic (a_got, "marker") && got_topic (b_got, "marker"),
+      "both to have the new topology");
+  legba_test_janus_revoke (&janus, room, TOKEN);
+
+  all[2] = participant_new_for_server (f, "carol", "h264", TRUE);
+  participant_connect_and_wait (all[2]);
+  tell_topology_full (f, janus.ws_url, room, TOKEN2);
+  ROOM_WAIT_FOR (all_decode (all, 3), "the three to decode each other, "
+      "alice and bob subscribing to carol with the new token");
+  for (guint i = 0; i < 3; i++)
+    assert_no_room_errors (all[i]);
+  for (guint i = 0; i < 3; i++)
+    participant_free (all[2 - i]);
 }
 
 static gboolean
@@ -521,6 +569,8 @@ main (int argc, char **argv)
       fixture_teardown);
   g_test_add ("/room/sfu/refused", Fixture, NULL, fixture_setup,
       test_sfu_refused, fixture_teardown);
+  g_test_add ("/room/sfu/token-renewed", Fixture, NULL, fixture_setup,
+      test_sfu_token_renewed, fixture_teardown);
   g_test_add ("/room/sfu/coordinated", Fixture, NULL, coordinated_setup,
       test_sfu_coordinated, fixture_teardown);
   g_test_add ("/room/sfu/janus-dies", Fixture, NULL, two_janus_setup,

@@ -388,6 +388,8 @@ void legba_sfu_client_free (LegbaSfuClient * client);
 /* Whether the client is in the room sfu names (its Janus and room). */
 gboolean legba_sfu_client_is_for (LegbaSfuClient * client,
     const LegbaRoomSfu * sfu);
+/* The token of later requests: the room's topology gave a new one. */
+void legba_sfu_client_set_token (LegbaSfuClient * client, const char *token);
 /* A participant is listed, or no longer (before it is reported left). */
 void legba_sfu_client_participant_joined (LegbaSfuClient * client,
     LegbaParticipant * p);

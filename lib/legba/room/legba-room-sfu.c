@@ -720,6 +720,12 @@ on_event_received (LegbaSignaller * signaller, const char *event,
     self->sfu = legba_sfu_client_new (self, sfu);
     return;
   }
+  if (sfu != NULL && self->sfu != NULL) {
+    /* The same room: a later subscription's (a reconnection's), whose
+     * token replaces the one the server took back. */
+    legba_sfu_client_set_token (self->sfu, sfu->token);
+    return;
+  }
   if (sfu == NULL || self->sfu != NULL) {
     GST_DEBUG ("room %s: topology %s, nothing changes", self->room_name,
         sfu ? "sfu" : "mesh");
@@ -763,6 +769,17 @@ legba_sfu_client_is_for (LegbaSfuClient * self, const LegbaRoomSfu * sfu)
 {
   return self->sfu.room == sfu->room && g_strcmp0 (self->sfu.url,
       sfu->url) == 0;
+}
+
+void
+legba_sfu_client_set_token (LegbaSfuClient * self, const char *token)
+{
+  if (g_strcmp0 (self->sfu.token, token) == 0)
+    return;
+  GST_INFO ("room %s: a new SFU token", self->room->room_name);
+  g_free (self->sfu.token);
+  self->sfu.token = g_strdup (token);
+  legba_janus_set_token (self->janus, token);
 }
 
 void
