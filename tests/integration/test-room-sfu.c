@@ -20,6 +20,8 @@
 #include "legba-test.h"
 #include "legba-test-janus.h"
 
+#include <signal.h>
+
 #define PIN "legba-pin"
 #define TOKEN "legba-token-1"
 #define TOKEN2 "legba-token-2"
@@ -446,7 +448,7 @@ test_sfu_janus_dies (Fixture * f, gconstpointer data)
   g_assert_cmpuint (legba_test_janus_count_rooms (other), ==, 0);
 
   killed = g_get_monotonic_time ();
-  legba_test_janus_stop (holder);
+  legba_test_janus_kill (holder);
   ROOM_WAIT_FOR (a->tracks_removed == 2 && b->tracks_removed == 2,
       "each participant's pads of the other to go with the dead Janus");
   participant_forget_frames (a, b);
@@ -480,6 +482,60 @@ test_sfu_janus_dies (Fixture * f, gconstpointer data)
   assert_no_room_errors (b);
   participant_free (b);
   participant_free (a);
+  legba_test_janus_restart (holder);
+}
+
+/* The most the media may stop when the room's Janus hangs: the server's
+ * keepalive waits 5 s for an answer (docs/server.md). */
+#define HANG_BOUND_MS 15000
+
+/* The Janus holding the room stops answering (SIGSTOP: its sockets stay
+ * open, so the participants notice nothing): the server's keepalive
+ * times out, the room is made again on the other Janus, and the
+ * participants, told so, leave the silent one and decode each other
+ * again within HANG_BOUND_MS. */
+static void
+test_sfu_janus_hangs (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *all[2] = { a, b };
+  LegbaTestJanus *holder, *other;
+  gint64 stopped;
+
+  participant_connect_and_wait (a);
+  participant_connect_and_wait (b);
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other");
+  holder = legba_test_janus_count_rooms (&open_janus) > 0 ? &open_janus :
+      &spare_janus;
+  other = holder == &open_janus ? &spare_janus : &open_janus;
+
+  stopped = g_get_monotonic_time ();
+  g_subprocess_send_signal (holder->process, SIGSTOP);
+  ROOM_WAIT_FOR (a->tracks_removed == 2 && b->tracks_removed == 2,
+      "each participant's pads of the other to go when told the room moved");
+  participant_forget_frames (a, b);
+  participant_forget_frames (b, a);
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other "
+      "again, through the room made again on the other Janus");
+  g_assert_cmpuint (legba_test_janus_count_rooms (other), ==, 1);
+  for (guint i = 0; i < 2; i++) {
+    gint64 gap = participant_first_video_time (all[i], all[1 - i]) - stopped;
+
+    g_test_message ("sfu-hang-gap-ms %s=%" G_GINT64_FORMAT,
+        all[i]->identity, gap / 1000);
+    g_assert_cmpint (gap, <, HANG_BOUND_MS * 1000);
+  }
+  g_assert_cmpuint (a->left, ==, 0);
+  g_assert_cmpuint (b->left, ==, 0);
+  assert_only_sfu_connections (a, 1);
+  assert_only_sfu_connections (b, 1);
+  assert_no_room_errors (a);
+  assert_no_room_errors (b);
+  participant_free (b);
+  participant_free (a);
+  legba_test_janus_kill (holder);
+  legba_test_janus_restart (holder);
 }
 
 /* A server coordinating solo_janus alone. */
@@ -576,6 +632,8 @@ main (int argc, char **argv)
   g_test_add ("/room/sfu/janus-dies", Fixture, NULL, two_janus_setup,
       test_sfu_janus_dies, fixture_teardown);
   g_assert_true (legba_test_janus_start_open (&open_janus));
+  g_test_add ("/room/sfu/janus-hangs", Fixture, NULL, two_janus_setup,
+      test_sfu_janus_hangs, fixture_teardown);
   g_test_add ("/room/sfu/janus-restarts", Fixture, NULL, solo_setup,
       test_sfu_janus_restarts, fixture_teardown);
   g_assert_true (legba_test_janus_start_open (&spare_janus));

@@ -19,6 +19,7 @@ typedef struct
   guint index;
   gint64 session_id;            /* 0: none yet, or lost */
   gboolean busy;                /* a request in flight */
+  gboolean lost;                /* lost, and no session made since */
 } Instance;
 
 struct _LegbaJanusWatch
@@ -91,8 +92,10 @@ probe_answered (GObject * source, GAsyncResult * result, gpointer user_data)
   if (bytes != NULL)
     verb = answer_read (bytes, &root, &id);
   if (!probe->keepalive) {
-    if (g_strcmp0 (verb, "success") == 0 && id > 0)
+    if (g_strcmp0 (verb, "success") == 0 && id > 0) {
       instance->session_id = id;
+      instance->lost = FALSE;
+    }
     probe_free (probe);
     return;
   }
@@ -103,6 +106,7 @@ probe_answered (GObject * source, GAsyncResult * result, gpointer user_data)
       "answered \"%s\": it no longer knows the session", verb) :
       g_strdup ("not an answer of Janus");
   instance->session_id = 0;
+  instance->lost = TRUE;
   instance->watch->lost (instance->index, why, instance->watch->user_data);
 }
 
@@ -196,4 +200,12 @@ legba_janus_watch_free (LegbaJanusWatch * watch)
   g_free (watch->api_secret);
   g_free (watch->instances);
   g_free (watch);
+}
+
+gboolean
+legba_janus_watch_is_lost (LegbaJanusWatch * watch, guint instance)
+{
+  g_return_val_if_fail (instance < watch->n_instances, FALSE);
+
+  return watch->instances[instance].lost;
 }

@@ -25,6 +25,9 @@ typedef void (*LegbaJanusLostFunc) (guint instance, const char *why,
 LegbaJanusWatch *legba_janus_watch_new (SoupSession * session,
     GMainContext * context, const char *const *urls, const char *api_secret,
     guint interval_ms, LegbaJanusLostFunc lost, gpointer user_data);
+/* Whether the instance was lost and has not answered since (an instance
+ * not watched long enough to know is not). */
+gboolean legba_janus_watch_is_lost (LegbaJanusWatch * watch, guint instance);
 /* Stops watching: lost is never called again. */
 void legba_janus_watch_free (LegbaJanusWatch * watch);
 

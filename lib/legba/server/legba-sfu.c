@@ -660,12 +660,44 @@ room_create (SfuRoom * room)
 
 /* ---- Placement: the instance with the fewest rooms ---- */
 
+/* Every instance answered (or is known dead): the room goes to the one
+ * with the fewest rooms. */
+static void
+room_choose (SfuRoom * room)
+{
+  guint best = G_MAXUINT, i;
+
+  for (i = 0; room->sfu->janus_urls[i] != NULL; i++) {
+    if (room->loads[i] != G_MAXUINT &&
+        (best == G_MAXUINT || room->loads[i] < room->loads[best]))
+      best = i;
+  }
+  if (best == G_MAXUINT) {
+    g_autoptr (GError) down = g_error_new (LEGBA_JANUS_ERROR,
+        LEGBA_JANUS_ERROR_UNREACHABLE, "no Janus instance answers");
+
+    room_fail (room, down);
+    return;
+  }
+  room->instance = best;
+  room_create (room);
+}
+
+static gboolean
+room_choose_later (gpointer user_data)
+{
+  SfuRoom *room = op_room (user_data);
+
+  if (room != NULL)
+    room_choose (room);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 load_answered (JsonObject * data, const GError * error, gpointer user_data)
 {
   Op *op = user_data;
   SfuRoom *room = op_room (op);
-  guint best = G_MAXUINT, i;
   JsonArray *list;
 
   if (room == NULL) {
@@ -682,20 +714,7 @@ load_answered (JsonObject * data, const GError * error, gpointer user_data)
   op_free (op);
   if (--room->n_loads > 0)
     return;
-  for (i = 0; room->sfu->janus_urls[i] != NULL; i++) {
-    if (room->loads[i] != G_MAXUINT &&
-        (best == G_MAXUINT || room->loads[i] < room->loads[best]))
-      best = i;
-  }
-  if (best == G_MAXUINT) {
-    g_autoptr (GError) down = g_error_new (LEGBA_JANUS_ERROR,
-        LEGBA_JANUS_ERROR_UNREACHABLE, "no Janus instance answers");
-
-    room_fail (room, down);
-    return;
-  }
-  room->instance = best;
-  room_create (room);
+  room_choose (room);
 }
 
 /* Asks each instance for its rooms (VideoRoom list, private ones
@@ -715,9 +734,17 @@ room_place (SfuRoom * room)
   room->loads = g_new0 (guint, n);
   room->n_loads = n;
   for (guint i = 0; i < n; i++) {
-    JsonObject *body = json_object_new ();
-    Op *op = op_new (sfu, room);
+    JsonObject *body;
+    Op *op;
 
+    /* A Janus known dead is not waited for (it may never answer). */
+    if (legba_janus_watch_is_lost (sfu->watch, i)) {
+      room->loads[i] = G_MAXUINT;
+      room->n_loads--;
+      continue;
+    }
+    body = json_object_new ();
+    op = op_new (sfu, room);
     op->instance = i;
     json_object_set_string_member (body, "request", "list");
     if (sfu->admin_key != NULL)
@@ -725,6 +752,16 @@ room_place (SfuRoom * room)
     legba_janus_request (sfu->session, sfu->context, sfu->janus_urls[i],
         sfu->api_secret, body, load_answered, op);
     json_object_unref (body);
+  }
+  if (room->n_loads == 0) {
+    /* Every instance known dead: failed from the main loop, never from
+     * inside the gate's admit that may have placed the room. */
+    GSource *idle = g_idle_source_new ();
+
+    g_source_set_callback (idle, room_choose_later, op_new (sfu, room),
+        (GDestroyNotify) op_free);
+    g_source_attach (idle, sfu->context);
+    g_source_unref (idle);
   }
 }
 
