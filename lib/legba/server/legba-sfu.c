@@ -391,18 +391,20 @@ room_fail (SfuRoom * room, const GError * error)
 static void
 room_ready (SfuRoom * room)
 {
+  gboolean moved = room->moving;
+
   room->state = ROOM_READY;
-  if (room->moving) {
-    room->moving = FALSE;
-    g_clear_pointer (&room->moved_from, g_free);
-    room_readmit (room);
-  }
+  room->moving = FALSE;
+  g_clear_pointer (&room->moved_from, g_free);
   for (guint i = 0; i < room->waiters->len; i++) {
     Waiter *waiter = room->waiters->pdata[i];
 
     token_add (room, waiter->socket_id, waiter->user_id);
   }
   g_ptr_array_set_size (room->waiters, 0);
+  /* Last: it closes a room made again for nobody */
+  if (moved)
+    room_readmit (room);
 }
 
 static void
@@ -1026,7 +1028,7 @@ room_readmit (SfuRoom * room)
   JsonObject *body;
 
   if (g_hash_table_size (room->tokens) == 0) {
-    if (room->vacant && room->n_adding == 0 && room->waiters->len == 0)
+    if (room->vacant && room->n_adding == 0)
       room_close (room);
     return;
   }
@@ -1049,12 +1051,31 @@ room_move_again (SfuRoom * room)
   room_place (room);
 }
 
+static void
+placement_forgotten (const char *value, gboolean done, const GError * error,
+    gpointer user_data)
+{
+  op_free (user_data);
+}
+
 static gboolean
 room_move_retry (gpointer user_data)
 {
   SfuRoom *room = user_data;
+  LegbaSfu *sfu = room->sfu;
 
   g_clear_pointer (&room->retry, g_source_unref);
+  if (room->vacant && room->n_adding == 0 && room->waiters->len == 0 &&
+      g_hash_table_size (room->tokens) == 0) {
+    /* Everybody left while no Janus answered: the room is not made
+     * again, and its placement (on the dead Janus) goes. */
+    g_message ("sfu-room-dropped channel=%s", room->channel);
+    if (sfu->store != NULL && room->moved_from != NULL)
+      legba_sfu_store_release (sfu->store, room->key, room->moved_from,
+          placement_forgotten, op_new (sfu, room));
+    g_hash_table_remove (sfu->rooms, room->key);
+    return G_SOURCE_REMOVE;
+  }
   room_move_again (room);
   return G_SOURCE_REMOVE;
 }
