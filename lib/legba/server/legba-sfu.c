@@ -31,6 +31,9 @@
 #define JANUS_WATCH_MS 1000
 /* A room that could not be moved yet (no Janus answers) tries again. */
 #define MOVE_RETRY_MS 1000
+/* With a store, how often each room's placement is read again: a room
+ * another server moved (a Janus only it found dead) is followed. */
+#define FOLLOW_MS 2000
 /* JavaScript numbers hold integers exactly up to 2^53. */
 #define ROOM_ID_MAX ((G_GUINT64_CONSTANT (1) << 53) - 1)
 /* Janus VideoRoom: the room already exists. */
@@ -89,6 +92,7 @@ struct _LegbaSfu
   GHashTable *rooms;            /* key -> SfuRoom * (owned) */
   LegbaSfuStore *store;         /* placement shared in Redis, or NULL */
   LegbaJanusWatch *watch;       /* notices a Janus that dies */
+  GSource *follow;              /* with a store: placements read again */
   /* Shared with the requests in flight, which find the LegbaSfu gone when
    * it is cancelled */
   GCancellable *alive;
@@ -1132,6 +1136,60 @@ janus_lost (guint instance, const char *why, gpointer user_data)
     room_move (lost->pdata[i]);
 }
 
+/* ---- A room another server moved ---- */
+
+static void
+placement_read (const char *value, gboolean done, const GError * error,
+    gpointer user_data)
+{
+  Op *op = user_data;
+  SfuRoom *room = op_room (op);
+  g_autoptr (GError) adopt_error = NULL;
+  JsonObject *destroy;
+  guint instance;
+
+  op_free (op);
+  if (room == NULL || error != NULL || value == NULL ||
+      room->state != ROOM_READY || room->moving || room->stored == NULL ||
+      room->n_adding > 0 || strcmp (value, room->stored) == 0)
+    return;
+  /* The room left here goes (best effort: its Janus may be the dead
+   * one), its members are told where the room went. */
+  destroy = room_request (room, "destroy");
+  instance = room->instance;
+  if (!room_adopt (room, value, &adopt_error)) {
+    json_object_unref (destroy);
+    g_message ("sfu-room-follow-failed channel=%s error=\"%s\"",
+        room->channel, adopt_error->message);
+    return;
+  }
+  room_destroy_send (room->sfu, instance, destroy, op_new (room->sfu, room));
+  g_message ("sfu-room-followed channel=%s janus=%s room=%" G_GUINT64_FORMAT,
+      room->channel, room->sfu->janus_urls[room->instance], room->id);
+  room_readmit (room);
+}
+
+/* Reads the placement of every room this instance holds. */
+static gboolean
+follow_tick (gpointer user_data)
+{
+  LegbaSfu *sfu = user_data;
+  GHashTableIter iter;
+  gpointer value;
+
+  g_hash_table_iter_init (&iter, sfu->rooms);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    SfuRoom *room = value;
+
+    /* not while tokens are being added: they go to the room it knows */
+    if (room->state == ROOM_READY && !room->moving && room->stored != NULL &&
+        room->n_adding == 0)
+      legba_sfu_store_get (sfu->store, room->key, placement_read,
+          op_new (sfu, room));
+  }
+  return G_SOURCE_CONTINUE;
+}
+
 /* ---- Settings ---- */
 
 gboolean
@@ -1223,6 +1281,11 @@ legba_sfu_new (LegbaHub * hub, const LegbaSfuSettings * settings)
   if (settings->redis != NULL)
     sfu->store = legba_sfu_store_new (settings->redis,
         settings->redis_prefix, sfu->context);
+  if (sfu->store != NULL) {
+    sfu->follow = g_timeout_source_new (FOLLOW_MS);
+    g_source_set_callback (sfu->follow, follow_tick, sfu, NULL);
+    g_source_attach (sfu->follow, sfu->context);
+  }
   sfu->watch = legba_janus_watch_new (sfu->session, sfu->context,
       (const char *const *) sfu->janus_urls, sfu->api_secret, JANUS_WATCH_MS,
       janus_lost, sfu);
@@ -1239,6 +1302,10 @@ legba_sfu_free (LegbaSfu * sfu)
   g_cancellable_cancel (sfu->alive);
   g_object_unref (sfu->alive);
   legba_janus_watch_free (sfu->watch);
+  if (sfu->follow != NULL) {
+    g_source_destroy (sfu->follow);
+    g_source_unref (sfu->follow);
+  }
   legba_sfu_store_free (sfu->store);
   g_hash_table_unref (sfu->rooms);
   g_object_unref (sfu->session);
