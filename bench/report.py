@@ -12,6 +12,7 @@ fixed seed (bench/stats.py), so the same files give the same report.
 
 import argparse
 import glob
+import statistics
 import json
 import os
 import subprocess
@@ -1206,6 +1207,73 @@ def _pooled(rooms, key):
         f" ({len(values)})" if values else "")
 
 
+def sfu_auto_lines(results_dir, rel):
+    """The move of an auto room from mesh to SFU (bench/sfu/auto-switch.py):
+    each run file, the room as built (sfu-auto-STAMP.json) and the room
+    before legba-room-switch.c (sfu-auto-before-STAMP.json)."""
+    files = sorted(glob.glob(os.path.join(results_dir,
+                                          "sfu-auto-before-[0-9]*.json")))
+    files += sorted(glob.glob(os.path.join(results_dir,
+                                           "sfu-auto-[0-9]*.json")))
+    if not files:
+        return []
+    lines = ["### 11b. `auto` rooms: the media gap when a room moves from "
+             "mesh to SFU", "",
+             "test-room-sfu-auto's `/room/sfu-auto/switch`, run by "
+             "`bench/sfu/auto-switch.py` (release build): a legba-server "
+             "with `sfu-topology` `auto:2` and a Janus of the test's own; "
+             "alice and bob, in a mesh, send each other 160x120 15 fps "
+             "H.264 (x264enc, key frames on request only: one frame every "
+             "66.7 ms) and Opus, and a reliable message every 20 ms; carol "
+             "joins and the server moves the room to Janus. Gap: the "
+             "longest time between two decoded video frames of the other, "
+             "from just before carol joins until the three receive each "
+             "other through Janus. Missed: reliable messages of the other "
+             "that never arrived. \"before\": lib/legba/room as it was "
+             "before legba-room-switch.c (mesh connections closed at the "
+             "event, messages let go as soon as the publisher connects), "
+             "with the same server and test.", "",
+             "| file | room | 1-min load | gap alice<-bob ms, each run | "
+             "gap bob<-alice ms, each run | median / max ms | missed, "
+             "each run |", "|---|---|---|---|---|---|---|"]
+    for path in files:
+        with open(path) as f:
+            res = json.load(f)
+        runs = [r for r in res["runs"] if r.get("gaps_ms")]
+        if not runs:
+            continue
+        ab = [r["gaps_ms"]["alice<-bob"] for r in runs]
+        ba = [r["gaps_ms"]["bob<-alice"] for r in runs]
+        both = sorted(ab + ba)
+        missed = []
+        for r in res["runs"]:
+            said = [x for x in r.get("test_says", []) if "missed" in x]
+            if said:
+                words = said[0].split()
+                missed.append(f"{words[words.index('bob') + 2].rstrip(';')}"
+                              f"+{words[words.index('alice', 3) + 2]}"
+                              .rstrip(';'))
+            else:
+                missed.append("0" if r.get("passed") else "?")
+        loads = [r["load_start"][0] for r in res["runs"]]
+        name = os.path.basename(path)
+        lines.append(
+            f"| [`{name}`]({rel(path)}) | "
+            f"{'before' if 'before' in name else 'as built'}, Legba "
+            f"{res['conditions']['legba']} | {min(loads):g} to "
+            f"{max(loads):g} | {', '.join(fmt(x) for x in ab)} | "
+            f"{', '.join(fmt(x) for x in ba)} | "
+            f"{fmt(statistics.median(both))} / {fmt(max(both))} | "
+            f"{', '.join(missed)} |")
+    lines += ["", "Conditions: machine as above (shared with other work; "
+              "the load is the 1-minute load average at each run's start); "
+              "command `bench/sfu/auto-switch.py --runs N [--json FILE]`; "
+              "the \"before\" file: `git checkout ec4b403 -- lib/legba/room` "
+              "(the room before the switch module, on the server of this "
+              "branch), the release build rebuilt, then restored.", ""]
+    return lines
+
+
 def sfu_lines(results_dir, rel):
     """Mesh rooms against SFU rooms through Janus (bench/sfu/sfu-vs-mesh.py):
     one publisher's upload and CPU by room size, glass-to-glass, join time,
@@ -1492,6 +1560,7 @@ def main():
     lines += netlab_receiver_lines(args.results, rel)
     lines += sfu_lines(args.results, rel)
     lines += sfu_rejoin_lines(args.results, rel)
+    lines += sfu_auto_lines(args.results, rel)
     chart = os.path.join(charts, "fanout.png")
     source = fanout_chart(args.results, chart)
     if source:

@@ -52,6 +52,8 @@ typedef struct
   char *id;
   guint64 frames[2];            /* decoded, by LegbaTrackKind */
   gint64 first_video_time;      /* monotonic, of the first decoded frame */
+  gint64 last_video_time;       /* monotonic, of the last decoded frame */
+  gint64 max_video_gap;         /* us, the longest between two frames */
   GstElement *decoders[2];
   GstPad *pads[2];
 } Remote;
@@ -97,6 +99,10 @@ void participant_forget_frames (Participant * p, Participant * from);
 /* The monotonic time of the first video frame decoded from from since it
  * was counted from 0; 0 when none yet. */
 gint64 participant_first_video_time (Participant * p, Participant * from);
+/* The longest time, in microseconds, between two video frames p decoded
+ * from from since the last reset; reset: start again from now. */
+gint64 participant_video_gap (Participant * p, Participant * from,
+    gboolean reset);
 guint participant_peer_bins (Participant * p);
 LegbaParticipant *participant_find (Participant * p, Participant * other);
 gboolean participant_connected_to (Participant * p, Participant * other);

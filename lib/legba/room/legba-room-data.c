@@ -716,6 +716,27 @@ legba_room_data_use_sfu (LegbaRoom * room, LegbaParticipant * publisher)
   g_mutex_unlock (&d->lock);
 }
 
+guint64
+legba_room_data_queued (LegbaRoom * room, const char *id)
+{
+  LegbaRoomData *d = room->data;
+  g_autoptr (GstWebRTCDataChannel) channel = NULL;
+  guint64 bytes = 0, buffered = 0;
+  Recipient *r;
+
+  g_mutex_lock (&d->lock);
+  r = g_hash_table_lookup (d->recipients, id);
+  if (r != NULL) {
+    bytes = r->out[LEGBA_RELIABILITY_RELIABLE].bytes;
+    if (r->ready[LEGBA_RELIABILITY_RELIABLE] != NULL)
+      channel = g_object_ref (r->ready[LEGBA_RELIABILITY_RELIABLE]);
+  }
+  g_mutex_unlock (&d->lock);
+  if (channel != NULL)
+    g_object_get (channel, "buffered-amount", &buffered, NULL);
+  return bytes + buffered;
+}
+
 /* The reliable channel of the participant's peer connection is open. */
 void
 legba_room_data_peer_connected (LegbaRoom * room, LegbaPeer * peer)

@@ -925,6 +925,22 @@ legba_peer_media_unlink (LegbaPeer * peer)
   }
 }
 
+void
+legba_peer_media_withdraw (LegbaPeer * peer, LegbaTrackKind kind)
+{
+  LegbaPeerMedia *m = &peer->media[kind];
+  GstPad *track_pad;
+
+  g_mutex_lock (&peer->lock);
+  track_pad = g_steal_pointer (&m->track_pad);
+  g_mutex_unlock (&peer->lock);
+  if (track_pad != NULL && m->track_announced)
+    peer->room->events->track (peer->room, peer->participant, kind,
+        track_pad, FALSE);
+  m->track_announced = FALSE;
+  gst_clear_object (&track_pad);
+}
+
 /* ---- Receiving ---- */
 
 static GstPadProbeReturn
@@ -994,6 +1010,8 @@ announce_track (LegbaPeer * peer, gpointer data)
   g_mutex_unlock (&peer->lock);
   if (pad == NULL)
     return;
+  if (peer->sfu_subscriber)
+    legba_room_switch_track (peer->room, peer, kind);
   peer->media[kind].track_announced = TRUE;
   GST_INFO ("pc %s: %s track of %s", peer->pc, kind_names[kind],
       peer->participant->id);

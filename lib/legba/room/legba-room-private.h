@@ -60,6 +60,8 @@ void legba_room_debug_init (void);
 typedef struct _LegbaPeer LegbaPeer;
 /* legba-room-sfu.c */
 typedef struct _LegbaSfuClient LegbaSfuClient;
+/* legba-room-switch.c */
+typedef struct _LegbaRoomSwitch LegbaRoomSwitch;
 /* legba-room-data.c */
 typedef struct _LegbaRoomData LegbaRoomData;
 typedef struct _LegbaPeerData LegbaPeerData;
@@ -152,6 +154,7 @@ struct _LegbaRoom
   guint stats_interval;
   gboolean congestion_control;
   guint video_target;           /* told the video encoder; 0: none */
+  gboolean video_unsteered;     /* (lock) its encoder ignores the target */
 
   LegbaRoomState state;
   GTask *connect_task;
@@ -168,6 +171,7 @@ struct _LegbaRoom
 
   LegbaRoomData *data;          /* application data (§6, §7) */
   LegbaSfuClient *sfu;          /* an SFU room's session, else NULL */
+  LegbaRoomSwitch *sw;          /* a mesh room moving to its SFU, else NULL */
   const LegbaRoomEvents *events;        /* how its parts report to it */
 };
 
@@ -209,6 +213,8 @@ typedef struct
   void (*lossy_open) (LegbaPeer * peer);
   void (*stats) (LegbaPeer * peer, GstStructure * summary);
   void (*error) (LegbaPeer * peer, const GError * error);
+  /* optional: its reliable data channel opened */
+  void (*reliable_open) (LegbaPeer * peer);
 } LegbaPeerEvents;
 
 /* The room's */
@@ -362,6 +368,9 @@ void legba_room_media_complete_answer (const GstSDPMessage * offer,
     GstSDPMessage * answer);
 gboolean legba_peer_media_link_send (LegbaPeer * peer, GError ** error);
 void legba_peer_media_unlink (LegbaPeer * peer);
+/* The track of kind the peer receives is no longer the participant's: it
+ * is reported removed, its data discarded; the connection goes on. */
+void legba_peer_media_withdraw (LegbaPeer * peer, LegbaTrackKind kind);
 void legba_peer_media_on_pad_added (GstElement * webrtcbin, GstPad * pad,
     LegbaPeer * peer);
 void legba_peer_media_watch_input (LegbaPeer * peer, GstElement * nicesrc);
@@ -395,6 +404,39 @@ void legba_sfu_client_participant_joined (LegbaSfuClient * client,
     LegbaParticipant * p);
 void legba_sfu_client_participant_left (LegbaSfuClient * client,
     LegbaParticipant * p);
+
+/* ---- From mesh to SFU (legba-room-switch.c) ---- */
+
+/* The room, a mesh, is told its SFU: its mesh connections are taken from
+ * the participants (and so from the room core) and kept until the SFU
+ * brings each participant; FALSE (nothing kept) when it had none. */
+gboolean legba_room_switch_begin (LegbaRoom * room);
+/* The SFU publisher connection is connected: TRUE when its messages must
+ * wait for the participants of the mesh, and the switch lets them go
+ * (legba_room_data_peer_connected()) later. */
+gboolean legba_room_switch_hold (LegbaRoom * room, LegbaPeer * publisher);
+/* The signal `sfu-ready` from a participant: it receives the local
+ * participant's data through the SFU. */
+void legba_room_switch_ready (LegbaRoom * room, const char *from);
+/* The subscriber connection of a participant: Janus's offer (which tracks
+ * it brings), its data channel open. Once it is open and has reported
+ * each track, the participant is told `sfu-ready` and its mesh connection
+ * may go. */
+void legba_room_switch_feed (LegbaRoom * room, LegbaPeer * subscriber,
+    const char *offer);
+void legba_room_switch_subscribed (LegbaRoom * room, LegbaPeer * subscriber);
+/* A subscriber connection is about to report a track of kind: the mesh
+ * connection's track of that kind, if any, is reported removed first. */
+void legba_room_switch_track (LegbaRoom * room, LegbaPeer * subscriber,
+    LegbaTrackKind kind);
+/* A `bye` from a participant: TRUE when it closed a kept mesh
+ * connection. */
+gboolean legba_room_switch_bye (LegbaRoom * room, const char *from,
+    const char *pc);
+/* The participant left the room. */
+void legba_room_switch_participant_left (LegbaRoom * room,
+    LegbaParticipant * p);
+void legba_room_switch_free (LegbaRoomSwitch * sw);
 
 /* ---- Process-wide: the DTLS certificate (legba-room-certificate.c) ---- */
 

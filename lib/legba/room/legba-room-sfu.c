@@ -252,9 +252,17 @@ unsubscribe (LegbaSfuClient * self, guint64 id)
 static void
 subscriber_connected (LegbaPeer * peer)
 {
+  if (peer->participant->peer != peer)
+    return;
+  legba_participant_set_state (peer->participant,
+      LEGBA_PARTICIPANT_STATE_CONNECTED);
+}
+
+static void
+subscriber_reliable_open (LegbaPeer * peer)
+{
   if (peer->participant->peer == peer)
-    legba_participant_set_state (peer->participant,
-        LEGBA_PARTICIPANT_STATE_CONNECTED);
+    legba_room_switch_subscribed (peer->room, peer);
 }
 
 static void
@@ -332,6 +340,7 @@ static const LegbaPeerEvents subscriber_events = {
   .lossy_open = peer_lossy_open,
   .stats = peer_stats,
   .error = peer_error,
+  .reliable_open = subscriber_reliable_open,
 };
 
 /* The feed's offer came and its participant is listed: answer. */
@@ -359,6 +368,7 @@ answer_feed (LegbaSfuClient * self, Feed * f)
       LEGBA_PARTICIPANT_STATE_CONNECTING);
   GST_INFO ("room %s: receiving %s from the SFU (feed %" G_GUINT64_FORMAT
       ")", self->room->room_name, f->display, f->id);
+  legba_room_switch_feed (self->room, f->peer, offer);
   legba_peer_handle_offer (f->peer, offer);
 }
 
@@ -493,7 +503,8 @@ publisher_connected (LegbaPeer * peer)
   if (self == NULL || self->publisher != peer)
     return;
   GST_INFO ("room %s: publishing to the SFU", self->room->room_name);
-  legba_room_data_peer_connected (self->room, peer);
+  if (!legba_room_switch_hold (self->room, peer))
+    legba_room_data_peer_connected (self->room, peer);
 }
 
 static void
@@ -731,6 +742,7 @@ on_event_received (LegbaSignaller * signaller, const char *event,
         sfu ? "sfu" : "mesh");
     return;
   }
+  legba_room_switch_begin (self);
   legba_room_core_use_sfu (self->core);
   self->sfu = legba_sfu_client_new (self, sfu);
 }

@@ -183,6 +183,7 @@ core_participant_removed (gpointer handle, gpointer data)
   g_object_ref (p);
   if (self->sfu != NULL)
     legba_sfu_client_participant_left (self->sfu, p);
+  legba_room_switch_participant_left (self, p);
   if (g_list_store_find (self->participants, p, &position))
     g_list_store_remove (self->participants, position);
   legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_LEFT);
@@ -349,6 +350,7 @@ static const LegbaRoomCoreActions core_actions = {
 static void
 remove_all_participants (LegbaRoom * self, gboolean say_bye)
 {
+  g_clear_pointer (&self->sw, legba_room_switch_free);
   g_clear_pointer (&self->sfu, legba_sfu_client_free);
   legba_room_core_leave (self->core, say_bye);
 }
@@ -515,7 +517,10 @@ handle_signal (LegbaRoom * self, const char *from, const char *type,
       legba_room_core_candidates (self->core, from, pc,
           json_node_get_array (node), now);
   } else if (strcmp (type, "bye") == 0) {
-    legba_room_core_bye (self->core, from, pc, now);
+    if (!legba_room_switch_bye (self, from, pc))
+      legba_room_core_bye (self->core, from, pc, now);
+  } else if (strcmp (type, "sfu-ready") == 0) {
+    legba_room_switch_ready (self, from);
   } else {
     g_message ("room %s: dropping a signal of type '%s' from %s",
         self->room_name, type, from);
