@@ -1274,6 +1274,84 @@ def sfu_auto_lines(results_dir, rel):
     return lines
 
 
+def _sfu_viewer_lines(res, name, link):
+    """One publisher to many viewers: from res, a results file of its own
+    (name, link) or the rooms' file (None)."""
+    st = res["settings"]
+    opts = st.get("viewer_opts")
+    how = (f"`legba-call {opts}`" + (": they count what arrives, decode "
+                                      "nothing and publish nothing"
+                                      if "undecoded" in opts else "")
+           if opts else "the viewers decode: legba-call had no "
+           "receive-only mode without decoding")
+    lines = ["", "One publisher to many viewers through one Janus ("
+             f"{how}):", ""]
+    if name is not None:
+        lines += [f"Raw figures: [`{name}`]({link}); Janus with "
+                  f"{st.get('janus_rtp_ports', 100)} RTP ports, each viewer "
+                  f"room {st['repeats']} times, settling "
+                  f"{st['settle_s']:g} s + "
+                  f"{st.get('settle_per_participant_s', 0):g} s per "
+                  f"participant, a {st['window_s']:g} s window.", ""]
+    each = any("receiver_cpu_pct_median" in r for r in res["rooms"])
+    lines += ["| viewers | receiving before the window | Janus CPU % | "
+              "Janus CPU % per forwarded stream | publisher CPU % | "
+              "upload kbit/s | join p50 ms |"
+              + (" a viewer's CPU % (median) | all viewers' CPU % |"
+                 if each else ""),
+              "|---|---|---|---|---|---|---|" + ("---|---|" if each else "")]
+    for v in st["viewers"]:
+        rooms = _sfu_rooms(res, "sfu", v + 1, viewers=True)
+        per = [r["janus_cpu_pct"] / v for r in rooms
+               if r.get("janus_cpu_pct") is not None]
+        got = ", ".join(f"{r['receiving_before_window']}/"
+                        f"{r['receivers']}" if "error" not in r
+                        else f"failed: {r['error']}" for r in rooms)
+        lines.append(
+            f"| {v} | {got} | "
+            f"{_spread([r.get('janus_cpu_pct') for r in rooms])} | "
+            f"{_spread(per, '{:.2f}')} | "
+            f"{_spread([r.get('publisher_cpu_pct') for r in rooms])} | "
+            f"{_spread([r.get('publisher_upload_kbps') for r in rooms])}"
+            f" | {_pooled(rooms, 'first_video_ms')} |"
+            + (f" {_spread([r.get('receiver_cpu_pct_median') for r in rooms], '{:.1f}')}"
+               f" | {_spread([r.get('receivers_cpu_pct_total') for r in rooms])} |"
+               if each else ""))
+    if name is not None:
+        lines += _sfu_failed_lines(res)
+        c = res["conditions"]
+        loads = [r["load_start"][0] for r in res["rooms"]] + \
+            [r["load_end"][0] for r in res["rooms"] if "load_end" in r]
+        lines += ["", f"- Command: `{res['command']}`; {res['stamp']}; "
+                  f"Legba {c['legba']} (release build); load average at "
+                  f"start {res['load_start']}, at end {res['load_end']}; "
+                  f"1-minute load at the rooms' starts and ends: "
+                  f"{min(loads):g} to {max(loads):g}"]
+    return lines
+
+
+def _sfu_failed_lines(res):
+    failed = [r for r in res["rooms"] if "error" in r
+              or r.get("receiver_failures")
+              or r.get("receiving_before_window") != r.get("receivers")]
+    if not failed:
+        return []
+    lines = ["", "Rooms where a receiver got nothing in time, or a "
+             "process failed:"]
+    for r in failed:
+        why = r.get("error") or "; ".join(
+            f"{x['identity']} exit {x['exit']}: "
+            f"{(x.get('stderr_tail') or ['?'])[-1]}"
+            for x in r.get("receiver_failures", [])[:3])
+        warned = "; ".join(r["publisher"].get("warnings", [])[:2])
+        lines.append(f"- {r['topology']} {r['participants']} "
+                     f"{r['label']}: {r.get('receiving_before_window')}"
+                     f"/{r.get('receivers')} receiving"
+                     + (f"; {why}" if why else "")
+                     + (f"; the publisher: {warned}" if warned else ""))
+    return lines
+
+
 def sfu_lines(results_dir, rel):
     """Mesh rooms against SFU rooms through Janus (bench/sfu/sfu-vs-mesh.py):
     one publisher's upload and CPU by room size, glass-to-glass, join time,
@@ -1341,45 +1419,14 @@ def sfu_lines(results_dir, rel):
             f"{_pooled(sfu, 'latency_p95_ms')} | "
             f"{_pooled(mesh, 'first_video_ms')} | "
             f"{_pooled(sfu, 'first_video_ms')} |")
-    if st.get("viewers"):
-        lines += ["", "One publisher to many viewers through one Janus "
-                  "(the viewers decode: legba-call has no receive-only "
-                  "mode without decoding):", "",
-                  "| viewers | receiving before the window | Janus CPU % | "
-                  "Janus CPU % per forwarded stream | publisher CPU % | "
-                  "upload kbit/s | join p50 ms |",
-                  "|---|---|---|---|---|---|---|"]
-        for v in st["viewers"]:
-            rooms = _sfu_rooms(res, "sfu", v + 1, viewers=True)
-            per = [r["janus_cpu_pct"] / v for r in rooms
-                   if r.get("janus_cpu_pct") is not None]
-            got = ", ".join(f"{r['receiving_before_window']}/"
-                            f"{r['receivers']}" if "error" not in r
-                            else f"failed: {r['error']}" for r in rooms)
-            lines.append(
-                f"| {v} | {got} | "
-                f"{_spread([r.get('janus_cpu_pct') for r in rooms])} | "
-                f"{_spread(per, '{:.2f}')} | "
-                f"{_spread([r.get('publisher_cpu_pct') for r in rooms])} | "
-                f"{_spread([r.get('publisher_upload_kbps') for r in rooms])}"
-                f" | {_pooled(rooms, 'first_video_ms')} |")
-    failed = [r for r in res["rooms"] if "error" in r
-              or r.get("receiver_failures")
-              or r.get("receiving_before_window") != r.get("receivers")]
-    if failed:
-        lines += ["", "Rooms where a receiver got nothing in time, or a "
-                  "process failed:"]
-        for r in failed:
-            why = r.get("error") or "; ".join(
-                f"{x['identity']} exit {x['exit']}: "
-                f"{(x.get('stderr_tail') or ['?'])[-1]}"
-                for x in r.get("receiver_failures", [])[:3])
-            warned = "; ".join(r["publisher"].get("warnings", [])[:2])
-            lines.append(f"- {r['topology']} {r['participants']} "
-                         f"{r['label']}: {r.get('receiving_before_window')}"
-                         f"/{r.get('receivers')} receiving"
-                         + (f"; {why}" if why else "")
-                         + (f"; the publisher: {warned}" if warned else ""))
+    vpath = newest(results_dir, "sfu-viewers")
+    if vpath is not None:
+        with open(vpath) as f:
+            vres = json.load(f)
+        lines += _sfu_viewer_lines(vres, os.path.basename(vpath), rel(vpath))
+    elif st.get("viewers"):
+        lines += _sfu_viewer_lines(res, None, None)
+    lines += _sfu_failed_lines(res)
     c = res["conditions"]
     loads = [r["load_start"][0] for r in res["rooms"]] + \
         [r["load_end"][0] for r in res["rooms"] if "load_end" in r]

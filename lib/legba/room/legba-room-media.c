@@ -128,7 +128,10 @@ local_track_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
  * Add tracks before connecting: what a participant publishes is decided
  * when a peer connection is negotiated (docs/room-protocol.md §5 has no
  * renegotiation), and negotiation waits until each added track's caps are
- * known (its first buffer's caps event).
+ * known (its first buffer's caps event). In an SFU room a participant
+ * with no track and no message sent receives only; the first track added
+ * (or message sent to everyone) makes it publish (docs/rooms.md, "SFU
+ * rooms").
  *
  * Returns: (transfer full) (nullable): the track's sink pad, or %NULL
  *   with @error set: version 1 carries one track of each kind per
@@ -182,6 +185,7 @@ legba_room_add_track (LegbaRoom * self, LegbaTrackKind kind, GError ** error)
   g_mutex_lock (&self->lock);
   self->tracks[kind] = track;
   g_mutex_unlock (&self->lock);
+  self->events->publish (self);
   return gst_object_ref (track->sinkpad);
 }
 

@@ -116,7 +116,9 @@ typedef struct
  * report: something the application should know (an error signal)
  * find_participant: the listed participant with that id, or NULL
  * open_lossy: open the lossy data channel to the participant; returns
- *   whether the connection has one now */
+ *   whether the connection has one now
+ * publish: the local participant has something to send (a track was
+ *   added, a message to everyone waits): in an SFU room, it publishes */
 typedef struct
 {
   void (*track) (LegbaRoom * self, LegbaParticipant * participant,
@@ -125,6 +127,7 @@ typedef struct
   void (*report) (LegbaRoom * self, LegbaRoomError code, const char *message);
   LegbaParticipant *(*find_participant) (LegbaRoom * self, const char *id);
   gboolean (*open_lossy) (LegbaRoom * self, const char *participant_id);
+  void (*publish) (LegbaRoom * self);
 } LegbaRoomEvents;
 
 struct _LegbaRoom
@@ -386,10 +389,14 @@ GstStructure *legba_peer_media_summarize (LegbaPeer * peer,
  * and a LegbaSfuClient); a later one naming another Janus or VideoRoom
  * moves it there (a new LegbaSfuClient). Returns the handler's id. */
 gulong legba_room_sfu_watch_topology (LegbaRoom * room);
-/* The room's session with its SFU: it publishes the local tracks and the
- * reliable data channel through one peer connection, and receives each
- * listed participant's feed through a peer connection of its own, that
- * participant's `peer`. */
+/* The room's LegbaRoomEvents.publish: in an SFU room, the local
+ * participant publishes once joined. */
+void legba_room_sfu_publish (LegbaRoom * room);
+/* The room's session with its SFU: it receives each listed participant's
+ * feed through a peer connection of its own, that participant's `peer`,
+ * and publishes the local tracks and the reliable data channel through
+ * one peer connection once the room has a local track or asks it to
+ * (legba_room_sfu_publish()). */
 LegbaSfuClient *legba_sfu_client_new (LegbaRoom * room,
     const LegbaRoomSfu * sfu);
 /* Closes every connection and the session. */

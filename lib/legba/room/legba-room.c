@@ -468,6 +468,7 @@ static const LegbaRoomEvents parts_events = {
   .report = parts_report,
   .find_participant = legba_room_find_participant,
   .open_lossy = parts_open_lossy,
+  .publish = legba_room_sfu_publish,
 };
 
 /* ---- Signals from peers (§4) ---- */
@@ -985,14 +986,14 @@ legba_room_class_init (LegbaRoomClass * klass)
   /**
    * LegbaRoom:max-participants:
    *
-   * The mesh cap, the local participant included: joining a room that
-   * already holds this many fails with %LEGBA_ROOM_ERROR_FULL. Every
-   * participant sends one copy of its streams per peer, so a mesh beyond
-   * a few participants needs more uplink than most homes have.
+   * The cap, the local participant included: joining a room that already
+   * holds this many fails with %LEGBA_ROOM_ERROR_FULL. In a mesh every
+   * participant sends one copy of its streams per peer: beyond a few, more
+   * uplink than most homes have; an SFU room of viewers may hold more.
    */
   properties[PROP_MAX_PARTICIPANTS] = g_param_spec_uint ("max-participants",
       "Max participants", "Largest room this participant joins, itself "
-      "included (a mesh: every stream is sent once per peer)", 2, 64,
+      "included (a mesh: every stream is sent once per peer)", 2, 1000,
       DEFAULT_MAX_PARTICIPANTS, rw);
   /**
    * LegbaRoom:latency:
