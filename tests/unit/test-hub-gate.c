@@ -6,9 +6,7 @@
  * subscription_succeeded, member_added to the others and the gate's event
  * to that socket only) or refuses it (a subscription_error, no member); a
  * connection that closes or unsubscribes meanwhile is forgotten; the gate
- * hears of members leaving and of the channel vacated, and can tell a
- * member's connections, and only those, an event later (an SFU room
- * that moved).
+ * hears of members leaving and of the channel vacated.
  */
 #include "hub-fixture.h"
 
@@ -151,47 +149,6 @@ test_accept (void)
           NULL));
   g_assert_false (legba_hub_gate_refuse (f->hub, b->socket_id, HELD, "X",
           400, "no"));
-  client_expect_nothing (b);
-}
-
-static void
-test_notify (void)
-{
-  g_autoptr (Gate) gate = NULL;
-  g_autoptr (Fixture) f = fixture_new (NULL);
-  Client *a1, *a2, *b;
-  g_autoptr (JsonNode) event = NULL;
-
-  gate = gate_install (f);
-  a1 = client_open (f);
-  a2 = client_open (f);
-  b = client_open (f);
-  join_held (f, a1, "alice");
-  join_held (f, a2, "alice");
-  join_held (f, b, "bob");
-  /* bob's; alice's second connection adds no member */
-  client_skip (a1, "pusher_internal:member_added", HELD);
-  client_skip (a2, "pusher_internal:member_added", HELD);
-
-  /* Both of alice's connections, nobody else's. */
-  g_assert_cmpuint (legba_hub_gate_notify (f->hub, APP_ID, HELD, "alice",
-          "legba:topology", "{\"topology\":\"sfu\"}"), ==, 2);
-  for (guint i = 0; i < 2; i++) {
-    event = client_expect (i ? a2 : a1, "legba:topology", HELD);
-    g_assert_cmpstr (data_string (event, "topology"), ==, "sfu");
-    g_clear_pointer (&event, json_node_unref);
-  }
-  client_expect_nothing (a1);
-  client_expect_nothing (a2);
-  client_expect_nothing (b);
-  /* No such member, channel or app: nothing sent. */
-  g_assert_cmpuint (legba_hub_gate_notify (f->hub, APP_ID, HELD, "carol",
-          "legba:topology", "{}"), ==, 0);
-  g_assert_cmpuint (legba_hub_gate_notify (f->hub, APP_ID,
-          "presence-legba.other", "alice", "legba:topology", "{}"), ==, 0);
-  g_assert_cmpuint (legba_hub_gate_notify (f->hub, "no-app", HELD, "alice",
-          "legba:topology", "{}"), ==, 0);
-  client_expect_nothing (a1);
   client_expect_nothing (b);
 }
 
@@ -370,7 +327,6 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/hub-gate/accept", test_accept);
   g_test_add_func ("/hub-gate/refuse", test_refuse);
-  g_test_add_func ("/hub-gate/notify", test_notify);
   g_test_add_func ("/hub-gate/forgotten", test_forgotten);
   g_test_add_func ("/hub-gate/left-and-vacated", test_left_and_vacated);
   g_test_add_func ("/hub-gate/passed-and-full", test_passed_and_full);

@@ -142,39 +142,6 @@ legba_hub_gate_refuse (LegbaHub * hub, const char *socket_id,
   return TRUE;
 }
 
-guint
-legba_hub_gate_notify (LegbaHub * hub, const char *app_id,
-    const char *channel, const char *user_id, const char *event,
-    const char *data)
-{
-  LegbaHubApp *app;
-  Channel *ch;
-  g_autoptr (GBytes) frame = NULL;
-  g_autoptr (GPtrArray) conns = g_ptr_array_new ();
-
-  g_return_val_if_fail (hub != NULL, 0);
-  g_return_val_if_fail (app_id != NULL && channel != NULL, 0);
-  g_return_val_if_fail (user_id != NULL && event != NULL && data != NULL, 0);
-
-  app = g_hash_table_lookup (hub->apps_by_id, app_id);
-  ch = app ? g_hash_table_lookup (app->channels, channel) : NULL;
-  if (ch == NULL || ch->kind != CHANNEL_PRESENCE)
-    return 0;
-  for (guint i = 0; i < ch->subscriptions->len; i++) {
-    Subscription *sub = ch->subscriptions->pdata[i];
-
-    if (sub->member != NULL && !sub->conn->closing &&
-        strcmp (sub->member->user_id, user_id) == 0)
-      g_ptr_array_add (conns, sub->conn);
-  }
-  frame = hub_frame_new (event, channel, data);
-  hub_enter (hub);
-  for (guint i = 0; i < conns->len; i++)
-    hub_conn_send (hub, conns->pdata[i], frame);
-  hub_leave (hub);
-  return conns->len;
-}
-
 void
 legba_hub_foreach_member_socket (LegbaHub * hub, LegbaHubApp * app,
     const char *channel, LegbaHubMemberSocketFunc func, gpointer user_data)

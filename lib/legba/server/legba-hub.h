@@ -510,14 +510,6 @@ gboolean legba_hub_gate_accept (LegbaHub * hub, const char *socket_id,
 gboolean legba_hub_gate_refuse (LegbaHub * hub, const char *socket_id,
     const char *channel, const char *type, guint status, const char *error);
 
-/* Sends event with data (a JSON text), on the presence channel, to every
- * connection of this instance whose member there is user_id: what the
- * gate tells a member after its subscription was completed (an SFU room
- * moved to another Janus). Returns how many connections it went to. */
-guint legba_hub_gate_notify (LegbaHub * hub, const char *app_id,
-    const char *channel, const char *user_id, const char *event,
-    const char *data);
-
 typedef void (*LegbaHubMemberSocketFunc) (const char *socket_id,
     const char *user_id, const char *user_info, gpointer user_data);
 

@@ -91,23 +91,31 @@ probe_answered (GObject * source, GAsyncResult * result, gpointer user_data)
   instance->busy = FALSE;
   if (bytes != NULL)
     verb = answer_read (bytes, &root, &id);
-  if (!probe->keepalive) {
-    if (g_strcmp0 (verb, "success") == 0 && id > 0) {
-      instance->session_id = id;
-      instance->lost = FALSE;
-    }
+  if (!probe->keepalive && g_strcmp0 (verb, "success") == 0 && id > 0) {
+    instance->session_id = id;
+    instance->lost = FALSE;
     probe_free (probe);
     return;
   }
-  probe_free (probe);
-  if (g_strcmp0 (verb, "ack") == 0)
+  if (probe->keepalive && g_strcmp0 (verb, "ack") == 0) {
+    probe_free (probe);
     return;
-  why = error ? g_strdup (error->message) : verb ? g_strdup_printf ("Janus "
-      "answered \"%s\": it no longer knows the session", verb) :
-      g_strdup ("not an answer of Janus");
+  }
+  /* A session that failed to be made again counts too once the instance
+   * was lost: a room placed there meanwhile (the instance back for a
+   * moment) is then lost with it. */
+  if (!probe->keepalive && !instance->lost) {
+    probe_free (probe);
+    return;
+  }
+  why = error ? g_strdup (error->message) : verb && probe->keepalive ?
+      g_strdup_printf ("Janus answered \"%s\": it no longer knows the "
+      "session", verb) : g_strdup ("not an answer of Janus");
+  probe_free (probe);
   instance->session_id = 0;
+  instance->watch->lost (instance->index, instance->lost, why,
+      instance->watch->user_data);
   instance->lost = TRUE;
-  instance->watch->lost (instance->index, why, instance->watch->user_data);
 }
 
 static void

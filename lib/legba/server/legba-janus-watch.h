@@ -16,9 +16,10 @@ G_BEGIN_DECLS
 typedef struct _LegbaJanusWatch LegbaJanusWatch;
 
 /* The instance (its index in urls) that had a session died or restarted;
- * called from context, once per session lost. */
-typedef void (*LegbaJanusLostFunc) (guint instance, const char *why,
-    gpointer user_data);
+ * called from context when the session is lost (again: FALSE), then at
+ * each interval while no session can be made there (again: TRUE). */
+typedef void (*LegbaJanusLostFunc) (guint instance, gboolean again,
+    const char *why, gpointer user_data);
 
 /* Watches every url (NULL-terminated: Janus HTTP APIs) every interval_ms,
  * through session (made on context), with api_secret when not NULL. */

@@ -1170,28 +1170,31 @@ gate_vacated (LegbaHubApp * app, const char *channel, gpointer user_data)
 
 /* ---- A Janus that dies: its rooms move ---- */
 
-/* The new placement's topology to each member of this instance, with the
- * token it had. */
+/* The new placement's topology to each socket of the room's members on
+ * this instance, with the member's token. */
 static void
 room_tell_members (SfuRoom * room)
 {
   LegbaSfu *sfu = room->sfu;
-  g_autofree char *app_id = g_strndup (room->key, strlen (room->key) -
-      strlen (room->channel) - 1);
   GHashTableIter iter;
   gpointer user_id, token;
-  guint sockets = 0;
+  guint told = 0;
 
   g_hash_table_iter_init (&iter, room->tokens);
   while (g_hash_table_iter_next (&iter, &user_id, &token)) {
+    g_autoptr (GPtrArray) sockets = g_ptr_array_new_with_free_func (g_free);
+    MemberSockets m = { user_id, sockets };
     g_autofree char *topology = topology_data (room, token);
 
-    sockets += legba_hub_gate_notify (sfu->hub, app_id, room->channel,
-        user_id, TOPOLOGY_EVENT, topology);
+    legba_hub_foreach_member_socket (sfu->hub, room->app, room->channel,
+        collect_sockets, &m);
+    for (guint i = 0; i < sockets->len; i++)
+      told += legba_hub_send_to_socket (sfu->hub, room->app,
+          sockets->pdata[i], room->channel, TOPOLOGY_EVENT, topology);
   }
   g_message ("sfu-room-moved channel=%s janus=%s room=%" G_GUINT64_FORMAT
       " members=%u sockets=%u", room->channel, sfu->janus_urls[room->instance],
-      room->id, g_hash_table_size (room->tokens), sockets);
+      room->id, g_hash_table_size (room->tokens), told);
 }
 
 static void
@@ -1311,15 +1314,16 @@ room_move (SfuRoom * room)
 }
 
 static void
-janus_lost (guint instance, const char *why, gpointer user_data)
+janus_lost (guint instance, gboolean again, const char *why, gpointer user_data)
 {
   LegbaSfu *sfu = user_data;
   g_autoptr (GPtrArray) lost = g_ptr_array_new ();
   GHashTableIter iter;
   gpointer value;
 
-  g_message ("sfu-instance-lost janus=%s error=\"%s\"",
-      sfu->janus_urls[instance], why);
+  if (!again)
+    g_message ("sfu-instance-lost janus=%s error=\"%s\"",
+        sfu->janus_urls[instance], why);
   g_hash_table_iter_init (&iter, sfu->rooms);
   while (g_hash_table_iter_next (&iter, NULL, &value)) {
     SfuRoom *room = value;
