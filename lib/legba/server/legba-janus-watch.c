@@ -83,6 +83,7 @@ probe_answered (GObject * source, GAsyncResult * result, gpointer user_data)
   g_autofree char *why = NULL;
   const char *verb = NULL;
   gint64 id = 0;
+  gboolean again;
 
   if (g_cancellable_is_cancelled (probe->alive)) {
     probe_free (probe);
@@ -112,10 +113,12 @@ probe_answered (GObject * source, GAsyncResult * result, gpointer user_data)
       g_strdup_printf ("Janus answered \"%s\": it no longer knows the "
       "session", verb) : g_strdup ("not an answer of Janus");
   probe_free (probe);
+  again = instance->lost;
   instance->session_id = 0;
-  instance->watch->lost (instance->index, instance->lost, why,
-      instance->watch->user_data);
+  /* before the callback, which may place rooms elsewhere */
   instance->lost = TRUE;
+  instance->watch->lost (instance->index, again, why,
+      instance->watch->user_data);
 }
 
 static void
