@@ -1443,6 +1443,62 @@ def sfu_lines(results_dir, rel):
     return lines
 
 
+def sfu_rejoin_lines(results_dir, rel):
+    """The media gap of an SFU room whose Janus dies or hangs mid-call
+    (bench/sfu/rejoin-gap.py), a part of section 11."""
+    path = newest(results_dir, "sfu-rejoin")
+    lines = ["### A Janus that dies mid-call: the media gap", ""]
+    if path is None:
+        return lines + ["Not measured: no results file yet "
+                        "(`bench/sfu/rejoin-gap.py`).", ""]
+    with open(path) as f:
+        res = json.load(f)
+    runs = res["runs"]
+    lines += [f"Raw figures: [`{os.path.basename(path)}`]({rel(path)}). "
+              "test-room-sfu's `/room/sfu/janus-dies` and "
+              "`/room/sfu/janus-hangs` from a release build, taking turns: "
+              f"a legba-server coordinating two Janus "
+              f"{res.get('janus') or ''} processes, two LegbaRoom "
+              "participants (160x120 15 fps H.264, key frames on request, "
+              "and Opus) in one SFU room; once they decode each other, the "
+              "Janus holding the room is killed (SIGKILL: dies) or stopped "
+              "(SIGSTOP: hangs). The gap: from then to the first video "
+              "frame a participant decodes again from the other, through "
+              "the room the server made again on the other Janus (the "
+              "server's keepalive to each Janus every second, 5 s of "
+              "deadline more for a hung one, the room made again, the "
+              "participants joining it, a key frame).", "",
+              "| case | runs passed | gaps | min ms | median ms | max ms |",
+              "|---|---|---|---|---|---|"]
+    for case in sorted({r.get("case", "dies") for r in runs}):
+        mine = [r for r in runs if r.get("case", "dies") == case]
+        ok = [r for r in mine if r["exit"] == 0]
+        gaps = sorted(g for r in ok for g in r["gaps_ms"].values())
+        lines.append(f"| {case} | {len(ok)}/{len(mine)} | {len(gaps)} | "
+                     f"{_f(min(gaps) if gaps else None, '{:,.0f}')} | "
+                     f"{_f(_median(gaps), '{:,.0f}')} | "
+                     f"{_f(max(gaps) if gaps else None, '{:,.0f}')} |")
+    lines.append("")
+    for case in sorted({r.get("case", "dies") for r in runs}):
+        gaps = sorted(g for r in runs if r.get("case", "dies") == case
+                      and r["exit"] == 0 for g in r["gaps_ms"].values())
+        lines += [f"Every gap of {case}, in ms: "
+                  + ", ".join(f"{g:,}" for g in gaps), ""]
+    c = res["conditions"]
+    loads = [r["load_start"][0] for r in runs] + \
+        [r["load_end"][0] for r in runs]
+    lines += ["Conditions:",
+              f"- Command: `{res['command']}`; {res['stamp']}",
+              f"- Machine: {c['cpu_model']} × {c['cpu_count']}, kernel "
+              f"{c['kernel']}; Legba {c['legba']} (release build); shared "
+              "with other work",
+              f"- Load average at start {res['load_start']}, at end "
+              f"{res['load_end']}; 1-minute load at the runs' starts and "
+              f"ends: {min(loads):g} to {max(loads):g}; busiest processes at "
+              f"start: {'; '.join(res['busy_start'][:5])}", ""]
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
@@ -1550,6 +1606,7 @@ def main():
     lines += netlab_lines(args.results, rel, charts)
     lines += netlab_receiver_lines(args.results, rel)
     lines += sfu_lines(args.results, rel)
+    lines += sfu_rejoin_lines(args.results, rel)
     lines += sfu_auto_lines(args.results, rel)
     chart = os.path.join(charts, "fanout.png")
     source = fanout_chart(args.results, chart)

@@ -9,8 +9,10 @@
 // other's video through Janus, chat goes both ways over the publishers'
 // data channels, a message to a named participant is refused, and the
 // page works under the Content-Security-Policy the server sends with it
-// (which names Janus's WebSocket API). Without janus installed, the test
-// is skipped.
+// (which names Janus's WebSocket API). Then, with two Janus, the one
+// holding the room is killed mid-call: the server makes the room again on
+// the other, and the page and legba-call decode each other again through
+// it. Without janus installed, the test is skipped.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -52,18 +54,19 @@ function lenientEnv ()
   return { ...process.env, G_DEBUG: debug.join(',') };
 }
 
-/* A Janus of the test's own, without an API secret; null when janus is
- * not installed. */
-async function startJanus (defer)
+/* A Janus of the test's own, without an API secret (and with adminKey
+ * when given); null when janus is not installed. */
+async function startJanus (defer, adminKey)
 {
   const dir = mkdtempSync(join(tmpdir(), 'legba-janus-'));
   defer(() => rmSync(dir, { recursive: true, force: true }));
   try {
     const { stdout } = await run(FIXTURE, [dir], { timeout: 60000,
-      env: { ...process.env, JANUS_API_SECRET: '' } });
+      env: { ...process.env, JANUS_API_SECRET: '',
+        ...(adminKey ? { JANUS_ADMIN_KEY: adminKey } : {}) } });
     defer(() => run(FIXTURE, ['--stop', dir]));
-    return Object.fromEntries(stdout.trim().split('\n')
-        .map((line) => line.split(/=(.*)/s).slice(0, 2)));
+    return { ...Object.fromEntries(stdout.trim().split('\n')
+        .map((line) => line.split(/=(.*)/s).slice(0, 2))), dir };
   } catch (e) {
     if (e.code === 77)
       return null;
@@ -217,5 +220,82 @@ test('an SFU room: the /demo page and legba-call decode each other and ' +
   'the page to remove legba-call\'s tile', { ms: SETUP_MS, detail });
   assert.deepEqual(await page.cspViolations(), [],
       'nothing the page did was blocked by its Content-Security-Policy');
+  await page.leave();
+});
+
+/* legba-call's latest count of video frames decoded from participant id
+ * (its --stats lines), 0 before any. */
+function callFrames (call, id)
+{
+  for (let i = call.lines.length - 1; i >= 0; i--) {
+    const m = new RegExp(` \\| ${id} (\\d+) frames `).exec(call.lines[i]);
+    if (m)
+      return Number(m[1]);
+  }
+  return 0;
+}
+
+test('an SFU room whose Janus dies: the page and legba-call decode each ' +
+    'other again through the room made again on the other Janus',
+async (t) => {
+  const defer = teardown(t);
+  const janus = await startJanus(defer);
+  if (!janus) {
+    t.skip('janus is not installed');
+    return;
+  }
+  const spare = await startJanus(defer, janus.JANUS_ADMIN_KEY);
+  const server = await startServer({ args: ['--web-dir',
+    requireEnv('LEGBA_WEB_DIR'), '--pusher-js-dir',
+    join(requireEnv('LEGBA_SOURCE_ROOT'), 'tests', 'integration',
+        'node_modules', 'pusher-js', 'dist', 'web'),
+    '--janus-url', janus.JANUS_HTTP_URL, '--janus-ws-url', janus.JANUS_WS_URL,
+    '--janus-url', spare.JANUS_HTTP_URL, '--janus-ws-url', spare.JANUS_WS_URL,
+    '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', 'sfu'] });
+  defer(() => server.stop());
+  const chrome = await launchChromium();
+  defer(() => chrome.close());
+  const page = await openParticipant(chrome, { url: `${server.base}/demo/` },
+      'ada');
+  defer(() => page.close());
+  const call = startCall(server, 'gst');
+  defer(async () => {
+    if (!call.child.exitCode && !call.child.signalCode)
+      call.child.kill('SIGKILL');
+    await call.exited;
+  });
+  const detail = async () => [call.describe(), '--- ada log:',
+    ...await page.tab.evaluate(() => window.legba.record.log.slice(-40))
+        .catch(() => []), await page.describe(),
+    `--- legba-server:\n${server.log().slice(-3000)}`].join('\n');
+  const sfuUrl = () => page.tab.evaluate(() =>
+    window.legba.peer()._sfu?.sfu.url ?? null);
+
+  const adaId = await page.join(server, ROOM, { source: 'test',
+    identity: 'ada' });
+  await until(() => call.id, 'legba-call to join', { ms: SETUP_MS, detail });
+  await decodedFrom(page, call.id, FRAMES, SETUP_MS);
+  await until(() => callFrames(call, 'ada') > FRAMES,
+      'legba-call to decode the page\'s video', { ms: SETUP_MS, detail });
+
+  const url = await sfuUrl();
+  const [holder, other] = url === janus.JANUS_WS_URL ? [janus, spare] :
+    [spare, janus];
+  assert.equal(url, holder.JANUS_WS_URL);
+  const before = callFrames(call, 'ada');
+  process.kill(Number(holder.JANUS_PID), 'SIGKILL');
+  await until(async () => await sfuUrl() === other.JANUS_WS_URL,
+      'the page to join the room made again on the other Janus',
+      { ms: SETUP_MS, detail });
+  /* the page's stats are those of its new subscriber connection */
+  await decodedFrom(page, call.id, FRAMES, SETUP_MS);
+  await until(() => callFrames(call, 'ada') > before + FRAMES,
+      'legba-call to decode the page\'s video again', { ms: SETUP_MS,
+        detail });
+  assert.deepEqual(await page.tab.evaluate(() => window.legba.record.events
+      .filter((e) => e.type === 'error').map((e) => e.message)), [],
+  'the page reported no error');
+  assert.ok(!call.lines.some((l) => / left$/.test(l) && l.includes(adaId)),
+      'legba-call never saw the page leave');
   await page.leave();
 });

@@ -1027,10 +1027,12 @@ export class LegbaRoomPeer extends EventTarget
   }
 
   /* §8: the first topology of each join counts; in an SFU room the peer
-   * connections go (with a bye) and the room's Janus takes over. */
+   * connections go (with a bye) and the room's Janus takes over. A later
+   * one naming another Janus or room means the room moved (its Janus
+   * died): the old SFU session goes and the new room is joined. */
   _onTopology (data)
   {
-    if (this._topologyTaken || !this.id)
+    if (!this.id)
       return;
     let topology;
     try {
@@ -1039,6 +1041,11 @@ export class LegbaRoomPeer extends EventTarget
       this._error(null, e.message);
       return;
     }
+    const moved = this._sfu !== null && topology.topology === 'sfu' &&
+      (topology.sfu.url !== this._sfu.sfu.url ||
+        topology.sfu.room !== this._sfu.sfu.room);
+    if (this._topologyTaken && !moved)
+      return;
     this._topologyTaken = true;
     if (topology.topology !== 'sfu')
       return;

@@ -8,10 +8,15 @@
 // tracks and the `legba` data channel; one subscriber handle and
 // connection per other publisher, whose `display` is its participant id.
 // It reports through the LegbaRoomPeer that made it: the same `track`,
-// `track-removed`, `data` and `mute` events as the mesh.
+// `track-removed`, `data` and `mute` events as the mesh. A session that
+// closes once joined (its Janus died) closes its connections and waits
+// for the room's next legba:topology (LegbaRoomPeer then makes a new
+// LegbaSfu), reporting an error only when none comes within MOVE_WAIT_S.
 
 export const KEEPALIVE_MS = 25000;
 const REQUEST_MS = 15000;
+/* as LegbaRoom: the server notices a dead Janus within seconds */
+const MOVE_WAIT_S = 15;
 const VIDEOROOM = 'janus.plugin.videoroom';
 
 /* §8 "Reading the topology": `data` (a JSON string or its value) checked;
@@ -198,6 +203,7 @@ export class LegbaSfu
     this.ownFeed = null;
     this.lossyWaiting = [];
     this.closed = false;
+    this.moveWait = null;
   }
 
   _joinBody (ptype)
@@ -232,8 +238,20 @@ export class LegbaSfu
   async start ()
   {
     this.session.onclose = () => {
-      if (!this.closed)
+      if (this.closed)
+        return;
+      if (this.ownFeed === null) {
         this.peer._error(null, 'the SFU session closed');
+        return;
+      }
+      /* §8: its Janus died; the server makes the room again elsewhere
+       * and says so with a new legba:topology */
+      this.peer._log('sfu: the SFU session closed; waiting for the room ' +
+          'to be made again');
+      this.close();
+      this.moveWait = setTimeout(() => this.peer._error(null,
+          'the SFU session closed, and the room was not made again ' +
+          `within ${MOVE_WAIT_S} s`), MOVE_WAIT_S * 1000);
     };
     await this.session.open();
     const handle = await this.session.attach((m) => this._onPublisherEvent(m));
@@ -432,6 +450,7 @@ export class LegbaSfu
 
   close ()
   {
+    clearTimeout(this.moveWait);
     if (this.closed)
       return;
     this.closed = true;

@@ -198,28 +198,19 @@ poll_tick (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-static gboolean
-start (LegbaTestJanus * j, gboolean open)
+/* Runs Janus on the configuration folder of j, until it listens. */
+static void
+spawn (LegbaTestJanus * j)
 {
   g_autofree char *janus = g_find_program_in_path ("janus");
-  g_autofree char *lib = janus_lib ();
   g_autoptr (GSubprocessLauncher) launcher = NULL;
   g_autoptr (GError) error = NULL;
-  g_autofree char *cfg = NULL;
+  g_autofree char *cfg = g_build_filename (j->dir, "cfg", NULL);
+  g_autofree char *log = g_build_filename (j->dir, "janus.log", NULL);
   guint tick;
 
-  memset (j, 0, sizeof (*j));
-  j->open = open;
-  if (janus == NULL || lib == NULL)
-    return FALSE;
-  j->dir = g_dir_make_tmp ("legba-janus-XXXXXX", &error);
-  g_assert_no_error (error);
-  j->http_port = free_port ();
-  j->admin_port = free_port ();
-  j->ws_port = free_port ();
-  j->ws_url = g_strdup_printf ("ws://127.0.0.1:%u/", j->ws_port);
-  write_config (j, lib);
-  cfg = g_build_filename (j->dir, "cfg", NULL);
+  /* ready() reads the log: a former run's must not answer for this one */
+  g_unlink (log);
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE |
       G_SUBPROCESS_FLAGS_STDERR_SILENCE);
   legba_test_launcher_die_with_parent (launcher);
@@ -235,7 +226,44 @@ start (LegbaTestJanus * j, gboolean open)
   tick = g_timeout_add (50, poll_tick, NULL);
   LEGBA_TEST_WAIT_UNTIL (ready (j), READY_TIMEOUT_S, "Janus to listen");
   g_source_remove (tick);
+}
+
+static gboolean
+start (LegbaTestJanus * j, gboolean open)
+{
+  g_autofree char *janus = g_find_program_in_path ("janus");
+  g_autofree char *lib = janus_lib ();
+  g_autoptr (GError) error = NULL;
+
+  memset (j, 0, sizeof (*j));
+  j->open = open;
+  if (janus == NULL || lib == NULL)
+    return FALSE;
+  j->dir = g_dir_make_tmp ("legba-janus-XXXXXX", &error);
+  g_assert_no_error (error);
+  j->http_port = free_port ();
+  j->admin_port = free_port ();
+  j->ws_port = free_port ();
+  j->ws_url = g_strdup_printf ("ws://127.0.0.1:%u/", j->ws_port);
+  write_config (j, lib);
+  spawn (j);
   return TRUE;
+}
+
+void
+legba_test_janus_kill (LegbaTestJanus * j)
+{
+  g_assert_nonnull (j->process);
+  g_subprocess_force_exit (j->process);
+  g_subprocess_wait (j->process, NULL, NULL);
+  g_clear_object (&j->process);
+}
+
+void
+legba_test_janus_restart (LegbaTestJanus * j)
+{
+  g_assert_null (j->process);
+  spawn (j);
 }
 
 gboolean
@@ -391,4 +419,72 @@ legba_test_janus_participants (LegbaTestJanus * j, guint64 room)
   json_object_set_int_member (body, "room", (gint64) room);
   data = videoroom_request (j, body);
   return json_array_ref (json_object_get_array_member (data, "participants"));
+}
+
+guint
+legba_test_janus_count_rooms (LegbaTestJanus * j)
+{
+  JsonObject *body = json_object_new ();
+  g_autoptr (JsonObject) data = NULL;
+
+  json_object_set_string_member (body, "request", "list");
+  json_object_set_string_member (body, "admin_key", ADMIN_KEY);
+  data = videoroom_request (j, body);
+  return json_array_get_length (json_object_get_array_member (data, "list"));
+}
+
+/* Janus's admin API: token (add_token or remove_token) for the VideoRoom. */
+static void
+token_request (LegbaTestJanus * j, const char *verb, const char *token)
+{
+  g_autofree char *url = g_strdup_printf ("http://127.0.0.1:%u/admin",
+      j->admin_port);
+  JsonObject *request = json_object_new ();
+  g_autoptr (JsonObject) answer = NULL;
+
+  json_object_set_string_member (request, "janus", verb);
+  json_object_set_string_member (request, "token", token);
+  if (strcmp (verb, "add_token") == 0) {
+    JsonArray *plugins = json_array_new ();
+
+    json_array_add_string_element (plugins, "janus.plugin.videoroom");
+    json_object_set_array_member (request, "plugins", plugins);
+  }
+  json_object_set_string_member (request, "admin_secret", ADMIN_SECRET);
+  answer = post (url, request);
+  g_assert_nonnull (answer);
+  g_assert_cmpstr (json_object_get_string_member (answer, "janus"), ==,
+      "success");
+}
+
+static void
+allowed_request (LegbaTestJanus * j, guint64 room, const char *action,
+    const char *token)
+{
+  JsonObject *body = json_object_new ();
+  JsonArray *allowed = json_array_new ();
+  g_autoptr (JsonObject) data = NULL;
+
+  json_array_add_string_element (allowed, token);
+  json_object_set_string_member (body, "request", "allowed");
+  json_object_set_int_member (body, "room", (gint64) room);
+  json_object_set_string_member (body, "action", action);
+  json_object_set_array_member (body, "allowed", allowed);
+  data = videoroom_request (j, body);
+  g_assert_cmpstr (json_object_get_string_member (data, "videoroom"), ==,
+      "success");
+}
+
+void
+legba_test_janus_admit (LegbaTestJanus * j, guint64 room, const char *token)
+{
+  token_request (j, "add_token", token);
+  allowed_request (j, room, "add", token);
+}
+
+void
+legba_test_janus_revoke (LegbaTestJanus * j, guint64 room, const char *token)
+{
+  allowed_request (j, room, "remove", token);
+  token_request (j, "remove_token", token);
 }

@@ -37,6 +37,10 @@ gboolean legba_test_janus_start (LegbaTestJanus * janus);
  * pins and tokens only. */
 gboolean legba_test_janus_start_open (LegbaTestJanus * janus);
 void legba_test_janus_stop (LegbaTestJanus * janus);
+/* Kills it (SIGKILL), keeping its folder; then starts it again on the
+ * same folder and ports, without any of its rooms. */
+void legba_test_janus_kill (LegbaTestJanus * janus);
+void legba_test_janus_restart (LegbaTestJanus * janus);
 
 /* A VideoRoom with pin, every token of tokens admitted (to Janus's API
  * and to the room), Opus, H.264 and VP8, transport-wide congestion
@@ -46,5 +50,13 @@ guint64 legba_test_janus_create_room (LegbaTestJanus * janus,
 /* The room's `participants` (transfer full). */
 JsonArray *legba_test_janus_participants (LegbaTestJanus * janus,
     guint64 room);
+/* Admits token to Janus's API and to room's allowed list, or takes it
+ * back from both. */
+void legba_test_janus_admit (LegbaTestJanus * janus, guint64 room,
+    const char *token);
+void legba_test_janus_revoke (LegbaTestJanus * janus, guint64 room,
+    const char *token);
+/* How many VideoRooms it has, private ones included. */
+guint legba_test_janus_count_rooms (LegbaTestJanus * janus);
 
 G_END_DECLS

@@ -360,6 +360,35 @@ participant_video_gap (Participant * p, Participant * from, gboolean reset)
   return gap;
 }
 
+void
+participant_forget_frames (Participant * p, Participant * from)
+{
+  const char *id = legba_room_get_participant_id (from->room);
+  Remote *r = id ? g_hash_table_lookup (p->remotes, id) : NULL;
+
+  if (r == NULL)
+    g_error ("%s has no remote %s", p->identity, from->identity);
+  g_mutex_lock (&p->lock);
+  r->frames[LEGBA_TRACK_KIND_VIDEO] = r->frames[LEGBA_TRACK_KIND_AUDIO] = 0;
+  r->first_video_time = 0;
+  g_mutex_unlock (&p->lock);
+}
+
+gint64
+participant_first_video_time (Participant * p, Participant * from)
+{
+  const char *id = legba_room_get_participant_id (from->room);
+  Remote *r = id ? g_hash_table_lookup (p->remotes, id) : NULL;
+  gint64 time;
+
+  if (r == NULL)
+    return 0;
+  g_mutex_lock (&p->lock);
+  time = r->first_video_time;
+  g_mutex_unlock (&p->lock);
+  return time;
+}
+
 gboolean
 participant_decodes (Participant * p, Participant * from, guint64 frames)
 {

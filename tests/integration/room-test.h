@@ -93,6 +93,12 @@ guint64 participant_frames (Participant * p, Participant * from,
     LegbaTrackKind kind);
 gboolean participant_decodes (Participant * p, Participant * from,
     guint64 frames);
+/* Counts the frames decoded from from anew, from 0 (and first_video_time
+ * with them). */
+void participant_forget_frames (Participant * p, Participant * from);
+/* The monotonic time of the first video frame decoded from from since it
+ * was counted from 0; 0 when none yet. */
+gint64 participant_first_video_time (Participant * p, Participant * from);
 /* The longest time, in microseconds, between two video frames p decoded
  * from from since the last reset; reset: start again from now. */
 gint64 participant_video_gap (Participant * p, Participant * from,

@@ -10,7 +10,9 @@
 // refused; mesh rooms are unchanged; a Janus that is down or silent is a
 // named error. Two legba-servers sharing a real redis-server make one VideoRoom
 // of a room joined through both at once, on the less loaded of two
-// Janus instances.
+// Janus instances; when that Janus dies, they make it again once, on
+// the other, and each tells its members where; a placement one server
+// changed is followed by the others.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -515,6 +517,186 @@ test('two legba-servers sharing Redis make one VideoRoom of a room ' +
           `legba-server exits 0 on SIGTERM; its log:\n${s.log()}`);
     }
     await run(FIXTURE, ['--stop', joinPath(dir, 'janus2')]);
+    redis.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('when the Janus holding a room dies, two legba-servers sharing Redis ' +
+    'make the room again once, on the live Janus, and tell every member',
+async (t) => {
+  if (skipWithoutJanus(t))
+    return;
+  if (!hasRedis()) {
+    t.skip('redis-server is not installed');
+    return;
+  }
+  const dir = mkdtempSync(joinPath(tmpdir(), 'legba-sfu-move-'));
+  const redis = await startRedis(dir);
+  const janus2Dir = joinPath(dir, 'janus2');
+  const { stdout } = await run(FIXTURE, [janus2Dir], {
+    timeout: 60000, env: { ...process.env,
+      JANUS_API_SECRET: janus.JANUS_API_SECRET,
+      JANUS_ADMIN_KEY: janus.JANUS_ADMIN_KEY } });
+  const janus2 = Object.fromEntries(stdout.trim().split('\n')
+      .map((line) => line.split(/=(.*)/s).slice(0, 2)));
+  const servers = [];
+  try {
+    /* The first instance holds a room already: the room goes to the
+     * second, which then dies. */
+    const busy = await videoroom({ request: 'create',
+      admin_key: janus.JANUS_ADMIN_KEY, is_private: true });
+    assert.equal(busy.videoroom, 'created', JSON.stringify(busy));
+    const args = (id) => [
+      '--janus-url', janus.JANUS_HTTP_URL, '--janus-url', janus2.JANUS_HTTP_URL,
+      '--janus-ws-url', janus.JANUS_WS_URL,
+      '--janus-ws-url', janus2.JANUS_WS_URL,
+      '--janus-api-secret', janus.JANUS_API_SECRET,
+      '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', 'sfu',
+      '--redis', redis.url, '--instance-id', id];
+    const app = { appId: '4243', key: 'move-key', secret: 'move-secret' };
+    servers.push(await startServer({ ...app, args: args('move-a') }));
+    servers.push(await startServer({ ...app, args: args('move-b') }));
+    const a = await join(servers[0], 'seminar');
+    const ta = await topologyOf(a);
+    const b = await join(servers[1], 'seminar');
+    const tb = await topologyOf(b);
+    assert.equal(ta.sfu.url, janus2.JANUS_WS_URL);
+    assert.equal(tb.sfu.room, ta.sfu.room);
+
+    process.kill(Number(janus2.JANUS_PID), 'SIGKILL');
+    /* A member joining at once, most likely before the servers' keepalive
+     * notices: its token cannot be added to the dead Janus, and it waits
+     * for the room made again instead of being refused. */
+    const c = await join(servers[0], 'seminar');
+    assert.equal(c.answer.event, 'pusher_internal:subscription_succeeded',
+        `${JSON.stringify(c.answer.data)}; logs:\n${servers[0].log()}`);
+    const tc = await topologyOf(c);
+    const moved = await Promise.all([a, b].map((m) =>
+      m.pusher.recorder.until(() => {
+        const all = m.pusher.recorder.all(named('legba:topology', m.channel));
+        return all.length >= 2 && all[1].data;
+      }, `a second legba:topology for ${m.id}; logs:\n` +
+          `${servers[0].log()}\n${servers[1].log()}`)));
+    for (const [m, first, next] of [[a, ta, moved[0]], [b, tb, moved[1]]]) {
+      assert.equal(next.topology, 'sfu');
+      assert.equal(next.sfu.url, janus.JANUS_WS_URL, 'the live Janus');
+      assert.notEqual(next.sfu.room, first.sfu.room);
+      assert.equal(next.sfu.token, first.sfu.token, `${m.id} keeps its token`);
+      const joined = await publisherJoin(next.sfu);
+      assert.equal(joined.videoroom, 'joined',
+          `${m.id}'s token in the room made again: ${JSON.stringify(joined)}`);
+    }
+    assert.equal(moved[0].sfu.room, moved[1].sfu.room, 'one room for both');
+    assert.equal(tc.sfu.room, moved[0].sfu.room, 'the latecomer in it too');
+    assert.equal(tc.sfu.url, janus.JANUS_WS_URL);
+    assert.equal(moved[0].sfu.pin, moved[1].sfu.pin);
+    /* Whichever server lost the race destroyed the room it had made. */
+    const want = [busy.room, moved[0].sfu.room].sort();
+    await within((async () => {
+      while (JSON.stringify((await roomsOn(janus.JANUS_HTTP_URL)).sort()) !==
+          JSON.stringify(want))
+        await new Promise((r) => setTimeout(r, 100));
+    })(), WAIT_MS, 'one VideoRoom made again on the live Janus');
+    for (const m of [a, b]) {
+      await roundTrip(m.pusher);
+      assert.equal(m.pusher.recorder.all(named('legba:topology')).length, 2);
+    }
+
+    await leave(a);
+    await leave(b);
+    await leave(c);
+    await within((async () => {
+      while (await roomExists(moved[0].sfu.room))
+        await new Promise((r) => setTimeout(r, 100));
+    })(), WAIT_MS, 'the VideoRoom made again to go with its members');
+    await videoroom({ request: 'destroy', room: busy.room,
+      admin_key: janus.JANUS_ADMIN_KEY });
+  } finally {
+    for (const s of servers) {
+      const status = await s.stop();
+      assert.deepEqual(status, { code: 0, signal: null },
+          `legba-server exits 0 on SIGTERM; its log:\n${s.log()}`);
+    }
+    await run(FIXTURE, ['--stop', janus2Dir]);
+    redis.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a room whose placement another legba-server changed is followed: ' +
+    'each server tells its members the new room and drops the old one',
+async (t) => {
+  if (skipWithoutJanus(t))
+    return;
+  if (!hasRedis()) {
+    t.skip('redis-server is not installed');
+    return;
+  }
+  const dir = mkdtempSync(joinPath(tmpdir(), 'legba-sfu-follow-'));
+  const redis = await startRedis(dir);
+  const socket = redis.url.replace(/^unix:\/\//, '');
+  const servers = [];
+  try {
+    const args = (id) => [
+      '--janus-url', janus.JANUS_HTTP_URL, '--janus-ws-url', janus.JANUS_WS_URL,
+      '--janus-api-secret', janus.JANUS_API_SECRET,
+      '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', 'sfu',
+      '--redis', redis.url, '--instance-id', id];
+    const app = { appId: '4244', key: 'follow-key', secret: 'follow-secret' };
+    servers.push(await startServer({ ...app, args: args('follow-a') }));
+    servers.push(await startServer({ ...app, args: args('follow-b') }));
+    const a = await join(servers[0], 'workshop');
+    const ta = await topologyOf(a);
+    const b = await join(servers[1], 'workshop');
+    const tb = await topologyOf(b);
+    assert.equal(tb.sfu.room, ta.sfu.room);
+
+    /* What a server that found the Janus dead (and the others did not)
+     * does: a room made elsewhere, recorded in the placement. */
+    const { stdout: keys } = await run('redis-cli', ['-s', socket, '--scan',
+      '--pattern', '*sfu:4244:presence-legba.workshop']);
+    const key = keys.trim();
+    assert.ok(key, 'the room has a placement');
+    const made = await videoroom({ request: 'create',
+      admin_key: janus.JANUS_ADMIN_KEY, is_private: true, pin: 'follow-pin',
+      secret: 'follow-secret-1', allowed: [] });
+    assert.equal(made.videoroom, 'created', JSON.stringify(made));
+    await run('redis-cli', ['-s', socket, 'SET', key, JSON.stringify({
+      janus: janus.JANUS_HTTP_URL, room: made.room, pin: 'follow-pin',
+      secret: 'follow-secret-1' })]);
+
+    const next = await Promise.all([a, b].map((m) =>
+      m.pusher.recorder.until(() => {
+        const all = m.pusher.recorder.all(named('legba:topology', m.channel));
+        return all.length >= 2 && all[1].data;
+      }, `a second legba:topology for ${m.id}; logs:\n` +
+          `${servers[0].log()}\n${servers[1].log()}`)));
+    for (const [m, first, moved] of [[a, ta, next[0]], [b, tb, next[1]]]) {
+      assert.equal(moved.sfu.room, made.room);
+      assert.equal(moved.sfu.pin, 'follow-pin');
+      assert.equal(moved.sfu.token, first.sfu.token);
+      const joined = await publisherJoin(moved.sfu);
+      assert.equal(joined.videoroom, 'joined',
+          `${m.id}'s token in the room followed: ${JSON.stringify(joined)}`);
+    }
+    await within((async () => {
+      while (await roomExists(ta.sfu.room))
+        await new Promise((r) => setTimeout(r, 100));
+    })(), WAIT_MS, 'the room left behind to be destroyed');
+
+    await leave(a);
+    await leave(b);
+    await within((async () => {
+      while (await roomExists(made.room))
+        await new Promise((r) => setTimeout(r, 100));
+    })(), WAIT_MS, 'the room followed to go with its members');
+  } finally {
+    for (const s of servers) {
+      const status = await s.stop();
+      assert.deepEqual(status, { code: 0, signal: null },
+          `legba-server exits 0 on SIGTERM; its log:\n${s.log()}`);
+    }
     redis.stop();
     rmSync(dir, { recursive: true, force: true });
   }

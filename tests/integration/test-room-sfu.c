@@ -9,7 +9,10 @@
  * on the room's channel through the server's HTTP API after each join
  * (the room takes it whoever publishes it, once per join). Then the
  * whole path: a legba-server coordinating a Janus of its own ([sfu]),
- * which makes the room and tells each member.
+ * which makes the room and tells each member; and a Janus killed
+ * mid-call, whose room that server makes again on the other Janus, where
+ * the participants meet again by themselves, or, with one Janus, on it
+ * once it is back.
  *
  * Without janus installed, the test exits 77 (skipped).
  */
@@ -17,8 +20,11 @@
 #include "legba-test.h"
 #include "legba-test-janus.h"
 
+#include <signal.h>
+
 #define PIN "legba-pin"
 #define TOKEN "legba-token-1"
+#define TOKEN2 "legba-token-2"
 
 typedef struct
 {
@@ -29,6 +35,8 @@ typedef struct
 
 static LegbaTestJanus janus;
 static LegbaTestJanus open_janus;
+static LegbaTestJanus spare_janus;
+static LegbaTestJanus solo_janus;
 
 static void
 message_free (gpointer data)
@@ -251,6 +259,53 @@ test_sfu_room (Fixture * f, gconstpointer data)
 }
 
 static gboolean
+got_topic (GPtrArray * received, const char *topic)
+{
+  for (guint i = 0; i < received->len; i++)
+    if (g_strcmp0 (((Message *) received->pdata[i])->topic, topic) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* A second topology of the same room with another token (what a member
+ * gets when it subscribes again, a reconnection, and the server takes
+ * its former token back): the participants use the new token from then
+ * on, so that they still subscribe to a publisher who comes later once
+ * the former token is gone. */
+static void
+test_sfu_token_renewed (Fixture * f, gconstpointer data)
+{
+  const char *tokens[] = { TOKEN, NULL };
+  guint64 room = legba_test_janus_create_room (&janus, PIN, tokens);
+  Participant *a = join_sfu (f, room, "alice");
+  Participant *b = join_sfu (f, room, "bob");
+  Participant *all[3] = { a, b, NULL };
+  g_autoptr (GPtrArray) a_got = g_ptr_array_new_with_free_func (message_free);
+  g_autoptr (GPtrArray) b_got = g_ptr_array_new_with_free_func (message_free);
+
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other");
+  g_signal_connect (a->room, "data-received", G_CALLBACK (on_data), a_got);
+  g_signal_connect (b->room, "data-received", G_CALLBACK (on_data), b_got);
+  legba_test_janus_admit (&janus, room, TOKEN2);
+  tell_topology_full (f, janus.ws_url, room, TOKEN2);
+  /* §7: after the topology on the same channel, so taken after it */
+  fixture_publish_event (f, "marker", "{}");
+  ROOM_WAIT_FOR (got_topic (a_got, "marker") && got_topic (b_got, "marker"),
+      "both to have the new topology");
+  legba_test_janus_revoke (&janus, room, TOKEN);
+
+  all[2] = participant_new_for_server (f, "carol", "h264", TRUE);
+  participant_connect_and_wait (all[2]);
+  tell_topology_full (f, janus.ws_url, room, TOKEN2);
+  ROOM_WAIT_FOR (all_decode (all, 3), "the three to decode each other, "
+      "alice and bob subscribing to carol with the new token");
+  for (guint i = 0; i < 3; i++)
+    assert_no_room_errors (all[i]);
+  for (guint i = 0; i < 3; i++)
+    participant_free (all[2 - i]);
+}
+
+static gboolean
 received_from (GPtrArray * received, Participant * from)
 {
   for (guint i = 0; i < received->len; i++)
@@ -433,6 +488,225 @@ test_sfu_coordinated (Fixture * f, gconstpointer data)
   participant_free (a);
 }
 
+/* A server coordinating two Janus: open_janus and spare_janus. */
+static void
+two_janus_setup (Fixture * f, gconstpointer data)
+{
+  g_autofree char *http = g_strdup_printf ("http://127.0.0.1:%u/janus",
+      open_janus.http_port);
+  g_autofree char *http2 = g_strdup_printf ("http://127.0.0.1:%u/janus",
+      spare_janus.http_port);
+  const char *urls[] = { http, http2, NULL };
+  const char *ws_urls[] = { open_janus.ws_url, spare_janus.ws_url, NULL };
+
+  legba_test_tolerate_rtpsession_race ();
+  f->server = legba_server_new ();
+  g_object_set (f->server, "sfu-janus-urls", urls, "sfu-janus-ws-urls",
+      ws_urls, "sfu-admin-key", LEGBA_TEST_JANUS_ADMIN_KEY, "sfu-topology",
+      "sfu", NULL);
+  fixture_listen (f, 0);
+}
+
+/* The most the media of an SFU room may stop when its Janus dies: the
+ * server notices within a second (docs/server.md), the members join the
+ * room made again at once (docs/rooms.md gives what was measured). */
+#define REJOIN_BOUND_MS 10000
+
+/* The Janus holding the room is killed mid-call: each participant's
+ * pads of the other go, the server makes the room again on the other
+ * Janus and tells both, and they receive each other again, as the same
+ * participants (never reported left), within REJOIN_BOUND_MS; reliable
+ * data sent after that arrives. */
+static void
+test_sfu_janus_dies (Fixture * f, gconstpointer data)
+{
+  g_autoptr (GPtrArray) received = g_ptr_array_new_with_free_func
+      (message_free);
+  g_autoptr (JsonNode) hello = json_from_string ("{\"after\":1}", NULL);
+  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *all[2] = { a, b };
+  Resend json_resend = { a->room, hello, NULL };
+  LegbaParticipant *a_sees_b, *b_sees_a;
+  LegbaTestJanus *holder, *other;
+  guint resend_source;
+  gint64 killed;
+
+  participant_connect_and_wait (a);
+  participant_connect_and_wait (b);
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other");
+  a_sees_b = participant_find (a, b);
+  b_sees_a = participant_find (b, a);
+  holder = legba_test_janus_count_rooms (&open_janus) > 0 ? &open_janus :
+      &spare_janus;
+  other = holder == &open_janus ? &spare_janus : &open_janus;
+  g_assert_cmpuint (legba_test_janus_count_rooms (holder), ==, 1);
+  g_assert_cmpuint (legba_test_janus_count_rooms (other), ==, 0);
+
+  killed = g_get_monotonic_time ();
+  legba_test_janus_kill (holder);
+  ROOM_WAIT_FOR (a->tracks_removed == 2 && b->tracks_removed == 2,
+      "each participant's pads of the other to go with the dead Janus");
+  participant_forget_frames (a, b);
+  participant_forget_frames (b, a);
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other "
+      "again, through the room made again on the other Janus");
+  g_assert_cmpuint (legba_test_janus_count_rooms (other), ==, 1);
+  for (guint i = 0; i < 2; i++) {
+    gint64 gap = participant_first_video_time (all[i], all[1 - i]) - killed;
+
+    g_test_message ("sfu-rejoin-gap-ms %s=%" G_GINT64_FORMAT,
+        all[i]->identity, gap / 1000);
+    g_assert_cmpint (gap, <, REJOIN_BOUND_MS * 1000);
+  }
+  /* the same participants, their pads added again */
+  g_assert_true (participant_find (a, b) == a_sees_b);
+  g_assert_true (participant_find (b, a) == b_sees_a);
+  g_assert_cmpuint (a->left, ==, 0);
+  g_assert_cmpuint (b->left, ==, 0);
+  g_assert_cmpuint (a->tracks_added, ==, 4);
+  assert_only_sfu_connections (a, 1);
+  assert_only_sfu_connections (b, 1);
+
+  g_signal_connect (b->room, "data-received", G_CALLBACK (on_data), received);
+  resend_source = resend_start (&json_resend);
+  ROOM_WAIT_FOR (received->len > 0, "bob to receive alice's message sent "
+      "after the move");
+  g_source_remove (resend_source);
+  g_assert_cmpstr (((Message *) received->pdata[0])->data, ==, "{\"after\":1}");
+  assert_no_room_errors (a);
+  assert_no_room_errors (b);
+  participant_free (b);
+  participant_free (a);
+  legba_test_janus_restart (holder);
+}
+
+/* The most the media may stop when the room's Janus hangs: the server's
+ * keepalive waits 5 s for an answer (docs/server.md). */
+#define HANG_BOUND_MS 15000
+
+/* The Janus holding the room stops answering (SIGSTOP: its sockets stay
+ * open, so the participants notice nothing): the server's keepalive
+ * times out, the room is made again on the other Janus, and the
+ * participants, told so, leave the silent one and decode each other
+ * again within HANG_BOUND_MS. */
+static void
+test_sfu_janus_hangs (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *all[2] = { a, b };
+  LegbaTestJanus *holder, *other;
+  gint64 stopped;
+
+  participant_connect_and_wait (a);
+  participant_connect_and_wait (b);
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other");
+  holder = legba_test_janus_count_rooms (&open_janus) > 0 ? &open_janus :
+      &spare_janus;
+  other = holder == &open_janus ? &spare_janus : &open_janus;
+
+  stopped = g_get_monotonic_time ();
+  g_subprocess_send_signal (holder->process, SIGSTOP);
+  ROOM_WAIT_FOR (a->tracks_removed == 2 && b->tracks_removed == 2,
+      "each participant's pads of the other to go when told the room moved");
+  participant_forget_frames (a, b);
+  participant_forget_frames (b, a);
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other "
+      "again, through the room made again on the other Janus");
+  g_assert_cmpuint (legba_test_janus_count_rooms (other), ==, 1);
+  for (guint i = 0; i < 2; i++) {
+    gint64 gap = participant_first_video_time (all[i], all[1 - i]) - stopped;
+
+    g_test_message ("sfu-hang-gap-ms %s=%" G_GINT64_FORMAT,
+        all[i]->identity, gap / 1000);
+    g_assert_cmpint (gap, <, HANG_BOUND_MS * 1000);
+  }
+  g_assert_cmpuint (a->left, ==, 0);
+  g_assert_cmpuint (b->left, ==, 0);
+  assert_only_sfu_connections (a, 1);
+  assert_only_sfu_connections (b, 1);
+  assert_no_room_errors (a);
+  assert_no_room_errors (b);
+  participant_free (b);
+  participant_free (a);
+  legba_test_janus_kill (holder);
+  legba_test_janus_restart (holder);
+}
+
+/* A server coordinating solo_janus alone. */
+static void
+solo_setup (Fixture * f, gconstpointer data)
+{
+  g_autofree char *http = g_strdup_printf ("http://127.0.0.1:%u/janus",
+      solo_janus.http_port);
+  const char *urls[] = { http, NULL };
+  const char *ws_urls[] = { solo_janus.ws_url, NULL };
+
+  legba_test_tolerate_rtpsession_race ();
+  f->server = legba_server_new ();
+  g_object_set (f->server, "sfu-janus-urls", urls, "sfu-janus-ws-urls",
+      ws_urls, "sfu-admin-key", LEGBA_TEST_JANUS_ADMIN_KEY, "sfu-topology",
+      "sfu", NULL);
+  fixture_listen (f, 0);
+}
+
+static gboolean
+set_true (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* How long the Janus stays down the second time: longer than the
+ * server's watch interval, so that the server finds no Janus to make
+ * the room on and tries again. */
+#define DOWN_MS 2500
+
+/* The only Janus dies and comes back (on the same ports, without the
+ * room), twice: at once (the server's next keepalive finds its session
+ * unknown), then after DOWN_MS (the keepalive finds no Janus, nor does
+ * the move, which is tried again). Each time the server makes the room
+ * again there once it answers, and the participants decode each other
+ * again. */
+static void
+test_sfu_janus_restarts (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *all[2] = { a, b };
+
+  participant_connect_and_wait (a);
+  participant_connect_and_wait (b);
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other");
+  for (guint round = 1; round <= 2; round++) {
+    gboolean down_over = FALSE;
+
+    legba_test_janus_kill (&solo_janus);
+    ROOM_WAIT_FOR (a->tracks_removed == 2 * round &&
+        b->tracks_removed == 2 * round, "each participant's pads of the "
+        "other to go with the dead Janus");
+    participant_forget_frames (a, b);
+    participant_forget_frames (b, a);
+    if (round == 2) {
+      g_timeout_add (DOWN_MS, set_true, &down_over);
+      ROOM_WAIT_FOR (down_over, "the Janus's time down");
+    }
+    legba_test_janus_restart (&solo_janus);
+    ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other "
+        "again, through the room made again on the restarted Janus");
+    g_assert_cmpuint (legba_test_janus_count_rooms (&solo_janus), ==, 1);
+  }
+  g_assert_cmpuint (a->left, ==, 0);
+  g_assert_cmpuint (b->left, ==, 0);
+  assert_only_sfu_connections (a, 1);
+  assert_only_sfu_connections (b, 1);
+  assert_no_room_errors (a);
+  assert_no_room_errors (b);
+  participant_free (b);
+  participant_free (a);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -449,10 +723,22 @@ main (int argc, char **argv)
       test_sfu_viewers, fixture_teardown);
   g_test_add ("/room/sfu/refused", Fixture, NULL, fixture_setup,
       test_sfu_refused, fixture_teardown);
+  g_test_add ("/room/sfu/token-renewed", Fixture, NULL, fixture_setup,
+      test_sfu_token_renewed, fixture_teardown);
   g_test_add ("/room/sfu/coordinated", Fixture, NULL, coordinated_setup,
       test_sfu_coordinated, fixture_teardown);
+  g_test_add ("/room/sfu/janus-dies", Fixture, NULL, two_janus_setup,
+      test_sfu_janus_dies, fixture_teardown);
   g_assert_true (legba_test_janus_start_open (&open_janus));
+  g_test_add ("/room/sfu/janus-hangs", Fixture, NULL, two_janus_setup,
+      test_sfu_janus_hangs, fixture_teardown);
+  g_test_add ("/room/sfu/janus-restarts", Fixture, NULL, solo_setup,
+      test_sfu_janus_restarts, fixture_teardown);
+  g_assert_true (legba_test_janus_start_open (&spare_janus));
+  g_assert_true (legba_test_janus_start_open (&solo_janus));
   status = g_test_run ();
+  legba_test_janus_stop (&solo_janus);
+  legba_test_janus_stop (&spare_janus);
   legba_test_janus_stop (&open_janus);
   legba_test_janus_stop (&janus);
   return status;

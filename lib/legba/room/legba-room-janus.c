@@ -372,6 +372,13 @@ legba_janus_free (LegbaJanus * self)
 }
 
 void
+legba_janus_set_token (LegbaJanus * self, const char *token)
+{
+  g_free (self->token);
+  self->token = g_strdup (token);
+}
+
+void
 legba_janus_attach (LegbaJanus * self, const char *plugin, guint64 tag,
     LegbaJanusReply reply, gpointer user_data)
 {

@@ -54,6 +54,8 @@ LegbaJanus *legba_janus_new (const char *url, const char *token,
     const LegbaJanusEvents * events, gpointer user_data);
 /* Destroys the session (best effort) and closes the connection. */
 void legba_janus_free (LegbaJanus * janus);
+/* The token later requests carry (the server gave the member a new one). */
+void legba_janus_set_token (LegbaJanus * janus, const char *token);
 
 /* reply's `reply`: "success" with data.id the new handle's id; its
  * `handle` argument is `tag` */

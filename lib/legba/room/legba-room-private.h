@@ -386,7 +386,8 @@ GstStructure *legba_peer_media_summarize (LegbaPeer * peer,
 
 /* Connects the room to its signaller's `legba:topology` events: the
  * first that says sfu makes the room an SFU room (legba_room_core_use_sfu()
- * and a LegbaSfuClient). Returns the handler's id. */
+ * and a LegbaSfuClient); a later one naming another Janus or VideoRoom
+ * moves it there (a new LegbaSfuClient). Returns the handler's id. */
 gulong legba_room_sfu_watch_topology (LegbaRoom * room);
 /* The room's LegbaRoomEvents.publish: in an SFU room, the local
  * participant publishes once joined. */
@@ -400,6 +401,11 @@ LegbaSfuClient *legba_sfu_client_new (LegbaRoom * room,
     const LegbaRoomSfu * sfu);
 /* Closes every connection and the session. */
 void legba_sfu_client_free (LegbaSfuClient * client);
+/* Whether the client is in the room sfu names (its Janus and room). */
+gboolean legba_sfu_client_is_for (LegbaSfuClient * client,
+    const LegbaRoomSfu * sfu);
+/* The token of later requests: the room's topology gave a new one. */
+void legba_sfu_client_set_token (LegbaSfuClient * client, const char *token);
 /* A participant is listed, or no longer (before it is reported left). */
 void legba_sfu_client_participant_joined (LegbaSfuClient * client,
     LegbaParticipant * p);

@@ -25,6 +25,12 @@
  * to every subscriber; data to named recipients is refused
  * (legba_room_data_use_sfu()).
  *
+ * The room moves (docs/room-protocol.md §8): a `legba:topology` naming
+ * another Janus or VideoRoom replaces the client by one for the new
+ * room; a session that dies once it was up closes its connections and
+ * waits for that event, reporting the failure only when none comes
+ * within MOVE_WAIT_S.
+ *
  * Threads: the room's main context, as everything of the room's.
  */
 #include <legba/room/legba-room-data-private.h>
@@ -33,6 +39,10 @@
 
 #define VIDEOROOM "janus.plugin.videoroom"
 #define PUBLISHER_PC "sfu-publisher"
+/* How long a room whose SFU session died waits for the server to say
+ * where the room was made again: the server notices a dead Janus within
+ * seconds (docs/server.md, SFU rooms). */
+#define MOVE_WAIT_S 15
 
 typedef struct
 {
@@ -57,6 +67,9 @@ struct _LegbaSfuClient
   gboolean publish;             /* something to send: publish once joined */
   gboolean published;           /* the publisher connection was made */
   GHashTable *feeds;            /* feed id (guint64 *) -> Feed */
+  GSource *move_wait;           /* the session died: until the room moves */
+  int lost_code;
+  char *lost_why;
 };
 
 static void subscribe (LegbaSfuClient * self, guint64 id, const char *display);
@@ -658,12 +671,58 @@ janus_hangup (guint64 handle, const char *reason, gpointer user_data)
       self->room->room_name, handle, reason);
 }
 
+/* Every connection through the session goes, with its pads; the
+ * participants received are connecting again. */
+static void
+drop_connections (LegbaSfuClient * self)
+{
+  GHashTableIter iter;
+  gpointer value;
+
+  g_hash_table_iter_init (&iter, self->feeds);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    Feed *f = value;
+
+    if (f->peer != NULL)
+      legba_participant_set_state (f->participant,
+          LEGBA_PARTICIPANT_STATE_CONNECTING);
+  }
+  g_hash_table_remove_all (self->feeds);
+  close_peer (self, &self->publisher);
+}
+
+static gboolean
+move_wait_expired (gpointer user_data)
+{
+  LegbaSfuClient *self = user_data;
+
+  g_clear_pointer (&self->move_wait, g_source_unref);
+  report (self, self->lost_code, "The SFU session failed, and the room was "
+      "not made again elsewhere within %u s: %s", MOVE_WAIT_S, self->lost_why);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 janus_failed (int code, const char *why, gpointer user_data)
 {
   LegbaSfuClient *self = user_data;
 
-  report (self, code, "The SFU session failed: %s", why);
+  if (self->publisher_handle == 0) {
+    report (self, code, "The SFU session failed: %s", why);
+    return;
+  }
+  /* Its Janus died: the server makes the room again on another and says
+   * so with a new legba:topology. */
+  GST_WARNING ("room %s: the SFU session failed (%s); waiting for the room "
+      "to be made again", self->room->room_name, why);
+  drop_connections (self);
+  self->lost_code = code;
+  g_free (self->lost_why);
+  self->lost_why = g_strdup (why);
+  legba_clear_source (&self->move_wait);
+  self->move_wait = g_timeout_source_new_seconds (MOVE_WAIT_S);
+  g_source_set_callback (self->move_wait, move_wait_expired, self, NULL);
+  g_source_attach (self->move_wait, g_main_context_get_thread_default ());
 }
 
 static const LegbaJanusEvents janus_events = {
@@ -696,6 +755,21 @@ on_event_received (LegbaSignaller * signaller, const char *event,
       self->state != LEGBA_ROOM_STATE_RECONNECTING) {
     GST_INFO ("room %s: a topology event outside the room, ignored",
         self->room_name);
+    return;
+  }
+  if (sfu != NULL && self->sfu != NULL &&
+      !legba_sfu_client_is_for (self->sfu, sfu)) {
+    GST_INFO ("room %s: the room moved to Janus %s (room %" G_GUINT64_FORMAT
+        ")", self->room_name, sfu->url, sfu->room);
+    drop_connections (self->sfu);
+    legba_sfu_client_free (self->sfu);
+    self->sfu = legba_sfu_client_new (self, sfu);
+    return;
+  }
+  if (sfu != NULL && self->sfu != NULL) {
+    /* The same room: a later subscription's (a reconnection's), whose
+     * token replaces the one the server took back. */
+    legba_sfu_client_set_token (self->sfu, sfu->token);
     return;
   }
   if (sfu == NULL || self->sfu != NULL) {
@@ -735,11 +809,33 @@ legba_sfu_client_new (LegbaRoom * room, const LegbaRoomSfu * sfu)
   return self;
 }
 
+/* The same Janus and VideoRoom: the topology of a later subscription
+ * (a reconnection's), nothing that moves the room. */
+gboolean
+legba_sfu_client_is_for (LegbaSfuClient * self, const LegbaRoomSfu * sfu)
+{
+  return self->sfu.room == sfu->room && g_strcmp0 (self->sfu.url,
+      sfu->url) == 0;
+}
+
+void
+legba_sfu_client_set_token (LegbaSfuClient * self, const char *token)
+{
+  if (g_strcmp0 (self->sfu.token, token) == 0)
+    return;
+  GST_INFO ("room %s: a new SFU token", self->room->room_name);
+  g_free (self->sfu.token);
+  self->sfu.token = g_strdup (token);
+  legba_janus_set_token (self->janus, token);
+}
+
 void
 legba_sfu_client_free (LegbaSfuClient * self)
 {
   if (self == NULL)
     return;
+  legba_clear_source (&self->move_wait);
+  g_free (self->lost_why);
   g_hash_table_remove_all (self->feeds);
   close_peer (self, &self->publisher);
   legba_room_data_use_sfu (self->room, NULL);

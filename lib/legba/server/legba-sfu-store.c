@@ -5,7 +5,10 @@
  * (its Janus, id, pin and secret). A claim is SET NX (then GET when
  * another instance was first); a release deletes the key only while it
  * still holds the releasing instance's value (a Lua compare-and-delete),
- * so a room made again meanwhile is left alone.
+ * so a room made again meanwhile is left alone. A room that moved to
+ * another Janus replaces the key's value only while it still holds the
+ * old placement (a Lua compare-and-set): of two instances that both move
+ * it, the first wins and the other takes its room.
  */
 #include <legba/server/legba-sfu-store.h>
 
@@ -21,6 +24,11 @@ static const char release_script[] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then "
     "return redis.call('DEL', KEYS[1]) else return 0 end";
 
+static const char replace_script[] =
+    "local v = redis.call('GET', KEYS[1]) "
+    "if v == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end "
+    "return v";
+
 struct _LegbaSfuStore
 {
   GMainContext *context;
@@ -35,6 +43,7 @@ typedef enum
   ASK_GET,
   ASK_CLAIM,
   ASK_RELEASE,
+  ASK_REPLACE,
 } AskKind;
 
 typedef struct
@@ -185,7 +194,7 @@ ask_reply (LegbaRedis * redis, redisReply * reply, gpointer user_data)
     get->user_data = ask->user_data;
     ask_send (redis, get, (const char *[]) { "GET", get->key, NULL });
     return;
-  } else if (ask->kind == ASK_RELEASE) {
+  } else if (ask->kind == ASK_RELEASE || ask->kind == ASK_REPLACE) {
     done = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
   }
   ask->func (value, done, NULL, ask->user_data);
@@ -253,5 +262,21 @@ legba_sfu_store_release (LegbaSfuStore * store, const char *key,
   }
   ask_send (store->redis, ask, (const char *[]) { "EVAL", release_script,
         "1", ask->key, value, NULL
+      });
+}
+
+void
+legba_sfu_store_replace (LegbaSfuStore * store, const char *key,
+    const char *old, const char *value, LegbaSfuStoreFunc func,
+    gpointer user_data)
+{
+  Ask *ask = ask_new (store, ASK_REPLACE, key, func, user_data);
+
+  if (store->redis == NULL) {
+    ask_fail_later (ask);
+    return;
+  }
+  ask_send (store->redis, ask, (const char *[]) { "EVAL", replace_script,
+        "1", ask->key, old, value, NULL
       });
 }

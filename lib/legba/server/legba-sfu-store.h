@@ -37,5 +37,11 @@ void legba_sfu_store_claim (LegbaSfuStore * store, const char *key,
  * deleted it. */
 void legba_sfu_store_release (LegbaSfuStore * store, const char *key,
     const char *value, LegbaSfuStoreFunc func, gpointer user_data);
+/* Sets the room key to value if it still holds old (the room moved to
+ * another Janus): done when this call set it, else value is the one it
+ * has (NULL when none). */
+void legba_sfu_store_replace (LegbaSfuStore * store, const char *key,
+    const char *old, const char *value, LegbaSfuStoreFunc func,
+    gpointer user_data);
 
 G_END_DECLS

@@ -6,10 +6,13 @@
  * hub's gate until the member's token is in the room's allowed list, then
  * completed with legba:topology to that socket only; a client that cannot
  * do SFU rooms, or a Janus that cannot be reached, gets a
- * pusher:subscription_error instead.
+ * pusher:subscription_error instead. A room whose Janus dies (a
+ * LegbaJanusWatch says so) is made again on a live one, and its members
+ * get a new legba:topology.
  */
 #include <legba/server/legba-sfu.h>
 #include <legba/server/legba-janus-api.h>
+#include <legba/server/legba-janus-watch.h>
 #include <legba/server/legba-sfu-store.h>
 
 #include <legba/common/legba-json.h>
@@ -22,6 +25,15 @@
 /* Janus answers in milliseconds; a Janus that does not within this is
  * taken for down. */
 #define JANUS_TIMEOUT_S 5
+/* How often each Janus is asked whether it is still there (a keepalive
+ * of a session of the server's own): the most a dead Janus goes
+ * unnoticed, when it refuses connections. */
+#define JANUS_WATCH_MS 1000
+/* A room that could not be moved yet (no Janus answers) tries again. */
+#define MOVE_RETRY_MS 1000
+/* With a store, how often each room's placement is read again: a room
+ * another server moved (a Janus only it found dead) is followed. */
+#define FOLLOW_MS 2000
 /* JavaScript numbers hold integers exactly up to 2^53. */
 #define ROOM_ID_MAX ((G_GUINT64_CONSTANT (1) << 53) - 1)
 /* Janus VideoRoom: the room already exists. */
@@ -60,6 +72,10 @@ typedef struct
   char *stored;                 /* its placement in the store, or NULL */
   guint n_adding;               /* tokens being added */
   gboolean vacant;              /* nobody in it, but members on their way */
+  /* Its Janus died: being made again elsewhere, for the members it has */
+  gboolean moving;
+  char *moved_from;             /* the placement it had in the store */
+  GSource *retry;               /* the next attempt to move it */
   /* An auto room moving from mesh to the SFU: its members in the mesh get
    * legba:topology once it is made; if it cannot be, it stays a mesh */
   gboolean automatic;
@@ -79,6 +95,8 @@ struct _LegbaSfu
   GHashTable *app_rules;
   GHashTable *rooms;            /* key -> SfuRoom * (owned) */
   LegbaSfuStore *store;         /* placement shared in Redis, or NULL */
+  LegbaJanusWatch *watch;       /* notices a Janus that dies */
+  GSource *follow;              /* with a store: placements read again */
   /* auto rooms: moved to the SFU; kept a mesh past their size, for an
    * SFU that could not be had or a member without legba-room/2 */
   guint64 auto_moves;
@@ -106,6 +124,9 @@ static void room_create (SfuRoom * room);
 static void room_place (SfuRoom * room);
 static void room_claim (SfuRoom * room);
 static void room_close (SfuRoom * room);
+static void room_move_again (SfuRoom * room);
+static void room_move (SfuRoom * room);
+static void room_readmit (SfuRoom * room);
 static void auto_stays_mesh (SfuRoom * room, const GError * error);
 static void auto_tell_members (SfuRoom * room);
 
@@ -189,6 +210,11 @@ room_free (gpointer data)
   g_ptr_array_unref (room->waiters);
   g_free (room->loads);
   g_free (room->stored);
+  g_free (room->moved_from);
+  if (room->retry != NULL) {
+    g_source_destroy (room->retry);
+    g_source_unref (room->retry);
+  }
   g_free (room);
 }
 
@@ -287,14 +313,28 @@ token_added (JsonObject * data, const GError * error, gpointer user_data)
     return;
   }
   room->n_adding--;
+  /* The room's Janus is gone (unreachable, or it restarted and lost the
+   * room) and the watch has not said so yet: the room is made again. */
+  if (error != NULL && error->domain == LEGBA_JANUS_ERROR &&
+      (error->code == JANUS_NO_ROOM ||
+          error->code == LEGBA_JANUS_ERROR_UNREACHABLE) &&
+      room->state == ROOM_READY)
+    room_move (room);
+  if (room->moving) {
+    /* Added (or not) on the Janus that died: the member waits for the
+     * room made again, as those who come meanwhile. */
+    Waiter *waiter = g_new0 (Waiter, 1);
+
+    waiter->socket_id = g_steal_pointer (&op->socket_id);
+    waiter->user_id = g_steal_pointer (&op->user_id);
+    g_ptr_array_add (room->waiters, waiter);
+    op_free (op);
+    return;
+  }
   if (error != NULL) {
     refuse_unavailable (room->sfu, room->channel, op->socket_id, error);
     op_free (op);
-    /* Janus lost the room (it restarted): the next member makes it
-     * again. */
-    if (error->domain == LEGBA_JANUS_ERROR && error->code == JANUS_NO_ROOM)
-      g_hash_table_remove (room->sfu->rooms, room->key);
-    else if (room->vacant && room->n_adding == 0)
+    if (room->vacant && room->n_adding == 0)
       room_close (room);
     return;
   }
@@ -341,6 +381,8 @@ token_add (SfuRoom * room, const char *socket_id, const char *user_id)
 
 /* ---- The room's life ---- */
 
+static void room_move_later (SfuRoom * room, const GError * error);
+
 static void
 room_fail (SfuRoom * room, const GError * error)
 {
@@ -356,7 +398,10 @@ room_fail (SfuRoom * room, const GError * error)
   channel = g_strdup (room->channel);
 
   room->waiters = g_ptr_array_new_with_free_func (waiter_free);
-  g_hash_table_remove (sfu->rooms, room->key);
+  if (room->moving)
+    room_move_later (room, error);
+  else
+    g_hash_table_remove (sfu->rooms, room->key);
   for (guint i = 0; i < waiters->len; i++) {
     Waiter *waiter = waiters->pdata[i];
 
@@ -368,7 +413,11 @@ room_fail (SfuRoom * room, const GError * error)
 static void
 room_ready (SfuRoom * room)
 {
+  gboolean moved = room->moving;
+
   room->state = ROOM_READY;
+  room->moving = FALSE;
+  g_clear_pointer (&room->moved_from, g_free);
   if (room->automatic)
     auto_tell_members (room);
   for (guint i = 0; i < room->waiters->len; i++) {
@@ -377,6 +426,9 @@ room_ready (SfuRoom * room)
     token_add (room, waiter->socket_id, waiter->user_id);
   }
   g_ptr_array_set_size (room->waiters, 0);
+  /* Last: it closes a room made again for nobody */
+  if (moved)
+    room_readmit (room);
 }
 
 static void
@@ -477,6 +529,13 @@ room_claimed (const char *value, gboolean done, const GError * error,
     room_ready (room);
     return;
   }
+  if (error == NULL && value == NULL && room->moved_from != NULL) {
+    /* Moving, but its placement went meanwhile: recorded afresh. */
+    op_free (op);
+    g_clear_pointer (&room->moved_from, g_free);
+    room_claim (room);
+    return;
+  }
   /* Not recorded as this instance's: the room made here goes. */
   g_clear_pointer (&room->stored, g_free);
   room_destroy_send (room->sfu, room->instance, room_request (room,
@@ -506,6 +565,18 @@ room_claim (SfuRoom * room)
   room->stored = room_placement (room);
   legba_sfu_store_claim (room->sfu->store, room->key, room->stored,
       room_claimed, op_new (room->sfu, room));
+}
+
+/* Records the room made again in the store in place of the placement it
+ * had, unless another instance moved it first: then that one's room is
+ * used and this one destroyed. */
+static void
+room_reclaim (SfuRoom * room)
+{
+  g_free (room->stored);
+  room->stored = room_placement (room);
+  legba_sfu_store_replace (room->sfu->store, room->key, room->moved_from,
+      room->stored, room_claimed, op_new (room->sfu, room));
 }
 
 static void
@@ -568,10 +639,27 @@ room_created (JsonObject * data, const GError * error, gpointer user_data)
   }
   g_message ("sfu-room-created channel=%s janus=%s room=%" G_GUINT64_FORMAT,
       room->channel, room->sfu->janus_urls[room->instance], room->id);
-  if (room->sfu->store != NULL)
+  if (room->sfu->store != NULL && room->moved_from != NULL)
+    room_reclaim (room);
+  else if (room->sfu->store != NULL)
     room_claim (room);
   else
     room_ready (room);
+}
+
+/* The tokens of the room's members: none for a new room, all of them
+ * for a room made again. */
+static JsonArray *
+room_allowed (SfuRoom * room)
+{
+  JsonArray *allowed = json_array_new ();
+  GHashTableIter iter;
+  gpointer token;
+
+  g_hash_table_iter_init (&iter, room->tokens);
+  while (g_hash_table_iter_next (&iter, NULL, &token))
+    json_array_add_string_element (allowed, token);
+  return allowed;
 }
 
 static void
@@ -586,7 +674,7 @@ room_create (SfuRoom * room)
   json_object_set_boolean_member (body, "permanent", FALSE);
   json_object_set_string_member (body, "secret", room->secret);
   json_object_set_string_member (body, "pin", room->pin);
-  json_object_set_array_member (body, "allowed", json_array_new ());
+  json_object_set_array_member (body, "allowed", room_allowed (room));
   json_object_set_int_member (body, "publishers", room->publishers);
   json_object_set_string_member (body, "audiocodec", "opus");
   json_object_set_string_member (body, "videocodec", "h264,vp8");
@@ -598,28 +686,13 @@ room_create (SfuRoom * room)
 
 /* ---- Placement: the instance with the fewest rooms ---- */
 
+/* Every instance answered (or is known dead): the room goes to the one
+ * with the fewest rooms. */
 static void
-load_answered (JsonObject * data, const GError * error, gpointer user_data)
+room_choose (SfuRoom * room)
 {
-  Op *op = user_data;
-  SfuRoom *room = op_room (op);
   guint best = G_MAXUINT, i;
-  JsonArray *list;
 
-  if (room == NULL) {
-    op_free (op);
-    return;
-  }
-  list = data && json_object_has_member (data, "list") ?
-      json_object_get_array_member (data, "list") : NULL;
-  room->loads[op->instance] = error || list == NULL ? G_MAXUINT :
-      json_array_get_length (list);
-  if (error != NULL)
-    g_message ("sfu-instance-down janus=%s error=\"%s\"",
-        room->sfu->janus_urls[op->instance], error->message);
-  op_free (op);
-  if (--room->n_loads > 0)
-    return;
   for (i = 0; room->sfu->janus_urls[i] != NULL; i++) {
     if (room->loads[i] != G_MAXUINT &&
         (best == G_MAXUINT || room->loads[i] < room->loads[best]))
@@ -636,6 +709,40 @@ load_answered (JsonObject * data, const GError * error, gpointer user_data)
   room_create (room);
 }
 
+static gboolean
+room_choose_later (gpointer user_data)
+{
+  SfuRoom *room = op_room (user_data);
+
+  if (room != NULL)
+    room_choose (room);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+load_answered (JsonObject * data, const GError * error, gpointer user_data)
+{
+  Op *op = user_data;
+  SfuRoom *room = op_room (op);
+  JsonArray *list;
+
+  if (room == NULL) {
+    op_free (op);
+    return;
+  }
+  list = data && json_object_has_member (data, "list") ?
+      json_object_get_array_member (data, "list") : NULL;
+  room->loads[op->instance] = error || list == NULL ? G_MAXUINT :
+      json_array_get_length (list);
+  if (error != NULL)
+    g_message ("sfu-instance-down janus=%s error=\"%s\"",
+        room->sfu->janus_urls[op->instance], error->message);
+  op_free (op);
+  if (--room->n_loads > 0)
+    return;
+  room_choose (room);
+}
+
 /* Asks each instance for its rooms (VideoRoom list, private ones
  * included with the admin key), then creates the room on the least
  * loaded; with one instance, creates it there at once. */
@@ -649,12 +756,21 @@ room_place (SfuRoom * room)
     room_create (room);
     return;
   }
+  g_free (room->loads);
   room->loads = g_new0 (guint, n);
   room->n_loads = n;
   for (guint i = 0; i < n; i++) {
-    JsonObject *body = json_object_new ();
-    Op *op = op_new (sfu, room);
+    JsonObject *body;
+    Op *op;
 
+    /* A Janus known dead is not waited for (it may never answer). */
+    if (legba_janus_watch_is_lost (sfu->watch, i)) {
+      room->loads[i] = G_MAXUINT;
+      room->n_loads--;
+      continue;
+    }
+    body = json_object_new ();
+    op = op_new (sfu, room);
     op->instance = i;
     json_object_set_string_member (body, "request", "list");
     if (sfu->admin_key != NULL)
@@ -662,6 +778,16 @@ room_place (SfuRoom * room)
     legba_janus_request (sfu->session, sfu->context, sfu->janus_urls[i],
         sfu->api_secret, body, load_answered, op);
     json_object_unref (body);
+  }
+  if (room->n_loads == 0) {
+    /* Every instance known dead: failed from the main loop, never from
+     * inside the gate's admit that may have placed the room. */
+    GSource *idle = g_idle_source_new ();
+
+    g_source_set_callback (idle, room_choose_later, op_new (sfu, room),
+        (GDestroyNotify) op_free);
+    g_source_attach (idle, sfu->context);
+    g_source_unref (idle);
   }
 }
 
@@ -1036,85 +1162,234 @@ gate_vacated (LegbaHubApp * app, const char *channel, gpointer user_data)
   if (room == NULL)
     return;
   if (room->state != ROOM_READY || room->n_adding > 0) {
-    room->vacant = room->state == ROOM_READY;
+    room->vacant = room->state == ROOM_READY || room->moving;
     return;
   }
   room_close (room);
 }
 
-/* ---- Settings ---- */
+/* ---- A Janus that dies: its rooms move ---- */
 
-gboolean
-legba_topology_parse_full (const char *text, LegbaTopology * topology,
-    guint * auto_max, GError ** error)
+/* The new placement's topology to each socket of the room's members on
+ * this instance, with the member's token. */
+static void
+room_tell_members (SfuRoom * room)
 {
-  guint max = 0;
-  guint64 n = 0;
-  char *end = NULL;
+  LegbaSfu *sfu = room->sfu;
+  GHashTableIter iter;
+  gpointer user_id, token;
+  guint told = 0;
 
-  if (g_strcmp0 (text, "mesh") == 0) {
-    *topology = LEGBA_TOPOLOGY_MESH;
-  } else if (g_strcmp0 (text, "sfu") == 0) {
-    *topology = LEGBA_TOPOLOGY_SFU;
-  } else if (g_strcmp0 (text, "auto") == 0) {
-    *topology = LEGBA_TOPOLOGY_AUTO;
-    max = LEGBA_TOPOLOGY_AUTO_MAX;
-  } else if (text != NULL && g_str_has_prefix (text, "auto:") &&
-      g_ascii_isdigit (text[5]) &&
-      (n = g_ascii_strtoull (text + 5, &end, 10)) >= 1 && n <= 1000 &&
-      *end == '\0') {
-    *topology = LEGBA_TOPOLOGY_AUTO;
-    max = (guint) n;
-  } else {
-    g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-        "\"%s\" is not a topology (mesh, sfu, auto or auto:N with N from 1 "
-        "to 1000)", text ? text : "");
-    return FALSE;
+  g_hash_table_iter_init (&iter, room->tokens);
+  while (g_hash_table_iter_next (&iter, &user_id, &token)) {
+    g_autoptr (GPtrArray) sockets = g_ptr_array_new_with_free_func (g_free);
+    MemberSockets m = { user_id, sockets };
+    g_autofree char *topology = topology_data (room, token);
+
+    legba_hub_foreach_member_socket (sfu->hub, room->app, room->channel,
+        collect_sockets, &m);
+    for (guint i = 0; i < sockets->len; i++)
+      told += legba_hub_send_to_socket (sfu->hub, room->app,
+          sockets->pdata[i], room->channel, TOPOLOGY_EVENT, topology);
   }
-  if (auto_max != NULL)
-    *auto_max = max;
-  return TRUE;
+  g_message ("sfu-room-moved channel=%s janus=%s room=%" G_GUINT64_FORMAT
+      " members=%u sockets=%u", room->channel, sfu->janus_urls[room->instance],
+      room->id, g_hash_table_size (room->tokens), told);
 }
 
-gboolean
-legba_topology_parse (const char *text, LegbaTopology * topology,
-    GError ** error)
+static void
+tokens_readmitted (JsonObject * data, const GError * error, gpointer user_data)
 {
-  return legba_topology_parse_full (text, topology, NULL, error);
-}
+  Op *op = user_data;
+  SfuRoom *room = op_room (op);
 
-gboolean
-legba_sfu_url_check (const char *url, gboolean ws, GError ** error)
-{
-  g_autoptr (GUri) uri = g_uri_parse (url, G_URI_FLAGS_NONE, NULL);
-  const char *scheme = uri ? g_uri_get_scheme (uri) : NULL;
-  gboolean ok = scheme != NULL && g_uri_get_host (uri) != NULL &&
-      (ws ? (g_str_equal (scheme, "ws") || g_str_equal (scheme, "wss")) :
-      (g_str_equal (scheme, "http") || g_str_equal (scheme, "https")));
-
-  if (!ok)
-    g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-        "\"%s\" is not a%s URL", url, ws ? " ws:// or wss://" :
-        "n http:// or https://");
-  return ok;
-}
-
-gboolean
-legba_sfu_prefixes_check (const char *const *prefixes, GError ** error)
-{
-  for (const char *const *p = prefixes; p && *p; p++) {
-    gsize n = strlen (*p);
-
-    if (n == 0 || n > 100 || strspn (*p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-            "abcdefghijklmnopqrstuvwxyz0123456789_-=@,.;") != n) {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-          "\"%s\" is not a room-name prefix (1 to 100 of A-Z a-z 0-9 "
-          "_ - = @ . ;)", *p);
-      return FALSE;
+  op_free (op);
+  if (room == NULL)
+    return;
+  room->n_adding--;
+  if (error != NULL) {
+    /* Lost again already, or refusing: made again a little later. */
+    if (room->state == ROOM_READY) {
+      room->moving = TRUE;
+      g_free (room->moved_from);
+      room->moved_from = g_steal_pointer (&room->stored);
+      room_move_later (room, error);
     }
+    return;
   }
-  return TRUE;
+  room_tell_members (room);
+  if (room->vacant && room->n_adding == 0)
+    room_close (room);
 }
+
+/* The room, made again (here or by another instance), takes the tokens of
+ * this instance's members, who are then told where it is now. */
+static void
+room_readmit (SfuRoom * room)
+{
+  JsonObject *body;
+
+  if (g_hash_table_size (room->tokens) == 0) {
+    if (room->vacant && room->n_adding == 0)
+      room_close (room);
+    return;
+  }
+  body = room_request (room, "allowed");
+  json_object_set_string_member (body, "action", "add");
+  json_object_set_array_member (body, "allowed", room_allowed (room));
+  room->n_adding++;
+  room_send (room, body, tokens_readmitted, op_new (room->sfu, room));
+  json_object_unref (body);
+}
+
+/* Places the room again, under a fresh id (the members tell an SFU
+ * session from another by its Janus and room). */
+static void
+room_move_again (SfuRoom * room)
+{
+  room->state = ROOM_CREATING;
+  room->attempts = 0;
+  room->id = random_room_id ();
+  room_place (room);
+}
+
+static void
+placement_forgotten (const char *value, gboolean done, const GError * error,
+    gpointer user_data)
+{
+  op_free (user_data);
+}
+
+static gboolean
+room_move_retry (gpointer user_data)
+{
+  SfuRoom *room = user_data;
+  LegbaSfu *sfu = room->sfu;
+
+  g_clear_pointer (&room->retry, g_source_unref);
+  if (room->vacant && room->n_adding == 0 && room->waiters->len == 0 &&
+      g_hash_table_size (room->tokens) == 0) {
+    /* Everybody left while no Janus answered: the room is not made
+     * again, and its placement (on the dead Janus) goes. */
+    g_message ("sfu-room-dropped channel=%s", room->channel);
+    if (sfu->store != NULL && room->moved_from != NULL)
+      legba_sfu_store_release (sfu->store, room->key, room->moved_from,
+          placement_forgotten, op_new (sfu, room));
+    g_hash_table_remove (sfu->rooms, room->key);
+    return G_SOURCE_REMOVE;
+  }
+  room_move_again (room);
+  return G_SOURCE_REMOVE;
+}
+
+/* No Janus took the room, or the store did not answer: again a little
+ * later, for as long as it has members. */
+static void
+room_move_later (SfuRoom * room, const GError * error)
+{
+  g_message ("sfu-room-move-failed channel=%s error=\"%s\" retry_ms=%u",
+      room->channel, error->message, MOVE_RETRY_MS);
+  g_clear_pointer (&room->stored, g_free);
+  room->state = ROOM_CREATING;
+  if (room->retry != NULL)
+    return;
+  room->retry = g_timeout_source_new (MOVE_RETRY_MS);
+  g_source_set_callback (room->retry, room_move_retry, room, NULL);
+  g_source_attach (room->retry, room->sfu->context);
+}
+
+/* The room's Janus died (or restarted, which loses every room): it is
+ * made again on a live one, with the tokens its members have. */
+static void
+room_move (SfuRoom * room)
+{
+  g_message ("sfu-room-moving channel=%s janus=%s room=%" G_GUINT64_FORMAT,
+      room->channel, room->sfu->janus_urls[room->instance], room->id);
+  room->moving = TRUE;
+  if (room->stored != NULL) {
+    g_free (room->moved_from);
+    room->moved_from = g_steal_pointer (&room->stored);
+  }
+  room_move_again (room);
+}
+
+static void
+janus_lost (guint instance, gboolean again, const char *why, gpointer user_data)
+{
+  LegbaSfu *sfu = user_data;
+  g_autoptr (GPtrArray) lost = g_ptr_array_new ();
+  GHashTableIter iter;
+  gpointer value;
+
+  if (!again)
+    g_message ("sfu-instance-lost janus=%s error=\"%s\"",
+        sfu->janus_urls[instance], why);
+  g_hash_table_iter_init (&iter, sfu->rooms);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    SfuRoom *room = value;
+
+    if (room->instance == instance && room->state == ROOM_READY)
+      g_ptr_array_add (lost, room);
+  }
+  for (guint i = 0; i < lost->len; i++)
+    room_move (lost->pdata[i]);
+}
+
+/* ---- A room another server moved ---- */
+
+static void
+placement_read (const char *value, gboolean done, const GError * error,
+    gpointer user_data)
+{
+  Op *op = user_data;
+  SfuRoom *room = op_room (op);
+  g_autoptr (GError) adopt_error = NULL;
+  JsonObject *destroy;
+  guint instance;
+
+  op_free (op);
+  if (room == NULL || error != NULL || value == NULL ||
+      room->state != ROOM_READY || room->moving || room->stored == NULL ||
+      room->n_adding > 0 || strcmp (value, room->stored) == 0)
+    return;
+  /* The room left here goes (best effort: its Janus may be the dead
+   * one), its members are told where the room went. */
+  destroy = room_request (room, "destroy");
+  instance = room->instance;
+  if (!room_adopt (room, value, &adopt_error)) {
+    json_object_unref (destroy);
+    g_message ("sfu-room-follow-failed channel=%s error=\"%s\"",
+        room->channel, adopt_error->message);
+    return;
+  }
+  room_destroy_send (room->sfu, instance, destroy, op_new (room->sfu, room));
+  g_message ("sfu-room-followed channel=%s janus=%s room=%" G_GUINT64_FORMAT,
+      room->channel, room->sfu->janus_urls[room->instance], room->id);
+  room_readmit (room);
+}
+
+/* Reads the placement of every room this instance holds. */
+static gboolean
+follow_tick (gpointer user_data)
+{
+  LegbaSfu *sfu = user_data;
+  GHashTableIter iter;
+  gpointer value;
+
+  g_hash_table_iter_init (&iter, sfu->rooms);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    SfuRoom *room = value;
+
+    /* not while tokens are being added: they go to the room it knows */
+    if (room->state == ROOM_READY && !room->moving && room->stored != NULL &&
+        room->n_adding == 0)
+      legba_sfu_store_get (sfu->store, room->key, placement_read,
+          op_new (sfu, room));
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+/* ---- The LegbaSfu ---- */
 
 void
 legba_sfu_render_metrics (LegbaSfu * sfu, GString * out)
@@ -1131,15 +1406,6 @@ legba_sfu_render_metrics (LegbaSfu * sfu, GString * out)
       "legba_sfu_auto_stays_mesh_total{reason=\"old-client\"} %"
       G_GUINT64_FORMAT "\n", sfu->auto_moves, sfu->auto_stays_unavailable,
       sfu->auto_stays_old_client);
-}
-
-void
-legba_sfu_rule_free (gpointer rule)
-{
-  LegbaSfuRule *r = rule;
-
-  g_strfreev (r->prefixes);
-  g_free (r);
 }
 
 LegbaSfu *
@@ -1173,6 +1439,14 @@ legba_sfu_new (LegbaHub * hub, const LegbaSfuSettings * settings)
   if (settings->redis != NULL)
     sfu->store = legba_sfu_store_new (settings->redis,
         settings->redis_prefix, sfu->context);
+  if (sfu->store != NULL) {
+    sfu->follow = g_timeout_source_new (FOLLOW_MS);
+    g_source_set_callback (sfu->follow, follow_tick, sfu, NULL);
+    g_source_attach (sfu->follow, sfu->context);
+  }
+  sfu->watch = legba_janus_watch_new (sfu->session, sfu->context,
+      (const char *const *) sfu->janus_urls, sfu->api_secret, JANUS_WATCH_MS,
+      janus_lost, sfu);
   legba_hub_set_gate (hub, &gate, sfu);
   return sfu;
 }
@@ -1185,6 +1459,11 @@ legba_sfu_free (LegbaSfu * sfu)
   legba_hub_set_gate (sfu->hub, NULL, NULL);
   g_cancellable_cancel (sfu->alive);
   g_object_unref (sfu->alive);
+  legba_janus_watch_free (sfu->watch);
+  if (sfu->follow != NULL) {
+    g_source_destroy (sfu->follow);
+    g_source_unref (sfu->follow);
+  }
   legba_sfu_store_free (sfu->store);
   g_hash_table_unref (sfu->rooms);
   g_object_unref (sfu->session);
