@@ -438,6 +438,8 @@ void legba_room_switch_track (LegbaRoom * room, LegbaPeer * subscriber,
     LegbaTrackKind kind);
 /* A `bye` from a participant: TRUE when it closed a kept mesh
  * connection. */
+void legba_room_on_signal_received (LegbaSignaller * signaller,
+    const char *from, JsonObject * signal, LegbaRoom * self);
 gboolean legba_room_switch_bye (LegbaRoom * room, const char *from,
     const char *pc);
 /* The participant left the room. */

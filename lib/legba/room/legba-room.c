@@ -471,85 +471,6 @@ static const LegbaRoomEvents parts_events = {
   .publish = legba_room_sfu_publish,
 };
 
-/* ---- Signals from peers (§4) ---- */
-
-static gboolean
-offer_readable (const char *sdp)
-{
-  GstSDPMessage *message = NULL;
-  gboolean readable;
-
-  readable = gst_sdp_message_new_from_text (sdp, &message) == GST_SDP_OK &&
-      gst_sdp_message_medias_len (message) > 0;
-  g_clear_pointer (&message, gst_sdp_message_free);
-  return readable;
-}
-
-static void
-handle_signal (LegbaRoom * self, const char *from, const char *type,
-    const char *pc, JsonObject * signal)
-{
-  const char *sdp = legba_json_object_get_string (signal, "sdp");
-  gint64 now = g_get_monotonic_time ();
-
-  if (strcmp (type, "offer") == 0) {
-    /* an unreadable offer must not replace a working connection */
-    if (sdp == NULL)
-      g_message ("room %s: dropping an offer from %s without sdp",
-          self->room_name, from);
-    else if (!offer_readable (sdp))
-      g_message ("room %s: dropping an unreadable offer from %s",
-          self->room_name, from);
-    else
-      legba_room_core_offer (self->core, from, pc, sdp, now);
-  } else if (strcmp (type, "answer") == 0) {
-    if (sdp == NULL)
-      g_message ("room %s: dropping an answer from %s for pc %s (no sdp)",
-          self->room_name, from, pc);
-    else
-      legba_room_core_answer (self->core, from, pc, sdp);
-  } else if (strcmp (type, "candidates") == 0) {
-    JsonNode *node = json_object_get_member (signal, "candidates");
-
-    if (node == NULL || !JSON_NODE_HOLDS_ARRAY (node))
-      g_message ("room %s: dropping candidates from %s without an array",
-          self->room_name, from);
-    else
-      legba_room_core_candidates (self->core, from, pc,
-          json_node_get_array (node), now);
-  } else if (strcmp (type, "bye") == 0) {
-    if (!legba_room_switch_bye (self, from, pc))
-      legba_room_core_bye (self->core, from, pc, now);
-  } else if (strcmp (type, "sfu-ready") == 0) {
-    legba_room_switch_ready (self, from);
-  } else {
-    g_message ("room %s: dropping a signal of type '%s' from %s",
-        self->room_name, type, from);
-  }
-}
-
-static void
-on_signal_received (LegbaSignaller * signaller, const char *from,
-    JsonObject * signal, LegbaRoom * self)
-{
-  const char *type = legba_json_object_get_string (signal, "type");
-  const char *pc = legba_json_object_get_string (signal, "pc");
-  const char *claimed = json_object_has_member (signal, "from") ?
-      legba_json_object_get_string (signal, "from") : from;
-
-  if (claimed == NULL || strcmp (claimed, from) != 0) {
-    g_message ("room %s: dropping a signal from %s claiming to be from %s",
-        self->room_name, from, claimed ? claimed : "(not a string)");
-    return;
-  }
-  if (type == NULL || pc == NULL) {
-    g_message ("room %s: dropping a signal from %s without type or pc",
-        self->room_name, from);
-    return;
-  }
-  handle_signal (self, from, type, pc, signal);
-}
-
 /* ---- Membership (§3) ---- */
 
 static void
@@ -743,7 +664,7 @@ connect_signaller (LegbaRoom * self)
   h[2] = g_signal_connect (self->signaller, "member-left",
       G_CALLBACK (on_member_left), self);
   h[3] = g_signal_connect (self->signaller, "signal-received",
-      G_CALLBACK (on_signal_received), self);
+      G_CALLBACK (legba_room_on_signal_received), self);
   h[4] = g_signal_connect (self->signaller, "notify::state",
       G_CALLBACK (on_signaller_state), self);
   h[5] = g_signal_connect (self->signaller, "error",
