@@ -56,7 +56,8 @@ function pageStats ()
     'keyFramesDecoded', 'framesPerSecond', 'frameWidth', 'frameHeight',
     'targetBitrate', 'qualityLimitationReason', 'freezeCount',
     'totalFreezesDuration', 'jitterBufferDelay',
-    'jitterBufferEmittedCount', 'roundTripTime', 'fractionLost'];
+    'jitterBufferEmittedCount', 'roundTripTime', 'fractionLost',
+    'fecPacketsReceived', 'fecPacketsDiscarded'];
   const peer = window.legba.peer();
   return Promise.all([...peer.participants.values()]
     .filter((p) => p.conn)

@@ -151,6 +151,7 @@ struct _LegbaRoom
   gboolean ice_tcp;
   guint stats_interval;
   gboolean congestion_control;
+  guint video_fec_percentage;
   guint video_target;           /* told the video encoder; 0: none */
 
   LegbaRoomState state;
