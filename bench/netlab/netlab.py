@@ -512,6 +512,9 @@ class Scenario:
                identity, "--seconds", str(seconds)]
         if role == "send":
             cmd += ["--video-file", self.clip["y4m"]]
+        elif self.sender.startswith("legba-fec"):
+            # the room page accepts RED and ULPFEC only when asked
+            cmd += ["--fec", "true"]
         return self.start(ns_exec(ns, cmd), lambda l: l.startswith("{"), env)
 
     def measure(self, env):
