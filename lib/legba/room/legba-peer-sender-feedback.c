@@ -27,6 +27,9 @@
 /* What the link carries of a packet beyond the RTP packet the feedback
  * gives the size of: IPv4 and UDP headers, the SRTP authentication tag. */
 #define WIRE_OVERHEAD (20 + 8 + 10)
+/* The loss the receiver reports rises with the first report that shows
+ * it; a lower report weighs this much against what was known. */
+#define LOSS_FALL_WEIGHT 0.3
 
 void
 legba_peer_sender_feedback_init (LegbaPeerSender * self, guint start_bitrate,
@@ -40,6 +43,7 @@ legba_peer_sender_feedback_init (LegbaPeerSender * self, guint start_bitrate,
   };
 
   self->bwe = legba_bwe_new (&config);
+  self->loss = -1;
   self->target = legba_bwe_target (self->bwe);
   legba_send_rates_init (&self->rates, g_get_monotonic_time ());
   self->video_target = legba_send_rates_video_target (&self->rates,
@@ -123,6 +127,28 @@ report_target (LegbaPeerSender * self, gboolean report)
   g_mutex_unlock (&self->lock);
   if (func != NULL)
     func (target, data);
+}
+
+/**
+ * legba_peer_sender_get_loss_percentage:
+ * @self: a #LegbaPeerSender
+ *
+ * The share of the packets sent that the receiver reports lost (RTCP
+ * receiver reports' fraction lost, the highest of this connection's
+ * streams), smoothed: up with the first report that shows more, down
+ * over a few reports.
+ *
+ * Returns: a percentage, or -1 before the first receiver report
+ */
+gint
+legba_peer_sender_get_loss_percentage (LegbaPeerSender * self)
+{
+  gint percent;
+
+  g_mutex_lock (&self->lock);
+  percent = self->loss < 0 ? -1 : (gint) self->reported_loss;
+  g_mutex_unlock (&self->lock);
+  return percent;
 }
 
 /* The estimate, or 0 before the first feedback (a receiver that never
@@ -388,12 +414,15 @@ find_session (LegbaPeerSender * self)
 }
 
 /* The round trip of the newest receiver report about what we send, in
- * microseconds, or 0. */
+ * microseconds, or 0, and the highest fraction lost those reports give
+ * (each of our streams', 0..1), or -1 without a report. */
 static gint64
-read_rtt (GObject * session)
+read_reports (GObject * session, gdouble * loss)
 {
   GValueArray *sources = NULL;
   gint64 rtt = 0;
+
+  *loss = -1;
 
   g_object_get (session, "sources", &sources, NULL);
   G_GNUC_BEGIN_IGNORE_DEPRECATIONS;
@@ -401,19 +430,42 @@ read_rtt (GObject * session)
     GObject *source = g_value_get_object (g_value_array_get_nth (sources, i));
     g_autoptr (GstStructure) stats = NULL;
     gboolean internal = FALSE, have_rb = FALSE;
-    guint round_trip = 0;
+    guint round_trip = 0, fraction_lost = 0;
 
     g_object_get (source, "stats", &stats, NULL);
     if (stats == NULL || !gst_structure_get_boolean (stats, "internal",
             &internal) || !internal)
       continue;
-    if (gst_structure_get_boolean (stats, "have-rb", &have_rb) && have_rb &&
-        gst_structure_get_uint (stats, "rb-round-trip", &round_trip))
+    if (!gst_structure_get_boolean (stats, "have-rb", &have_rb) || !have_rb)
+      continue;
+    if (gst_structure_get_uint (stats, "rb-round-trip", &round_trip))
       rtt = MAX (rtt, (gint64) round_trip * G_USEC_PER_SEC / 65536);
+    if (gst_structure_get_uint (stats, "rb-fractionlost", &fraction_lost))
+      *loss = MAX (*loss, fraction_lost / 256.0);
   }
   g_clear_pointer (&sources, g_value_array_free);
   G_GNUC_END_IGNORE_DEPRECATIONS;
   return rtt;
+}
+
+/* Takes a receiver report's loss; returns whether the room should hear
+ * it (its percentage moved). Called with the lock. */
+static gboolean
+update_loss (LegbaPeerSender * self, gdouble loss)
+{
+  guint percent;
+
+  if (loss < 0)
+    return FALSE;
+  self->loss = loss >= self->loss ? loss :
+      (1 - LOSS_FALL_WEIGHT) * self->loss + LOSS_FALL_WEIGHT * loss;
+  percent = (guint) (self->loss * 100 + 0.5);
+  if (percent == self->reported_loss)
+    return FALSE;
+  GST_DEBUG_OBJECT (self, "the receiver reports %.1f%% lost (%u%% smoothed)",
+      loss * 100, percent);
+  self->reported_loss = percent;
+  return TRUE;
 }
 
 static void
@@ -421,6 +473,8 @@ poll_rtt (LegbaPeerSender * self, gint64 now)
 {
   GObject *session;
   gint64 rtt;
+  gdouble loss;
+  gboolean report;
 
   g_mutex_lock (&self->lock);
   self->rtt_at = now;
@@ -433,15 +487,17 @@ poll_rtt (LegbaPeerSender * self, gint64 now)
   }
   if (session == NULL)
     return;
-  rtt = read_rtt (session);
+  rtt = read_reports (session, &loss);
   g_object_unref (session);
-  if (rtt <= 0)
-    return;
   g_mutex_lock (&self->lock);
-  self->rtt_us = rtt;
-  legba_bwe_on_rtt (self->bwe, rtt, now);
-  g_hash_table_foreach (self->policies, set_policy_rtt, &rtt);
+  report = update_loss (self, loss) && self->target_func != NULL;
+  if (rtt > 0) {
+    self->rtt_us = rtt;
+    legba_bwe_on_rtt (self->bwe, rtt, now);
+    g_hash_table_foreach (self->policies, set_policy_rtt, &rtt);
+  }
   g_mutex_unlock (&self->lock);
+  report_target (self, report);
 }
 
 /* Runs on the task, every TICK_US. */
@@ -506,6 +562,7 @@ legba_peer_sender_get_stats (LegbaPeerSender * self)
       "rate-control", G_TYPE_STRING,
       legba_bwe_rate_state_name (state.rate_state),
       "feedback-loss", G_TYPE_DOUBLE, state.loss_fraction,
+      "reported-loss", G_TYPE_DOUBLE, MAX (self->loss, 0.0),
       "feedback-reports", G_TYPE_UINT64, self->feedback_reports,
       "feedback-missing", G_TYPE_BOOLEAN, state.feedback_missing,
       "pacing-rate", G_TYPE_UINT, (guint) rate,

@@ -46,6 +46,8 @@ struct _LegbaPeerSender
   GObject *session;             /* the RTPSession, for the round trip */
   gint64 rtt_us;
   gint64 rtt_at;
+  gdouble loss;                 /* the receiver reports', smoothed, 0..1 */
+  guint reported_loss;          /* percent, what target_func last heard */
   guint64 feedback_reports;
   guint64 packets_sent[LEGBA_SENDER_N_LANES];
   gint64 first_sent_at;         /* monotonic, 0 before the first packet */

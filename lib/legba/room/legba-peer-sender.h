@@ -13,6 +13,8 @@
  *   target function;
  * - retransmission requests (GstRTPRetransmissionRequest) pass on to
  *   rtprtxsend only when LegbaRtxPolicy answers them;
+ * - the round trip and the loss come from the receiver reports; a
+ *   change of the loss is reported through the target function too;
  * - packets leave paced: at most LEGBA_PACING_FACTOR times the target,
  *   audio at once, retransmissions before video.
  *
@@ -44,6 +46,7 @@ void legba_peer_sender_set_audio_ssrc (LegbaPeerSender * self, guint32 ssrc);
 
 guint legba_peer_sender_get_target (LegbaPeerSender * self);
 guint legba_peer_sender_get_video_target (LegbaPeerSender * self);
+gint legba_peer_sender_get_loss_percentage (LegbaPeerSender * self);
 GstStructure *legba_peer_sender_get_stats (LegbaPeerSender * self);
 
 G_END_DECLS

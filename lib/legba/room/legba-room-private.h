@@ -153,6 +153,7 @@ struct _LegbaRoom
   gboolean congestion_control;
   guint video_fec_percentage;
   guint video_target;           /* told the video encoder; 0: none */
+  guint audio_loss;             /* percent, told the audio encoder */
 
   LegbaRoomState state;
   GTask *connect_task;
