@@ -414,15 +414,12 @@ find_session (LegbaPeerSender * self)
 }
 
 /* The round trip of the newest receiver report about what we send, in
- * microseconds, or 0, and the highest fraction lost those reports give
- * (each of our streams', 0..1), or -1 without a report. */
+ * microseconds, or 0. */
 static gint64
-read_reports (GObject * session, gdouble * loss)
+read_rtt (GObject * session)
 {
   GValueArray *sources = NULL;
   gint64 rtt = 0;
-
-  *loss = -1;
 
   g_object_get (session, "sources", &sources, NULL);
   G_GNUC_BEGIN_IGNORE_DEPRECATIONS;
@@ -430,22 +427,63 @@ read_reports (GObject * session, gdouble * loss)
     GObject *source = g_value_get_object (g_value_array_get_nth (sources, i));
     g_autoptr (GstStructure) stats = NULL;
     gboolean internal = FALSE, have_rb = FALSE;
-    guint round_trip = 0, fraction_lost = 0;
+    guint round_trip = 0;
 
     g_object_get (source, "stats", &stats, NULL);
     if (stats == NULL || !gst_structure_get_boolean (stats, "internal",
             &internal) || !internal)
       continue;
-    if (!gst_structure_get_boolean (stats, "have-rb", &have_rb) || !have_rb)
-      continue;
-    if (gst_structure_get_uint (stats, "rb-round-trip", &round_trip))
+    if (gst_structure_get_boolean (stats, "have-rb", &have_rb) && have_rb &&
+        gst_structure_get_uint (stats, "rb-round-trip", &round_trip))
       rtt = MAX (rtt, (gint64) round_trip * G_USEC_PER_SEC / 65536);
-    if (gst_structure_get_uint (stats, "rb-fractionlost", &fraction_lost))
-      *loss = MAX (*loss, fraction_lost / 256.0);
   }
   g_clear_pointer (&sources, g_value_array_free);
   G_GNUC_END_IGNORE_DEPRECATIONS;
   return rtt;
+}
+
+/* The highest fraction lost (0..1) the receiver's latest report blocks
+ * give about the streams we send, or -1 without any. rtpsession 1.22
+ * keeps a report block on the stats of the source that sent it (the
+ * receiver's), naming ours in `rb-ssrc`. */
+static gdouble
+read_loss (GObject * session)
+{
+  GValueArray *sources = NULL;
+  g_autoptr (GArray) ours = g_array_new (FALSE, FALSE, sizeof (guint));
+  gdouble loss = -1;
+
+  g_object_get (session, "sources", &sources, NULL);
+  G_GNUC_BEGIN_IGNORE_DEPRECATIONS;
+  for (guint pass = 0; pass < 2; pass++) {
+    for (guint i = 0; sources != NULL && i < sources->n_values; i++) {
+      GObject *source = g_value_get_object (g_value_array_get_nth (sources, i));
+      g_autoptr (GstStructure) stats = NULL;
+      gboolean internal = FALSE, have_rb = FALSE;
+      guint ssrc = 0, fraction_lost = 0;
+
+      g_object_get (source, "stats", &stats, NULL);
+      if (stats == NULL || !gst_structure_get_boolean (stats, "internal",
+              &internal))
+        continue;
+      if (pass == 0) {
+        if (internal && gst_structure_get_uint (stats, "ssrc", &ssrc))
+          g_array_append_val (ours, ssrc);
+        continue;
+      }
+      if (internal || !gst_structure_get_boolean (stats, "have-rb",
+              &have_rb) || !have_rb ||
+          !gst_structure_get_uint (stats, "rb-ssrc", &ssrc) ||
+          !gst_structure_get_uint (stats, "rb-fractionlost", &fraction_lost))
+        continue;
+      for (guint k = 0; k < ours->len; k++)
+        if (g_array_index (ours, guint, k) == ssrc)
+          loss = MAX (loss, fraction_lost / 256.0);
+    }
+  }
+  g_clear_pointer (&sources, g_value_array_free);
+  G_GNUC_END_IGNORE_DEPRECATIONS;
+  return loss;
 }
 
 /* Takes a receiver report's loss; returns whether the room should hear
@@ -487,7 +525,8 @@ poll_rtt (LegbaPeerSender * self, gint64 now)
   }
   if (session == NULL)
     return;
-  rtt = read_reports (session, &loss);
+  rtt = read_rtt (session);
+  loss = read_loss (session);
   g_object_unref (session);
   g_mutex_lock (&self->lock);
   report = update_loss (self, loss) && self->target_func != NULL;
