@@ -240,13 +240,16 @@ on_packet_loss (GstPad * pad, GstPadProbeInfo * info, gpointer data)
       gst_event_get_structure (GST_PAD_PROBE_INFO_EVENT (info));
   guint percentage;
 
-  if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) ==
-      GST_EVENT_CUSTOM_UPSTREAM && s != NULL &&
-      gst_structure_has_name (s, "legba-packet-loss") &&
-      gst_structure_get_uint (s, "percentage", &percentage))
-    g_object_set (enc, "packet-loss-percentage", (gint) MIN (percentage, 100),
-        NULL);
-  return GST_PAD_PROBE_OK;
+  if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) !=
+      GST_EVENT_CUSTOM_UPSTREAM || s == NULL ||
+      !gst_structure_has_name (s, "legba-packet-loss") ||
+      !gst_structure_get_uint (s, "percentage", &percentage))
+    return GST_PAD_PROBE_OK;
+  g_object_set (enc, "packet-loss-percentage", (gint) MIN (percentage, 100),
+      NULL);
+  /* taken here: the room need not send it again */
+  gst_event_unref (GST_PAD_PROBE_INFO_EVENT (info));
+  return GST_PAD_PROBE_HANDLED;
 }
 
 static void
