@@ -12,6 +12,7 @@ fixed seed (bench/stats.py), so the same files give the same report.
 
 import argparse
 import glob
+import statistics
 import json
 import os
 import subprocess
@@ -1295,6 +1296,151 @@ def _pooled(rooms, key):
         f" ({len(values)})" if values else "")
 
 
+def sfu_auto_lines(results_dir, rel):
+    """The move of an auto room from mesh to SFU (bench/sfu/auto-switch.py):
+    each run file, the room as built (sfu-auto-STAMP.json) and the room
+    before legba-room-switch.c (sfu-auto-before-STAMP.json)."""
+    files = sorted(glob.glob(os.path.join(results_dir,
+                                          "sfu-auto-before-[0-9]*.json")))
+    files += sorted(glob.glob(os.path.join(results_dir,
+                                           "sfu-auto-[0-9]*.json")))
+    if not files:
+        return []
+    lines = ["### 11b. `auto` rooms: the media gap when a room moves from "
+             "mesh to SFU", "",
+             "test-room-sfu-auto's `/room/sfu-auto/switch`, run by "
+             "`bench/sfu/auto-switch.py` (release build): a legba-server "
+             "with `sfu-topology` `auto:2` and a Janus of the test's own; "
+             "alice and bob, in a mesh, send each other 160x120 15 fps "
+             "H.264 (x264enc, key frames on request only: one frame every "
+             "66.7 ms) and Opus, and a reliable message every 20 ms; carol "
+             "joins and the server moves the room to Janus. Gap: the "
+             "longest time between two decoded video frames of the other, "
+             "from just before carol joins until the three receive each "
+             "other through Janus. Missed: reliable messages of the other "
+             "that never arrived. \"before\": lib/legba/room as it was "
+             "before legba-room-switch.c (mesh connections closed at the "
+             "event, messages let go as soon as the publisher connects), "
+             "with the same server and test.", "",
+             "| file | room | 1-min load | gap alice<-bob ms, each run | "
+             "gap bob<-alice ms, each run | median / max ms | missed, "
+             "each run |", "|---|---|---|---|---|---|---|"]
+    for path in files:
+        with open(path) as f:
+            res = json.load(f)
+        runs = [r for r in res["runs"] if r.get("gaps_ms")]
+        if not runs:
+            continue
+        ab = [r["gaps_ms"]["alice<-bob"] for r in runs]
+        ba = [r["gaps_ms"]["bob<-alice"] for r in runs]
+        both = sorted(ab + ba)
+        missed = []
+        for r in res["runs"]:
+            said = [x for x in r.get("test_says", []) if "missed" in x]
+            if said:
+                words = said[0].split()
+                missed.append(f"{words[words.index('bob') + 2].rstrip(';')}"
+                              f"+{words[words.index('alice', 3) + 2]}"
+                              .rstrip(';'))
+            else:
+                missed.append("0" if r.get("passed") else "?")
+        loads = [r["load_start"][0] for r in res["runs"]]
+        name = os.path.basename(path)
+        lines.append(
+            f"| [`{name}`]({rel(path)}) | "
+            f"{'before' if 'before' in name else 'as built'}, Legba "
+            f"{res['conditions']['legba']} | {min(loads):g} to "
+            f"{max(loads):g} | {', '.join(fmt(x) for x in ab)} | "
+            f"{', '.join(fmt(x) for x in ba)} | "
+            f"{fmt(statistics.median(both))} / {fmt(max(both))} | "
+            f"{', '.join(missed)} |")
+    lines += ["", "Conditions: machine as above (shared with other work; "
+              "the load is the 1-minute load average at each run's start); "
+              "command `bench/sfu/auto-switch.py --runs N [--json FILE]`; "
+              "the \"before\" file: `git checkout ec4b403 -- lib/legba/room` "
+              "(the room before the switch module, on the server of this "
+              "branch), the release build rebuilt, then restored.", ""]
+    return lines
+
+
+def _sfu_viewer_lines(res, name, link):
+    """One publisher to many viewers: from res, a results file of its own
+    (name, link) or the rooms' file (None)."""
+    st = res["settings"]
+    opts = st.get("viewer_opts")
+    how = (f"`legba-call {opts}`" + (": they count what arrives, decode "
+                                      "nothing and publish nothing"
+                                      if "undecoded" in opts else "")
+           if opts else "the viewers decode: legba-call had no "
+           "receive-only mode without decoding")
+    lines = ["", "One publisher to many viewers through one Janus ("
+             f"{how}):", ""]
+    if name is not None:
+        lines += [f"Raw figures: [`{name}`]({link}); Janus with "
+                  f"{st.get('janus_rtp_ports', 100)} RTP ports, each viewer "
+                  f"room {st['repeats']} times, settling "
+                  f"{st['settle_s']:g} s + "
+                  f"{st.get('settle_per_participant_s', 0):g} s per "
+                  f"participant, a {st['window_s']:g} s window.", ""]
+    each = any("receiver_cpu_pct_median" in r for r in res["rooms"])
+    lines += ["| viewers | receiving before the window | Janus CPU % | "
+              "Janus CPU % per forwarded stream | publisher CPU % | "
+              "upload kbit/s | join p50 ms |"
+              + (" a viewer's CPU % (median) | all viewers' CPU % |"
+                 if each else ""),
+              "|---|---|---|---|---|---|---|" + ("---|---|" if each else "")]
+    for v in st["viewers"]:
+        rooms = _sfu_rooms(res, "sfu", v + 1, viewers=True)
+        per = [r["janus_cpu_pct"] / v for r in rooms
+               if r.get("janus_cpu_pct") is not None]
+        got = ", ".join(f"{r['receiving_before_window']}/"
+                        f"{r['receivers']}" if "error" not in r
+                        else f"failed: {r['error']}" for r in rooms)
+        lines.append(
+            f"| {v} | {got} | "
+            f"{_spread([r.get('janus_cpu_pct') for r in rooms])} | "
+            f"{_spread(per, '{:.2f}')} | "
+            f"{_spread([r.get('publisher_cpu_pct') for r in rooms])} | "
+            f"{_spread([r.get('publisher_upload_kbps') for r in rooms])}"
+            f" | {_pooled(rooms, 'first_video_ms')} |"
+            + (f" {_spread([r.get('receiver_cpu_pct_median') for r in rooms], '{:.1f}')}"
+               f" | {_spread([r.get('receivers_cpu_pct_total') for r in rooms])} |"
+               if each else ""))
+    if name is not None:
+        lines += _sfu_failed_lines(res)
+        c = res["conditions"]
+        loads = [r["load_start"][0] for r in res["rooms"]] + \
+            [r["load_end"][0] for r in res["rooms"] if "load_end" in r]
+        lines += ["", f"- Command: `{res['command']}`; {res['stamp']}; "
+                  f"Legba {c['legba']} (release build); load average at "
+                  f"start {res['load_start']}, at end {res['load_end']}; "
+                  f"1-minute load at the rooms' starts and ends: "
+                  f"{min(loads):g} to {max(loads):g}"]
+    return lines
+
+
+def _sfu_failed_lines(res):
+    failed = [r for r in res["rooms"] if "error" in r
+              or r.get("receiver_failures")
+              or r.get("receiving_before_window") != r.get("receivers")]
+    if not failed:
+        return []
+    lines = ["", "Rooms where a receiver got nothing in time, or a "
+             "process failed:"]
+    for r in failed:
+        why = r.get("error") or "; ".join(
+            f"{x['identity']} exit {x['exit']}: "
+            f"{(x.get('stderr_tail') or ['?'])[-1]}"
+            for x in r.get("receiver_failures", [])[:3])
+        warned = "; ".join(r["publisher"].get("warnings", [])[:2])
+        lines.append(f"- {r['topology']} {r['participants']} "
+                     f"{r['label']}: {r.get('receiving_before_window')}"
+                     f"/{r.get('receivers')} receiving"
+                     + (f"; {why}" if why else "")
+                     + (f"; the publisher: {warned}" if warned else ""))
+    return lines
+
+
 def sfu_lines(results_dir, rel):
     """Mesh rooms against SFU rooms through Janus (bench/sfu/sfu-vs-mesh.py):
     one publisher's upload and CPU by room size, glass-to-glass, join time,
@@ -1362,45 +1508,14 @@ def sfu_lines(results_dir, rel):
             f"{_pooled(sfu, 'latency_p95_ms')} | "
             f"{_pooled(mesh, 'first_video_ms')} | "
             f"{_pooled(sfu, 'first_video_ms')} |")
-    if st.get("viewers"):
-        lines += ["", "One publisher to many viewers through one Janus "
-                  "(the viewers decode: legba-call has no receive-only "
-                  "mode without decoding):", "",
-                  "| viewers | receiving before the window | Janus CPU % | "
-                  "Janus CPU % per forwarded stream | publisher CPU % | "
-                  "upload kbit/s | join p50 ms |",
-                  "|---|---|---|---|---|---|---|"]
-        for v in st["viewers"]:
-            rooms = _sfu_rooms(res, "sfu", v + 1, viewers=True)
-            per = [r["janus_cpu_pct"] / v for r in rooms
-                   if r.get("janus_cpu_pct") is not None]
-            got = ", ".join(f"{r['receiving_before_window']}/"
-                            f"{r['receivers']}" if "error" not in r
-                            else f"failed: {r['error']}" for r in rooms)
-            lines.append(
-                f"| {v} | {got} | "
-                f"{_spread([r.get('janus_cpu_pct') for r in rooms])} | "
-                f"{_spread(per, '{:.2f}')} | "
-                f"{_spread([r.get('publisher_cpu_pct') for r in rooms])} | "
-                f"{_spread([r.get('publisher_upload_kbps') for r in rooms])}"
-                f" | {_pooled(rooms, 'first_video_ms')} |")
-    failed = [r for r in res["rooms"] if "error" in r
-              or r.get("receiver_failures")
-              or r.get("receiving_before_window") != r.get("receivers")]
-    if failed:
-        lines += ["", "Rooms where a receiver got nothing in time, or a "
-                  "process failed:"]
-        for r in failed:
-            why = r.get("error") or "; ".join(
-                f"{x['identity']} exit {x['exit']}: "
-                f"{(x.get('stderr_tail') or ['?'])[-1]}"
-                for x in r.get("receiver_failures", [])[:3])
-            warned = "; ".join(r["publisher"].get("warnings", [])[:2])
-            lines.append(f"- {r['topology']} {r['participants']} "
-                         f"{r['label']}: {r.get('receiving_before_window')}"
-                         f"/{r.get('receivers')} receiving"
-                         + (f"; {why}" if why else "")
-                         + (f"; the publisher: {warned}" if warned else ""))
+    vpath = newest(results_dir, "sfu-viewers")
+    if vpath is not None:
+        with open(vpath) as f:
+            vres = json.load(f)
+        lines += _sfu_viewer_lines(vres, os.path.basename(vpath), rel(vpath))
+    elif st.get("viewers"):
+        lines += _sfu_viewer_lines(res, None, None)
+    lines += _sfu_failed_lines(res)
     c = res["conditions"]
     loads = [r["load_start"][0] for r in res["rooms"]] + \
         [r["load_end"][0] for r in res["rooms"] if "load_end" in r]
@@ -1526,6 +1641,7 @@ def main():
     lines += netlab_mesh3_lines(args.results, rel)
     lines += netlab_fec_lines(args.results, rel)
     lines += sfu_lines(args.results, rel)
+    lines += sfu_auto_lines(args.results, rel)
     chart = os.path.join(charts, "fanout.png")
     source = fanout_chart(args.results, chart)
     if source:

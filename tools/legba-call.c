@@ -74,7 +74,8 @@ static const GOptionEntry entries[] = {
   {"audio", 0, 0, G_OPTION_ARG_STRING, &opt_audio,
       "test, mic or none (default: test)", "SOURCE"},
   {"display", 0, 0, G_OPTION_ARG_STRING, &opt_display,
-      "window, grid or none (default: none)", "MODE"},
+      "window, grid, none (decode only) or undecoded (count what arrives, "
+        "decode nothing) (default: none)", "MODE"},
   {"codec", 0, 0, G_OPTION_ARG_STRING, &opt_codec,
       "h264 or vp8 (default: h264)", "CODEC"},
   {"encoder", 0, 0, G_OPTION_ARG_STRING, &opt_encoder,

@@ -147,7 +147,8 @@ static const GOptionEntry entries[] = {
   {"janus-admin-key", 0, 0, G_OPTION_ARG_STRING, &opt_janus_admin_key,
       "The admin_key of Janus's VideoRoom plugin, to create rooms", "KEY"},
   {"topology", 0, 0, G_OPTION_ARG_STRING, &opt_topology,
-      "Topology of rooms: mesh (default) or sfu", "mesh|sfu"},
+      "Topology of rooms: mesh (default), sfu, or auto (mesh up to 4 "
+        "members, then SFU; auto:N for N)", "mesh|sfu|auto[:N]"},
   {"sfu-prefixes", 0, 0, G_OPTION_ARG_STRING, &opt_sfu_prefixes,
       "Comma-separated room-name prefixes of SFU rooms", "LIST"},
   G_OPTION_ENTRY_NULL
@@ -333,8 +334,8 @@ apply_sfu_flags (LegbaServer * server, GError ** error)
         "janus-ws-url) name the same Janus instances: give as many of each");
     return FALSE;
   }
-  if (urls == NULL && (g_strcmp0 (topology, "sfu") == 0 ||
-          opt_sfu_prefixes != NULL)) {
+  if (urls == NULL && ((topology != NULL && g_strcmp0 (topology, "mesh") != 0)
+          || opt_sfu_prefixes != NULL)) {
     g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
         "SFU rooms need a Janus: give --janus-url and --janus-ws-url (or "
         "[sfu] janus-url and janus-ws-url)");

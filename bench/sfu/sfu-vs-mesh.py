@@ -6,8 +6,8 @@ one publisher's upload and CPU as the room grows, glass-to-glass latency,
 join time, and one publisher to many viewers through one Janus.
 
     bench/sfu/sfu-vs-mesh.py [--build DIR] [--sizes 2,4,8,16]
-        [--viewers 10] [--janus-rtp-ports 1000] [--repeats 2] [--settle S] [--window S]
-        [--json FILE]
+        [--viewers 10] [--viewer-display undecoded] [--janus-rtp-ports 1000]
+        [--repeats 2] [--settle S] [--window S] [--json FILE]
 
 Starts a Janus of its own (tests/common/start-janus.sh, without an API
 secret) and two legba-server processes: one plain (mesh rooms), one with
@@ -15,19 +15,26 @@ secret) and two legba-server processes: one plain (mesh rooms), one with
 room is legba-call processes on this host: one publisher (--width 320
 --height 180 --fps 15, H.264, test video and audio) and receive-only
 participants (--video none --audio none, which still decode what they
-receive), all with --measure-latency. The publisher joins first; once it
-is in the call the others start together; after --settle seconds (and
---settle-per-participant more for each participant) the publisher's CPU
-(/proc/PID/stat, user+sys) and upload are sampled over --window seconds,
-and Janus's CPU likewise; then every process is stopped and reports its
---json.
+receive), all with --measure-latency. Viewer rooms (--viewers) are one
+publisher and N viewers, --video none --audio none --display
+--viewer-display (undecoded by default: they count what arrives and decode
+nothing, and publish nothing to Janus), started --viewer-batch at a time,
+each batch once the one before has joined. The publisher joins first;
+once it is in the call the others start (together, in rooms of sizes);
+--settle seconds (and --settle-per-participant more for each
+participant) after the last started, the publisher's CPU (/proc/PID/stat,
+user+sys) and upload are sampled over --window seconds, and Janus's and
+each receiver's CPU likewise; then every process is stopped and reports
+its --json.
 
 Upload is what the publisher hands to the kernel on its UDP sockets
 (bench/sfu/sendcount.c, preloaded: RTP, RTCP, DTLS, STUN payloads,
 without UDP/IP headers), so it counts every copy the process sends.
 
 Sizes and topologies take turns (mesh, sfu, then sfu, mesh, ...), each
-case --repeats times. Writes bench/results/sfu-STAMP.json by default.
+case --repeats times. Writes bench/results/sfu-STAMP.json by default, or
+bench/results/sfu-viewers-STAMP.json when --sizes is empty (viewer rooms
+only).
 Builds nothing but the preload library (cc, into a temporary folder);
 BUILD must be a release build with the integration tools."""
 import argparse
@@ -94,13 +101,15 @@ class Call:
     """A legba-call process; its JSON report comes at stop()."""
 
     def __init__(self, build, url, room, identity, publish, workdir,
-                 max_participants, preload=None):
+                 max_participants, preload=None, display="none"):
         opts = (["--width", "320", "--height", "180", "--fps", "15"]
                 if publish else ["--video", "none", "--audio", "none"])
+        if display != "undecoded":
+            opts.append("--measure-latency")
         self.cmd = [os.path.join(build, "tools", "legba-call"),
                     "--server", url, "--room", room, "--identity", identity,
                     "--key", KEY, "--secret", SECRET, "--json",
-                    "--measure-latency", "--max-participants",
+                    "--display", display, "--max-participants",
                     str(max_participants)] + opts
         env = dict(os.environ, GST_DEBUG="*:1")
         self.count_file = None
@@ -111,6 +120,7 @@ class Call:
             env.update(LD_PRELOAD=preload, SENDCOUNT_FILE=self.count_file)
         self.err_path = os.path.join(workdir, f"{room}-{identity}.err")
         self.err = open(self.err_path, "w")
+        self.started = time.monotonic()
         self.proc = subprocess.Popen(self.cmd, env=env,
                                      stdout=subprocess.PIPE,
                                      stderr=self.err, text=True)
@@ -174,28 +184,52 @@ def run_room(args, topology, url, n, label, workdir, preload, janus_pid):
     finally:
         for c in others:
             c.terminate()
+        first = others[0].started if others else 0
+        offsets = [c.started - first for c in others]
         reports = [c.stop() for c in others]
         pub_report = pub.stop()
     rec["load_end"] = suites.loadavg()
     rec["publisher"] = pub_report
-    summarize_receivers(rec, reports, rec.get("settle_s", 0))
+    summarize_receivers(rec, reports, offsets, rec.get("settle_s", 0))
     return rec
 
 
 def measure(args, rec, pub, others, url, room, n, workdir,
             janus_pid):
-    """Starts the receivers, lets them settle, samples over the window."""
-    others.extend(Call(args.build, url, room, f"r{i}", False, workdir, n)
-                  for i in range(1, n))
-    rec["settle_s"] = args.settle + args.settle_per_participant * n
-    time.sleep(rec["settle_s"])
+    """Starts the receivers, lets them settle, samples over the window.
+    Viewers start --viewer-batch at a time, each batch once the one before
+    has joined (or after 60 s): a hundred processes starting at once on
+    two cores time out joining."""
+    viewers = rec["label"].startswith("viewers")
+    display = args.viewer_display if viewers else "none"
+    batch = args.viewer_batch if viewers else n
+    started = time.monotonic()
+    for first in range(1, n, batch):
+        calls = [Call(args.build, url, room, f"r{i}", False, workdir, n,
+                      display=display)
+                 for i in range(first, min(first + batch, n))]
+        others.extend(calls)
+        if first + batch < n:
+            wait_for(lambda: all(c.joined() or c.proc.poll() is not None
+                                 for c in calls), 60)
+    rec["start_s"] = time.monotonic() - started
+    rec["settle_s"] = rec["start_s"] + args.settle + \
+        args.settle_per_participant * n
+    time.sleep(rec["settle_s"] - rec["start_s"])
     c0, b0, j0 = cpu_s(pub.proc.pid), read_count(pub.count_file), \
         cpu_s(janus_pid)
+    v0 = [cpu_s(c.proc.pid) for c in others]
     t0 = time.monotonic()
     time.sleep(args.window)
     c1, b1, j1 = cpu_s(pub.proc.pid), read_count(pub.count_file), \
         cpu_s(janus_pid)
+    v1 = [cpu_s(c.proc.pid) for c in others]
     dt = time.monotonic() - t0
+    each = sorted((b - a) / dt * 100 for a, b in zip(v0, v1)
+                  if a is not None and b is not None)
+    if each:
+        rec["receiver_cpu_pct_median"] = each[len(each) // 2]
+        rec["receivers_cpu_pct_total"] = sum(each)
     if c0 is not None and c1 is not None:
         rec["publisher_cpu_pct"] = (c1 - c0) / dt * 100
     rec["publisher_upload_kbps"] = (b1 - b0) * 8 / dt / 1000
@@ -204,7 +238,7 @@ def measure(args, rec, pub, others, url, room, n, workdir,
     rec["window_s"] = dt
 
 
-def summarize_receivers(rec, reports, settle):
+def summarize_receivers(rec, reports, offsets, settle):
     """Who received the publisher, when, and at what latency."""
     joins, firsts, p50, p95, failures = [], [], [], [], []
     receiving = 0
@@ -217,7 +251,7 @@ def summarize_receivers(rec, reports, settle):
         got = [p for p in rep["participants"] if p["identity"] == "pub"]
         first = rep.get("first_video_ms")
         if got and got[0]["video_frames"] > 0 and first is not None \
-                and first <= settle * 1000:
+                and first + offsets[i - 1] * 1000 <= settle * 1000:
             receiving += 1
         if first is not None:
             firsts.append(first)
@@ -245,11 +279,20 @@ def main():
     ap.add_argument("--sizes", default="2,4,8,16")
     ap.add_argument("--janus-rtp-ports", type=int, default=1000,
                     help="ports in Janus's RTP range, one per peer "
-                    "connection: an SFU room of N holds N * N (default "
+                    "connection: an SFU room of N that all publish holds "
+                    "N * N, one publisher and N viewers N + 1 (default "
                     "1000)")
     ap.add_argument("--viewers", default="10",
                     help="SFU rooms of one publisher and N viewers "
                     "(empty: none)")
+    ap.add_argument("--viewer-batch", type=int, default=10,
+                    help="viewers started at a time, each batch once the "
+                    "one before joined (default 10)")
+    ap.add_argument("--viewer-display", default="undecoded",
+                    choices=["undecoded", "none"],
+                    help="the viewers' --display: undecoded (count what "
+                    "arrives, decode nothing; the default) or none "
+                    "(decode)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--settle", type=float, default=8.0)
     ap.add_argument("--settle-per-participant", type=float, default=0.3,
@@ -263,9 +306,11 @@ def main():
     sizes = [int(s) for s in args.sizes.split(",") if s]
     viewers = [int(s) for s in args.viewers.split(",") if s]
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = args.json or os.path.join(BENCH, "results", f"sfu-{stamp}.json")
+    suite = "sfu" if sizes else "sfu-viewers"
+    path = args.json or os.path.join(BENCH, "results",
+                                     f"{suite}-{stamp}.json")
     started = time.time()
-    result = {"suite": "sfu", "stamp": stamp,
+    result = {"suite": suite, "stamp": stamp,
               "command": " ".join(["bench/sfu/sfu-vs-mesh.py"]
                                   + sys.argv[1:]),
               "conditions": suites.conditions(args.build),
@@ -277,9 +322,12 @@ def main():
                                args.settle_per_participant,
                            "window_s": args.window,
                            "janus_rtp_ports": args.janus_rtp_ports,
+                           "viewer_batch": args.viewer_batch,
                            "publisher": "320x180 15 fps H.264 + Opus",
                            "receivers": "--video none --audio none, "
-                           "decoding", "upload": "UDP payload bytes the "
+                           "decoding", "viewer_opts": "--video none --audio "
+                           f"none --display {args.viewer_display}",
+                           "upload": "UDP payload bytes the "
                            "publisher sends (LD_PRELOAD sendcount.c)"},
               "rooms": []}
     with tempfile.TemporaryDirectory(prefix="legba-sfu-bench-") as workdir:
@@ -291,11 +339,15 @@ def main():
         jpid = int(janus["JANUS_PID"])
         servers = {}
         try:
+            # a room of 1 + N viewers: more members than the presence
+            # channel's default cap of 100
+            members = max([100] + [v + 1 for v in viewers])
             for topo, extra in (("mesh", []), ("sfu", [
                     "--janus-url", janus["JANUS_HTTP_URL"],
                     "--janus-ws-url", janus["JANUS_WS_URL"],
                     "--janus-admin-key", janus["JANUS_ADMIN_KEY"],
-                    "--topology", "sfu"])):
+                    "--topology", "sfu",
+                    f"--max-presence-members={members}"])):
                 d = os.path.join(workdir, topo)
                 os.makedirs(d)
                 servers[topo] = suites.LegbaServerProcess(args.build, d,

@@ -22,8 +22,9 @@
 #   eval "$(tests/common/start-janus.sh "$tmp")" && ... ; kill "$JANUS_PID"
 #
 # JANUS_RTP_PORTS (default 100) is how many ports its RTP range holds:
-# one per peer connection, and an SFU room of N participants holds N
-# publishers and N * (N - 1) subscribers.
+# one per peer connection, and an SFU room of N participants that all
+# publish holds N publishers and N * (N - 1) subscribers (a viewer, which
+# publishes nothing, adds one subscriber per publisher only).
 # JANUS_API_SECRET and JANUS_ADMIN_KEY in the environment choose the
 # secrets (random otherwise); JANUS_API_SECRET set but empty starts Janus
 # without an API secret, as one that clients reach directly runs (a client

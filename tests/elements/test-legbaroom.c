@@ -239,6 +239,10 @@ GST_START_TEST (test_properties)
   g_object_get (room, "server-url", &url, "latency", &latency, NULL);
   fail_unless_equals_string (url, "ws://127.0.0.1:1");
   fail_unless_equals_int (latency, 50);
+  /* an SFU room of a hundred viewers and its publisher */
+  g_object_set (room, "max-participants", 101, NULL);
+  g_object_get (room, "max-participants", &max, NULL);
+  fail_unless_equals_int (max, 101);
   g_free (url);
   gst_object_unref (room);
 }

@@ -71,10 +71,17 @@ static GstPadProbeReturn
 count_decoded (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 {
   Counter *c = data;
+  gint64 now = g_get_monotonic_time ();
 
   g_mutex_lock (&c->p->lock);
   if (c->r->frames[c->kind]++ == 0 && c->kind == LEGBA_TRACK_KIND_VIDEO)
-    c->r->first_video_time = g_get_monotonic_time ();
+    c->r->first_video_time = now;
+  if (c->kind == LEGBA_TRACK_KIND_VIDEO) {
+    if (c->r->last_video_time > 0)
+      c->r->max_video_gap = MAX (c->r->max_video_gap,
+          now - c->r->last_video_time);
+    c->r->last_video_time = now;
+  }
   g_mutex_unlock (&c->p->lock);
   return GST_PAD_PROBE_OK;
 }
@@ -332,6 +339,25 @@ participant_frames (Participant * p, Participant * from, LegbaTrackKind kind)
   frames = r->frames[kind];
   g_mutex_unlock (&p->lock);
   return frames;
+}
+
+gint64
+participant_video_gap (Participant * p, Participant * from, gboolean reset)
+{
+  Remote *r = g_hash_table_lookup (p->remotes,
+      legba_room_get_participant_id (from->room));
+  gint64 gap;
+
+  if (r == NULL)
+    return 0;
+  g_mutex_lock (&p->lock);
+  gap = MAX (r->max_video_gap, g_get_monotonic_time () - r->last_video_time);
+  if (reset) {
+    r->max_video_gap = 0;
+    r->last_video_time = g_get_monotonic_time ();
+  }
+  g_mutex_unlock (&p->lock);
+  return gap;
 }
 
 gboolean

@@ -52,6 +52,8 @@ typedef struct
   char *id;
   guint64 frames[2];            /* decoded, by LegbaTrackKind */
   gint64 first_video_time;      /* monotonic, of the first decoded frame */
+  gint64 last_video_time;       /* monotonic, of the last decoded frame */
+  gint64 max_video_gap;         /* us, the longest between two frames */
   GstElement *decoders[2];
   GstPad *pads[2];
 } Remote;
@@ -91,6 +93,10 @@ guint64 participant_frames (Participant * p, Participant * from,
     LegbaTrackKind kind);
 gboolean participant_decodes (Participant * p, Participant * from,
     guint64 frames);
+/* The longest time, in microseconds, between two video frames p decoded
+ * from from since the last reset; reset: start again from now. */
+gint64 participant_video_gap (Participant * p, Participant * from,
+    gboolean reset);
 guint participant_peer_bins (Participant * p);
 LegbaParticipant *participant_find (Participant * p, Participant * other);
 gboolean participant_connected_to (Participant * p, Participant * other);

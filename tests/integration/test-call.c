@@ -4,8 +4,9 @@
  * LegbaCall against legba-server in-process: three participants that
  * count what they decode from each other, a grid that re-tiles as one
  * leaves and comes back, data between them, mute and unmute announced on
- * legba.mute, the Opus encoder's FEC following the loss a receiver
- * reports, and configurations that cannot
+ * legba.mute, a viewer that counts what it receives without decoding it,
+ * the Opus encoder's FEC following the loss a receiver reports, and
+ * configurations that cannot
  * work giving clear errors.
  */
 #include "signal-test.h"
@@ -382,6 +383,47 @@ test_mute (Fixture * f, gconstpointer data)
   member_free (b);
 }
 
+static gboolean
+has_factory (GstBin * bin, const char *factory)
+{
+  g_autoptr (GstIterator) it = gst_bin_iterate_recurse (bin);
+  GValue item = G_VALUE_INIT;
+  gboolean found = FALSE;
+
+  while (!found && gst_iterator_next (it, &item) == GST_ITERATOR_OK) {
+    GstElementFactory *f = gst_element_get_factory (g_value_get_object (&item));
+
+    found = f != NULL && strcmp (GST_OBJECT_NAME (f), factory) == 0;
+    g_value_reset (&item);
+  }
+  g_value_unset (&item);
+  return found;
+}
+
+/* A viewer that decodes nothing: it counts alice's video frames and audio
+ * packets as they arrive, and its pipeline holds no decoder. */
+static void
+test_undecoded (Fixture * f, gconstpointer data)
+{
+  Member *a = member_new (f, "alice");
+  Member *v = member_new (f, "victor");
+  GstBin *pipeline;
+
+  g_object_set (v->call, "video", LEGBA_CALL_VIDEO_NONE, "audio",
+      LEGBA_CALL_AUDIO_NONE, "display", LEGBA_CALL_DISPLAY_UNDECODED, NULL);
+  member_start (a);
+  member_start (v);
+  CALL_WAIT_FOR (decodes (v, a, FRAMES), "victor to receive alice's video "
+      "and audio");
+  pipeline = GST_BIN (legba_call_get_pipeline (v->call));
+  g_assert_false (has_factory (pipeline, "decodebin"));
+  g_assert_true (has_factory (pipeline, "fakesink"));
+  g_assert_cmpuint (v->errors->len, ==, 0);
+  g_assert_cmpuint (v->warnings->len, ==, 0);
+  member_free (v);
+  member_free (a);
+}
+
 /* The first element of factory_name in m's pipeline (a reference), or
  * NULL */
 static GstElement *
@@ -631,6 +673,7 @@ main (int argc, char **argv)
       fixture_teardown)
   ADD_CALL ("three", test_three);
   ADD_CALL ("mute", test_mute);
+  ADD_CALL ("undecoded", test_undecoded);
   ADD_CALL ("audio-loss", test_audio_loss);
   ADD_CALL ("bad-config", test_bad_config);
   ADD_CALL ("unreachable", test_unreachable);

@@ -115,9 +115,10 @@ tell_topology (Fixture * f, guint64 room)
   tell_topology_full (f, janus.ws_url, room, TOKEN);
 }
 
-/* Whether Janus lists the participant as a publisher of room. */
+/* Whether Janus lists the participant in room; publisher: whether as a
+ * publisher. */
 static gboolean
-janus_publishes (guint64 room, Participant * p)
+janus_lists (guint64 room, Participant * p, gboolean * publisher)
 {
   g_autoptr (JsonArray) list = legba_test_janus_participants (&janus, room);
   const char *id = legba_room_get_participant_id (p->room);
@@ -126,11 +127,21 @@ janus_publishes (guint64 room, Participant * p)
     JsonObject *o = json_array_get_object_element (list, i);
 
     if (g_strcmp0 (json_object_get_string_member_with_default (o, "display",
-                NULL), id) == 0)
-      return json_object_get_boolean_member_with_default (o, "publisher",
-          FALSE);
+                NULL), id) == 0) {
+      *publisher = json_object_get_boolean_member_with_default (o,
+          "publisher", FALSE);
+      return TRUE;
+    }
   }
   return FALSE;
+}
+
+static gboolean
+janus_publishes (guint64 room, Participant * p)
+{
+  gboolean publisher = FALSE;
+
+  return janus_lists (room, p, &publisher) && publisher;
 }
 
 static Participant *
@@ -163,8 +174,10 @@ assert_only_sfu_connections (Participant * p, guint others)
   g_autoptr (GPtrArray) webrtcbins = elements_by_factory (p->pipeline,
       "webrtcbin");
 
-  /* one to publish, one per participant received */
-  g_assert_cmpuint (webrtcbins->len, ==, 1 + others);
+  /* one to publish (a participant with a track), one per participant
+   * received */
+  g_assert_cmpuint (webrtcbins->len, ==, (p->sources[0] || p->sources[1]) +
+      others);
 }
 
 static void
@@ -234,6 +247,89 @@ test_sfu_room (Fixture * f, gconstpointer data)
   assert_no_room_errors (a);
   assert_no_room_errors (b);
   participant_free (b);
+  participant_free (a);
+}
+
+static gboolean
+received_from (GPtrArray * received, Participant * from)
+{
+  for (guint i = 0; i < received->len; i++)
+    if (g_strcmp0 (((Message *) received->pdata[i])->from,
+            legba_room_get_participant_id (from->room)) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* Viewers: a participant with no track that sent nothing receives the
+ * others' media and data and publishes nothing (no connection of its own
+ * to Janus, which lists it as no publisher); its first message to
+ * everyone, or its first track, makes it publish. */
+static void
+test_sfu_viewers (Fixture * f, gconstpointer data)
+{
+  const char *tokens[] = { TOKEN, NULL };
+  guint64 room = legba_test_janus_create_room (&janus, PIN, tokens);
+  Participant *a = join_sfu (f, room, "alice");
+  Participant *v = participant_new_for_server (f, "victor", NULL, FALSE);
+  Participant *w = participant_new_for_server (f, "wendy", NULL, FALSE);
+  g_autoptr (GPtrArray) received = g_ptr_array_new_with_free_func
+      (message_free);
+  g_autoptr (GPtrArray) a_received = g_ptr_array_new_with_free_func
+      (message_free);
+  g_autoptr (JsonNode) hello = json_from_string ("{\"n\":1}", NULL);
+  Resend a_resend = { a->room, hello, NULL };
+  Resend v_resend = { v->room, hello, NULL };
+  g_autoptr (GError) error = NULL;
+  GstElement *audio;
+  gboolean publisher = TRUE;
+  guint source;
+
+  participant_connect_and_wait (v);
+  tell_topology (f, room);
+  participant_connect_and_wait (w);
+  tell_topology (f, room);
+  ROOM_WAIT_FOR (participant_decodes (v, a, 10) &&
+      participant_decodes (w, a, 10), "the viewers to decode alice");
+  g_signal_connect (v->room, "data-received", G_CALLBACK (on_data), received);
+  source = resend_start (&a_resend);
+  ROOM_WAIT_FOR (received->len > 0, "victor to receive alice's message");
+  g_source_remove (source);
+  g_assert_cmpstr (((Message *) received->pdata[0])->from, ==,
+      legba_room_get_participant_id (a->room));
+  ROOM_WAIT_FOR (janus_lists (room, v, &publisher) &&
+      janus_lists (room, w, &publisher), "Janus to list the viewers");
+  g_assert_true (janus_lists (room, v, &publisher));
+  g_assert_false (publisher);
+  g_assert_true (janus_lists (room, w, &publisher));
+  g_assert_false (publisher);
+  /* each viewer receives alice and makes no connection of its own; alice
+   * receives neither */
+  assert_only_sfu_connections (v, 1);
+  assert_only_sfu_connections (w, 1);
+  assert_only_sfu_connections (a, 0);
+
+  /* victor's first message makes it publish: alice gets it from him */
+  g_signal_connect (a->room, "data-received", G_CALLBACK (on_data), a_received);
+  source = resend_start (&v_resend);
+  ROOM_WAIT_FOR (received_from (a_received, v), "alice to receive victor's "
+      "message");
+  g_source_remove (source);
+  g_assert_true (janus_publishes (room, v));
+
+  /* wendy's first track: alice receives it */
+  audio = gst_parse_bin_from_description ("audiotestsrc is-live=true "
+      "samplesperbuffer=960 ! audio/x-raw,rate=48000,channels=1 ! opusenc",
+      TRUE, &error);
+  g_assert_no_error (error);
+  participant_publish (w, LEGBA_TRACK_KIND_AUDIO, audio);
+  ROOM_WAIT_FOR (participant_frames (a, w, LEGBA_TRACK_KIND_AUDIO) > 10,
+      "alice to decode wendy's audio");
+  g_assert_true (janus_publishes (room, w));
+  assert_no_room_errors (a);
+  assert_no_room_errors (v);
+  assert_no_room_errors (w);
+  participant_free (w);
+  participant_free (v);
   participant_free (a);
 }
 
@@ -349,6 +445,8 @@ main (int argc, char **argv)
   }
   g_test_add ("/room/sfu/janus", Fixture, NULL, fixture_setup, test_sfu_room,
       fixture_teardown);
+  g_test_add ("/room/sfu/viewers", Fixture, NULL, fixture_setup,
+      test_sfu_viewers, fixture_teardown);
   g_test_add ("/room/sfu/refused", Fixture, NULL, fixture_setup,
       test_sfu_refused, fixture_teardown);
   g_test_add ("/room/sfu/coordinated", Fixture, NULL, coordinated_setup,

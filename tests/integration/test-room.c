@@ -44,6 +44,20 @@ stats_show_media (Participant * p, Participant * other)
   return frames > 0 && bytes > 0 && packets > 0 && bitrate > 0;
 }
 
+/* The sender's video-steered for other: whether p's video encoder takes
+ * the room's target (docs/congestion-control.md, Pacing). */
+static gboolean
+video_steered (Participant * p, Participant * other)
+{
+  g_autoptr (GstStructure) stats =
+      legba_participant_get_stats (participant_find (p, other));
+  gboolean steered = TRUE;
+
+  g_assert_nonnull (stats);
+  g_assert_true (gst_structure_get_boolean (stats, "video-steered", &steered));
+  return steered;
+}
+
 static GstElement *
 find_by_factory (GstElement * bin, const char *factory_name)
 {
@@ -336,6 +350,9 @@ test_two (Fixture * f, gconstpointer data)
   assert_key_frame_requests (bob);
   ROOM_WAIT_FOR (stats_show_media (alice, bob) && stats_show_media (bob,
           alice), "stats to show the media");
+  /* x264enc takes no target: its video is not held to the pacing rate */
+  g_assert_false (video_steered (alice, bob));
+  g_assert_false (video_steered (bob, alice));
 
   r = g_hash_table_lookup (bob->remotes,
       legba_room_get_participant_id (alice->room));

@@ -417,7 +417,8 @@ test_help (void)
     "--max-watchlist-users=N", "default: 1800",
     "--turn-url=URL", "--turn-secret=SECRET", "--turn-ttl=S",
     "--janus-url=URL", "--janus-ws-url=URL", "--janus-api-secret=SECRET",
-    "--janus-admin-key=KEY", "--topology=mesh|sfu", "--sfu-prefixes=LIST",
+    "--janus-admin-key=KEY", "--topology=mesh|sfu|auto[:N]",
+    "--sfu-prefixes=LIST",
     "default: 127.0.0.1", "default: 6001", "default: 10240",
     "default: 164",
   };
@@ -822,11 +823,19 @@ test_sfu_errors (void)
       "janus-ws-url) name the same Janus instances", "--port", "0",
       "--app-id", "1", "--app-key", "k", "--app-secret", "s", "--janus-url",
       "http://127.0.0.1:8088/janus", NULL);
-  assert_fails (2, "--topology: \"star\" is not a topology (mesh or sfu)",
+  assert_fails (2, "--topology: \"star\" is not a topology (mesh, sfu, auto "
+      "or auto:N with N from 1 to 1000)",
       "--port", "0", "--app-id", "1", "--app-key", "k", "--app-secret", "s",
       "--topology", "star", NULL);
   assert_fails (2, "SFU rooms need a Janus", "--port", "0", "--app-id", "1",
       "--app-key", "k", "--app-secret", "s", "--sfu-prefixes", "class-", NULL);
+  assert_fails (2, "SFU rooms need a Janus", "--port", "0", "--app-id", "1",
+      "--app-key", "k", "--app-secret", "s", "--topology", "auto:3", NULL);
+  assert_fails (1, "SFU: topology auto needs a single server (no Redis)",
+      "--port", "0", "--app-id", "1", "--app-key", "k", "--app-secret", "s",
+      "--topology", "auto", "--janus-url", "http://127.0.0.1:1/janus",
+      "--janus-ws-url", "ws://127.0.0.1:1/", "--redis", "redis://127.0.0.1:1",
+      NULL);
   assert_fails (2, "--sfu-prefixes: \"cl ass\" is not a room-name prefix",
       "--port", "0", "--app-id", "1", "--app-key", "k", "--app-secret", "s",
       "--sfu-prefixes", "cl ass", NULL);
@@ -834,7 +843,7 @@ test_sfu_errors (void)
   uneven = write_file (dir, "uneven.conf", "[sfu]\njanus-url = "
       "http://a:8088/janus; http://b:8088/janus\njanus-ws-url = ws://a/\n");
   topology = write_file (dir, "topology.conf", "[app one]\nid = 1\n"
-      "key = k\nsecret = s\ntopology = auto\n");
+      "key = k\nsecret = s\ntopology = auto:0\n");
   prefix = write_file (dir, "prefix.conf", "[sfu]\nsfu-prefixes = ok-, "
       "not/ok\n");
   key = write_file (dir, "key.conf", "[sfu]\njanus = http://a/janus\n");
@@ -842,8 +851,8 @@ test_sfu_errors (void)
       "janus-ws-url name the same Janus instances", uneven);
   assert_fails (1, expected, "--config", uneven, NULL);
   g_free (expected);
-  expected = g_strdup_printf ("%s: [app one] topology: \"auto\" is not a "
-      "topology (mesh or sfu)", topology);
+  expected = g_strdup_printf ("%s: [app one] topology: \"auto:0\" is not a "
+      "topology (mesh, sfu, auto or auto:N with N from 1 to 1000)", topology);
   assert_fails (1, expected, "--config", topology, NULL);
   g_free (expected);
   expected = g_strdup_printf ("%s: [sfu] sfu-prefixes: \"not/ok\" is not a "

@@ -28,7 +28,7 @@ typedef struct
   gint64 send_us;
   gint64 arrival_us;            /* sim time, -1 until delivered */
   guint size;
-  gboolean reported;
+  gint twcc;                    /* the transport-wide index, -1: none */
 } Sent;
 
 typedef struct
@@ -52,7 +52,8 @@ struct _BweSim
   gint64 now;
   gboolean feedback_on;
 
-  GArray *sent;                 /* Sent, by transport-wide index */
+  GArray *sent;                 /* Sent, in sending order */
+  gint next_twcc;
   GQueue pacer;                 /* guint index */
   gdouble budget;               /* pacer, bytes */
   GQueue queue;                 /* Hop, the bottleneck */
@@ -65,6 +66,7 @@ struct _BweSim
   gboolean any_arrived;
   GQueue reports;               /* Report, on the way back */
   GArray *samples;              /* BweSimSample */
+  gdouble encoder_bps;          /* the target as the encoder follows it */
 };
 
 void
@@ -144,12 +146,15 @@ bwe_sim_get_samples (BweSim * s)
 }
 
 static void
-encode (BweSim * s, guint bytes)
+encode (BweSim * s, guint bytes, gboolean tracked)
 {
   guint n = (bytes + MAX_PAYLOAD - 1) / MAX_PAYLOAD;
 
   for (guint i = 0; i < n; i++) {
-    Sent p = {.arrival_us = -1,.size = bytes / n };
+    Sent p = {.arrival_us = -1,.size = bytes / n,.twcc = -1 };
+
+    if (tracked)
+      p.twcc = s->next_twcc++;
 
     g_array_append_val (s->sent, p);
     g_queue_push_tail (&s->pacer, GUINT_TO_POINTER (s->sent->len - 1));
@@ -157,21 +162,30 @@ encode (BweSim * s, guint bytes)
 }
 
 /* Media for this step: a video frame of the target's size (less the
- * audio and the overhead, give or take 15%, times the encoder's share)
- * and an audio packet when due. */
+ * audio and the overhead, give or take 15%, times the encoder's share;
+ * the target as the encoder follows it) and an audio packet when due. */
 static void
 produce (BweSim * s)
 {
-  guint target = legba_bwe_target (s->bwe);
+  gdouble target = legba_bwe_target (s->bwe);
+
+  if (s->c.encoder_lag_us > 0) {
+    if (s->now == 0)
+      s->encoder_bps = target;
+    s->encoder_bps += (target - s->encoder_bps) * STEP_US /
+        (gdouble) s->c.encoder_lag_us;
+    target = s->encoder_bps;
+  }
 
   if (s->now % AUDIO_INTERVAL_US == 0)
-    encode (s, AUDIO_BYTES);
+    encode (s, AUDIO_BYTES, !s->c.audio_untracked);
   if (s->now * FPS / G_USEC_PER_SEC != (s->now - STEP_US) * FPS /
       G_USEC_PER_SEC || s->now == 0) {
-    gdouble video = MAX ((gdouble) target - AUDIO_LINK_BPS, 20000) / FPS / 8
+    gdouble video = MAX (target - AUDIO_LINK_BPS, 20000) / FPS / 8
         * MAX_PAYLOAD / (MAX_PAYLOAD + OVERHEAD) * s->c.encoder_share;
 
-    encode (s, (guint) (video * g_rand_double_range (s->rand, 0.85, 1.15)));
+    encode (s, (guint) (video * g_rand_double_range (s->rand, 0.85, 1.15)),
+        TRUE);
   }
 }
 
@@ -279,12 +293,13 @@ receive (BweSim * s)
     r->packets = g_array_new (FALSE, FALSE, sizeof (LegbaBwePacket));
     for (; s->next_report <= s->highest_arrived; s->next_report++) {
       Sent *p = &g_array_index (s->sent, Sent, s->next_report);
-      LegbaBwePacket fb = {.seq = (FIRST_SEQ + s->next_report) & 0xffff,
+      LegbaBwePacket fb = {.seq = (FIRST_SEQ + p->twcc) & 0xffff,
         .send_us = p->send_us,.size = p->size + OVERHEAD,
         .arrival_us = p->arrival_us < 0 ? LEGBA_BWE_LOST :
             p->arrival_us + RECEIVER_OFFSET_US
       };
-      g_array_append_val (r->packets, fb);
+      if (p->twcc >= 0)
+        g_array_append_val (r->packets, fb);
     }
     r->at = s->now + s->c.one_way_us;
     if (g_rand_double (s->rand) < s->c.loss)
@@ -305,6 +320,8 @@ sender_events (BweSim * s)
         r->packets->len, s->now);
     report_free (r);
   }
+  if (s->c.audio_untracked && s->c.untracked_told)
+    legba_bwe_set_untracked (s->bwe, AUDIO_LINK_BPS);
   if (s->now % TICK_US == 0)
     legba_bwe_on_tick (s->bwe, s->now);
   if (s->now % RTT_US == 0 && s->now > 0) {

@@ -24,6 +24,11 @@ typedef struct
   gdouble loss;                 /* random loss, 0..1, each way */
   gint64 feedback_us;           /* the receiver's feedback interval */
   gdouble encoder_share;        /* what the encoder makes of its target */
+  gboolean audio_untracked;     /* audio carries no transport-wide
+                                 * sequence number */
+  gboolean untracked_told;      /* the estimator is told its rate */
+  gint64 encoder_lag_us;        /* it follows the target with this time
+                                 * constant (0: at once) */
   guint32 seed;
   LegbaBweConfig bwe;
 } BweSimConfig;

@@ -13,6 +13,7 @@
 #define JITTER_US (20 * MS)
 
 static gboolean with_jitter;
+static gboolean audio_untracked;
 
 /* Every half second, with --verbose: the target and the queue. */
 static void
@@ -35,8 +36,8 @@ trace (BweSim * s, const char *name)
 }
 
 static BweSim *
-sim_new_full (guint capacity, gdouble loss, gint64 one_way_us,
-    gdouble encoder_share)
+sim_new_encoder (guint capacity, gdouble loss, gint64 one_way_us,
+    gdouble encoder_share, gint64 encoder_lag_us)
 {
   BweSimConfig c;
 
@@ -46,8 +47,17 @@ sim_new_full (guint capacity, gdouble loss, gint64 one_way_us,
   c.one_way_us = one_way_us;
   c.jitter_us = with_jitter ? JITTER_US : 0;
   c.encoder_share = encoder_share;
+  c.encoder_lag_us = encoder_lag_us;
+  c.audio_untracked = c.untracked_told = audio_untracked;
   c.seed = 42;
   return bwe_sim_new (&c);
+}
+
+static BweSim *
+sim_new_full (guint capacity, gdouble loss, gint64 one_way_us,
+    gdouble encoder_share)
+{
+  return sim_new_encoder (capacity, loss, one_way_us, encoder_share, 0);
 }
 
 static BweSim *
@@ -56,19 +66,14 @@ sim_new (guint capacity, gdouble loss, gint64 one_way_us)
   return sim_new_full (capacity, loss, one_way_us, 1.0);
 }
 
-static BweSim *
-sim_new_share (guint capacity, gdouble encoder_share)
-{
-  return sim_new_full (capacity, 0, 20 * MS, encoder_share);
-}
-
 /* A bottleneck of capacity, the user's ceiling at 2 Mbit/s: from 10 s on
  * the target's mean over each second stays within [low, 1.05] x capacity
  * (the target saws: overuse cuts it to 0.85 x the acknowledged bitrate,
  * and an encoder follows it over about a second), its mean over the last
  * 30 s of 60 is below the capacity, and so is the queue's p95 100 ms. */
 static void
-check_bottleneck (guint capacity, gdouble loss, gint64 one_way_us, gdouble low)
+check_bottleneck_full (guint capacity, gdouble loss, gint64 one_way_us,
+    gdouble low, gdouble high)
 {
   g_autoptr (BweSim) s = sim_new (capacity, loss, one_way_us);
   guint min, max, mean;
@@ -82,9 +87,15 @@ check_bottleneck (guint capacity, gdouble loss, gint64 one_way_us, gdouble low)
   g_test_message ("capacity %u: target %u..%u, mean %u, queue p95 %"
       G_GINT64_FORMAT " ms", capacity, min, max, mean, p95 / MS);
   g_assert_cmpuint (min, >=, low * capacity);
-  g_assert_cmpuint (max, <=, 1.05 * capacity);
+  g_assert_cmpuint (max, <=, high * capacity);
   g_assert_cmpuint (mean, <, capacity);
   g_assert_cmpint (p95, <=, 100 * MS);
+}
+
+static void
+check_bottleneck (guint capacity, gdouble loss, gint64 one_way_us, gdouble low)
+{
+  check_bottleneck_full (capacity, loss, one_way_us, low, 1.05);
 }
 
 static void
@@ -104,6 +115,30 @@ static void
 test_1mbit_loss_rtt (void)
 {
   check_bottleneck (1000000, 0.02, 40 * MS, 0.8);
+}
+
+/* The audio carries no transport-wide sequence number (webrtcbin numbers
+ * only the packets of a stream negotiated with the extension) and the
+ * estimator is told its rate: the target still covers all that the link
+ * carries, and holds the same band as when every packet is reported. At
+ * 300 kbit/s the audio is a fifth of the link: a decrease to 0.85 times
+ * the video alone would cut the target to two thirds of the link (0.68
+ * there). The rate told is what was sent; while a queue grows the audio
+ * arrives later than that, so a second's mean may pass the link by 6%. */
+static void
+test_300kbit_audio_untracked (void)
+{
+  audio_untracked = TRUE;
+  check_bottleneck_full (300000, 0, 20 * MS, 0.7, 1.06);
+  audio_untracked = FALSE;
+}
+
+static void
+test_1mbit_audio_untracked (void)
+{
+  audio_untracked = TRUE;
+  check_bottleneck_full (1000000, 0, 20 * MS, 0.8, 1.06);
+  audio_untracked = FALSE;
 }
 
 /* Random loss below 10% on a link without a bottleneck is not
@@ -138,9 +173,10 @@ test_loss5 (void)
  * sender took 1 s), the queue under 100 ms within 3 s, and 1.6 Mbit/s or
  * more within 10 s of the restore. */
 static void
-check_step (gdouble encoder_share)
+check_step (gdouble encoder_share, gint64 encoder_lag_us)
 {
-  g_autoptr (BweSim) s = sim_new_share (2000000, encoder_share);
+  g_autoptr (BweSim) s = sim_new_encoder (2000000, 0, 20 * MS, encoder_share,
+      encoder_lag_us);
   gint64 below, drained, back;
 
   bwe_sim_run (s, 20 * S);
@@ -152,10 +188,11 @@ check_step (gdouble encoder_share)
   below = bwe_sim_first_target_below (s, 20 * S, 500000) - 20 * S;
   drained = bwe_sim_first_queue_below (s, 20 * S + 500 * MS, 100 * MS) - 20 * S;
   back = bwe_sim_first_target_above (s, 40 * S, 1600000) - 40 * S;
-  g_test_message ("step (encoder %.2f): below 500k after %" G_GINT64_FORMAT
+  g_test_message ("step (encoder %.2f, lag %" G_GINT64_FORMAT
+      " ms): below 500k after %" G_GINT64_FORMAT
       " ms, queue under 100 ms after %" G_GINT64_FORMAT " ms, 1.6M after %"
-      G_GINT64_FORMAT " ms", encoder_share, below / MS, drained / MS,
-      back / MS);
+      G_GINT64_FORMAT " ms", encoder_share, encoder_lag_us / MS, below / MS,
+      drained / MS, back / MS);
   g_assert_cmpint (below, >=, 0);
   g_assert_cmpint (below, <=, 1 * S);
   g_assert_cmpint (drained, >=, 0);
@@ -167,7 +204,7 @@ check_step (gdouble encoder_share)
 static void
 test_step (void)
 {
-  check_step (1.0);
+  check_step (1.0, 0);
 }
 
 /* The same with an encoder that makes 80% of its target, as x264 does of
@@ -176,7 +213,17 @@ test_step (void)
 static void
 test_step_encoder_under (void)
 {
-  check_step (0.8);
+  check_step (0.8, 0);
+}
+
+/* The same with that encoder following its target a second late, as
+ * x264's rate control does in the lab (its bitrate a second after the
+ * target moved): the acknowledged bitrate lags the target more, and so
+ * does the sign that the link has grown back. */
+static void
+test_step_encoder_lag (void)
+{
+  check_step (0.8, 1 * S);
 }
 
 /* The receiver stops reporting for 10 s on a 1 Mbit/s link: the target
@@ -256,10 +303,13 @@ main (int argc, char **argv)
   add_sim ("/bwe/sim/1mbit", test_1mbit);
   add_sim ("/bwe/sim/300kbit", test_300kbit);
   add_sim ("/bwe/sim/1mbit-loss-rtt", test_1mbit_loss_rtt);
+  add_sim ("/bwe/sim/300kbit-audio-untracked", test_300kbit_audio_untracked);
+  add_sim ("/bwe/sim/1mbit-audio-untracked", test_1mbit_audio_untracked);
   add_sim ("/bwe/sim/loss3", test_loss3);
   add_sim ("/bwe/sim/loss5", test_loss5);
   add_sim ("/bwe/sim/step", test_step);
   add_sim ("/bwe/sim/step-encoder-under", test_step_encoder_under);
+  add_sim ("/bwe/sim/step-encoder-lag", test_step_encoder_lag);
   add_sim ("/bwe/sim/feedback-gap", test_feedback_gap);
   g_test_add_func ("/bwe/sim/set-max", test_set_max);
   return g_test_run ();

@@ -268,6 +268,59 @@ test_passed_and_full (void)
   g_assert_cmpuint (gate->admitted->len, ==, 1);
 }
 
+static void
+list_member (const char *socket_id, const char *user_id,
+    const char *user_info, gpointer user_data)
+{
+  g_ptr_array_add (user_data, g_strdup_printf ("%s %s %s", socket_id,
+          user_id, user_info ? user_info : "(null)"));
+}
+
+/* The sockets subscribed to a presence channel, each with its member (what
+ * an auto room's move to the SFU tells): not a subscription still held,
+ * nor another channel's. */
+static void
+test_member_sockets (void)
+{
+  g_autoptr (Gate) gate = NULL;
+  g_autoptr (Fixture) f = fixture_new (NULL);
+  g_autoptr (GPtrArray) listed = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *a_line = NULL;
+  g_autofree char *a2_line = NULL;
+  Client *a, *a2, *b, *c;
+
+  gate = gate_install (f);
+  a = client_open (f);
+  a2 = client_open (f);
+  b = client_open (f);
+  c = client_open (f);
+  join_held (f, a, "alice");
+  join_held (f, a2, "alice");
+  send_join (b, HELD, "bob");
+  client_join (c, "presence-legba.other", "carol");
+  legba_hub_foreach_member_socket (f->hub, f->app, HELD, list_member, listed);
+  g_ptr_array_sort (listed, (GCompareFunc) g_strcmp0);
+  a_line = g_strdup_printf ("%s alice {\"protocol\":\"legba-room/2\"}",
+      a->socket_id);
+  a2_line = g_strdup_printf ("%s alice {\"protocol\":\"legba-room/2\"}",
+      a2->socket_id);
+  g_assert_cmpuint (listed->len, ==, 2);
+  g_assert_true (g_ptr_array_find_with_equal_func (listed, a_line,
+          g_str_equal, NULL));
+  g_assert_true (g_ptr_array_find_with_equal_func (listed, a2_line,
+          g_str_equal, NULL));
+  /* the held one once accepted */
+  g_assert_true (legba_hub_gate_accept (f->hub, b->socket_id, HELD, NULL,
+          NULL));
+  g_ptr_array_set_size (listed, 0);
+  legba_hub_foreach_member_socket (f->hub, f->app, HELD, list_member, listed);
+  g_assert_cmpuint (listed->len, ==, 3);
+  g_ptr_array_set_size (listed, 0);
+  legba_hub_foreach_member_socket (f->hub, f->app, "presence-legba.none",
+      list_member, listed);
+  g_assert_cmpuint (listed->len, ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -277,5 +330,6 @@ main (int argc, char **argv)
   g_test_add_func ("/hub-gate/forgotten", test_forgotten);
   g_test_add_func ("/hub-gate/left-and-vacated", test_left_and_vacated);
   g_test_add_func ("/hub-gate/passed-and-full", test_passed_and_full);
+  g_test_add_func ("/hub-gate/member-sockets", test_member_sockets);
   return g_test_run ();
 }

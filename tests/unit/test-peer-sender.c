@@ -7,6 +7,7 @@
  */
 #include <legba/room/legba-peer-sender.h>
 #include <gst/check/gstharness.h>
+#include <gst/video/video.h>
 
 #define VIDEO_SSRC 0x11111111
 #define AUDIO_SSRC 0x22222222
@@ -59,16 +60,91 @@ feedback (GstHarness * h)
     gst_event_unref (event);
 }
 
-/* Pushes 30 packets of 1200 bytes at once; returns how long they took to
+/* A transport-wide feedback event as rtpsession sends it up, reporting
+ * n packets received, 20 ms apart. */
+static void
+feedback_packets (GstHarness * h, guint n)
+{
+  GValueArray *array;
+  GstStructure *s;
+  GstEvent *event;
+
+  G_GNUC_BEGIN_IGNORE_DEPRECATIONS;
+  array = g_value_array_new (n);
+  for (guint i = 0; i < n; i++) {
+    GValue v = G_VALUE_INIT;
+    GstStructure *p = gst_structure_new ("RTPTWCCPacket",
+        "seqnum", G_TYPE_UINT, i,
+        "local-ts", G_TYPE_UINT64, (guint64) i * 20 * GST_MSECOND,
+        "remote-ts", G_TYPE_UINT64, (guint64) (i * 20 + 10) * GST_MSECOND,
+        "size", G_TYPE_UINT, 1200,
+        "lost", G_TYPE_BOOLEAN, FALSE, NULL);
+
+    g_value_init (&v, GST_TYPE_STRUCTURE);
+    g_value_take_boxed (&v, p);
+    g_value_array_append (array, &v);
+    g_value_unset (&v);
+  }
+  s = gst_structure_new ("RTPTWCCPackets", "packets",
+      g_value_array_get_type (), array, NULL);
+  g_value_array_free (array);
+  G_GNUC_END_IGNORE_DEPRECATIONS;
+  gst_harness_push_upstream_event (h,
+      gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM, s));
+  while ((event = gst_harness_try_pull_upstream_event (h)) != NULL)
+    gst_event_unref (event);
+}
+
+static gboolean
+stats_audio_untracked (GstHarness * h)
+{
+  GstStructure *stats =
+      legba_peer_sender_get_stats (LEGBA_PEER_SENDER (h->element));
+  gboolean untracked = FALSE;
+
+  g_assert_true (gst_structure_get_boolean (stats, "audio-untracked",
+          &untracked));
+  gst_structure_free (stats);
+  return untracked;
+}
+
+/* 100 audio and 50 video packets leave; feedback that reports 50 packets
+ * did not report the audio (webrtcbin numbered only the video's), and
+ * the stats say so; feedback that reports all 150 did. */
+static void
+check_audio_untracked (guint reported, gboolean untracked)
+{
+  GstHarness *h = sender_harness (300000, 2000000);
+
+  legba_peer_sender_set_audio_ssrc (LEGBA_PEER_SENDER (h->element), AUDIO_SSRC);
+  for (guint16 i = 0; i < 150; i++) {
+    gst_harness_push (h, i % 3 == 2 ? rtp_packet (VIDEO_SSRC, i, 1200) :
+        rtp_packet (AUDIO_SSRC, i, 100));
+    gst_buffer_unref (gst_harness_pull (h));
+  }
+  g_assert_false (stats_audio_untracked (h));
+  feedback_packets (h, reported);
+  g_assert_cmpint (stats_audio_untracked (h), ==, untracked);
+  gst_harness_teardown (h);
+}
+
+static void
+test_audio_untracked (void)
+{
+  check_audio_untracked (50, TRUE);
+  check_audio_untracked (150, FALSE);
+}
+
+/* Pushes n packets of 1200 bytes at once; returns how long they took to
  * come out, in microseconds. */
 static gint64
-burst_span (GstHarness * h)
+burst_span_n (GstHarness * h, guint16 n)
 {
   gint64 first = 0, last = 0;
 
-  for (guint16 i = 0; i < 30; i++)
+  for (guint16 i = 0; i < n; i++)
     gst_harness_push (h, rtp_packet (VIDEO_SSRC, i, 1200));
-  for (guint16 i = 0; i < 30; i++) {
+  for (guint16 i = 0; i < n; i++) {
     GstBuffer *out = gst_harness_pull (h);
 
     g_assert_nonnull (out);
@@ -81,9 +157,15 @@ burst_span (GstHarness * h)
   return last - first;
 }
 
+static gint64
+burst_span (GstHarness * h)
+{
+  return burst_span_n (h, 30);
+}
+
 /* Once the receiver gives feedback, 30 packets of 1200 bytes pushed at
- * once leave at 2.5 x the 300 kbit/s start: spread over about 380 ms,
- * not in one burst. */
+ * once leave paced at the 300 kbit/s start estimate (2.5 times it past
+ * the start: over about 380 ms), not in one burst. */
 static void
 test_paced (void)
 {
@@ -95,13 +177,79 @@ test_paced (void)
   gst_harness_teardown (h);
 }
 
-/* A receiver that never sent feedback gives nothing to pace by: the same
- * burst leaves as it comes. */
+static guint
+stats_pacing_rate (GstHarness * h)
+{
+  GstStructure *stats =
+      legba_peer_sender_get_stats (LEGBA_PEER_SENDER (h->element));
+  guint rate = 0;
+
+  g_assert_true (gst_structure_get_uint (stats, "pacing-rate", &rate));
+  gst_structure_free (stats);
+  return rate;
+}
+
+/* The pacing rate over the target. */
+static gdouble
+stats_pacing_factor (GstHarness * h)
+{
+  GstStructure *stats =
+      legba_peer_sender_get_stats (LEGBA_PEER_SENDER (h->element));
+  guint rate = 0, target = 0;
+
+  g_assert_true (gst_structure_get_uint (stats, "pacing-rate", &rate));
+  g_assert_true (gst_structure_get_uint (stats, "target-bitrate", &target));
+  gst_structure_free (stats);
+  return target > 0 ? rate / (gdouble) target : 0;
+}
+
+/* In the start (3 s from the transport's opening) the link is not known
+ * yet: without feedback, and with it, 12 packets of 1200 bytes leave at
+ * the 300 kbit/s start estimate itself, not 2.5 times it: 11 x 1200 bytes
+ * at 37,500 bytes/s, less what the budget may hold (1.7 kB), take 0.31 s
+ * (0.12 s at 2.5 times). */
+static void
+test_start_paced (void)
+{
+  GstHarness *h = sender_harness (300000, 2000000);
+
+  g_assert_cmpuint (stats_pacing_rate (h), ==, 300000);
+  g_assert_cmpint (burst_span_n (h, 12), >=, 280 * G_TIME_SPAN_MILLISECOND);
+  gst_harness_teardown (h);
+  h = sender_harness (300000, 2000000);
+  feedback (h);
+  g_assert_cmpint (burst_span_n (h, 12), >=, 280 * G_TIME_SPAN_MILLISECOND);
+  gst_harness_teardown (h);
+}
+
+/* A receiver that sent no feedback by the end of the start gives nothing
+ * to pace by: then the same burst leaves as it comes. */
 static void
 test_unpaced_without_feedback (void)
 {
   GstHarness *h = sender_harness (300000, 2000000);
+  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
 
+  gst_harness_push (h, rtp_packet (VIDEO_SSRC, 1000, 1200));
+  gst_buffer_unref (gst_harness_pull (h));
+  /* the start is over when the pacing rate is 2.5 x the estimate (which
+   * falls meanwhile, without feedback) */
+  while (stats_pacing_factor (h) < 2 && g_get_monotonic_time () < deadline)
+    g_usleep (20 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpfloat (stats_pacing_factor (h), >, 2);
+  g_assert_cmpint (burst_span (h), <, 300 * G_TIME_SPAN_MILLISECOND);
+  gst_harness_teardown (h);
+}
+
+/* Video whose encoder ignores the target leaves as it comes, feedback or
+ * not: held to the pacing rate it would only wait here. */
+static void
+test_unsteered_video_unpaced (void)
+{
+  GstHarness *h = sender_harness (300000, 2000000);
+
+  legba_peer_sender_set_video_steered (LEGBA_PEER_SENDER (h->element), FALSE);
+  feedback (h);
   g_assert_cmpint (burst_span (h), <, 300 * G_TIME_SPAN_MILLISECOND);
   gst_harness_teardown (h);
 }
@@ -250,14 +398,92 @@ test_video_target_before_feedback (void)
   gst_harness_teardown (h);
 }
 
+typedef struct
+{
+  GMutex lock;
+  GCond cond;
+  gboolean blocked;
+} Block;
+
+static GstPadProbeReturn
+blocked_cb (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Block *b = data;
+
+  g_mutex_lock (&b->lock);
+  b->blocked = TRUE;
+  g_cond_signal (&b->cond);
+  g_mutex_unlock (&b->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+/* The first packet waits for the transport to open (a blocking probe
+ * stands for webrtcbin's, until the DTLS handshake is done): what queued
+ * behind it meanwhile is dropped, and a key frame is asked for upstream;
+ * a packet after that leaves. */
+static void
+test_stale_at_open (void)
+{
+  GstHarness *h = sender_harness (300000, 2000000);
+  GstPad *src = gst_element_get_static_pad (h->element, "src");
+  Block b = { 0, };
+  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  GstEvent *event;
+  gulong probe;
+
+  g_mutex_init (&b.lock);
+  g_cond_init (&b.cond);
+  probe = gst_pad_add_probe (src, GST_PAD_PROBE_TYPE_BLOCK |
+      GST_PAD_PROBE_TYPE_BUFFER, blocked_cb, &b, NULL);
+  gst_harness_push (h, rtp_packet (VIDEO_SSRC, 0, 1200));
+  g_mutex_lock (&b.lock);
+  while (!b.blocked)
+    g_assert_true (g_cond_wait_until (&b.cond, &b.lock, deadline));
+  g_mutex_unlock (&b.lock);
+  for (guint16 i = 1; i < 30; i++)
+    gst_harness_push (h, rtp_packet (VIDEO_SSRC, i, 1200));
+  gst_harness_push (h, rtp_packet (AUDIO_SSRC, 1000, 100));
+  /* the handshake's time */
+  g_usleep (300 * G_TIME_SPAN_MILLISECOND);
+  gst_pad_remove_probe (src, probe);
+  {
+    GstBuffer *first = gst_harness_pull (h);
+
+    g_assert_cmpuint (seq_of (first), ==, 0);
+    gst_buffer_unref (first);
+  }
+  while ((event = gst_harness_pull_upstream_event (h)) != NULL &&
+      !gst_video_event_is_force_key_unit (event))
+    gst_event_unref (event);
+  g_assert_nonnull (event);
+  gst_event_unref (event);
+  gst_harness_push (h, rtp_packet (VIDEO_SSRC, 30, 1200));
+  {
+    GstBuffer *next = gst_harness_pull (h);
+
+    g_assert_cmpuint (seq_of (next), ==, 30);
+    gst_buffer_unref (next);
+  }
+  g_assert_cmpuint (gst_harness_buffers_in_queue (h), ==, 0);
+  gst_object_unref (src);
+  g_mutex_clear (&b.lock);
+  g_cond_clear (&b.cond);
+  gst_harness_teardown (h);
+}
+
 int
 main (int argc, char **argv)
 {
   gst_init (&argc, &argv);
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/peer-sender/paced", test_paced);
+  g_test_add_func ("/peer-sender/start-paced", test_start_paced);
+  g_test_add_func ("/peer-sender/stale-at-open", test_stale_at_open);
+  g_test_add_func ("/peer-sender/audio-untracked", test_audio_untracked);
   g_test_add_func ("/peer-sender/unpaced-without-feedback",
       test_unpaced_without_feedback);
+  g_test_add_func ("/peer-sender/unsteered-video-unpaced",
+      test_unsteered_video_unpaced);
   g_test_add_func ("/peer-sender/audio-first", test_audio_first);
   g_test_add_func ("/peer-sender/requests-bounded", test_requests_bounded);
   g_test_add_func ("/peer-sender/feedback-passes", test_feedback_passes);

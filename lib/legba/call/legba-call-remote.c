@@ -159,7 +159,10 @@ make_branch (LegbaCall * self, LegbaTrackKind kind, GError ** error)
       (self->display == LEGBA_CALL_DISPLAY_WINDOW ||
       self->display == LEGBA_CALL_DISPLAY_GRID);
 
-  if (kind == LEGBA_TRACK_KIND_VIDEO)
+  if (self->display == LEGBA_CALL_DISPLAY_UNDECODED)
+    desc = g_strdup ("identity name=dec ! fakesink name=conv sync=false "
+        "async=false");
+  else if (kind == LEGBA_TRACK_KIND_VIDEO)
     desc = g_strdup_printf ("decodebin name=dec ! videoconvert name=conv ! "
         "%s%s", self->measure_latency ? "legbastampcheck name=check ! " : "",
         video_tail (self));
@@ -443,8 +446,9 @@ legba_call_list_remotes (LegbaCall * self)
  *
  * What was received from a remote participant: `participant-id`,
  * `identity` (strings), `present` (boolean: in the room now),
- * `video-frames` (video frames decoded), `audio-buffers` (audio buffers
- * decoded), `fps` (double, video frames decoded per second over the last
+ * `video-frames` (video frames decoded; received, with
+ * %LEGBA_CALL_DISPLAY_UNDECODED), `audio-buffers` (audio buffers decoded,
+ * or received), `fps` (double, video frames per second over the last
  * stats interval); when its peer connection reported them, `bitrate-in`
  * (guint64, bit/s), `packets-received` (guint64), `packets-lost` (gint64),
  * `round-trip-time` and `jitter` (double, s); what is sent to it, when

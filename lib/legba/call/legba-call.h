@@ -149,6 +149,9 @@ GType legba_call_audio_get_type (void);
  *   window, re-tiled as they join and leave
  * @LEGBA_CALL_DISPLAY_APPSINK: one `appsink` per remote participant,
  *   given to the application by #LegbaCall::video-sink-added
+ * @LEGBA_CALL_DISPLAY_UNDECODED: count the frames received, decode
+ *   nothing (a viewer that only measures what reaches it;
+ *   #LegbaCall:measure-latency reads no stamps)
  *
  * How a call shows the video it receives.
  */
@@ -158,6 +161,7 @@ typedef enum
   LEGBA_CALL_DISPLAY_WINDOW,
   LEGBA_CALL_DISPLAY_GRID,
   LEGBA_CALL_DISPLAY_APPSINK,
+  LEGBA_CALL_DISPLAY_UNDECODED,
 } LegbaCallDisplay;
 
 #define LEGBA_TYPE_CALL_DISPLAY (legba_call_display_get_type ())

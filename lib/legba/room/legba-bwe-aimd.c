@@ -9,7 +9,10 @@
  * response time, far below it multiplicatively. Once the acknowledged
  * bitrate passes the estimate's upper bound the link has grown: the
  * estimate is forgotten and, with none, the rate ramps at RAMP_FREE per
- * second, the fast ramp after a drop (docs/congestion-control.md).
+ * second, the fast ramp after a drop (docs/congestion-control.md). The
+ * capacity a link had before it shrank is kept: once the dip's capacity
+ * is carried without a queue, the link has grown back, and the rate
+ * climbs at RAMP_RECOVER to near what it carried before.
  */
 #include <legba/room/legba-bwe-private.h>
 
@@ -31,6 +34,10 @@
 /* never above this times the acknowledged bitrate, plus CAP_EXTRA_BPS */
 #define CAP_FACTOR 1.5
 #define CAP_EXTRA_BPS 10000.0
+/* the same while the rate recovers towards what the link carried before
+ * it shrank: an encoder follows a rising target a second late, and the
+ * acknowledged bitrate lags it by half its window more */
+#define CAP_FACTOR_RECOVER 2.0
 /* the link capacity's running mean and normalised variance */
 #define CAPACITY_ALPHA 0.05
 #define DEVIATION_MIN 0.4
@@ -41,6 +48,16 @@
  * this many overuses in a row. Once is noise, with jitter. */
 #define ABOVE_US (500 * LEGBA_BWE_MS)
 #define BELOW_TIMES 2
+/* After the link shrank: the acknowledged bitrate at the dip's capacity
+ * estimate with the queue under RECOVER_QUEUE_US (a link at its capacity
+ * builds one) for ABOVE_US means it has grown back; the rate then climbs
+ * at RAMP_RECOVER a second up to RECOVER_SHARE of the capacity before. */
+#define RECOVER_QUEUE_US (20 * LEGBA_BWE_MS)
+#define RAMP_RECOVER 1.5
+#define RECOVER_SHARE 0.9
+/* what the link carried before it shrank: the highest acknowledged
+ * bitrate, fading by this a second */
+#define PEAK_DECAY 0.98
 
 void
 legba_bwe_aimd_init (LegbaBweAimd * r, gdouble start, gdouble min, gdouble max)
@@ -56,6 +73,9 @@ legba_bwe_aimd_init (LegbaBweAimd * r, gdouble start, gdouble min, gdouble max)
   r->have_capacity = FALSE;
   r->capacity_kbps = 0;
   r->deviation = DEVIATION_MIN;
+  r->prior_kbps = 0;
+  r->recover_to = 0;
+  r->peak_bps = 0;
 }
 
 static gdouble
@@ -103,6 +123,38 @@ capacity_reset (LegbaBweAimd * r, gint64 now_us)
   r->have_capacity = FALSE;
   r->capacity_kbps = 0;
   r->deviation = DEVIATION_MIN;
+  r->prior_kbps = 0;
+  r->recover_to = 0;
+}
+
+/* The link has grown: the capacity estimate is forgotten, and if the
+ * link had more before it shrank, the rate recovers towards that. */
+static void
+capacity_grown (LegbaBweAimd * r, gint64 now_us)
+{
+  gdouble prior = r->prior_kbps;
+
+  capacity_reset (r, now_us);
+  if (prior > 0)
+    r->recover_to = RECOVER_SHARE * prior * 1000.0;
+}
+
+/* A signal that the link has grown: the acknowledged bitrate over the
+ * capacity estimate's upper bound; or, when the link had a higher
+ * capacity before it shrank, a deviation over the estimate without a
+ * queue (a link at its capacity carries no more than it, and queues). */
+static gboolean
+over_capacity (const LegbaBweAimd * r, const LegbaBweSignals * in)
+{
+  guint acked = in->acked_bps;
+
+  if (!acked || !r->have_capacity)
+    return FALSE;
+  if (acked > capacity_upper (r))
+    return TRUE;
+  return r->prior_kbps * 1000.0 > capacity_upper (r) &&
+      acked >= (r->capacity_kbps + capacity_sigma (r)) * 1000.0 &&
+      in->queue_us <= RECOVER_QUEUE_US;
 }
 
 /* About one packet more per response time: a frame of the current rate
@@ -123,29 +175,39 @@ increase (LegbaBweAimd * r, const LegbaBweSignals * in, gint64 now_us)
   guint acked = in->acked_bps;
   gdouble dt_s = CLAMP ((now_us - r->last_change) / (gdouble) LEGBA_BWE_S,
       0, 1);
-  gdouble limit = acked ? CAP_FACTOR * acked + CAP_EXTRA_BPS : G_MAXDOUBLE;
-  gdouble next;
+  gdouble limit, next;
 
-  if (acked && r->have_capacity && acked > capacity_upper (r)) {
+  if (over_capacity (r, in)) {
     if (!r->above) {
       r->above = TRUE;
       r->above_since = now_us;
     } else if (now_us - r->above_since >= ABOVE_US) {
-      capacity_reset (r, now_us);
+      capacity_grown (r, now_us);
     }
   } else {
     r->above = FALSE;
   }
-  if (r->rate >= limit)
+  limit = (r->recover_to > r->rate ? CAP_FACTOR_RECOVER : CAP_FACTOR) * acked
+      + CAP_EXTRA_BPS;
+  if (acked && r->rate >= limit)
     return;
+  if (!acked)
+    limit = G_MAXDOUBLE;
   if (r->have_capacity && r->rate >= capacity_lower (r)) {
     next = r->rate + additive_bps_per_s (r, in->rtt_us) * dt_s;
   } else {
     gdouble ramp = RAMP_NEAR;
 
-    if (!r->have_capacity)
+    if (!r->have_capacity && r->recover_to > r->rate) {
+      ramp = RAMP_RECOVER;
+    } else if (!r->have_capacity) {
+      if (r->recover_to > 0) {
+        r->recover_to = 0;
+        r->ramp_since = now_us;
+      }
       ramp = MIN (RAMP_FREE, RAMP_NEAR + RAMP_GAIN *
           (now_us - r->ramp_since) / (gdouble) LEGBA_BWE_S);
+    }
 
     next = r->rate + MAX (r->rate * (pow (ramp, dt_s) - 1),
         MIN_MULTIPLICATIVE_BPS * dt_s);
@@ -181,11 +243,18 @@ decrease (LegbaBweAimd * r, guint acked, guint recent, gint64 now_us)
   }
   /* the capacity from the smoother estimate: one window's noise would
    * move its bounds */
+  r->recover_to = 0;
   if (acked) {
-    if (!r->have_capacity || acked >= capacity_lower (r))
+    if (!r->have_capacity || acked >= capacity_lower (r)) {
       r->below = 0;
-    else if (++r->below >= BELOW_TIMES)
+    } else if (++r->below >= BELOW_TIMES) {
+      /* the link shrank: what it carried before is kept */
+      gdouble prior = MAX (r->prior_kbps, MAX (r->capacity_kbps,
+              r->peak_bps / 1000.0));
+
       capacity_reset (r, now_us);
+      r->prior_kbps = prior;
+    }
     capacity_update (r, acked);
   }
   if (next < r->rate)
@@ -204,6 +273,9 @@ legba_bwe_aimd_update (LegbaBweAimd * r, const LegbaBweSignals * in,
     r->have_change = TRUE;
     r->last_change = now_us;
   }
+  r->peak_bps = MAX (in->acked_bps, r->peak_bps * pow (PEAK_DECAY,
+          CLAMP (now_us - r->last_change, 0, LEGBA_BWE_S) /
+          (gdouble) LEGBA_BWE_S));
   switch (in->usage) {
     case LEGBA_BWE_USAGE_OVERUSING:
       if (time_to_decrease (r, in->recent_bps, in->rtt_us, now_us)) {

@@ -167,6 +167,12 @@ typedef struct
   gboolean above;               /* the acknowledged bitrate over the bound */
   gint64 above_since;
   guint below;                  /* overuses in a row under the bound */
+  /* the capacity the link had before it shrank, kbit/s (0: none), and,
+   * once it has grown back past the estimate of the dip, the rate the
+   * recovery ramps to at RAMP_RECOVER, bit/s (0: none) */
+  gdouble prior_kbps;
+  gdouble recover_to;
+  gdouble peak_bps;             /* the highest acknowledged bitrate, fading */
 } LegbaBweAimd;
 
 void legba_bwe_aimd_init (LegbaBweAimd * r, gdouble start, gdouble min,
@@ -179,6 +185,7 @@ typedef struct
   guint recent_bps;             /* legba_bwe_acked_recent_bps() */
   gdouble loss;                 /* the last loss fraction */
   gint64 rtt_us;
+  gint64 queue_us;              /* the queueing delay, the trendline's */
 } LegbaBweSignals;
 
 void legba_bwe_aimd_update (LegbaBweAimd * r, const LegbaBweSignals * in,

@@ -49,6 +49,7 @@ struct _LegbaBwe
   LegbaBweAimd aimd;
   LegbaBweLoss loss;
   guint target;
+  guint untracked_bps;          /* sent without sequence numbers */
 
   LegbaBweSeen seen;
   gint64 report_first;          /* the lowest new sequence number of a report */
@@ -114,6 +115,24 @@ legba_bwe_set_max (LegbaBwe * bwe, guint max_bps)
   legba_bwe_aimd_set_max (&bwe->aimd, bwe->max);
   legba_bwe_loss_set_max (&bwe->loss, bwe->max);
   update_target (bwe);
+}
+
+void
+legba_bwe_set_untracked (LegbaBwe * bwe, guint bps)
+{
+  g_return_if_fail (bwe != NULL);
+
+  bwe->untracked_bps = bps;
+}
+
+/* What the link carried: the acknowledged packets, and beside them what
+ * carries no sequence number (0 while the acknowledged rate is unknown). */
+static guint
+with_untracked (const LegbaBwe * bwe, guint acked_bps)
+{
+  if (acked_bps == 0)
+    return 0;
+  return (guint) MIN ((guint64) acked_bps + bwe->untracked_bps, G_MAXUINT);
 }
 
 /* The first call starts the clock the missing feedback is timed by. */
@@ -280,13 +299,15 @@ legba_bwe_on_feedback (LegbaBwe * bwe, const LegbaBwePacket * packets,
 
   feedback_came (bwe, now_us);
   usage = take_delays (bwe);
-  in.acked_bps = legba_bwe_acked_bps (&bwe->acked);
+  in.acked_bps = with_untracked (bwe, legba_bwe_acked_bps (&bwe->acked));
   if (queue_stands (bwe, in.acked_bps, now_us))
     usage = LEGBA_BWE_USAGE_OVERUSING;
   in.usage = usage;
-  in.recent_bps = legba_bwe_acked_recent_bps (&bwe->acked);
+  in.recent_bps = with_untracked (bwe,
+      legba_bwe_acked_recent_bps (&bwe->acked));
   in.loss = bwe->loss.fraction;
   in.rtt_us = bwe->rtt_us;
+  in.queue_us = bwe->trendline.queue_us;
   legba_bwe_aimd_update (&bwe->aimd, &in, now_us);
   legba_bwe_loss_count (&bwe->loss, expected, lost);
   legba_bwe_loss_update (&bwe->loss, MIN (bwe->aimd.rate, bwe->loss.bound),
@@ -345,7 +366,7 @@ legba_bwe_get_state (LegbaBwe * bwe, LegbaBweState * state)
   state->target_bps = bwe->target;
   state->delay_bps = (guint) bwe->aimd.rate;
   state->loss_bps = (guint) bwe->loss.bound;
-  state->acked_bps = legba_bwe_acked_bps (&bwe->acked);
+  state->acked_bps = with_untracked (bwe, legba_bwe_acked_bps (&bwe->acked));
   state->trend = bwe->trendline.trend;
   state->modified_trend = bwe->overuse.modified_trend;
   state->threshold = bwe->overuse.threshold;

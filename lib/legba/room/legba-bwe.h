@@ -31,6 +31,13 @@
  * a rate on the wire, of which the encoder gets what the audio and the
  * overhead leave.
  *
+ * Untracked traffic: a stream of the connection whose packets carry no
+ * transport-wide sequence number (an audio stream without the extension)
+ * shares the link all the same. legba_bwe_set_untracked() gives its rate
+ * on the wire, bit/s; it is added to the acknowledged bitrate, so that a
+ * decrease is to what the whole connection carried and the target stays
+ * a rate for all of it.
+ *
  * Threads: an estimator belongs to one thread at a time; nothing locks.
  */
 #pragma once
@@ -98,6 +105,7 @@ typedef struct
 LegbaBwe *legba_bwe_new (const LegbaBweConfig * config);
 void legba_bwe_free (LegbaBwe * bwe);
 void legba_bwe_set_max (LegbaBwe * bwe, guint max_bps);
+void legba_bwe_set_untracked (LegbaBwe * bwe, guint bps);
 void legba_bwe_on_feedback (LegbaBwe * bwe, const LegbaBwePacket * packets,
     guint n, gint64 now_us);
 void legba_bwe_on_rtt (LegbaBwe * bwe, gint64 rtt_us, gint64 now_us);

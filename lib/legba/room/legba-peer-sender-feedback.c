@@ -23,7 +23,8 @@
 #define MIN_BITRATE 30000
 /* How long the video is held to the start estimate waiting for the first
  * feedback. */
-#define FEEDBACK_WAIT_US (3 * G_USEC_PER_SEC)
+/* audio packets sent before telling whether the feedback reports them */
+#define AUDIO_DECIDE_PACKETS 100
 /* What the link carries of a packet beyond the RTP packet the feedback
  * gives the size of: IPv4 and UDP headers, the SRTP authentication tag. */
 #define WIRE_OVERHEAD (20 + 8 + 10)
@@ -166,7 +167,7 @@ legba_peer_sender_get_target (LegbaPeerSender * self)
 
 /* The video encoder's share of the estimate (legba-send-rates.c). Before
  * the first feedback it is the share of the start estimate, as in
- * libwebrtc, for FEEDBACK_WAIT_US from the first packet: a call on a slow
+ * libwebrtc, for LEGBA_SENDER_START_US from the first packet: a call on a slow
  * link starts with key frames that fit it. A receiver that sent no
  * feedback by then does not hold the encoder back: 0. */
 guint
@@ -177,7 +178,7 @@ legba_peer_sender_get_video_target (LegbaPeerSender * self)
 
   g_mutex_lock (&self->lock);
   if (self->feedback_reports > 0 || self->first_sent_at == 0 ||
-      now - self->first_sent_at < FEEDBACK_WAIT_US)
+      now - self->first_sent_at < LEGBA_SENDER_START_US)
     target = self->video_target;
   else
     target = 0;
@@ -239,6 +240,24 @@ parse_twcc (const GstStructure * s)
   return packets;
 }
 
+/* Whether the audio's packets carry no transport-wide sequence number:
+ * webrtcbin numbers only the packets of a stream negotiated with the
+ * extension, and the room negotiates it on the video (an answer takes
+ * what the offer had). The feedback then reports about as many packets as
+ * left in the video and retransmission lanes; with the audio, that many
+ * more. Told once feedback came and AUDIO_DECIDE_PACKETS audio packets
+ * left; until then the audio counts as reported. Called with the lock. */
+static gboolean
+audio_untracked (LegbaPeerSender * self)
+{
+  guint64 audio = self->packets_sent[LEGBA_SENDER_LANE_AUDIO];
+  guint64 others = self->packets_sent[LEGBA_SENDER_LANE_VIDEO] +
+      self->packets_sent[LEGBA_SENDER_LANE_RTX];
+
+  return self->feedback_reports > 0 && audio >= AUDIO_DECIDE_PACKETS &&
+      self->feedback_packets < others + audio / 2;
+}
+
 static void
 on_twcc (LegbaPeerSender * self, const GstStructure * s)
 {
@@ -248,6 +267,9 @@ on_twcc (LegbaPeerSender * self, const GstStructure * s)
 
   g_mutex_lock (&self->lock);
   self->feedback_reports++;
+  self->feedback_packets += packets->len;
+  legba_bwe_set_untracked (self->bwe, audio_untracked (self) ?
+      legba_send_rates_lane_bps (&self->rates, LEGBA_SENDER_LANE_AUDIO) : 0);
   legba_bwe_on_feedback (self->bwe, (LegbaBwePacket *) packets->data,
       packets->len, now);
   report = update_target (self, now);
@@ -355,8 +377,6 @@ legba_peer_sender_is_rtx_pt (LegbaPeerSender * self, guint8 pt)
   return FALSE;
 }
 
-/* A packet of @lane leaves: a video packet's time goes into its
- * stream's history; the lane's packets are counted. */
 /* The RTP payload's length: the packet less its header, CSRCs, header
  * extensions and padding; 0 for what is not an RTP packet. */
 static gsize
@@ -372,6 +392,8 @@ rtp_payload_size (GstBuffer * buffer)
   return size;
 }
 
+/* A packet of @lane leaves: a video packet's time goes into its
+ * stream's history; the lane's packets are counted. */
 void
 legba_peer_sender_record_sent (LegbaPeerSender * self, GstBuffer * buffer,
     LegbaSenderLane lane)
@@ -380,8 +402,6 @@ legba_peer_sender_record_sent (LegbaPeerSender * self, GstBuffer * buffer,
   guint8 header[12];
 
   g_mutex_lock (&self->lock);
-  if (self->first_sent_at == 0)
-    self->first_sent_at = g_get_monotonic_time ();
   legba_send_rates_add (&self->rates, lane, size + WIRE_OVERHEAD,
       lane == LEGBA_SENDER_LANE_VIDEO ? rtp_payload_size (buffer) : 0);
   if (lane == LEGBA_SENDER_LANE_VIDEO &&
@@ -584,7 +604,8 @@ legba_peer_sender_get_stats (LegbaPeerSender * self)
   g_mutex_lock (&self->lock);
   legba_bwe_get_state (self->bwe, &state);
   g_hash_table_foreach (self->policies, add_counts, &rtx);
-  rate = LEGBA_PACING_FACTOR * self->target;
+  rate = legba_peer_sender_pacing_factor (self, g_get_monotonic_time ()) *
+      self->target;
   s = gst_structure_new ("legba-sender-stats",
       "target-bitrate", G_TYPE_UINT, state.target_bps,
       "video-target-bitrate", G_TYPE_UINT, self->video_target,
@@ -604,10 +625,12 @@ legba_peer_sender_get_stats (LegbaPeerSender * self)
       "reported-loss", G_TYPE_DOUBLE, MAX (self->loss, 0.0),
       "feedback-reports", G_TYPE_UINT64, self->feedback_reports,
       "feedback-missing", G_TYPE_BOOLEAN, state.feedback_missing,
+      "audio-untracked", G_TYPE_BOOLEAN, audio_untracked (self),
       "pacing-rate", G_TYPE_UINT, (guint) rate,
       "pacing-queue-ms", G_TYPE_DOUBLE,
       rate > 0 ? self->queued_bytes * 8 * 1000.0 / rate : 0.0,
       "pacing-queue-packets", G_TYPE_UINT, self->queued_packets,
+      "video-steered", G_TYPE_BOOLEAN, !self->video_unsteered,
       "rtx-requests", G_TYPE_UINT64, rtx.requests,
       "rtx-sent", G_TYPE_UINT64, rtx.sent,
       "rtx-refused-recent", G_TYPE_UINT64, rtx.recent,

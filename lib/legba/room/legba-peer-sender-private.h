@@ -33,6 +33,9 @@ struct _LegbaPeerSender
   gint64 budget_at;
   gint64 tick_at;               /* the next legba_peer_sender_tick() */
   guint32 audio_ssrc;
+  gboolean video_unsteered;     /* its encoder ignores the target */
+  gboolean opened;              /* a packet went through: the transport is
+                                 * open (the streaming thread's own) */
 
   /* legba-peer-sender-feedback.c */
   LegbaBwe *bwe;
@@ -49,8 +52,9 @@ struct _LegbaPeerSender
   gdouble loss;                 /* the receiver reports', smoothed, 0..1 */
   guint reported_loss;          /* percent, what target_func last heard */
   guint64 feedback_reports;
+  guint64 feedback_packets;      /* packets the feedback reported, in all */
   guint64 packets_sent[LEGBA_SENDER_N_LANES];
-  gint64 first_sent_at;         /* monotonic, 0 before the first packet */
+  gint64 first_sent_at;         /* monotonic, 0 until the transport opened */
   LegbaSendRates rates;
 
   LegbaPeerSenderTargetFunc target_func;
@@ -58,6 +62,12 @@ struct _LegbaPeerSender
   GDestroyNotify target_notify;
 };
 
+/* From the transport's opening, for this long: the video is held to the
+ * start estimate's share until feedback comes, and packets leave at the
+ * target itself (the link is not known yet). */
+#define LEGBA_SENDER_START_US (3 * G_USEC_PER_SEC)
+
+gdouble legba_peer_sender_pacing_factor (LegbaPeerSender * self, gint64 now);
 void legba_peer_sender_loop (gpointer data);
 
 void legba_peer_sender_feedback_init (LegbaPeerSender * self,

@@ -16,7 +16,10 @@
  * - the round trip and the loss come from the receiver reports; a
  *   change of the loss is reported through the target function too;
  * - packets leave paced: at most LEGBA_PACING_FACTOR times the target,
- *   audio at once, retransmissions before video.
+ *   audio at once, retransmissions before video. Video whose encoder
+ *   does not follow the target (legba_peer_sender_set_video_steered())
+ *   leaves as it comes: it still spends the budget the retransmissions
+ *   wait for.
  *
  * Threads: packets arrive on the streaming threads of the connection's
  * branches and of rtprtxsend; they leave on the sender's own task; the
@@ -43,6 +46,8 @@ GstElement *legba_peer_sender_new (guint start_bitrate, guint max_bitrate);
 void legba_peer_sender_set_target_func (LegbaPeerSender * self,
     LegbaPeerSenderTargetFunc func, gpointer data, GDestroyNotify notify);
 void legba_peer_sender_set_audio_ssrc (LegbaPeerSender * self, guint32 ssrc);
+void legba_peer_sender_set_video_steered (LegbaPeerSender * self,
+    gboolean steered);
 
 guint legba_peer_sender_get_target (LegbaPeerSender * self);
 guint legba_peer_sender_get_video_target (LegbaPeerSender * self);

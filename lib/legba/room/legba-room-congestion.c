@@ -46,6 +46,10 @@ on_request_aux_sender (GstElement * webrtcbin, GObject * transport,
 
   legba_peer_sender_set_target_func (LEGBA_PEER_SENDER (sender), on_target,
       legba_peer_ref (peer), (GDestroyNotify) legba_peer_unref);
+  g_mutex_lock (&peer->room->lock);
+  legba_peer_sender_set_video_steered (LEGBA_PEER_SENDER (sender),
+      !peer->room->video_unsteered);
+  g_mutex_unlock (&peer->room->lock);
   g_mutex_lock (&peer->lock);
   gst_object_replace ((GstObject **) & peer->sender, GST_OBJECT (sender));
   if (peer->media[LEGBA_TRACK_KIND_AUDIO].ssrc != 0)
@@ -135,6 +139,32 @@ lowest_target (LegbaRoom * self)
   return peers == 0 ? start_target () : lowest;
 }
 
+/* Records whether the video's encoder follows the target, and tells the
+ * senders: video that does not is not held to the pacing rate. */
+static void
+set_steered (LegbaRoom * self, gboolean steered)
+{
+  GHashTableIter iter;
+  gpointer value;
+
+  g_mutex_lock (&self->lock);
+  if (self->video_unsteered == !steered) {
+    g_mutex_unlock (&self->lock);
+    return;
+  }
+  self->video_unsteered = !steered;
+  g_mutex_unlock (&self->lock);
+  GST_INFO ("room %s: the video's encoder %s the target", self->room_name,
+      steered ? "follows" : "ignores");
+  g_hash_table_iter_init (&iter, self->peers);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    g_autoptr (LegbaPeerSender) sender = peer_sender (value);
+
+    if (sender != NULL)
+      legba_peer_sender_set_video_steered (sender, steered);
+  }
+}
+
 /* The highest loss the receivers of the audio report, in percent: 0
  * before any reports. */
 static guint
@@ -200,9 +230,11 @@ update_audio (LegbaRoom * self)
 void
 legba_room_congestion_update (LegbaRoom * self)
 {
+  LegbaLocalTrack *track;
   g_autoptr (GstPad) teesink = NULL;
   guint target;
   gdouble change;
+  gboolean running, taken;
 
   if (self == NULL || !self->congestion_control)
     return;
@@ -213,17 +245,26 @@ legba_room_congestion_update (LegbaRoom * self)
       ABS ((gdouble) target - self->video_target) / self->video_target;
   if (change <= TARGET_CHANGE)
     return;
-  teesink = track_teesink (self, LEGBA_TRACK_KIND_VIDEO);
+  g_mutex_lock (&self->lock);
+  track = self->tracks[LEGBA_TRACK_KIND_VIDEO];
+  teesink = track ? gst_element_get_static_pad (track->tee, "sink") : NULL;
+  running = track != NULL && track->caps != NULL;
+  g_mutex_unlock (&self->lock);
   if (teesink == NULL)
     return;
   GST_DEBUG ("room %s: the video's target is %u bit/s", self->room_name,
       target);
-  /* not taken before the encoder is linked: tried again at the next */
-  if (gst_pad_push_event (teesink,
-          gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM,
-              gst_structure_new ("legba-target-bitrate", "bitrate",
-                  G_TYPE_UINT, target, NULL))))
+  /* not taken before the encoder is linked: tried again at the next; not
+   * taken once the video runs: no element upstream follows it, and it is
+   * tried again at each update in case one comes */
+  taken = gst_pad_push_event (teesink,
+      gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM,
+          gst_structure_new ("legba-target-bitrate", "bitrate",
+              G_TYPE_UINT, target, NULL)));
+  if (taken)
     self->video_target = target;
+  if (running)
+    set_steered (self, taken);
 }
 
 static gboolean

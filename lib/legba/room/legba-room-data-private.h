@@ -29,6 +29,9 @@ void legba_room_data_lossy_open (LegbaRoom * room, LegbaPeer * peer);
  * legba_room_data_peer_connected()), and messages to named recipients are
  * refused; NULL ends it. */
 void legba_room_data_use_sfu (LegbaRoom * room, LegbaParticipant * publisher);
+/* Bytes of reliable messages to participant id not yet on the wire: queued,
+ * or buffered in its channel. */
+guint64 legba_room_data_queued (LegbaRoom * room, const char *id);
 
 /* legba-room-peer.c */
 void legba_peer_data_watch_channel (LegbaPeer * peer,

@@ -74,6 +74,8 @@ struct _LegbaRoomData
   char *sfu_id;                 /* in an SFU room, the recipient that is
                                  * the SFU (the local publisher's
                                  * connection): everything goes there */
+  gboolean sfu_asked;           /* a message went to sfu_id: the room was
+                                 * asked to publish */
   GSource *kick;                /* on the room's context: drains the
                                  * outboxes a send kicked */
   LegbaParticipant *server;     /* §7: the sender of backend events */

@@ -366,12 +366,22 @@ append_name (GString ** list, const char *id, const char *why)
 }
 
 static gboolean
+ask_publish_cb (gpointer data)
+{
+  LegbaRoom *room = data;
+
+  room->events->publish (room);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
 send_message (LegbaRoom * room, Message * m, LegbaReliability rel,
     const char *const *to, GError ** error)
 {
   LegbaRoomData *d = room->data;
   g_autoptr (GPtrArray) targets = g_ptr_array_new ();
   g_autoptr (GString) failed = NULL;
+  gboolean ask_publish = FALSE;
   GHashTableIter iter;
   gpointer value;
 
@@ -390,6 +400,7 @@ send_message (LegbaRoom * room, Message * m, LegbaReliability rel,
     }
     if (sfu != NULL)
       g_ptr_array_add (targets, sfu);
+    ask_publish = sfu != NULL && !d->sfu_asked;
   } else if (to == NULL) {
     g_hash_table_iter_init (&iter, d->recipients);
     while (g_hash_table_iter_next (&iter, NULL, &value))
@@ -423,7 +434,13 @@ send_message (LegbaRoom * room, Message * m, LegbaReliability rel,
     if (!deliver (d, r, rel, m))
       append_name (&failed, r->id, "its queue is full");
   }
+  if (ask_publish)
+    d->sfu_asked = TRUE;
   g_mutex_unlock (&d->lock);
+  /* a participant that only received until now publishes */
+  if (ask_publish)
+    legba_room_invoke (room, ask_publish_cb, g_object_ref (room),
+        g_object_unref);
   if (failed != NULL) {
     g_set_error (error, LEGBA_ROOM_ERROR, LEGBA_ROOM_ERROR_NOT_DELIVERED,
         "Not delivered to %s", failed->str);
@@ -713,7 +730,29 @@ legba_room_data_use_sfu (LegbaRoom * room, LegbaParticipant * publisher)
   add_recipient (d, publisher->id);
   g_mutex_lock (&d->lock);
   d->sfu_id = g_strdup (publisher->id);
+  d->sfu_asked = FALSE;
   g_mutex_unlock (&d->lock);
+}
+
+guint64
+legba_room_data_queued (LegbaRoom * room, const char *id)
+{
+  LegbaRoomData *d = room->data;
+  g_autoptr (GstWebRTCDataChannel) channel = NULL;
+  guint64 bytes = 0, buffered = 0;
+  Recipient *r;
+
+  g_mutex_lock (&d->lock);
+  r = g_hash_table_lookup (d->recipients, id);
+  if (r != NULL) {
+    bytes = r->out[LEGBA_RELIABILITY_RELIABLE].bytes;
+    if (r->ready[LEGBA_RELIABILITY_RELIABLE] != NULL)
+      channel = g_object_ref (r->ready[LEGBA_RELIABILITY_RELIABLE]);
+  }
+  g_mutex_unlock (&d->lock);
+  if (channel != NULL)
+    g_object_get (channel, "buffered-amount", &buffered, NULL);
+  return bytes + buffered;
 }
 
 /* The reliable channel of the participant's peer connection is open. */

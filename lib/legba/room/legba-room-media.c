@@ -128,7 +128,10 @@ local_track_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
  * Add tracks before connecting: what a participant publishes is decided
  * when a peer connection is negotiated (docs/room-protocol.md §5 has no
  * renegotiation), and negotiation waits until each added track's caps are
- * known (its first buffer's caps event).
+ * known (its first buffer's caps event). In an SFU room a participant
+ * with no track and no message sent receives only; the first track added
+ * (or message sent to everyone) makes it publish (docs/rooms.md, "SFU
+ * rooms").
  *
  * Returns: (transfer full) (nullable): the track's sink pad, or %NULL
  *   with @error set: version 1 carries one track of each kind per
@@ -182,6 +185,7 @@ legba_room_add_track (LegbaRoom * self, LegbaTrackKind kind, GError ** error)
   g_mutex_lock (&self->lock);
   self->tracks[kind] = track;
   g_mutex_unlock (&self->lock);
+  self->events->publish (self);
   return gst_object_ref (track->sinkpad);
 }
 
@@ -925,6 +929,22 @@ legba_peer_media_unlink (LegbaPeer * peer)
   }
 }
 
+void
+legba_peer_media_withdraw (LegbaPeer * peer, LegbaTrackKind kind)
+{
+  LegbaPeerMedia *m = &peer->media[kind];
+  GstPad *track_pad;
+
+  g_mutex_lock (&peer->lock);
+  track_pad = g_steal_pointer (&m->track_pad);
+  g_mutex_unlock (&peer->lock);
+  if (track_pad != NULL && m->track_announced)
+    peer->room->events->track (peer->room, peer->participant, kind,
+        track_pad, FALSE);
+  m->track_announced = FALSE;
+  gst_clear_object (&track_pad);
+}
+
 /* ---- Receiving ---- */
 
 static GstPadProbeReturn
@@ -994,6 +1014,8 @@ announce_track (LegbaPeer * peer, gpointer data)
   g_mutex_unlock (&peer->lock);
   if (pad == NULL)
     return;
+  if (peer->sfu_subscriber)
+    legba_room_switch_track (peer->room, peer, kind);
   peer->media[kind].track_announced = TRUE;
   GST_INFO ("pc %s: %s track of %s", peer->pc, kind_names[kind],
       peer->participant->id);

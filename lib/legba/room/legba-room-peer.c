@@ -414,6 +414,8 @@ mark_channel_open (LegbaPeer * peer, int i)
 {
   peer->channel_open[i] = TRUE;
   check_connected (peer);
+  if (i == 0 && peer->events->reliable_open != NULL)
+    peer->events->reliable_open (peer);
   if (i == 1 && peer->connected)
     peer->events->lossy_open (peer);
 }

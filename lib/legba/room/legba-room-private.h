@@ -60,6 +60,8 @@ void legba_room_debug_init (void);
 typedef struct _LegbaPeer LegbaPeer;
 /* legba-room-sfu.c */
 typedef struct _LegbaSfuClient LegbaSfuClient;
+/* legba-room-switch.c */
+typedef struct _LegbaRoomSwitch LegbaRoomSwitch;
 /* legba-room-data.c */
 typedef struct _LegbaRoomData LegbaRoomData;
 typedef struct _LegbaPeerData LegbaPeerData;
@@ -114,7 +116,9 @@ typedef struct
  * report: something the application should know (an error signal)
  * find_participant: the listed participant with that id, or NULL
  * open_lossy: open the lossy data channel to the participant; returns
- *   whether the connection has one now */
+ *   whether the connection has one now
+ * publish: the local participant has something to send (a track was
+ *   added, a message to everyone waits): in an SFU room, it publishes */
 typedef struct
 {
   void (*track) (LegbaRoom * self, LegbaParticipant * participant,
@@ -123,6 +127,7 @@ typedef struct
   void (*report) (LegbaRoom * self, LegbaRoomError code, const char *message);
   LegbaParticipant *(*find_participant) (LegbaRoom * self, const char *id);
   gboolean (*open_lossy) (LegbaRoom * self, const char *participant_id);
+  void (*publish) (LegbaRoom * self);
 } LegbaRoomEvents;
 
 struct _LegbaRoom
@@ -153,6 +158,7 @@ struct _LegbaRoom
   gboolean congestion_control;
   guint video_fec_percentage;
   guint video_target;           /* told the video encoder; 0: none */
+  gboolean video_unsteered;     /* (lock) its encoder ignores the target */
   guint audio_loss;             /* percent, told the audio encoder */
 
   LegbaRoomState state;
@@ -170,6 +176,7 @@ struct _LegbaRoom
 
   LegbaRoomData *data;          /* application data (§6, §7) */
   LegbaSfuClient *sfu;          /* an SFU room's session, else NULL */
+  LegbaRoomSwitch *sw;          /* a mesh room moving to its SFU, else NULL */
   const LegbaRoomEvents *events;        /* how its parts report to it */
 };
 
@@ -211,6 +218,8 @@ typedef struct
   void (*lossy_open) (LegbaPeer * peer);
   void (*stats) (LegbaPeer * peer, GstStructure * summary);
   void (*error) (LegbaPeer * peer, const GError * error);
+  /* optional: its reliable data channel opened */
+  void (*reliable_open) (LegbaPeer * peer);
 } LegbaPeerEvents;
 
 /* The room's */
@@ -364,6 +373,9 @@ void legba_room_media_complete_answer (const GstSDPMessage * offer,
     GstSDPMessage * answer);
 gboolean legba_peer_media_link_send (LegbaPeer * peer, GError ** error);
 void legba_peer_media_unlink (LegbaPeer * peer);
+/* The track of kind the peer receives is no longer the participant's: it
+ * is reported removed, its data discarded; the connection goes on. */
+void legba_peer_media_withdraw (LegbaPeer * peer, LegbaTrackKind kind);
 void legba_peer_media_on_pad_added (GstElement * webrtcbin, GstPad * pad,
     LegbaPeer * peer);
 void legba_peer_media_watch_input (LegbaPeer * peer, GstElement * nicesrc);
@@ -378,10 +390,14 @@ GstStructure *legba_peer_media_summarize (LegbaPeer * peer,
  * first that says sfu makes the room an SFU room (legba_room_core_use_sfu()
  * and a LegbaSfuClient). Returns the handler's id. */
 gulong legba_room_sfu_watch_topology (LegbaRoom * room);
-/* The room's session with its SFU: it publishes the local tracks and the
- * reliable data channel through one peer connection, and receives each
- * listed participant's feed through a peer connection of its own, that
- * participant's `peer`. */
+/* The room's LegbaRoomEvents.publish: in an SFU room, the local
+ * participant publishes once joined. */
+void legba_room_sfu_publish (LegbaRoom * room);
+/* The room's session with its SFU: it receives each listed participant's
+ * feed through a peer connection of its own, that participant's `peer`,
+ * and publishes the local tracks and the reliable data channel through
+ * one peer connection once the room has a local track or asks it to
+ * (legba_room_sfu_publish()). */
 LegbaSfuClient *legba_sfu_client_new (LegbaRoom * room,
     const LegbaRoomSfu * sfu);
 /* Closes every connection and the session. */
@@ -391,6 +407,39 @@ void legba_sfu_client_participant_joined (LegbaSfuClient * client,
     LegbaParticipant * p);
 void legba_sfu_client_participant_left (LegbaSfuClient * client,
     LegbaParticipant * p);
+
+/* ---- From mesh to SFU (legba-room-switch.c) ---- */
+
+/* The room, a mesh, is told its SFU: its mesh connections are taken from
+ * the participants (and so from the room core) and kept until the SFU
+ * brings each participant; FALSE (nothing kept) when it had none. */
+gboolean legba_room_switch_begin (LegbaRoom * room);
+/* The SFU publisher connection is connected: TRUE when its messages must
+ * wait for the participants of the mesh, and the switch lets them go
+ * (legba_room_data_peer_connected()) later. */
+gboolean legba_room_switch_hold (LegbaRoom * room, LegbaPeer * publisher);
+/* The signal `sfu-ready` from a participant: it receives the local
+ * participant's data through the SFU. */
+void legba_room_switch_ready (LegbaRoom * room, const char *from);
+/* The subscriber connection of a participant: Janus's offer (which tracks
+ * it brings), its data channel open. Once it is open and has reported
+ * each track, the participant is told `sfu-ready` and its mesh connection
+ * may go. */
+void legba_room_switch_feed (LegbaRoom * room, LegbaPeer * subscriber,
+    const char *offer);
+void legba_room_switch_subscribed (LegbaRoom * room, LegbaPeer * subscriber);
+/* A subscriber connection is about to report a track of kind: the mesh
+ * connection's track of that kind, if any, is reported removed first. */
+void legba_room_switch_track (LegbaRoom * room, LegbaPeer * subscriber,
+    LegbaTrackKind kind);
+/* A `bye` from a participant: TRUE when it closed a kept mesh
+ * connection. */
+gboolean legba_room_switch_bye (LegbaRoom * room, const char *from,
+    const char *pc);
+/* The participant left the room. */
+void legba_room_switch_participant_left (LegbaRoom * room,
+    LegbaParticipant * p);
+void legba_room_switch_free (LegbaRoomSwitch * sw);
 
 /* ---- Process-wide: the DTLS certificate (legba-room-certificate.c) ---- */
 

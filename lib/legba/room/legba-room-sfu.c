@@ -6,10 +6,13 @@
  *
  * - a publisher handle joins the VideoRoom (`ptype` publisher, `display`
  *   the local participant id, the room's `pin`, this participant's
- *   `token`) and publishes the local tracks and the `legba` data channel
- *   through one webrtcbin, a LegbaPeer that offers as in the mesh: Janus
- *   answers, candidates are trickled. Its joined reply and its events
- *   list the other publishers, and say when one leaves.
+ *   `token`). Its joined reply and its events list the other
+ *   publishers, and say when one leaves. Once the participant has
+ *   something to send (a local track, or a message to everyone), it
+ *   publishes the local tracks and the `legba` data channel through one
+ *   webrtcbin, a LegbaPeer that offers as in the mesh: Janus answers,
+ *   candidates are trickled. Until then it only receives: a viewer costs
+ *   Janus one connection per publisher it receives, none of its own.
  * - each other publisher's feed is received through a subscriber handle
  *   of its own (`ptype` subscriber, `streams` [{feed}]): Janus offers,
  *   a receive-only LegbaPeer answers, `start`. That peer is the
@@ -50,6 +53,9 @@ struct _LegbaSfuClient
   guint64 publisher_handle;
   LegbaParticipant *local;      /* the publisher connection's own */
   LegbaPeer *publisher;         /* owned */
+  gboolean joined;              /* the publisher handle is in the room */
+  gboolean publish;             /* something to send: publish once joined */
+  gboolean published;           /* the publisher connection was made */
   GHashTable *feeds;            /* feed id (guint64 *) -> Feed */
 };
 
@@ -239,9 +245,17 @@ unsubscribe (LegbaSfuClient * self, guint64 id)
 static void
 subscriber_connected (LegbaPeer * peer)
 {
+  if (peer->participant->peer != peer)
+    return;
+  legba_participant_set_state (peer->participant,
+      LEGBA_PARTICIPANT_STATE_CONNECTED);
+}
+
+static void
+subscriber_reliable_open (LegbaPeer * peer)
+{
   if (peer->participant->peer == peer)
-    legba_participant_set_state (peer->participant,
-        LEGBA_PARTICIPANT_STATE_CONNECTED);
+    legba_room_switch_subscribed (peer->room, peer);
 }
 
 static void
@@ -319,6 +333,7 @@ static const LegbaPeerEvents subscriber_events = {
   .lossy_open = peer_lossy_open,
   .stats = peer_stats,
   .error = peer_error,
+  .reliable_open = subscriber_reliable_open,
 };
 
 /* The feed's offer came and its participant is listed: answer. */
@@ -346,6 +361,7 @@ answer_feed (LegbaSfuClient * self, Feed * f)
       LEGBA_PARTICIPANT_STATE_CONNECTING);
   GST_INFO ("room %s: receiving %s from the SFU (feed %" G_GUINT64_FORMAT
       ")", self->room->room_name, f->display, f->id);
+  legba_room_switch_feed (self->room, f->peer, offer);
   legba_peer_handle_offer (f->peer, offer);
 }
 
@@ -480,7 +496,8 @@ publisher_connected (LegbaPeer * peer)
   if (self == NULL || self->publisher != peer)
     return;
   GST_INFO ("room %s: publishing to the SFU", self->room->room_name);
-  legba_room_data_peer_connected (self->room, peer);
+  if (!legba_room_switch_hold (self->room, peer))
+    legba_room_data_peer_connected (self->room, peer);
 }
 
 static void
@@ -528,6 +545,34 @@ static const LegbaPeerEvents publisher_events = {
   .error = peer_error,
 };
 
+static gboolean
+has_local_track (LegbaRoom * room)
+{
+  gboolean has;
+
+  g_mutex_lock (&room->lock);
+  has = room->tracks[LEGBA_TRACK_KIND_VIDEO] != NULL ||
+      room->tracks[LEGBA_TRACK_KIND_AUDIO] != NULL;
+  g_mutex_unlock (&room->lock);
+  return has;
+}
+
+/* Once joined and with something to send, once per session: what it
+ * publishes is decided then (nothing is renegotiated). */
+static void
+publish (LegbaSfuClient * self)
+{
+  if (!self->joined || !self->publish || self->published)
+    return;
+  self->published = TRUE;
+  self->publisher = open_peer (self, self->local, PUBLISHER_PC,
+      LEGBA_PEER_OFFERER, &publisher_events);
+  if (self->publisher == NULL)
+    return;
+  self->local->peer = legba_peer_ref (self->publisher);
+  legba_peer_start (self->publisher);
+}
+
 static void
 on_joined (guint64 handle, JsonObject * reply, const GError * error,
     gpointer user_data)
@@ -547,13 +592,14 @@ on_joined (guint64 handle, JsonObject * reply, const GError * error,
   GST_INFO ("room %s: joined the SFU's room %" G_GUINT64_FORMAT " as feed %"
       G_GUINT64_FORMAT, self->room->room_name, self->sfu.room,
       id_of (data, "id"));
+  self->joined = TRUE;
   subscribe_all (self, data);
-  self->publisher = open_peer (self, self->local, PUBLISHER_PC,
-      LEGBA_PEER_OFFERER, &publisher_events);
-  if (self->publisher == NULL)
-    return;
-  self->local->peer = legba_peer_ref (self->publisher);
-  legba_peer_start (self->publisher);
+  if (has_local_track (self->room))
+    self->publish = TRUE;
+  if (!self->publish)
+    GST_INFO ("room %s: nothing to send yet: receiving only",
+        self->room->room_name);
+  publish (self);
 }
 
 static void
@@ -657,6 +703,7 @@ on_event_received (LegbaSignaller * signaller, const char *event,
         sfu ? "sfu" : "mesh");
     return;
   }
+  legba_room_switch_begin (self);
   legba_room_core_use_sfu (self->core);
   self->sfu = legba_sfu_client_new (self, sfu);
 }
@@ -703,6 +750,17 @@ legba_sfu_client_free (LegbaSfuClient * self)
   g_free (self->sfu.pin);
   g_free (self->sfu.token);
   g_free (self);
+}
+
+void
+legba_room_sfu_publish (LegbaRoom * room)
+{
+  LegbaSfuClient *self = room->sfu;
+
+  if (self == NULL)
+    return;
+  self->publish = TRUE;
+  publish (self);
 }
 
 void

@@ -184,6 +184,7 @@ core_participant_removed (gpointer handle, gpointer data)
   g_object_ref (p);
   if (self->sfu != NULL)
     legba_sfu_client_participant_left (self->sfu, p);
+  legba_room_switch_participant_left (self, p);
   if (g_list_store_find (self->participants, p, &position))
     g_list_store_remove (self->participants, position);
   legba_participant_set_state (p, LEGBA_PARTICIPANT_STATE_LEFT);
@@ -350,6 +351,7 @@ static const LegbaRoomCoreActions core_actions = {
 static void
 remove_all_participants (LegbaRoom * self, gboolean say_bye)
 {
+  g_clear_pointer (&self->sw, legba_room_switch_free);
   g_clear_pointer (&self->sfu, legba_sfu_client_free);
   legba_room_core_leave (self->core, say_bye);
 }
@@ -467,6 +469,7 @@ static const LegbaRoomEvents parts_events = {
   .report = parts_report,
   .find_participant = legba_room_find_participant,
   .open_lossy = parts_open_lossy,
+  .publish = legba_room_sfu_publish,
 };
 
 /* ---- Signals from peers (§4) ---- */
@@ -516,7 +519,10 @@ handle_signal (LegbaRoom * self, const char *from, const char *type,
       legba_room_core_candidates (self->core, from, pc,
           json_node_get_array (node), now);
   } else if (strcmp (type, "bye") == 0) {
-    legba_room_core_bye (self->core, from, pc, now);
+    if (!legba_room_switch_bye (self, from, pc))
+      legba_room_core_bye (self->core, from, pc, now);
+  } else if (strcmp (type, "sfu-ready") == 0) {
+    legba_room_switch_ready (self, from);
   } else {
     g_message ("room %s: dropping a signal of type '%s' from %s",
         self->room_name, type, from);
@@ -987,14 +993,14 @@ legba_room_class_init (LegbaRoomClass * klass)
   /**
    * LegbaRoom:max-participants:
    *
-   * The mesh cap, the local participant included: joining a room that
-   * already holds this many fails with %LEGBA_ROOM_ERROR_FULL. Every
-   * participant sends one copy of its streams per peer, so a mesh beyond
-   * a few participants needs more uplink than most homes have.
+   * The cap, the local participant included: joining a room that already
+   * holds this many fails with %LEGBA_ROOM_ERROR_FULL. In a mesh every
+   * participant sends one copy of its streams per peer: beyond a few, more
+   * uplink than most homes have; an SFU room of viewers may hold more.
    */
   properties[PROP_MAX_PARTICIPANTS] = g_param_spec_uint ("max-participants",
       "Max participants", "Largest room this participant joins, itself "
-      "included (a mesh: every stream is sent once per peer)", 2, 64,
+      "included (a mesh: every stream is sent once per peer)", 2, 1000,
       DEFAULT_MAX_PARTICIPANTS, rw);
   /**
    * LegbaRoom:latency:

@@ -141,3 +141,26 @@ legba_hub_gate_refuse (LegbaHub * hub, const char *socket_id,
   held_subscription_free (held);
   return TRUE;
 }
+
+void
+legba_hub_foreach_member_socket (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel, LegbaHubMemberSocketFunc func, gpointer user_data)
+{
+  Channel *ch;
+
+  g_return_if_fail (hub != NULL);
+  g_return_if_fail (app != NULL);
+  g_return_if_fail (channel != NULL);
+  g_return_if_fail (func != NULL);
+
+  ch = g_hash_table_lookup (app->channels, channel);
+  if (ch == NULL || ch->kind != CHANNEL_PRESENCE)
+    return;
+  for (guint i = 0; i < ch->subscriptions->len; i++) {
+    Subscription *sub = ch->subscriptions->pdata[i];
+
+    if (sub->member != NULL && !sub->conn->closing)
+      func (sub->conn->socket_id, sub->member->user_id,
+          sub->member->user_info, user_data);
+  }
+}

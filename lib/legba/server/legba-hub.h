@@ -510,6 +510,16 @@ gboolean legba_hub_gate_accept (LegbaHub * hub, const char *socket_id,
 gboolean legba_hub_gate_refuse (LegbaHub * hub, const char *socket_id,
     const char *channel, const char *type, guint status, const char *error);
 
+typedef void (*LegbaHubMemberSocketFunc) (const char *socket_id,
+    const char *user_id, const char *user_info, gpointer user_data);
+
+/* Calls func for each connection of this instance subscribed to the
+ * presence channel (not those the gate holds), with its member's user id
+ * and raw user_info (NULL when absent); func must not change the
+ * channel's subscriptions. */
+void legba_hub_foreach_member_socket (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel, LegbaHubMemberSocketFunc func, gpointer user_data);
+
 #define LEGBA_HUB_ERROR (legba_hub_error_quark ())
 GQuark legba_hub_error_quark (void);
 

@@ -496,7 +496,7 @@ legba_config_list (LegbaConfig * config, const char *group, const char *key)
   return none ? NULL : g_strv_builder_end (items);
 }
 
-/* [sfu] and [app NAME]: topology = mesh|sfu, sfu-prefixes = a, b. */
+/* [sfu] and [app NAME]: topology = mesh|sfu|auto[:N], sfu-prefixes = a, b. */
 static gboolean
 legba_config_topology_value (LegbaConfig * config, const char *group,
     const char *key, char **topology, char ***prefixes, GError ** error)

@@ -169,12 +169,34 @@ legba_server_set_app_topology (LegbaServer * self, const char *app_id,
   LegbaSfuRule *rule = g_new0 (LegbaSfuRule, 1);
 
   if (topology != NULL)
-    legba_topology_parse (topology, &rule->topology, NULL);
+    legba_topology_parse_full (topology, &rule->topology, &rule->auto_max,
+        NULL);
   rule->prefixes = g_strdupv ((char **) prefixes);
   if (self->sfu_app_rules == NULL)
     self->sfu_app_rules = g_hash_table_new_full (g_str_hash, g_str_equal,
         g_free, legba_sfu_rule_free);
   g_hash_table_insert (self->sfu_app_rules, g_strdup (app_id), rule);
+}
+
+/* Some app's rooms, or every app's, are auto rooms. */
+static gboolean
+legba_server_has_auto_rooms (LegbaServer * self)
+{
+  LegbaTopology topology = LEGBA_TOPOLOGY_MESH;
+  GHashTableIter iter;
+  gpointer value;
+
+  if (self->sfu_topology != NULL)
+    legba_topology_parse (self->sfu_topology, &topology, NULL);
+  if (topology == LEGBA_TOPOLOGY_AUTO)
+    return TRUE;
+  if (self->sfu_app_rules == NULL)
+    return FALSE;
+  g_hash_table_iter_init (&iter, self->sfu_app_rules);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    if (((LegbaSfuRule *) value)->topology == LEGBA_TOPOLOGY_AUTO)
+      return TRUE;
+  return FALSE;
 }
 
 /* SFU rooms (docs/server.md): the coordinator starts with the first
@@ -191,7 +213,8 @@ legba_server_start_sfu (LegbaServer * self, GError ** error)
       g_strv_length (self->sfu_janus_ws_urls) : 0;
   gboolean wanted = self->sfu_app_rules != NULL ||
       (self->sfu_prefixes != NULL && self->sfu_prefixes[0] != NULL) ||
-      g_strcmp0 (self->sfu_topology, "sfu") == 0;
+      (self->sfu_topology != NULL &&
+      g_strcmp0 (self->sfu_topology, "mesh") != 0);
 
   if (self->sfu != NULL || (n_urls == 0 && n_ws == 0 && !wanted))
     return TRUE;
@@ -211,12 +234,19 @@ legba_server_start_sfu (LegbaServer * self, GError ** error)
     }
   }
   if ((self->sfu_topology != NULL &&
-          !legba_topology_parse (self->sfu_topology, &settings.rule.topology,
+          !legba_topology_parse_full (self->sfu_topology,
+              &settings.rule.topology, &settings.rule.auto_max,
               &local_error)) ||
       !legba_sfu_prefixes_check ((const char *const *) self->sfu_prefixes,
           &local_error)) {
     g_set_error (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_CONFIG,
         "SFU: %s", local_error->message);
+    return FALSE;
+  }
+  if (self->redis_url != NULL && legba_server_has_auto_rooms (self)) {
+    g_set_error (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_CONFIG,
+        "SFU: topology auto needs a single server (no Redis): a room's "
+        "members on other instances would not learn of its move to the SFU");
     return FALSE;
   }
   settings.context = self->context;
@@ -535,6 +565,8 @@ legba_server_render_metrics (LegbaServer * self)
     legba_relay_render_metrics (self->relay, out);
   if (self->webhooks != NULL)
     legba_webhooks_render_metrics (self->webhooks, out);
+  if (self->sfu != NULL)
+    legba_sfu_render_metrics (self->sfu, out);
   legba_server_render_api_metrics (self, out);
   return g_string_free (out, FALSE);
 }

@@ -1112,10 +1112,12 @@ legba_server_class_init (LegbaServerClass * klass)
    * LegbaServer:sfu-topology:
    *
    * The topology of the rooms of every app without one of its own:
-   * `mesh` (the default) or `sfu`. Read when the server starts.
+   * `mesh` (the default), `sfu`, or `auto` (a mesh up to 4 members, moved
+   * to the SFU when a fifth joins; `auto:N` for N). Read when the server
+   * starts.
    */
   properties[PROP_SFU_TOPOLOGY] = g_param_spec_string ("sfu-topology",
-      NULL, "Topology of rooms: mesh or sfu (NULL: mesh)", NULL,
+      NULL, "Topology of rooms: mesh, sfu, auto or auto:N (NULL: mesh)", NULL,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 
   /**

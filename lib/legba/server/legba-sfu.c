@@ -60,6 +60,10 @@ typedef struct
   char *stored;                 /* its placement in the store, or NULL */
   guint n_adding;               /* tokens being added */
   gboolean vacant;              /* nobody in it, but members on their way */
+  /* An auto room moving from mesh to the SFU: its members in the mesh get
+   * legba:topology once it is made; if it cannot be, it stays a mesh */
+  gboolean automatic;
+  LegbaHubApp *app;
 } SfuRoom;
 
 struct _LegbaSfu
@@ -75,6 +79,11 @@ struct _LegbaSfu
   GHashTable *app_rules;
   GHashTable *rooms;            /* key -> SfuRoom * (owned) */
   LegbaSfuStore *store;         /* placement shared in Redis, or NULL */
+  /* auto rooms: moved to the SFU; kept a mesh past their size, for an
+   * SFU that could not be had or a member without legba-room/2 */
+  guint64 auto_moves;
+  guint64 auto_stays_unavailable;
+  guint64 auto_stays_old_client;
   /* Shared with the requests in flight, which find the LegbaSfu gone when
    * it is cancelled */
   GCancellable *alive;
@@ -97,6 +106,8 @@ static void room_create (SfuRoom * room);
 static void room_place (SfuRoom * room);
 static void room_claim (SfuRoom * room);
 static void room_close (SfuRoom * room);
+static void auto_stays_mesh (SfuRoom * room, const GError * error);
+static void auto_tell_members (SfuRoom * room);
 
 static void
 random_hex (char *out, gsize n_chars)
@@ -334,8 +345,15 @@ static void
 room_fail (SfuRoom * room, const GError * error)
 {
   LegbaSfu *sfu = room->sfu;
-  g_autoptr (GPtrArray) waiters = g_steal_pointer (&room->waiters);
-  g_autofree char *channel = g_strdup (room->channel);
+  g_autoptr (GPtrArray) waiters = NULL;
+  g_autofree char *channel = NULL;
+
+  if (room->automatic) {
+    auto_stays_mesh (room, error);
+    return;
+  }
+  waiters = g_steal_pointer (&room->waiters);
+  channel = g_strdup (room->channel);
 
   room->waiters = g_ptr_array_new_with_free_func (waiter_free);
   g_hash_table_remove (sfu->rooms, room->key);
@@ -351,6 +369,8 @@ static void
 room_ready (SfuRoom * room)
 {
   room->state = ROOM_READY;
+  if (room->automatic)
+    auto_tell_members (room);
   for (guint i = 0; i < room->waiters->len; i++) {
     Waiter *waiter = room->waiters->pdata[i];
 
@@ -647,21 +667,22 @@ room_place (SfuRoom * room)
 
 /* ---- The gate ---- */
 
-static gboolean
-is_sfu_room (LegbaSfu * sfu, LegbaHubApp * app, const char *room)
+/* The topology of an app's room (auto_max: auto's members of a mesh). */
+static LegbaTopology
+room_topology (LegbaSfu * sfu, LegbaHubApp * app, const char *room,
+    guint * auto_max)
 {
   const LegbaSfuRule *rule = sfu->app_rules ?
       g_hash_table_lookup (sfu->app_rules, legba_hub_app_get_id (app)) : NULL;
 
   if (rule == NULL)
     rule = &sfu->rule;
-  if (rule->topology == LEGBA_TOPOLOGY_SFU)
-    return TRUE;
+  *auto_max = rule->auto_max > 0 ? rule->auto_max : LEGBA_TOPOLOGY_AUTO_MAX;
   for (char **p = rule->prefixes; p && *p; p++) {
     if (g_str_has_prefix (room, *p))
-      return TRUE;
+      return LEGBA_TOPOLOGY_SFU;
   }
-  return FALSE;
+  return rule->topology;
 }
 
 /* user_info's "protocol" is legba-room/N with N >= 2. */
@@ -684,6 +705,169 @@ speaks_sfu (const char *user_info)
     return FALSE;
   version = g_ascii_strtoull (protocol + strlen ("legba-room/"), &end, 10);
   return end != NULL && *end == '\0' && version >= 2;
+}
+
+/* ---- auto rooms: from mesh to SFU (docs/server.md, SFU rooms) ---- */
+
+typedef struct
+{
+  GHashTable *users;            /* user id, this instance's members */
+  gboolean old_client;          /* one does not speak legba-room/2 */
+} MemberCount;
+
+static void
+count_member (const char *socket_id, const char *user_id,
+    const char *user_info, gpointer user_data)
+{
+  MemberCount *count = user_data;
+
+  g_hash_table_add (count->users, (gpointer) user_id);
+  if (!speaks_sfu (user_info))
+    count->old_client = TRUE;
+}
+
+/* The member user_id joining the mesh room channel makes it more than
+ * auto_max members, all of whom can join an SFU room: it moves to the SFU. */
+static gboolean
+auto_switches (LegbaSfu * sfu, LegbaHubApp * app, const char *channel,
+    const char *user_id, const char *user_info, guint auto_max)
+{
+  g_autoptr (GHashTable) users = g_hash_table_new (g_str_hash, g_str_equal);
+  MemberCount count = { users, !speaks_sfu (user_info) };
+  guint n;
+
+  legba_hub_foreach_member_socket (sfu->hub, app, channel, count_member,
+      &count);
+  g_hash_table_add (users, (gpointer) user_id);
+  n = g_hash_table_size (users);
+  if (n <= auto_max)
+    return FALSE;
+  if (count.old_client) {
+    g_message ("sfu-auto-stays-mesh channel=%s members=%u max=%u "
+        "error=\"a member does not speak legba-room/2\"", channel, n, auto_max);
+    sfu->auto_stays_old_client++;
+    return FALSE;
+  }
+  g_message ("sfu-auto-switch channel=%s members=%u max=%u", channel, n,
+      auto_max);
+  return TRUE;
+}
+
+/* The SFU room could not be made: the members waiting join the mesh, the
+ * room stays a mesh, and the next member to join tries again. */
+static void
+auto_stays_mesh (SfuRoom * room, const GError * error)
+{
+  LegbaSfu *sfu = room->sfu;
+  g_autoptr (GPtrArray) waiters = g_steal_pointer (&room->waiters);
+  g_autofree char *channel = g_strdup (room->channel);
+
+  room->waiters = g_ptr_array_new_with_free_func (waiter_free);
+  g_message ("sfu-auto-stays-mesh channel=%s error=\"%s\"", channel,
+      error->message);
+  sfu->auto_stays_unavailable++;
+  g_hash_table_remove (sfu->rooms, room->key);
+  for (guint i = 0; i < waiters->len; i++) {
+    Waiter *waiter = waiters->pdata[i];
+
+    legba_hub_gate_accept (sfu->hub, waiter->socket_id, channel, NULL, NULL);
+  }
+}
+
+typedef struct
+{
+  const char *user_id;
+  GPtrArray *sockets;
+} MemberSockets;
+
+static void
+collect_sockets (const char *socket_id, const char *user_id,
+    const char *user_info, gpointer user_data)
+{
+  MemberSockets *m = user_data;
+
+  if (strcmp (user_id, m->user_id) == 0)
+    g_ptr_array_add (m->sockets, g_strdup (socket_id));
+}
+
+static void
+member_token_added (JsonObject * data, const GError * error, gpointer user_data)
+{
+  Op *op = user_data;
+  SfuRoom *room = op_room (op);
+  g_autoptr (GPtrArray) sockets = g_ptr_array_new_with_free_func (g_free);
+  MemberSockets m = { op->user_id, sockets };
+  g_autofree char *topology = NULL;
+
+  if (room == NULL) {
+    op_free (op);
+    return;
+  }
+  room->n_adding--;
+  if (error != NULL) {
+    g_message ("sfu-auto-member-failed channel=%s user_id=%s error=\"%s\"",
+        room->channel, op->user_id, error->message);
+  } else {
+    /* A socket of the member that joined meanwhile has its own token */
+    const char *token = g_hash_table_lookup (room->tokens, op->user_id);
+
+    legba_hub_foreach_member_socket (room->sfu->hub, room->app,
+        room->channel, collect_sockets, &m);
+    topology = topology_data (room, token ? token : op->token);
+    for (guint i = 0; i < sockets->len; i++)
+      legba_hub_send_to_socket (room->sfu->hub, room->app, sockets->pdata[i],
+          room->channel, TOPOLOGY_EVENT, topology);
+    if (sockets->len > 0 && token == NULL) {
+      g_hash_table_insert (room->tokens, g_strdup (op->user_id),
+          g_strdup (op->token));
+      room->vacant = FALSE;
+    } else {
+      token_remove (room, op->user_id, op->token);
+    }
+  }
+  op_free (op);
+  if (room->vacant && room->n_adding == 0)
+    room_close (room);
+}
+
+static void
+collect_user (const char *socket_id, const char *user_id,
+    const char *user_info, gpointer user_data)
+{
+  g_hash_table_add (user_data, g_strdup (user_id));
+}
+
+/* The room is on its SFU now: each member in its mesh gets a token, then
+ * legba:topology on each of its sockets in the room. */
+static void
+auto_tell_members (SfuRoom * room)
+{
+  g_autoptr (GHashTable) users = g_hash_table_new_full (g_str_hash,
+      g_str_equal, g_free, NULL);
+  GHashTableIter iter;
+  gpointer user_id;
+
+  room->automatic = FALSE;
+  room->sfu->auto_moves++;
+  legba_hub_foreach_member_socket (room->sfu->hub, room->app, room->channel,
+      collect_user, users);
+  g_hash_table_iter_init (&iter, users);
+  while (g_hash_table_iter_next (&iter, &user_id, NULL)) {
+    JsonObject *body = room_request (room, "allowed");
+    JsonArray *allowed = json_array_new ();
+    Op *op = op_new (room->sfu, room);
+    char token[33];
+
+    random_hex (token, 32);
+    json_array_add_string_element (allowed, token);
+    json_object_set_string_member (body, "action", "add");
+    json_object_set_array_member (body, "allowed", allowed);
+    op->user_id = g_strdup (user_id);
+    op->token = g_strdup (token);
+    room->n_adding++;
+    room_send (room, body, member_token_added, op);
+    json_object_unref (body);
+  }
 }
 
 typedef struct
@@ -744,11 +928,22 @@ gate_admit (LegbaHubApp * app, const char *channel, const char *socket_id,
 {
   LegbaSfu *sfu = user_data;
   g_autofree char *key = NULL;
+  LegbaTopology topology;
+  guint auto_max = 0;
   SfuRoom *room;
   Waiter *waiter;
 
-  if (!g_str_has_prefix (channel, ROOM_CHANNEL_PREFIX) ||
-      !is_sfu_room (sfu, app, channel + strlen (ROOM_CHANNEL_PREFIX)))
+  if (!g_str_has_prefix (channel, ROOM_CHANNEL_PREFIX))
+    return FALSE;
+  topology = room_topology (sfu, app, channel + strlen (ROOM_CHANNEL_PREFIX),
+      &auto_max);
+  if (topology == LEGBA_TOPOLOGY_MESH)
+    return FALSE;
+  key = g_strconcat (legba_hub_app_get_id (app), ":", channel, NULL);
+  room = g_hash_table_lookup (sfu->rooms, key);
+  /* An auto room is a mesh until this member would be one too many */
+  if (topology == LEGBA_TOPOLOGY_AUTO && room == NULL &&
+      !auto_switches (sfu, app, channel, user_id, user_info, auto_max))
     return FALSE;
   if (!speaks_sfu (user_info)) {
     Refusal *refusal = g_new0 (Refusal, 1);
@@ -764,8 +959,6 @@ gate_admit (LegbaHubApp * app, const char *channel, const char *socket_id,
     g_source_unref (idle);
     return TRUE;
   }
-  key = g_strconcat (legba_hub_app_get_id (app), ":", channel, NULL);
-  room = g_hash_table_lookup (sfu->rooms, key);
   if (room != NULL && room->state == ROOM_READY) {
     token_add (room, socket_id, user_id);
     return TRUE;
@@ -775,6 +968,8 @@ gate_admit (LegbaHubApp * app, const char *channel, const char *socket_id,
   waiter->user_id = g_strdup (user_id);
   if (room == NULL) {
     room = room_new (sfu, app, key, channel);
+    room->automatic = topology == LEGBA_TOPOLOGY_AUTO;
+    room->app = app;
     g_ptr_array_add (room->waiters, waiter);
     if (sfu->store != NULL)
       legba_sfu_store_get (sfu->store, room->key, room_looked_up,
@@ -850,20 +1045,42 @@ gate_vacated (LegbaHubApp * app, const char *channel, gpointer user_data)
 /* ---- Settings ---- */
 
 gboolean
+legba_topology_parse_full (const char *text, LegbaTopology * topology,
+    guint * auto_max, GError ** error)
+{
+  guint max = 0;
+  guint64 n = 0;
+  char *end = NULL;
+
+  if (g_strcmp0 (text, "mesh") == 0) {
+    *topology = LEGBA_TOPOLOGY_MESH;
+  } else if (g_strcmp0 (text, "sfu") == 0) {
+    *topology = LEGBA_TOPOLOGY_SFU;
+  } else if (g_strcmp0 (text, "auto") == 0) {
+    *topology = LEGBA_TOPOLOGY_AUTO;
+    max = LEGBA_TOPOLOGY_AUTO_MAX;
+  } else if (text != NULL && g_str_has_prefix (text, "auto:") &&
+      g_ascii_isdigit (text[5]) &&
+      (n = g_ascii_strtoull (text + 5, &end, 10)) >= 1 && n <= 1000 &&
+      *end == '\0') {
+    *topology = LEGBA_TOPOLOGY_AUTO;
+    max = (guint) n;
+  } else {
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+        "\"%s\" is not a topology (mesh, sfu, auto or auto:N with N from 1 "
+        "to 1000)", text ? text : "");
+    return FALSE;
+  }
+  if (auto_max != NULL)
+    *auto_max = max;
+  return TRUE;
+}
+
+gboolean
 legba_topology_parse (const char *text, LegbaTopology * topology,
     GError ** error)
 {
-  if (g_strcmp0 (text, "mesh") == 0) {
-    *topology = LEGBA_TOPOLOGY_MESH;
-    return TRUE;
-  }
-  if (g_strcmp0 (text, "sfu") == 0) {
-    *topology = LEGBA_TOPOLOGY_SFU;
-    return TRUE;
-  }
-  g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-      "\"%s\" is not a topology (mesh or sfu)", text ? text : "");
-  return FALSE;
+  return legba_topology_parse_full (text, topology, NULL, error);
 }
 
 gboolean
@@ -900,6 +1117,23 @@ legba_sfu_prefixes_check (const char *const *prefixes, GError ** error)
 }
 
 void
+legba_sfu_render_metrics (LegbaSfu * sfu, GString * out)
+{
+  g_string_append_printf (out,
+      "# HELP legba_sfu_auto_moves_total auto rooms moved from mesh to "
+      "SFU.\n# TYPE legba_sfu_auto_moves_total counter\n"
+      "legba_sfu_auto_moves_total %" G_GUINT64_FORMAT "\n"
+      "# HELP legba_sfu_auto_stays_mesh_total Joins past an auto room's size "
+      "that left it a mesh, by reason.\n"
+      "# TYPE legba_sfu_auto_stays_mesh_total counter\n"
+      "legba_sfu_auto_stays_mesh_total{reason=\"sfu-unavailable\"} %"
+      G_GUINT64_FORMAT "\n"
+      "legba_sfu_auto_stays_mesh_total{reason=\"old-client\"} %"
+      G_GUINT64_FORMAT "\n", sfu->auto_moves, sfu->auto_stays_unavailable,
+      sfu->auto_stays_old_client);
+}
+
+void
 legba_sfu_rule_free (gpointer rule)
 {
   LegbaSfuRule *r = rule;
@@ -931,6 +1165,7 @@ legba_sfu_new (LegbaHub * hub, const LegbaSfuSettings * settings)
   sfu->api_secret = g_strdup (settings->api_secret);
   sfu->admin_key = g_strdup (settings->admin_key);
   sfu->rule.topology = settings->rule.topology;
+  sfu->rule.auto_max = settings->rule.auto_max;
   sfu->rule.prefixes = g_strdupv (settings->rule.prefixes);
   sfu->app_rules = settings->app_rules;
   sfu->rooms = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, room_free);

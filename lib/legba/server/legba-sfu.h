@@ -18,13 +18,18 @@ typedef enum
 {
   LEGBA_TOPOLOGY_MESH,
   LEGBA_TOPOLOGY_SFU,
+  LEGBA_TOPOLOGY_AUTO,          /* mesh up to auto_max members, then SFU */
 } LegbaTopology;
+
+/* auto's default number of members a room keeps as a mesh. */
+#define LEGBA_TOPOLOGY_AUTO_MAX 4
 
 /* The topology of an app's rooms: every room is topology, but rooms whose
  * name starts with one of prefixes (NULL: none) are SFU rooms. */
 typedef struct
 {
   LegbaTopology topology;
+  guint auto_max;               /* auto: the members of a mesh room */
   char **prefixes;
 } LegbaSfuRule;
 
@@ -51,7 +56,11 @@ LegbaSfu *legba_sfu_new (LegbaHub * hub, const LegbaSfuSettings * settings);
  * restarts). */
 void legba_sfu_free (LegbaSfu * sfu);
 
-/* "mesh" or "sfu". */
+/* "mesh", "sfu", "auto" or "auto:N" (N from 1 to 1000; auto_max, which
+ * may be NULL, gets N, LEGBA_TOPOLOGY_AUTO_MAX for "auto", 0 for the
+ * others). */
+gboolean legba_topology_parse_full (const char *text,
+    LegbaTopology * topology, guint * auto_max, GError ** error);
 gboolean legba_topology_parse (const char *text, LegbaTopology * topology,
     GError ** error);
 /* An http:// or https:// (ws: FALSE), ws:// or wss:// (ws: TRUE) URL. */
@@ -61,5 +70,8 @@ gboolean legba_sfu_prefixes_check (const char *const *prefixes,
     GError ** error);
 
 void legba_sfu_rule_free (gpointer rule);
+
+/* Appends the SFU rooms' metrics (Prometheus text) to out. */
+void legba_sfu_render_metrics (LegbaSfu * sfu, GString * out);
 
 G_END_DECLS

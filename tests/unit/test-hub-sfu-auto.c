@@ -1,0 +1,134 @@
+/* Legba: real-time rooms for GStreamer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * auto rooms at the gate (docs/server.md, "SFU rooms"), without a Janus:
+ * a room is a mesh, its members answered at once and told no topology,
+ * while it has at most N members; the member that would make it N + 1 is
+ * held while the room moves to the SFU; a member without legba-room/2
+ * keeps it a mesh. (The move itself, with a real Janus, and a Janus that
+ * cannot be reached: tests/integration/test-room-sfu-auto.c.)
+ */
+#include "hub-fixture.h"
+
+#include <legba/server/legba-sfu.h>
+
+#define ROOM "presence-legba.room"
+
+/* An SFU coordinator whose rooms are auto:max, on a Janus that these
+ * tests never reach. */
+static LegbaSfu *
+sfu_new (Fixture * f, guint max)
+{
+  const char *urls[] = { "http://127.0.0.1:9/janus", NULL };
+  const char *ws_urls[] = { "ws://127.0.0.1:9/", NULL };
+  LegbaSfuSettings settings = { 0, };
+
+  settings.janus_urls = urls;
+  settings.janus_ws_urls = ws_urls;
+  settings.rule.topology = LEGBA_TOPOLOGY_AUTO;
+  settings.rule.auto_max = max;
+  return legba_sfu_new (f->hub, &settings);
+}
+
+/* Joins ROOM saying legba-room/2 (or nothing of the protocol). */
+static void
+send_join (Client * c, const char *user_id, gboolean v2)
+{
+  g_autofree char *channel_data = g_strdup_printf ("{\"user_id\":\"%s\","
+      "\"user_info\":{%s}}", user_id,
+      v2 ? "\"protocol\":\"legba-room/2\"" : "");
+
+  client_send_presence (c, ROOM, channel_data);
+}
+
+/* Joined at once, told no topology: a mesh. */
+static void
+expect_mesh (Client * c)
+{
+  client_skip (c, "pusher_internal:subscription_succeeded", ROOM);
+  client_expect_nothing (c);
+}
+
+static void
+test_mesh_up_to_n (void)
+{
+  g_autoptr (Fixture) f = fixture_new (NULL);
+  LegbaSfu *sfu = sfu_new (f, 2);
+  Client *a = client_open (f);
+  Client *b = client_open (f);
+  Client *b2 = client_open (f);
+  Client *c = client_open (f);
+
+  send_join (a, "alice", TRUE);
+  expect_mesh (a);
+  send_join (b, "bob", TRUE);
+  expect_mesh (b);
+  /* a second socket of a member makes no new member */
+  send_join (b2, "bob", TRUE);
+  expect_mesh (b2);
+  client_drop_frames (a);
+  client_drop_frames (b);
+  /* the third: held while the room moves (here, for ever) */
+  send_join (c, "carol", TRUE);
+  client_expect_nothing (c);
+  client_expect_nothing (a);
+  legba_sfu_free (sfu);
+}
+
+static void
+test_old_client (void)
+{
+  g_autoptr (Fixture) f = fixture_new (NULL);
+  LegbaSfu *sfu = sfu_new (f, 1);
+  Client *a = client_open (f);
+  Client *b = client_open (f);
+  Client *c = client_open (f);
+
+  send_join (a, "alice", TRUE);
+  expect_mesh (a);
+  /* past the size, but bob cannot join an SFU room */
+  send_join (b, "bob", FALSE);
+  expect_mesh (b);
+  /* and while he is in it, nobody moves it */
+  send_join (c, "carol", TRUE);
+  expect_mesh (c);
+  legba_sfu_free (sfu);
+}
+
+static void
+test_parse (void)
+{
+  LegbaTopology topology;
+  guint max = 99;
+  g_autoptr (GError) error = NULL;
+
+  g_assert_true (legba_topology_parse_full ("auto", &topology, &max, NULL));
+  g_assert_cmpint (topology, ==, LEGBA_TOPOLOGY_AUTO);
+  g_assert_cmpuint (max, ==, 4);
+  g_assert_true (legba_topology_parse_full ("auto:1000", &topology, &max,
+          NULL));
+  g_assert_cmpuint (max, ==, 1000);
+  g_assert_true (legba_topology_parse_full ("sfu", &topology, &max, NULL));
+  g_assert_cmpint (topology, ==, LEGBA_TOPOLOGY_SFU);
+  g_assert_cmpuint (max, ==, 0);
+  for (guint i = 0; i < 6; i++) {
+    const char *bad[] = { "auto:0", "auto:1001", "auto:", "auto:+2",
+      "auto:2x", "automatic"
+    };
+
+    g_assert_false (legba_topology_parse_full (bad[i], &topology, &max,
+            &error));
+    g_assert_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT);
+    g_clear_error (&error);
+  }
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/hub-sfu-auto/mesh-up-to-n", test_mesh_up_to_n);
+  g_test_add_func ("/hub-sfu-auto/old-client", test_old_client);
+  g_test_add_func ("/hub-sfu-auto/parse", test_parse);
+  return g_test_run ();
+}
