@@ -7,7 +7,6 @@
  */
 #include <legba/room/legba-peer-sender.h>
 #include <gst/check/gstharness.h>
-#include <gst/video/video.h>
 
 #define VIDEO_SSRC 0x11111111
 #define AUDIO_SSRC 0x22222222
@@ -398,79 +397,6 @@ test_video_target_before_feedback (void)
   gst_harness_teardown (h);
 }
 
-typedef struct
-{
-  GMutex lock;
-  GCond cond;
-  gboolean blocked;
-} Block;
-
-static GstPadProbeReturn
-blocked_cb (GstPad * pad, GstPadProbeInfo * info, gpointer data)
-{
-  Block *b = data;
-
-  g_mutex_lock (&b->lock);
-  b->blocked = TRUE;
-  g_cond_signal (&b->cond);
-  g_mutex_unlock (&b->lock);
-  return GST_PAD_PROBE_OK;
-}
-
-/* The first packet waits for the transport to open (a blocking probe
- * stands for webrtcbin's, until the DTLS handshake is done): what queued
- * behind it meanwhile is dropped, and a key frame is asked for upstream;
- * a packet after that leaves. */
-static void
-test_stale_at_open (void)
-{
-  GstHarness *h = sender_harness (300000, 2000000);
-  GstPad *src = gst_element_get_static_pad (h->element, "src");
-  Block b = { 0, };
-  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
-  GstEvent *event;
-  gulong probe;
-
-  g_mutex_init (&b.lock);
-  g_cond_init (&b.cond);
-  probe = gst_pad_add_probe (src, GST_PAD_PROBE_TYPE_BLOCK |
-      GST_PAD_PROBE_TYPE_BUFFER, blocked_cb, &b, NULL);
-  gst_harness_push (h, rtp_packet (VIDEO_SSRC, 0, 1200));
-  g_mutex_lock (&b.lock);
-  while (!b.blocked)
-    g_assert_true (g_cond_wait_until (&b.cond, &b.lock, deadline));
-  g_mutex_unlock (&b.lock);
-  for (guint16 i = 1; i < 30; i++)
-    gst_harness_push (h, rtp_packet (VIDEO_SSRC, i, 1200));
-  gst_harness_push (h, rtp_packet (AUDIO_SSRC, 1000, 100));
-  /* the handshake's time */
-  g_usleep (300 * G_TIME_SPAN_MILLISECOND);
-  gst_pad_remove_probe (src, probe);
-  {
-    GstBuffer *first = gst_harness_pull (h);
-
-    g_assert_cmpuint (seq_of (first), ==, 0);
-    gst_buffer_unref (first);
-  }
-  while ((event = gst_harness_pull_upstream_event (h)) != NULL &&
-      !gst_video_event_is_force_key_unit (event))
-    gst_event_unref (event);
-  g_assert_nonnull (event);
-  gst_event_unref (event);
-  gst_harness_push (h, rtp_packet (VIDEO_SSRC, 30, 1200));
-  {
-    GstBuffer *next = gst_harness_pull (h);
-
-    g_assert_cmpuint (seq_of (next), ==, 30);
-    gst_buffer_unref (next);
-  }
-  g_assert_cmpuint (gst_harness_buffers_in_queue (h), ==, 0);
-  gst_object_unref (src);
-  g_mutex_clear (&b.lock);
-  g_cond_clear (&b.cond);
-  gst_harness_teardown (h);
-}
-
 int
 main (int argc, char **argv)
 {
@@ -478,7 +404,6 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/peer-sender/paced", test_paced);
   g_test_add_func ("/peer-sender/start-paced", test_start_paced);
-  g_test_add_func ("/peer-sender/stale-at-open", test_stale_at_open);
   g_test_add_func ("/peer-sender/audio-untracked", test_audio_untracked);
   g_test_add_func ("/peer-sender/unpaced-without-feedback",
       test_unpaced_without_feedback);

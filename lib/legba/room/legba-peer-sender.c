@@ -6,7 +6,6 @@
  * RTP session is in legba-peer-sender-feedback.c.
  */
 #include <legba/room/legba-peer-sender-private.h>
-#include <gst/video/video.h>
 
 GST_DEBUG_CATEGORY (legba_sender_debug);
 #define GST_CAT_DEFAULT legba_sender_debug
@@ -21,9 +20,6 @@ GST_DEBUG_CATEGORY (legba_sender_debug);
 /* The most that video whose encoder ignores the target may take from
  * the budget beyond what it holds: a packet. */
 #define UNSTEERED_DEBT 1500
-/* A first packet that took this long to go through waited for the
- * transport to open. */
-#define OPEN_WAIT_US (200 * G_TIME_SPAN_MILLISECOND)
 /* Past this many queued packets the branches wait (a receiver that stops
  * taking anything). */
 #define QUEUE_MAX_PACKETS 4096
@@ -263,63 +259,15 @@ pause_task (LegbaPeerSender * self, GstFlowReturn ret)
   gst_pad_pause_task (self->srcpad);
 }
 
-/* Drops the media queued in a lane, keeping its events. Returns the
- * packets dropped. Called with the lock. */
-static guint
-drop_lane (LegbaPeerSender * self, LegbaSenderLane lane)
-{
-  GQueue *queue = &self->queues[lane];
-  GList *l = queue->head;
-  guint dropped = 0;
-
-  while (l != NULL) {
-    GList *next = l->next;
-
-    if (GST_IS_BUFFER (l->data)) {
-      GstBuffer *buffer = l->data;
-
-      self->queued_bytes -= gst_buffer_get_size (buffer);
-      self->queued_packets--;
-      gst_buffer_unref (buffer);
-      g_queue_delete_link (queue, l);
-      dropped++;
-    }
-    l = next;
-  }
-  return dropped;
-}
-
-/* The first packet went through, after waiting waited_us: webrtcbin holds
- * RTP until its DTLS handshake is done, and everything the branches sent
- * meanwhile queued here. That is stale, and sent at once, before any
- * feedback to pace by, it would fill a slow link's queue: on a 300 kbit/s
- * link with a 200 ms queue, the call's first key frames were lost so, and
- * the first picture came 2 s after the first packet. So what queued while
- * the transport was closed is dropped (the receiver has seen nothing of it
- * but the first packet) and the encoder is asked for a key frame, which
- * goes out alone at the start estimate. The start hold counts from now. */
+/* The first packet went through: the transport is open (webrtcbin holds
+ * RTP until its DTLS handshake is done). The start counts from now. */
 static void
-transport_opened (LegbaPeerSender * self, gint64 waited_us)
+transport_opened (LegbaPeerSender * self)
 {
-  guint dropped = 0;
-
   self->opened = TRUE;
   g_mutex_lock (&self->lock);
   self->first_sent_at = g_get_monotonic_time ();
-  if (waited_us >= OPEN_WAIT_US) {
-    dropped = drop_lane (self, LEGBA_SENDER_LANE_VIDEO) +
-        drop_lane (self, LEGBA_SENDER_LANE_AUDIO) +
-        drop_lane (self, LEGBA_SENDER_LANE_RTX);
-  }
   g_mutex_unlock (&self->lock);
-  if (dropped == 0)
-    return;
-  GST_INFO_OBJECT (self, "transport open after %" G_GINT64_FORMAT " ms: "
-      "%u packets queued meanwhile dropped, asking for a key frame",
-      waited_us / G_TIME_SPAN_MILLISECOND, dropped);
-  gst_pad_push_event (self->sinkpad,
-      gst_video_event_new_upstream_force_key_unit (GST_CLOCK_TIME_NONE, TRUE,
-          0));
 }
 
 static void
@@ -336,12 +284,10 @@ push_item (LegbaPeerSender * self, GstMiniObject * item, LegbaSenderLane lane)
     if (type == GST_EVENT_EOS)
       ret = GST_FLOW_EOS;
   } else {
-    gint64 before = g_get_monotonic_time ();
-
     legba_peer_sender_record_sent (self, GST_BUFFER (item), lane);
     ret = gst_pad_push (self->srcpad, GST_BUFFER (item));
     if (!self->opened && ret == GST_FLOW_OK)
-      transport_opened (self, g_get_monotonic_time () - before);
+      transport_opened (self);
   }
   if (ret != GST_FLOW_OK)
     pause_task (self, ret);
