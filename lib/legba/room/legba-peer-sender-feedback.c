@@ -7,6 +7,7 @@
  * the target reported to the room, and the stats.
  */
 #include <legba/room/legba-peer-sender-private.h>
+#include <gst/rtp/gstrtcpbuffer.h>
 #include <gst/rtp/gstrtpbuffer.h>
 
 #define GST_CAT_DEFAULT legba_sender_debug
@@ -51,6 +52,7 @@ legba_peer_sender_feedback_init (LegbaPeerSender * self, guint start_bitrate,
       self->target, MIN_BITRATE);
   self->policies = g_hash_table_new_full (NULL, NULL, NULL,
       (GDestroyNotify) legba_rtx_policy_free);
+  self->report_loss = g_hash_table_new (NULL, NULL);
   self->rtx_pts = g_array_new (FALSE, FALSE, sizeof (guint8));
 }
 
@@ -60,6 +62,10 @@ legba_peer_sender_feedback_clear (LegbaPeerSender * self)
   g_clear_pointer (&self->bwe, legba_bwe_free);
   g_clear_pointer (&self->policies, g_hash_table_unref);
   g_clear_pointer (&self->rtx_pts, g_array_unref);
+  if (self->session != NULL && self->rtcp_handler != 0)
+    g_signal_handler_disconnect (self->session, self->rtcp_handler);
+  self->rtcp_handler = 0;
+  g_clear_pointer (&self->report_loss, g_hash_table_unref);
   g_clear_object (&self->session);
 }
 
@@ -134,12 +140,12 @@ report_target (LegbaPeerSender * self, gboolean report)
  * legba_peer_sender_get_loss_percentage:
  * @self: a #LegbaPeerSender
  *
- * The share of the packets sent that the receiver reports lost (RTCP
- * receiver reports' fraction lost, the highest of this connection's
- * streams), smoothed: up with the first report that shows more, down
- * over a few reports.
+ * The share of the packets sent that the receiver lost: the higher of
+ * what its transport-wide feedback says of the video and what its RTCP
+ * report blocks say of each of our media streams, smoothed: up with the
+ * first reading that shows more, down over a few seconds.
  *
- * Returns: a percentage, or -1 before the first receiver report
+ * Returns: a percentage, or -1 before the first reading
  */
 gint
 legba_peer_sender_get_loss_percentage (LegbaPeerSender * self)
@@ -462,51 +468,83 @@ read_rtt (GObject * session)
   return rtt;
 }
 
-/* The highest fraction lost (0..1) the receiver's latest report blocks
- * give about the streams we send, or -1 without any. rtpsession 1.22
- * keeps a report block on the stats of the source that sent it (the
- * receiver's), naming ours in `rb-ssrc`. */
-static gdouble
-read_loss (GObject * session)
+/* Each receiver report block about our media, as the RTP session takes
+ * it in (on its RTCP thread): the audio, or a video stream the
+ * retransmission policy follows; a block about the retransmissions' own
+ * stream says nothing of the path. The newest fraction lost of each
+ * stream is kept. rtpsession 1.22 keeps only the last block a receiver
+ * sent (on the stats of the receiver's source), and a receiver that
+ * reports on the audio, the video and the retransmissions in one packet
+ * leaves whichever came last there. */
+static void
+on_receiving_rtcp (GObject * session, GstBuffer * buffer, gpointer data)
 {
-  GValueArray *sources = NULL;
-  g_autoptr (GArray) ours = g_array_new (FALSE, FALSE, sizeof (guint));
-  gdouble loss = -1;
+  LegbaPeerSender *self = data;
+  GstRTCPBuffer rtcp = GST_RTCP_BUFFER_INIT;
+  GstRTCPPacket packet;
+  gboolean more;
 
-  g_object_get (session, "sources", &sources, NULL);
-  G_GNUC_BEGIN_IGNORE_DEPRECATIONS;
-  for (guint pass = 0; pass < 2; pass++) {
-    for (guint i = 0; sources != NULL && i < sources->n_values; i++) {
-      GObject *source = g_value_get_object (g_value_array_get_nth (sources, i));
-      g_autoptr (GstStructure) stats = NULL;
-      gboolean internal = FALSE, have_rb = FALSE;
-      guint ssrc = 0, fraction_lost = 0;
+  if (!gst_rtcp_buffer_map (buffer, GST_MAP_READ, &rtcp))
+    return;
+  g_mutex_lock (&self->lock);
+  for (more = gst_rtcp_buffer_get_first_packet (&rtcp, &packet); more;
+      more = gst_rtcp_packet_move_to_next (&packet)) {
+    GstRTCPType type = gst_rtcp_packet_get_type (&packet);
 
-      g_object_get (source, "stats", &stats, NULL);
-      if (stats == NULL || !gst_structure_get_boolean (stats, "internal",
-              &internal))
-        continue;
-      if (pass == 0) {
-        if (internal && gst_structure_get_uint (stats, "ssrc", &ssrc))
-          g_array_append_val (ours, ssrc);
-        continue;
-      }
-      if (internal || !gst_structure_get_boolean (stats, "have-rb",
-              &have_rb) || !have_rb ||
-          !gst_structure_get_uint (stats, "rb-ssrc", &ssrc) ||
-          !gst_structure_get_uint (stats, "rb-fractionlost", &fraction_lost))
-        continue;
-      for (guint k = 0; k < ours->len; k++)
-        if (g_array_index (ours, guint, k) == ssrc)
-          loss = MAX (loss, fraction_lost / 256.0);
+    if (type != GST_RTCP_TYPE_SR && type != GST_RTCP_TYPE_RR)
+      continue;
+    for (guint i = 0; i < gst_rtcp_packet_get_rb_count (&packet); i++) {
+      guint32 ssrc, exthighestseq, jitter, lsr, dlsr;
+      guint8 fraction_lost;
+      gint32 packets_lost;
+
+      gst_rtcp_packet_get_rb (&packet, i, &ssrc, &fraction_lost,
+          &packets_lost, &exthighestseq, &jitter, &lsr, &dlsr);
+      if ((self->audio_ssrc != 0 && ssrc == self->audio_ssrc) ||
+          g_hash_table_contains (self->policies, GUINT_TO_POINTER (ssrc)))
+        g_hash_table_insert (self->report_loss, GUINT_TO_POINTER (ssrc),
+            GUINT_TO_POINTER (fraction_lost + 1));
     }
   }
-  g_clear_pointer (&sources, g_value_array_free);
-  G_GNUC_END_IGNORE_DEPRECATIONS;
+  g_mutex_unlock (&self->lock);
+  gst_rtcp_buffer_unmap (&rtcp);
+}
+
+/* The highest fraction lost (0..1) of the newest report block about each
+ * of our media streams, or -1 before any. Called with the lock. */
+static gdouble
+media_loss (LegbaPeerSender * self)
+{
+  GHashTableIter iter;
+  gpointer value;
+  gdouble loss = -1;
+
+  g_hash_table_iter_init (&iter, self->report_loss);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    loss = MAX (loss, (GPOINTER_TO_UINT (value) - 1) / 256.0);
   return loss;
 }
 
-/* Takes a receiver report's loss; returns whether the room should hear
+/* The loss on the way to the receiver: the higher of what its
+ * transport-wide feedback says of the video's packets over the last
+ * loss interval (every 100 ms or so, before any retransmission) and its
+ * report blocks about our media (the audio's included; a GStreamer
+ * receiver sends those seconds apart), or -1 before either. Called with
+ * the lock. */
+static gdouble
+path_loss (LegbaPeerSender * self)
+{
+  LegbaBweState state;
+  gdouble loss = media_loss (self);
+
+  if (self->feedback_reports > 0) {
+    legba_bwe_get_state (self->bwe, &state);
+    loss = MAX (loss, state.loss_fraction);
+  }
+  return loss;
+}
+
+/* Takes a reading of the loss; returns whether the room should hear
  * it (its percentage moved). Called with the lock. */
 static gboolean
 update_loss (LegbaPeerSender * self, gdouble loss)
@@ -531,7 +569,6 @@ poll_rtt (LegbaPeerSender * self, gint64 now)
 {
   GObject *session;
   gint64 rtt;
-  gdouble loss;
   gboolean report;
 
   g_mutex_lock (&self->lock);
@@ -542,14 +579,15 @@ poll_rtt (LegbaPeerSender * self, gint64 now)
     g_mutex_lock (&self->lock);
     g_set_object (&self->session, session);
     g_mutex_unlock (&self->lock);
+    self->rtcp_handler = g_signal_connect (session, "on-receiving-rtcp",
+        G_CALLBACK (on_receiving_rtcp), self);
   }
   if (session == NULL)
     return;
   rtt = read_rtt (session);
-  loss = read_loss (session);
   g_object_unref (session);
   g_mutex_lock (&self->lock);
-  report = update_loss (self, loss) && self->target_func != NULL;
+  report = update_loss (self, path_loss (self)) && self->target_func != NULL;
   if (rtt > 0) {
     self->rtt_us = rtt;
     legba_bwe_on_rtt (self->bwe, rtt, now);

@@ -47,6 +47,8 @@ struct _LegbaPeerSender
   GArray *rtx_pts;              /* guint8: the retransmission payload types */
   gint64 rtx_pts_at;
   GObject *session;             /* the RTPSession, for the round trip */
+  gulong rtcp_handler;          /* its on-receiving-rtcp */
+  GHashTable *report_loss;      /* our media SSRC -> fraction lost + 1 */
   gint64 rtt_us;
   gint64 rtt_at;
   gdouble loss;                 /* the receiver reports', smoothed, 0..1 */

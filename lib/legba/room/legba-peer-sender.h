@@ -13,8 +13,9 @@
  *   target function;
  * - retransmission requests (GstRTPRetransmissionRequest) pass on to
  *   rtprtxsend only when LegbaRtxPolicy answers them;
- * - the round trip and the loss come from the receiver reports; a
- *   change of the loss is reported through the target function too;
+ * - the loss on the way to the receiver, from its feedback and its
+ *   report blocks; a change of it is reported through the target
+ *   function too;
  * - packets leave paced: at most LEGBA_PACING_FACTOR times the target,
  *   audio at once, retransmissions before video. Video whose encoder
  *   does not follow the target (legba_peer_sender_set_video_steered())
