@@ -1186,6 +1186,95 @@ def netlab_receiver_lines(results_dir, rel):
     return lines + [""]
 
 
+def netlab_fec_lines(results_dir, rel):
+    """Video FEC against none (netlab.py --senders legba:N,legba-fecP:N,
+    chromium on lossy links, written as netlab-fec-STAMP.json; docs/
+    congestion-control.md, "Loss"): every such file, one row per
+    scenario and sender."""
+    paths = sorted(glob.glob(os.path.join(results_dir,
+                                          "netlab-fec-[0-9]*.json")))
+    if not paths:
+        return []
+    lines = ["### Video FEC (RED and ULPFEC) on lossy links", "",
+             "Legba without FEC (`legba`), with RED and ULPFEC at P% "
+             "(`legba-fecP`, `legba-call --video-fec P`) and the room page "
+             "in headless Chromium sending in turn to the room page in "
+             "headless Chromium, which asks for RED and ULPFEC where the "
+             "sender offers them. **sent** and **received**: the "
+             "interfaces on either side of the bottleneck; **video pkt/s**: "
+             "the video's RTP packets on the wire (in RED with FEC: media "
+             "and FEC packets); **RTX**: retransmissions on the wire; "
+             "**est**: Legba's estimate; medians of the window's seconds, "
+             "freezes by Chromium's definition, NACKs and PLIs the "
+             "receiver sent over the window.", ""]
+    for path in paths:
+        with open(path) as f:
+            res = json.load(f)
+        lines += [f"[`{os.path.basename(path)}`]({rel(path)}): Legba "
+                  f"{res.get('legba')}, `{res.get('command')}`, load "
+                  f"average {res.get('load_start')} at the start, "
+                  f"{res.get('load_end')} at the end.", "",
+                  "| scenario | sender | sent kbit/s | received kbit/s | "
+                  "video pkt/s | RTX pkt/s | est kbit/s | fps | freezes "
+                  "(time) | NACKs / PLIs | load |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in res["scenarios"]:
+            who = f"| {r['scenario']} | {r.get('sender')} |"
+            if "error" in r:
+                lines.append(f"{who} failed: {r['error']} | | | | | | | "
+                             "| |")
+                continue
+            start, end = r["warmup_s"], r["warmup_s"] + r["window_s"]
+            win = [x for x in r["series"] if start < x["t"] <= end + 0.5]
+            lines.append(
+                f"{who} {_f(r['sent_kbps_median'])} | "
+                f"{_f(r['received_kbps_median'])} | "
+                f"{_f(_median([x.get('rtp_pps') for x in win]))} | "
+                f"{_f(r['rtx_pps_median'])} | "
+                f"{_f(r.get('est_kbps_median'))} | "
+                f"{_f(r['fps_median'])} | {r['freeze_count']} "
+                f"({r['freeze_s']:.1f} s) | {_f(r.get('nacks_sent'))} / "
+                f"{_f(r.get('plis_sent'))} | {r['load'][0]:.2f} |")
+        lines.append("")
+    return lines
+
+
+def netlab_mesh3_lines(results_dir, rel):
+    """A 3-party call with one receiver behind a slow link (bench/netlab/
+    mesh3.py, netlab-mesh3-STAMP.json): the newest run."""
+    path = newest(results_dir, "netlab-mesh3")
+    if path is None:
+        return []
+    with open(path) as f:
+        res = json.load(f)
+    lines = ["### Three participants, one behind a slow link", "",
+             f"[`{os.path.basename(path)}`]({rel(path)}): a Legba sender "
+             "(`legba-call --bitrate 2000`) and two Legba receivers, "
+             f"**slow** behind a {res['rate_kbit']} kbit/s bottleneck, "
+             "**fast** on a path that crosses none; one encoder for both "
+             "(docs/congestion-control.md, \"In a mesh: the weakest "
+             "peer\"). Medians of each receiver's seconds over the "
+             f"{res['window_s']} s window, and of the sender's estimate and "
+             "video target for it. Legba "
+             f"{res.get('legba', 'not recorded')}, `{res.get('command')}`, "
+             f"load average {res.get('load_start', '–')} at the start, "
+             f"{res.get('load_end')} at the end.", "",
+             "| congestion control | receiver | received kbit/s | fps | "
+             "sender's estimate kbit/s | its video target kbit/s | load |",
+             "|---|---|---|---|---|---|---|"]
+    for run in res["runs"]:
+        for who in ("slow", "fast"):
+            r = run[who]
+            load = run.get("load")
+            lines.append(
+                f"| {'on' if run['congestion_control'] else 'off'} | {who} "
+                f"| {_f(r['kbps_median'])} | {_f(r['fps_median'])} | "
+                f"{_f(r.get('sender_estimate_kbps_median'))} | "
+                f"{_f(r.get('sender_video_target_kbps_median'))} | "
+                f"{'–' if load is None else f'{load[0]:.2f}'} |")
+    return lines + [""]
+
+
 def _spread(values, fmt="{:,.0f}"):
     """The median of the repeats, and each repeat's value."""
     values = [v for v in values if v is not None]
@@ -1605,6 +1694,8 @@ def main():
         lines += ["Conditions:"] + conditions_lines(res) + [""]
     lines += netlab_lines(args.results, rel, charts)
     lines += netlab_receiver_lines(args.results, rel)
+    lines += netlab_mesh3_lines(args.results, rel)
+    lines += netlab_fec_lines(args.results, rel)
     lines += sfu_lines(args.results, rel)
     lines += sfu_rejoin_lines(args.results, rel)
     lines += sfu_auto_lines(args.results, rel)

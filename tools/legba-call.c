@@ -48,6 +48,7 @@ static gboolean opt_json;
 static gboolean opt_latency;
 static gboolean opt_no_cc;
 static gint opt_max_participants;
+static gint opt_video_fec;
 
 static const GOptionEntry entries[] = {
   {"server", 's', 0, G_OPTION_ARG_STRING, &opt_server,
@@ -98,6 +99,9 @@ static const GOptionEntry entries[] = {
   {"no-congestion-control", 0, 0, G_OPTION_ARG_NONE, &opt_no_cc,
       "Send at the bitrate set, unpaced, answering every retransmission "
         "request (LegbaRoom:congestion-control off)", NULL},
+  {"video-fec", 0, 0, G_OPTION_ARG_INT, &opt_video_fec,
+      "Protect the video sent with RED and ULPFEC at P percent "
+        "(LegbaRoom:video-fec-percentage; default: 0, none)", "P"},
   {"max-participants", 0, 0, G_OPTION_ARG_INT, &opt_max_participants,
       "Refuse to join a room that holds N participants already "
         "(LegbaRoom:max-participants; default: the room's, 6)", "N"},
@@ -504,7 +508,7 @@ configure (App * app, GError ** error)
   }
   if (opt_bitrate < 10 || opt_width < 16 || opt_height < 16 || opt_fps < 1
       || opt_fps > 120 || opt_duration < 0 || opt_proof_timeout < 1
-      || opt_max_participants < 0) {
+      || opt_max_participants < 0 || opt_video_fec < 0) {
     g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
         "--bitrate, --width, --height, --fps, --duration, "
         "--encoder-proof-timeout or --max-participants out of range");
@@ -599,6 +603,9 @@ main (int argc, char **argv)
     if (opt_no_cc)
       g_object_set (legba_call_get_room (app.call), "congestion-control",
           FALSE, NULL);
+    if (opt_video_fec > 0)
+      g_object_set (legba_call_get_room (app.call), "video-fec-percentage",
+          (guint) MIN (opt_video_fec, 100), NULL);
     if (opt_max_participants > 0)
       g_object_set (legba_call_get_room (app.call), "max-participants",
           (guint) opt_max_participants, NULL);

@@ -8,7 +8,7 @@
 //
 //   node chromium-peer.mjs --role send|recv --url ws://HOST:PORT --app-id ID
 //        --key KEY --token TOKEN --room ROOM --identity ID --seconds S
-//        [--video-file CLIP.y4m] [--codec H264]
+//        [--video-file CLIP.y4m] [--codec H264] [--fec true]
 //
 // send: publishes its fake camera (playing CLIP.y4m in a loop, at the
 // clip's size and rate) and microphone; recv: publishes nothing. Prints
@@ -56,7 +56,8 @@ function pageStats ()
     'keyFramesDecoded', 'framesPerSecond', 'frameWidth', 'frameHeight',
     'targetBitrate', 'qualityLimitationReason', 'freezeCount',
     'totalFreezesDuration', 'jitterBufferDelay',
-    'jitterBufferEmittedCount', 'roundTripTime', 'fractionLost'];
+    'jitterBufferEmittedCount', 'roundTripTime', 'fractionLost',
+    'fecPacketsReceived', 'fecPacketsDiscarded'];
   const peer = window.legba.peer();
   return Promise.all([...peer.participants.values()]
     .filter((p) => p.conn)
@@ -114,7 +115,7 @@ try {
   const id = await tab.evaluate((o) => window.legba.join(o), {
     host: url.hostname, port: Number(url.port), key: opts.key,
     appId: opts.appId, token: opts.token, room: opts.room,
-    videoCodec: opts.codec, publish: send,
+    videoCodec: opts.codec, publish: send, videoFec: opts.fec === 'true',
     video: { width: 640, height: 360, frameRate: 30 }, audio: true,
   });
   print({ joined: id, version: browser.version() });

@@ -6,6 +6,7 @@
 shared encoder's one bitrate costs the participant on a good link.
 
   mesh3.py --build DIR --output FILE [--rate KBIT] [--window S]
+           [--lab-name NAME]
 
 In the network lab (bench/netlab/lab.sh, a bottleneck of --rate kbit/s,
 500 by default, towards the receiver side), a Legba sender (legba-call
@@ -16,7 +17,8 @@ the router namespace, whose path from the sender crosses no bottleneck
 lowest estimate) and without (--no-congestion-control: 2 Mbit/s to
 both). For each receiver, medians over the window of what its
 legba-call --stats reports each second: the video received (kbit/s) and
-decoded (fps). 10 s of warm-up, a 30 s window by default.
+decoded (fps), and the sender's estimate and video target for it.
+10 s of warm-up, a 30 s window by default.
 """
 
 import argparse
@@ -36,10 +38,12 @@ import netlab  # noqa: E402
 WARMUP_S = 10
 # "| snd 123 frames 456 audio 30 fps 512 kbit/s"
 REMOTE = re.compile(r"\| snd \d+ frames \d+ audio (\d+) fps (\d+) kbit/s")
+# the sender's line: "| slow ... est 980 kbit/s video 870 kbit/s"
+ESTIMATE = r"\| {} [^|]* est (\d+) kbit/s video (\d+) kbit/s"
 
 
 def run(args, clip, cc, workdir):
-    name = "legba-lab-m3"
+    name = args.lab_name
     env = dict(os.environ, LEGBA_DELAYLINE=os.path.join(
         args.build, "bench", "netlab-delayline"))
     call = os.path.join(args.build, "tools", "legba-call")
@@ -85,7 +89,7 @@ def run(args, clip, cc, workdir):
                 p.wait(10)
             f.close()
         subprocess.run([netlab.LAB, "down", "--name", name], timeout=60)
-    result = {"congestion_control": cc}
+    result = {"congestion_control": cc, "load": netlab.loadavg()}
     for who in ("slow", "fast"):
         with open(os.path.join(workdir, who + ".log")) as f:
             samples = [m.groups() for m in map(REMOTE.search, f) if m]
@@ -96,6 +100,15 @@ def run(args, clip, cc, workdir):
             if win else None,
             "kbps_median": statistics.median(int(s[1]) for s in win)
             if win else None}
+        with open(os.path.join(workdir, "snd.log")) as f:
+            est = [m.groups() for m in map(re.compile(
+                ESTIMATE.format(who)).search, f) if m]
+        est = est[WARMUP_S:WARMUP_S + args.window]
+        if est:
+            result[who]["sender_estimate_kbps_median"] = statistics.median(
+                int(e[0]) for e in est)
+            result[who]["sender_video_target_kbps_median"] = \
+                statistics.median(int(e[1]) for e in est)
     return result
 
 
@@ -105,11 +118,16 @@ def main():
     ap.add_argument("--output", required=True)
     ap.add_argument("--rate", type=int, default=500)
     ap.add_argument("--window", type=int, default=30)
+    ap.add_argument("--lab-name", default="legba-lab-m3",
+                    help="the lab's namespaces' prefix (lab.sh --name)")
     args = ap.parse_args()
+    load_start = netlab.loadavg()
     with tempfile.TemporaryDirectory(prefix="legba-mesh3-") as workdir:
         clip = netlab.make_clip(workdir, False)
         runs = [run(args, clip, cc, workdir) for cc in (True, False)]
     out = {"suite": "netlab-mesh3", "rate_kbit": args.rate,
+           "legba": netlab.build_version(args.build),
+           "load_start": load_start,
            "window_s": args.window, "warmup_s": WARMUP_S,
            "load_end": netlab.loadavg(),
            "command": " ".join(["bench/netlab/mesh3.py"] + sys.argv[1:]),

@@ -15,7 +15,8 @@ the receiver side, sampled every second; writes one JSON file.
 Senders, each in turn on every scenario: legba:KBPS (legba-call --video
 CLIP --bitrate KBPS), legba-nocc:KBPS (the same with
 --no-congestion-control: packets unpaced, every retransmission request
-answered, the bitrate fixed) and chromium (the room page in headless Chromium,
+answered, the bitrate fixed), legba-fecP:KBPS (the same as legba:KBPS
+with --video-fec P: RED and ULPFEC at P percent) and chromium (the room page in headless Chromium,
 its fake camera playing the same picture: chromium-peer.mjs); by
 default legba:600, legba:2000 (under and over the 1 Mbit/s bottleneck)
 and chromium. The receiver: the room page in Chromium (the default), or
@@ -367,6 +368,10 @@ def chromium_receiver(lines, t0, series, start, end):
                                  - at(pts, start, "framesDecoded")),
             "freeze_count": count, "freeze_s": round(total, 3),
             "freezes_by": "Chromium's getStats",
+            "fec_packets_received": at(pts, end, "fecPacketsReceived")
+            - at(pts, start, "fecPacketsReceived"),
+            "fec_packets_discarded": at(pts, end, "fecPacketsDiscarded")
+            - at(pts, start, "fecPacketsDiscarded"),
             "nacks_sent": at(pts, end, "nackCount")
             - at(pts, start, "nackCount"),
             "plis_sent": at(pts, end, "pliCount") - at(pts, start, "pliCount"),
@@ -507,6 +512,9 @@ class Scenario:
                identity, "--seconds", str(seconds)]
         if role == "send":
             cmd += ["--video-file", self.clip["y4m"]]
+        elif self.sender.startswith("legba-fec"):
+            # the room page accepts RED and ULPFEC only when asked
+            cmd += ["--fec", "true"]
         return self.start(ns_exec(ns, cmd), lambda l: l.startswith("{"), env)
 
     def measure(self, env):
@@ -546,7 +554,9 @@ class Scenario:
                 "--video", self.clip["mp4"], "--bitrate", str(self.bitrate),
                 "--stats", "--json", "--duration", str(duration)] + (
                     ["--no-congestion-control"]
-                    if self.sender == "legba-nocc" else [])),
+                    if self.sender == "legba-nocc" else []) + (
+                    ["--video-fec", self.sender[len("legba-fec"):]]
+                    if self.sender.startswith("legba-fec") else [])),
                 lambda l: l.startswith("stats:"), env)
         tcp = None
         if self.spec.get("tcp"):
@@ -598,6 +608,16 @@ class Scenario:
                    if "payloadType" in c]
             if pts:
                 media_pt = {str(pts[-1]), "111"}
+        if self.sender.startswith("legba-fec"):
+            # the video leaves in RED, under a payload type of its own:
+            # the one that carried the most packets
+            counts = [s["delayline"]["ab"]["rtp"] for s in samples
+                      if s["delayline"]]
+            if counts:
+                video = max((pt for pt in counts[-1] if pt != "111"),
+                            key=lambda pt: counts[-1][pt], default=None)
+                if video is not None:
+                    media_pt = {video, "111"}
         series = wire_series(samples, media_pt)
         if self.receiver == "chromium":
             recv = chromium_receiver(rcv_lines, t0, series, start, end)
@@ -688,7 +708,8 @@ def main():
     receiver = args.receiver or (
         "chromium" if browser and not args.smoke else "legba")
     for x in senders:
-        if not re.fullmatch(r"legba(-nocc)?:[1-9][0-9]*|chromium", x):
+        if not re.fullmatch(
+                r"legba(-nocc|-fec[1-9][0-9]*)?:[1-9][0-9]*|chromium", x):
             ap.error(f"--senders: {x} is neither legba:KBPS, "
                      "legba-nocc:KBPS nor chromium")
     notes = []

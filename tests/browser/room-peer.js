@@ -175,8 +175,10 @@ export function maxMessageSize (sdp)
 
 /* §5: the codecs a transceiver of `kind` offers or accepts. `publish` is
  * the video codec sent ('H264' or 'VP8'), or null for a receive-only side
- * (H.264 and VP8). RTX rides along on video. */
-export function codecPreferences (capabilities, kind, publish)
+ * (H.264 and VP8). RTX rides along on video; with `fec`, RED and ULPFEC
+ * too (outside §5: the network lab's measure of FEC,
+ * docs/congestion-control.md). */
+export function codecPreferences (capabilities, kind, publish, fec = false)
 {
   const codecs = capabilities?.codecs ?? [];
   const mime = (c) => c.mimeType.toLowerCase();
@@ -187,9 +189,11 @@ export function codecPreferences (capabilities, kind, publish)
       /(^|;)profile-level-id=42e01f(;|$)/i.test(c.sdpFmtpLine ?? ''));
   const vp8 = codecs.filter((c) => mime(c) === 'video/vp8');
   const rtx = codecs.filter((c) => mime(c) === 'video/rtx');
+  const red = fec ? codecs.filter((c) =>
+    ['video/red', 'video/ulpfec'].includes(mime(c))) : [];
   const chosen = publish === 'VP8' ? vp8 :
     publish === 'H264' ? h264 : [...h264, ...vp8];
-  return [...chosen, ...rtx];
+  return [...chosen, ...red, ...rtx];
 }
 
 /* Installs, once per Pusher class, a watch on its WebSockets that keeps the
@@ -273,7 +277,8 @@ export class LegbaRoomPeer extends EventTarget
    * tokens, asked for legba-room/2) or channelAuthorization (pusher-js's
    * own option, for an app's auth endpoint, whose user_info says
    * "protocol": "legba-room/2" for SFU rooms, §8); media (a MediaStream
-   * with at most one video and one audio track), videoCodec ('H264' or 'VP8'), iceServers (when
+   * with at most one video and one audio track), videoCodec ('H264' or 'VP8'),
+   * videoFec (offer and accept RED and ULPFEC beside it), iceServers (when
    * empty: the TURN servers the signalling server hands out, if any),
    * iceTransportPolicy, suffix, log (a function). */
   constructor (options)
@@ -597,7 +602,8 @@ export class LegbaRoomPeer extends EventTarget
   _codecs (kind, publishing)
   {
     return codecPreferences(RTCRtpReceiver.getCapabilities(kind), kind,
-        publishing && kind === 'video' ? this.options.videoCodec : null);
+        publishing && kind === 'video' ? this.options.videoCodec : null,
+        this.options.videoFec);
   }
 
   /* §5: exactly one video and one audio transceiver; §6: the two data
@@ -619,7 +625,8 @@ export class LegbaRoomPeer extends EventTarget
           pc.addTransceiver(kind, { direction: 'recvonly' });
         t.setCodecPreferences(codecPreferences(
             RTCRtpReceiver.getCapabilities(kind), kind,
-            track && kind === 'video' ? this.options.videoCodec : null));
+            track && kind === 'video' ? this.options.videoCodec : null,
+            this.options.videoFec));
       }
       /* §6: the lossy channel comes later, from the side that first
        * sends on it */
@@ -695,7 +702,8 @@ export class LegbaRoomPeer extends EventTarget
       const track = local[kind];
       t.setCodecPreferences(codecPreferences(
           RTCRtpReceiver.getCapabilities(kind), kind,
-          track && kind === 'video' ? this.options.videoCodec : null));
+          track && kind === 'video' ? this.options.videoCodec : null,
+          this.options.videoFec));
       if (track) {
         await t.sender.replaceTrack(track);
         t.sender.setStreams(local.stream);

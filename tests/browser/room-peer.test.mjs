@@ -116,6 +116,11 @@ test('codec choice: the published codec, or H.264 and VP8 (§5)', () => {
     'video/VP8', 'video/rtx']);
   assert.deepEqual(names(codecPreferences({ codecs: [{ mimeType: 'audio/opus' },
     { mimeType: 'audio/PCMU' }] }, 'audio', null)), ['audio/opus']);
+  /* videoFec: RED and ULPFEC beside the codec, for the lab only */
+  const fec = { codecs: [...caps.codecs, { mimeType: 'video/ulpfec' }] };
+  assert.deepEqual(names(codecPreferences(fec, 'video', 'VP8', true)),
+      ['video/VP8', 'video/red', 'video/ulpfec', 'video/rtx']);
+  assert.deepEqual(names(codecPreferences(fec, 'audio', null, true)), []);
 });
 
 test('legba:topology: mesh, a Janus room, and what is refused', () => {

@@ -5,7 +5,8 @@
  * count what they decode from each other, a grid that re-tiles as one
  * leaves and comes back, data between them, mute and unmute announced on
  * legba.mute, a viewer that counts what it receives without decoding it,
- * and configurations that cannot
+ * the Opus encoder's FEC following the loss a receiver reports, and
+ * configurations that cannot
  * work giving clear errors.
  */
 #include "signal-test.h"
@@ -423,6 +424,120 @@ test_undecoded (Fixture * f, gconstpointer data)
   member_free (a);
 }
 
+/* The first element of factory_name in m's pipeline (a reference), or
+ * NULL */
+static GstElement *
+find_element (Member * m, const char *factory_name)
+{
+  GstIterator *it =
+      gst_bin_iterate_recurse (GST_BIN (legba_call_get_pipeline (m->call)));
+  GValue item = G_VALUE_INIT;
+  GstElement *found = NULL;
+
+  while (found == NULL && gst_iterator_next (it, &item) == GST_ITERATOR_OK) {
+    GstElement *e = g_value_get_object (&item);
+    GstElementFactory *factory = gst_element_get_factory (e);
+
+    if (factory != NULL && g_strcmp0 (GST_OBJECT_NAME (factory),
+            factory_name) == 0)
+      found = gst_object_ref (e);
+    g_value_reset (&item);
+  }
+  g_value_unset (&item);
+  gst_iterator_free (it);
+  return found;
+}
+
+/* Drops every 20th RTP packet a webrtcbin receives (after SRTP, before
+ * rtpbin): 5% lost, the same on every run. */
+static gboolean
+drop_every_20th (GstBuffer ** buffer, guint idx, gpointer data)
+{
+  guint *n = data;
+
+  if (++*n % 20 == 0)
+    gst_clear_buffer (buffer);
+  return TRUE;
+}
+
+static GstPadProbeReturn
+lose_packets (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  guint *n = data;
+  GstBufferList *list;
+
+  if (info->type & GST_PAD_PROBE_TYPE_BUFFER)
+    return ++ * n % 20 == 0 ? GST_PAD_PROBE_DROP : GST_PAD_PROBE_OK;
+  list = gst_buffer_list_make_writable (GST_PAD_PROBE_INFO_BUFFER_LIST (info));
+  gst_buffer_list_foreach (list, drop_every_20th, n);
+  GST_PAD_PROBE_INFO_DATA (info) = list;
+  return gst_buffer_list_length (list) > 0 ? GST_PAD_PROBE_OK :
+      GST_PAD_PROBE_DROP;
+}
+
+/* What m's Opus encoder sizes its in-band FEC for, percent; -1 without */
+static gint
+audio_loss (Member * m)
+{
+  g_autoptr (GstStructure) s = legba_call_get_local_stats (m->call);
+  gint percentage = -1;
+
+  gst_structure_get_int (s, "audio-packet-loss-percentage", &percentage);
+  return percentage;
+}
+
+/* Opus in-band FEC sized for the loss the receiver reports: with every
+ * 20th packet bob takes in lost, alice's opusenc (in-band FEC on) is
+ * told about 5% in its packet-loss-percentage; once the loss stops, it
+ * comes back down. */
+static void
+test_audio_loss (Fixture * f, gconstpointer data)
+{
+  Member *a = member_new (f, "alice");
+  Member *b = member_new (f, "bob");
+  Member *all[] = { a, b };
+  g_autoptr (GstElement) webrtcbin = NULL;
+  g_autoptr (GstElement) rtpbin = NULL;
+  g_autoptr (GstElement) opusenc = NULL;
+  g_autoptr (GstPad) in = NULL;
+  gboolean fec = FALSE;
+  gint percentage = 0;
+  guint dropped = 0;
+  gulong probe;
+
+  for (guint i = 0; i < 2; i++)
+    member_start (all[i]);
+  CALL_WAIT_FOR (in_call (a) && in_call (b), "two joins");
+  CALL_WAIT_FOR (all_decode (all, 2, FRAMES),
+      "each to decode the other's video and audio");
+  g_assert_cmpint (audio_loss (a), ==, 0);
+  opusenc = find_element (a, "opusenc");
+  g_assert_nonnull (opusenc);
+  g_object_get (opusenc, "inband-fec", &fec, NULL);
+  g_assert_true (fec);
+
+  webrtcbin = find_element (b, "webrtcbin");
+  g_assert_nonnull (webrtcbin);
+  rtpbin = gst_bin_get_by_name (GST_BIN (webrtcbin), "rtpbin");
+  in = gst_element_get_static_pad (rtpbin, "recv_rtp_sink_0");
+  probe = gst_pad_add_probe (in, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_BUFFER_LIST, lose_packets, &dropped, NULL);
+  CALL_WAIT_FOR (audio_loss (a) >= 3, "alice's Opus encoder to be told of "
+      "bob's loss");
+  g_object_get (opusenc, "packet-loss-percentage", &percentage, NULL);
+  g_test_message ("%u packets dropped; opusenc told %d%%", dropped, percentage);
+  g_assert_cmpint (percentage, ==, audio_loss (a));
+  g_assert_cmpint (percentage, <=, 10);
+
+  gst_pad_remove_probe (in, probe);
+  CALL_WAIT_FOR (audio_loss (a) <= 1, "the percentage to come back down "
+      "once nothing is lost");
+  for (guint i = 0; i < 2; i++)
+    g_assert_cmpuint (all[i]->errors->len, ==, 0);
+  for (guint i = 0; i < 2; i++)
+    member_free (all[i]);
+}
+
 static void
 expect_start_error (Member * m, LegbaCallError code, const char *words)
 {
@@ -559,6 +674,7 @@ main (int argc, char **argv)
   ADD_CALL ("three", test_three);
   ADD_CALL ("mute", test_mute);
   ADD_CALL ("undecoded", test_undecoded);
+  ADD_CALL ("audio-loss", test_audio_loss);
   ADD_CALL ("bad-config", test_bad_config);
   ADD_CALL ("unreachable", test_unreachable);
   ADD_CALL ("refused", test_refused);

@@ -45,6 +45,7 @@ legba_call_teardown (LegbaCall * self)
   g_clear_pointer (&self->track_cpu[0], legba_track_cpu_free);
   g_clear_pointer (&self->track_cpu[1], legba_track_cpu_free);
   g_clear_object (&self->encoder);
+  g_clear_object (&self->audio_encoder);
   g_clear_object (&self->compositor);
   g_clear_object (&self->pipeline);
   g_clear_object (&self->client);
@@ -227,6 +228,42 @@ legba_call_ghost (GstElement * bin, const char *element, const char *pad)
   gst_object_unref (e);
 }
 
+/* `legba-packet-loss` (upstream, custom, from the room): the highest
+ * loss the receivers of the audio report, in percent; opusenc sizes its
+ * in-band FEC for it. Runs on the thread that pushed the event (the
+ * room's context); opusenc takes the property while it runs. */
+static GstPadProbeReturn
+on_packet_loss (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  GstElement *enc = data;
+  const GstStructure *s =
+      gst_event_get_structure (GST_PAD_PROBE_INFO_EVENT (info));
+  guint percentage;
+
+  if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) !=
+      GST_EVENT_CUSTOM_UPSTREAM || s == NULL ||
+      !gst_structure_has_name (s, "legba-packet-loss") ||
+      !gst_structure_get_uint (s, "percentage", &percentage))
+    return GST_PAD_PROBE_OK;
+  g_object_set (enc, "packet-loss-percentage", (gint) MIN (percentage, 100),
+      NULL);
+  /* taken here: the room need not send it again */
+  gst_event_unref (GST_PAD_PROBE_INFO_EVENT (info));
+  return GST_PAD_PROBE_HANDLED;
+}
+
+static void
+follow_packet_loss (LegbaCall * self, GstElement * bin)
+{
+  GstPad *src;
+
+  self->audio_encoder = gst_bin_get_by_name (GST_BIN (bin), "enc");
+  src = gst_element_get_static_pad (self->audio_encoder, "src");
+  gst_pad_add_probe (src, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM, on_packet_loss,
+      self->audio_encoder, NULL);
+  gst_object_unref (src);
+}
+
 static gboolean
 add_track (LegbaCall * self, LegbaTrackKind kind, const char *desc,
     GstElement * upstream, GError ** error)
@@ -271,6 +308,8 @@ add_track (LegbaCall * self, LegbaTrackKind kind, const char *desc,
   self->valves[kind] = gst_bin_get_by_name (GST_BIN (bin), "valve");
   if (kind == LEGBA_TRACK_KIND_VIDEO)
     self->encoder = gst_bin_get_by_name (GST_BIN (bin), "enc");
+  else
+    follow_packet_loss (self, bin);
   sink = legba_room_add_track (self->room, kind, error);
   if (sink == NULL)
     return FALSE;
@@ -340,7 +379,9 @@ build_video (LegbaCall * self, GError ** error)
 
 /* Opus for a voice, mono, as libwebrtc sends it: 32 kbit/s, half of
  * opusenc's default, which at a 300 kbit/s bottleneck would take a
- * third of the link from the video. */
+ * third of the link from the video. In-band FEC on: each packet carries
+ * a coarser copy of the one before, as much as the loss that the room
+ * reports asks (packet-loss-percentage, follow_packet_loss()). */
 #define AUDIO_BITRATE 32000
 
 static gboolean
@@ -357,9 +398,11 @@ build_audio (LegbaCall * self, GError ** error)
   }
   desc = g_strdup_printf ("%s ! audioconvert ! audioresample ! "
       "audio/x-raw,rate=48000,channels=1 ! valve name=valve drop=%s ! "
-      "opusenc name=enc bitrate=%d", self->audio == LEGBA_CALL_AUDIO_TEST ?
-      "audiotestsrc is-live=true wave=sine volume=0.2 samplesperbuffer=960"
-      : "autoaudiosrc", self->muted[LEGBA_TRACK_KIND_AUDIO] ? "true" : "false",
+      "opusenc name=enc bitrate=%d inband-fec=true",
+      self->audio ==
+      LEGBA_CALL_AUDIO_TEST ?
+      "audiotestsrc is-live=true wave=sine volume=0.2 samplesperbuffer=960" :
+      "autoaudiosrc", self->muted[LEGBA_TRACK_KIND_AUDIO] ? "true" : "false",
       AUDIO_BITRATE);
   return add_track (self, LEGBA_TRACK_KIND_AUDIO, desc, NULL, error);
 }
@@ -422,7 +465,10 @@ on_stats_tick (gpointer data)
  * the encoder, and the threads named as that thread is, which is how an
  * encoder's own threads such as x264's are found; absent until the
  * track's first buffer reached its encoder and one interval has passed.
- * Threads an encoder names otherwise are not counted).
+ * Threads an encoder names otherwise are not counted), and with audio,
+ * `audio-packet-loss-percentage` (int, what the Opus encoder's in-band
+ * FEC is sized for: the highest loss the receivers of the audio report,
+ * smoothed; 0 without congestion control, docs/congestion-control.md).
  *
  * Returns: (transfer full): the counters
  */
@@ -441,6 +487,14 @@ legba_call_get_local_stats (LegbaCall * self)
       "video-muted", G_TYPE_BOOLEAN, self->muted[0],
       "audio-muted", G_TYPE_BOOLEAN, self->muted[1],
       "cpu", G_TYPE_DOUBLE, self->cpu_percent, NULL);
+  if (self->audio_encoder != NULL) {
+    gint percentage = 0;
+
+    g_object_get (self->audio_encoder, "packet-loss-percentage", &percentage,
+        NULL);
+    gst_structure_set (s, "audio-packet-loss-percentage", G_TYPE_INT,
+        percentage, NULL);
+  }
   if (self->track_cpu_percent[0] >= 0)
     gst_structure_set (s, "video-cpu", G_TYPE_DOUBLE,
         self->track_cpu_percent[0], NULL);

@@ -88,6 +88,7 @@ struct _LegbaCall
   GCancellable *cancellable;
   GstElement *valves[2];        /* by LegbaTrackKind */
   GstElement *encoder;          /* legbavideoenc */
+  GstElement *audio_encoder;    /* opusenc */
   GstElement *compositor;
   gpointer x_display;           /* xcb_connection_t, while windows show */
   LegbaCallFile *file;          /* with video "file" */

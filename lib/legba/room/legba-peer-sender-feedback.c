@@ -7,6 +7,7 @@
  * the target reported to the room, and the stats.
  */
 #include <legba/room/legba-peer-sender-private.h>
+#include <gst/rtp/gstrtcpbuffer.h>
 #include <gst/rtp/gstrtpbuffer.h>
 
 #define GST_CAT_DEFAULT legba_sender_debug
@@ -28,6 +29,9 @@
 /* What the link carries of a packet beyond the RTP packet the feedback
  * gives the size of: IPv4 and UDP headers, the SRTP authentication tag. */
 #define WIRE_OVERHEAD (20 + 8 + 10)
+/* The loss the receiver reports rises with the first report that shows
+ * it; a lower report weighs this much against what was known. */
+#define LOSS_FALL_WEIGHT 0.3
 
 void
 legba_peer_sender_feedback_init (LegbaPeerSender * self, guint start_bitrate,
@@ -41,12 +45,14 @@ legba_peer_sender_feedback_init (LegbaPeerSender * self, guint start_bitrate,
   };
 
   self->bwe = legba_bwe_new (&config);
+  self->loss = -1;
   self->target = legba_bwe_target (self->bwe);
   legba_send_rates_init (&self->rates, g_get_monotonic_time ());
   self->video_target = legba_send_rates_video_target (&self->rates,
       self->target, MIN_BITRATE);
   self->policies = g_hash_table_new_full (NULL, NULL, NULL,
       (GDestroyNotify) legba_rtx_policy_free);
+  self->report_loss = g_hash_table_new (NULL, NULL);
   self->rtx_pts = g_array_new (FALSE, FALSE, sizeof (guint8));
 }
 
@@ -56,6 +62,10 @@ legba_peer_sender_feedback_clear (LegbaPeerSender * self)
   g_clear_pointer (&self->bwe, legba_bwe_free);
   g_clear_pointer (&self->policies, g_hash_table_unref);
   g_clear_pointer (&self->rtx_pts, g_array_unref);
+  if (self->session != NULL && self->rtcp_handler != 0)
+    g_signal_handler_disconnect (self->session, self->rtcp_handler);
+  self->rtcp_handler = 0;
+  g_clear_pointer (&self->report_loss, g_hash_table_unref);
   g_clear_object (&self->session);
 }
 
@@ -124,6 +134,28 @@ report_target (LegbaPeerSender * self, gboolean report)
   g_mutex_unlock (&self->lock);
   if (func != NULL)
     func (target, data);
+}
+
+/**
+ * legba_peer_sender_get_loss_percentage:
+ * @self: a #LegbaPeerSender
+ *
+ * The share of the packets sent that the receiver lost: the higher of
+ * what its transport-wide feedback says of the video and what its RTCP
+ * report blocks say of each of our media streams, smoothed: up with the
+ * first reading that shows more, down over a few seconds.
+ *
+ * Returns: a percentage, or -1 before the first reading
+ */
+gint
+legba_peer_sender_get_loss_percentage (LegbaPeerSender * self)
+{
+  gint percent;
+
+  g_mutex_lock (&self->lock);
+  percent = self->loss < 0 ? -1 : (gint) self->reported_loss;
+  g_mutex_unlock (&self->lock);
+  return percent;
 }
 
 /* The estimate, or 0 before the first feedback (a receiver that never
@@ -436,11 +468,108 @@ read_rtt (GObject * session)
   return rtt;
 }
 
+/* Each receiver report block about our media, as the RTP session takes
+ * it in (on its RTCP thread): the audio, or a video stream the
+ * retransmission policy follows; a block about the retransmissions' own
+ * stream says nothing of the path. The newest fraction lost of each
+ * stream is kept. rtpsession 1.22 keeps only the last block a receiver
+ * sent (on the stats of the receiver's source), and a receiver that
+ * reports on the audio, the video and the retransmissions in one packet
+ * leaves whichever came last there. */
+static void
+on_receiving_rtcp (GObject * session, GstBuffer * buffer, gpointer data)
+{
+  LegbaPeerSender *self = data;
+  GstRTCPBuffer rtcp = GST_RTCP_BUFFER_INIT;
+  GstRTCPPacket packet;
+  gboolean more;
+
+  if (!gst_rtcp_buffer_map (buffer, GST_MAP_READ, &rtcp))
+    return;
+  g_mutex_lock (&self->lock);
+  for (more = gst_rtcp_buffer_get_first_packet (&rtcp, &packet); more;
+      more = gst_rtcp_packet_move_to_next (&packet)) {
+    GstRTCPType type = gst_rtcp_packet_get_type (&packet);
+
+    if (type != GST_RTCP_TYPE_SR && type != GST_RTCP_TYPE_RR)
+      continue;
+    for (guint i = 0; i < gst_rtcp_packet_get_rb_count (&packet); i++) {
+      guint32 ssrc, exthighestseq, jitter, lsr, dlsr;
+      guint8 fraction_lost;
+      gint32 packets_lost;
+
+      gst_rtcp_packet_get_rb (&packet, i, &ssrc, &fraction_lost,
+          &packets_lost, &exthighestseq, &jitter, &lsr, &dlsr);
+      if ((self->audio_ssrc != 0 && ssrc == self->audio_ssrc) ||
+          g_hash_table_contains (self->policies, GUINT_TO_POINTER (ssrc)))
+        g_hash_table_insert (self->report_loss, GUINT_TO_POINTER (ssrc),
+            GUINT_TO_POINTER (fraction_lost + 1));
+    }
+  }
+  g_mutex_unlock (&self->lock);
+  gst_rtcp_buffer_unmap (&rtcp);
+}
+
+/* The highest fraction lost (0..1) of the newest report block about each
+ * of our media streams, or -1 before any. Called with the lock. */
+static gdouble
+media_loss (LegbaPeerSender * self)
+{
+  GHashTableIter iter;
+  gpointer value;
+  gdouble loss = -1;
+
+  g_hash_table_iter_init (&iter, self->report_loss);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    loss = MAX (loss, (GPOINTER_TO_UINT (value) - 1) / 256.0);
+  return loss;
+}
+
+/* The loss on the way to the receiver: the higher of what its
+ * transport-wide feedback says of the video's packets over the last
+ * loss interval (every 100 ms or so, before any retransmission) and its
+ * report blocks about our media (the audio's included; a GStreamer
+ * receiver sends those seconds apart), or -1 before either. Called with
+ * the lock. */
+static gdouble
+path_loss (LegbaPeerSender * self)
+{
+  LegbaBweState state;
+  gdouble loss = media_loss (self);
+
+  if (self->feedback_reports > 0) {
+    legba_bwe_get_state (self->bwe, &state);
+    loss = MAX (loss, state.loss_fraction);
+  }
+  return loss;
+}
+
+/* Takes a reading of the loss; returns whether the room should hear
+ * it (its percentage moved). Called with the lock. */
+static gboolean
+update_loss (LegbaPeerSender * self, gdouble loss)
+{
+  guint percent;
+
+  if (loss < 0)
+    return FALSE;
+  self->loss = loss >= self->loss ? loss :
+      (1 - LOSS_FALL_WEIGHT) * self->loss + LOSS_FALL_WEIGHT * loss;
+  percent = (guint) (self->loss * 100 + 0.5);
+  if (percent == self->reported_loss)
+    return FALSE;
+  GST_DEBUG_OBJECT (self, "the receiver reports %.1f%% lost (%u%% smoothed)",
+      loss * 100, percent);
+  self->reported_loss = percent;
+  return TRUE;
+}
+
 static void
 poll_rtt (LegbaPeerSender * self, gint64 now)
 {
   GObject *session;
   gint64 rtt;
+  gboolean report;
 
   g_mutex_lock (&self->lock);
   self->rtt_at = now;
@@ -450,18 +579,22 @@ poll_rtt (LegbaPeerSender * self, gint64 now)
     g_mutex_lock (&self->lock);
     g_set_object (&self->session, session);
     g_mutex_unlock (&self->lock);
+    self->rtcp_handler = g_signal_connect (session, "on-receiving-rtcp",
+        G_CALLBACK (on_receiving_rtcp), self);
   }
   if (session == NULL)
     return;
   rtt = read_rtt (session);
   g_object_unref (session);
-  if (rtt <= 0)
-    return;
   g_mutex_lock (&self->lock);
-  self->rtt_us = rtt;
-  legba_bwe_on_rtt (self->bwe, rtt, now);
-  g_hash_table_foreach (self->policies, set_policy_rtt, &rtt);
+  report = update_loss (self, path_loss (self)) && self->target_func != NULL;
+  if (rtt > 0) {
+    self->rtt_us = rtt;
+    legba_bwe_on_rtt (self->bwe, rtt, now);
+    g_hash_table_foreach (self->policies, set_policy_rtt, &rtt);
+  }
   g_mutex_unlock (&self->lock);
+  report_target (self, report);
 }
 
 /* Runs on the task, every TICK_US. */
@@ -527,6 +660,7 @@ legba_peer_sender_get_stats (LegbaPeerSender * self)
       "rate-control", G_TYPE_STRING,
       legba_bwe_rate_state_name (state.rate_state),
       "feedback-loss", G_TYPE_DOUBLE, state.loss_fraction,
+      "reported-loss", G_TYPE_DOUBLE, MAX (self->loss, 0.0),
       "feedback-reports", G_TYPE_UINT64, self->feedback_reports,
       "feedback-missing", G_TYPE_BOOLEAN, state.feedback_missing,
       "audio-untracked", G_TYPE_BOOLEAN, audio_untracked (self),

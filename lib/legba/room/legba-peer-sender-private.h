@@ -47,8 +47,12 @@ struct _LegbaPeerSender
   GArray *rtx_pts;              /* guint8: the retransmission payload types */
   gint64 rtx_pts_at;
   GObject *session;             /* the RTPSession, for the round trip */
+  gulong rtcp_handler;          /* its on-receiving-rtcp */
+  GHashTable *report_loss;      /* our media SSRC -> fraction lost + 1 */
   gint64 rtt_us;
   gint64 rtt_at;
+  gdouble loss;                 /* the receiver reports', smoothed, 0..1 */
+  guint reported_loss;          /* percent, what target_func last heard */
   guint64 feedback_reports;
   guint64 feedback_packets;      /* packets the feedback reported, in all */
   guint64 packets_sent[LEGBA_SENDER_N_LANES];

@@ -13,6 +13,9 @@
  *   target function;
  * - retransmission requests (GstRTPRetransmissionRequest) pass on to
  *   rtprtxsend only when LegbaRtxPolicy answers them;
+ * - the loss on the way to the receiver, from its feedback and its
+ *   report blocks; a change of it is reported through the target
+ *   function too;
  * - packets leave paced: at most LEGBA_PACING_FACTOR times the target,
  *   audio at once, retransmissions before video. Video whose encoder
  *   does not follow the target (legba_peer_sender_set_video_steered())
@@ -49,6 +52,7 @@ void legba_peer_sender_set_video_steered (LegbaPeerSender * self,
 
 guint legba_peer_sender_get_target (LegbaPeerSender * self);
 guint legba_peer_sender_get_video_target (LegbaPeerSender * self);
+gint legba_peer_sender_get_loss_percentage (LegbaPeerSender * self);
 GstStructure *legba_peer_sender_get_stats (LegbaPeerSender * self);
 
 G_END_DECLS

@@ -7,7 +7,10 @@
  * encoder the lowest video share of an estimate (what the audio and the
  * retransmissions leave) among the peers it sends video to, as a
  * `legba-target-bitrate` event up the track (legbavideoenc follows it,
- * with its own bitrate as the ceiling).
+ * with its own bitrate as the ceiling). The audio encoder hears the
+ * highest loss the receivers of the audio report, as a `legba-packet-loss`
+ * event up the audio track (LegbaCall sets its opusenc's
+ * packet-loss-percentage from it, for its in-band FEC).
  */
 #include <legba/room/legba-room-private.h>
 #include <legba/room/legba-peer-sender.h>
@@ -162,10 +165,68 @@ set_steered (LegbaRoom * self, gboolean steered)
   }
 }
 
-/* Tells the video encoder what the peers carry, when that moved. Runs on
- * the room's context: once the video's caps are known (the encoder is
- * linked and running), after a target changed, a peer connection came or
- * went. */
+/* The highest loss the receivers of the audio report, in percent: 0
+ * before any reports. */
+static guint
+highest_loss (LegbaRoom * self)
+{
+  GHashTableIter iter;
+  gpointer value;
+  gint highest = 0;
+
+  g_hash_table_iter_init (&iter, self->peers);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    LegbaPeer *peer = value;
+    g_autoptr (LegbaPeerSender) sender = NULL;
+
+    if (peer->media[LEGBA_TRACK_KIND_AUDIO].webrtc_sink == NULL)
+      continue;
+    sender = peer_sender (peer);
+    if (sender != NULL)
+      highest = MAX (highest, legba_peer_sender_get_loss_percentage (sender));
+  }
+  return highest;
+}
+
+/* The sink pad of the local track of @kind's tee, or NULL (transfer
+ * full). */
+static GstPad *
+track_teesink (LegbaRoom * self, LegbaTrackKind kind)
+{
+  LegbaLocalTrack *track;
+  GstPad *teesink;
+
+  g_mutex_lock (&self->lock);
+  track = self->tracks[kind];
+  teesink = track ? gst_element_get_static_pad (track->tee, "sink") : NULL;
+  g_mutex_unlock (&self->lock);
+  return teesink;
+}
+
+/* Tells the audio encoder the loss, when it moved. */
+static void
+update_audio (LegbaRoom * self)
+{
+  g_autoptr (GstPad) teesink = NULL;
+  guint loss = highest_loss (self);
+
+  if (loss == self->audio_loss ||
+      (teesink = track_teesink (self, LEGBA_TRACK_KIND_AUDIO)) == NULL)
+    return;
+  GST_DEBUG ("room %s: the audio's receivers report %u%% lost",
+      self->room_name, loss);
+  /* not taken before the encoder is linked: tried again at the next */
+  if (gst_pad_push_event (teesink,
+          gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM,
+              gst_structure_new ("legba-packet-loss", "percentage",
+                  G_TYPE_UINT, loss, NULL))))
+    self->audio_loss = loss;
+}
+
+/* Tells the video encoder what the peers carry, and the audio encoder
+ * what they lose, when that moved. Runs on the room's context: once the
+ * video's caps are known (the encoder is linked and running), after a
+ * target or a loss changed, a peer connection came or went. */
 void
 legba_room_congestion_update (LegbaRoom * self)
 {
@@ -177,6 +238,7 @@ legba_room_congestion_update (LegbaRoom * self)
 
   if (self == NULL || !self->congestion_control)
     return;
+  update_audio (self);
   target = lowest_target (self);
   change = self->video_target == 0 || target == 0 ?
       (target != self->video_target) :

@@ -4,13 +4,111 @@
  * The knobs of docs/webrtcbin.md on one peer connection's webrtcbin and
  * its ICE agent: the plugins it needs, its settings and servers, the
  * elements it makes (the certificate, SCTP association ids, the taps of
- * the media and data parts), the FEC it is refused, and the release of
- * its TURN allocations when it closes.
+ * the media and data parts), the FEC it is refused, the sequence number
+ * its RED encoder misplaces, and the release of its TURN allocations when
+ * it closes.
  */
 #include <legba/room/legba-room-private.h>
 #include <legba/room/legba-room-data-private.h>
 
+#include <gst/rtp/gstrtpbuffer.h>
 #include <nice/agent.h>
+
+/* rtpredenc of gst-plugins-good 1.22.0 copies a packet's transport-wide
+ * sequence number into the RED packet it makes under extension id 1,
+ * whatever id was negotiated (fixed in 1.22.1: "redenc: fix setting of
+ * extension ID for twcc"). rtpsession then finds no number where it
+ * looks, and the video, wrapped in RED, leaves unnumbered: no
+ * transport-wide feedback comes back, and the estimate falls to its
+ * floor. Each RED packet gets its number back under the negotiated id
+ * (from the encoder's caps): a one-byte element of id 1 and two bytes,
+ * where none has the negotiated id, is renamed. */
+static gboolean
+renumber_twcc (GstBuffer ** buffer, guint idx, gpointer data)
+{
+  guint id = GPOINTER_TO_UINT (data);
+  GstRTPBuffer rtp = GST_RTP_BUFFER_INIT;
+  guint8 *ext, *one = NULL;
+  guint16 bits;
+  guint words;
+
+  *buffer = gst_buffer_make_writable (*buffer);
+  if (!gst_rtp_buffer_map (*buffer, GST_MAP_READWRITE, &rtp))
+    return TRUE;
+  if (gst_rtp_buffer_get_extension_data (&rtp, &bits, (gpointer *) & ext,
+          &words) && bits == 0xBEDE) {
+    for (guint i = 0; i < words * 4;) {
+      guint element_id = ext[i] >> 4, len = (ext[i] & 0x0f) + 1;
+
+      if (ext[i] == 0) {
+        i++;
+        continue;
+      }
+      if (element_id == 15)
+        break;
+      if (element_id == id) {
+        one = NULL;
+        break;
+      }
+      if (element_id == 1 && len == 2)
+        one = &ext[i];
+      i += 1 + len;
+    }
+    if (one != NULL)
+      *one = (id << 4) | (*one & 0x0f);
+  }
+  gst_rtp_buffer_unmap (&rtp);
+  return TRUE;
+}
+
+/* The one-byte id of the transport-wide-cc extension in caps, or 0 */
+static guint
+twcc_id_of (GstPad * pad)
+{
+  g_autoptr (GstCaps) caps = gst_pad_get_current_caps (pad);
+  const GstStructure *s;
+
+  if (caps == NULL || gst_caps_get_size (caps) == 0)
+    return 0;
+  s = gst_caps_get_structure (caps, 0);
+  for (int f = 0; f < gst_structure_n_fields (s); f++) {
+    const char *field = gst_structure_nth_field_name (s, f);
+    const char *uri = gst_structure_get_string (s, field);
+    guint64 id;
+
+    if (g_str_has_prefix (field, "extmap-") && uri != NULL &&
+        strcmp (uri, LEGBA_TWCC_URI) == 0) {
+      id = g_ascii_strtoull (field + strlen ("extmap-"), NULL, 10);
+      return id >= 2 && id <= 14 ? (guint) id : 0;
+    }
+  }
+  return 0;
+}
+
+static GstPadProbeReturn
+on_red_packets (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  g_autoptr (GstElement) redenc = gst_pad_get_parent_element (pad);
+  g_autoptr (GstPad) sink = redenc ?
+      gst_element_get_static_pad (redenc, "sink") : NULL;
+  guint id = sink ? twcc_id_of (sink) : 0;
+
+  if (id == 0)
+    return GST_PAD_PROBE_OK;
+  if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
+    GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER (info);
+
+    renumber_twcc (&buffer, 0, GUINT_TO_POINTER (id));
+    GST_PAD_PROBE_INFO_DATA (info) = buffer;
+  } else {
+    GstBufferList *list =
+        gst_buffer_list_make_writable (GST_PAD_PROBE_INFO_BUFFER_LIST (info));
+
+    gst_buffer_list_foreach (list, renumber_twcc, GUINT_TO_POINTER (id));
+    GST_PAD_PROBE_INFO_DATA (info) = list;
+  }
+  return GST_PAD_PROBE_OK;
+}
 
 void
 legba_peer_on_deep_element_added (GstBin * bin, GstBin * sub_bin,
@@ -35,6 +133,11 @@ legba_peer_on_deep_element_added (GstBin * bin, GstBin * sub_bin,
     }
   } else if (strcmp (name, "nicesrc") == 0) {
     legba_peer_media_watch_input (peer, element);
+  } else if (strcmp (name, "rtpredenc") == 0) {
+    g_autoptr (GstPad) src = gst_element_get_static_pad (element, "src");
+
+    gst_pad_add_probe (src, GST_PAD_PROBE_TYPE_BUFFER |
+        GST_PAD_PROBE_TYPE_BUFFER_LIST, on_red_packets, NULL, NULL);
   }
 }
 

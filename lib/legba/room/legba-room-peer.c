@@ -747,6 +747,11 @@ add_transceivers (LegbaPeer * peer)
         &transceiver);
     if (transceiver != NULL && kind == LEGBA_TRACK_KIND_VIDEO)
       g_object_set (transceiver, "do-nack", TRUE, NULL);
+    if (transceiver != NULL && kind == LEGBA_TRACK_KIND_VIDEO &&
+        peer->room->video_fec_percentage > 0)
+      g_object_set (transceiver, "fec-type",
+          GST_WEBRTC_FEC_TYPE_ULP_RED, "fec-percentage",
+          peer->room->video_fec_percentage, NULL);
     peer->transceivers[kind] = g_steal_pointer (&transceiver);
   }
 }

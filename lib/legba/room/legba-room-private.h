@@ -156,8 +156,10 @@ struct _LegbaRoom
   gboolean ice_tcp;
   guint stats_interval;
   gboolean congestion_control;
+  guint video_fec_percentage;
   guint video_target;           /* told the video encoder; 0: none */
   gboolean video_unsteered;     /* (lock) its encoder ignores the target */
+  guint audio_loss;             /* percent, told the audio encoder */
 
   LegbaRoomState state;
   GTask *connect_task;
