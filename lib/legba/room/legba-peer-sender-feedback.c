@@ -183,8 +183,7 @@ legba_peer_sender_get_video_target (LegbaPeerSender * self)
   guint target;
 
   g_mutex_lock (&self->lock);
-  if (self->feedback_reports > 0 || self->first_sent_at == 0 ||
-      now - self->first_sent_at < LEGBA_SENDER_START_US)
+  if (self->feedback_reports > 0 || legba_peer_sender_in_start (self, now))
     target = self->video_target;
   else
     target = 0;

@@ -154,28 +154,6 @@ sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
 
 /* ---- Pacing ---- */
 
-/* Whether the call is in its start (LEGBA_SENDER_START_US from the
- * transport's opening, or before it). Called with the lock. */
-static gboolean
-in_start (LegbaPeerSender * self, gint64 now)
-{
-  return self->first_sent_at == 0 ||
-      now - self->first_sent_at < LEGBA_SENDER_START_US;
-}
-
-/* LEGBA_PACING_FACTOR, or 1 in the start. Bursts at 2.5 times the target
- * suit a link the estimate has found; at the start the estimate is a
- * guess, and the encoder's first frames overshoot it (x264 made 377 kbit/s
- * of a 282 kbit/s target in the lab's first second): at 2.5 times a
- * 300 kbit/s link's guess, the first key frames overflowed its 200 ms
- * queue and were lost. Held to the target, the excess waits here instead,
- * where the audio passes it. Called with the lock. */
-gdouble
-legba_peer_sender_pacing_factor (LegbaPeerSender * self, gint64 now)
-{
-  return in_start (self, now) ? 1.0 : LEGBA_PACING_FACTOR;
-}
-
 /* The rate packets leave at, in bytes per microsecond: the target times
  * the pacing factor, higher when the queue would take longer than
  * QUEUE_LIMIT_US. Called with the lock. */
@@ -231,7 +209,8 @@ next_item (LegbaPeerSender * self, gint64 now, gint64 * wait_until,
    * paced by; video whose encoder ignores the estimate would only wait in
    * this queue instead of the bottleneck's */
   if (from != audio && self->budget < 0 && (self->feedback_reports > 0 ||
-          in_start (self, now)) && !(from == video && self->video_unsteered)) {
+          legba_peer_sender_in_start (self, now)) && !(from == video
+          && self->video_unsteered)) {
     *wait_until = now + (gint64) (-self->budget / pacing_rate (self, now)) + 1;
     return NULL;
   }

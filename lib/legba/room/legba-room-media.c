@@ -1015,7 +1015,7 @@ announce_track (LegbaPeer * peer, gpointer data)
   if (pad == NULL)
     return;
   if (peer->sfu_subscriber)
-    legba_room_switch_track (peer->room, peer, kind);
+    peer->room->events->sfu_track (peer->room, peer, kind);
   peer->media[kind].track_announced = TRUE;
   GST_INFO ("pc %s: %s track of %s", peer->pc, kind_names[kind],
       peer->participant->id);

@@ -118,7 +118,10 @@ typedef struct
  * open_lossy: open the lossy data channel to the participant; returns
  *   whether the connection has one now
  * publish: the local participant has something to send (a track was
- *   added, a message to everyone waits): in an SFU room, it publishes */
+ *   added, a message to everyone waits): in an SFU room, it publishes
+ * sfu_track: a track of a participant came through its SFU subscriber
+ *   connection, about to be announced (a mesh room moving to the SFU
+ *   hands that track over: legba-room-switch.c) */
 typedef struct
 {
   void (*track) (LegbaRoom * self, LegbaParticipant * participant,
@@ -128,6 +131,8 @@ typedef struct
   LegbaParticipant *(*find_participant) (LegbaRoom * self, const char *id);
   gboolean (*open_lossy) (LegbaRoom * self, const char *participant_id);
   void (*publish) (LegbaRoom * self);
+  void (*sfu_track) (LegbaRoom * self, LegbaPeer * subscriber,
+      LegbaTrackKind kind);
 } LegbaRoomEvents;
 
 struct _LegbaRoom

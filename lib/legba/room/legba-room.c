@@ -470,6 +470,7 @@ static const LegbaRoomEvents parts_events = {
   .find_participant = legba_room_find_participant,
   .open_lossy = parts_open_lossy,
   .publish = legba_room_sfu_publish,
+  .sfu_track = legba_room_switch_track,
 };
 
 /* ---- Membership (§3) ---- */
