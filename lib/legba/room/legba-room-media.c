@@ -910,26 +910,6 @@ unlink_send (LegbaPeer * peer, LegbaTrackKind kind)
 }
 
 void
-legba_peer_media_unlink (LegbaPeer * peer)
-{
-  for (LegbaTrackKind kind = 0; kind < 2; kind++) {
-    LegbaPeerMedia *m = &peer->media[kind];
-    GstPad *track_pad;
-
-    g_mutex_lock (&peer->lock);
-    track_pad = g_steal_pointer (&m->track_pad);
-    g_mutex_unlock (&peer->lock);
-    if (track_pad != NULL && m->track_announced)
-      peer->room->events->track (peer->room, peer->participant, kind,
-          track_pad, FALSE);
-    m->track_announced = FALSE;
-    gst_clear_object (&track_pad);
-    unlink_send (peer, kind);
-    gst_clear_object (&m->webrtc_sink);
-  }
-}
-
-void
 legba_peer_media_withdraw (LegbaPeer * peer, LegbaTrackKind kind)
 {
   LegbaPeerMedia *m = &peer->media[kind];
@@ -943,6 +923,16 @@ legba_peer_media_withdraw (LegbaPeer * peer, LegbaTrackKind kind)
         track_pad, FALSE);
   m->track_announced = FALSE;
   gst_clear_object (&track_pad);
+}
+
+void
+legba_peer_media_unlink (LegbaPeer * peer)
+{
+  for (LegbaTrackKind kind = 0; kind < 2; kind++) {
+    legba_peer_media_withdraw (peer, kind);
+    unlink_send (peer, kind);
+    gst_clear_object (&peer->media[kind].webrtc_sink);
+  }
 }
 
 /* ---- Receiving ---- */
