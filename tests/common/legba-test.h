@@ -10,6 +10,7 @@
 
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
+#include <gst/gst.h>
 
 G_BEGIN_DECLS
 
@@ -38,6 +39,9 @@ gboolean legba_test_timeout_cb (gpointer user_data);
   } G_STMT_END
 
 void legba_test_iterate_for (guint ms);
+
+GstPadProbeReturn legba_test_lose_every_20th (GstPad * pad,
+    GstPadProbeInfo * info, gpointer data);
 
 const char *legba_test_tool_path (const char *variable);
 

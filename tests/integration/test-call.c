@@ -448,33 +448,6 @@ find_element (Member * m, const char *factory_name)
   return found;
 }
 
-/* Drops every 20th RTP packet a webrtcbin receives (after SRTP, before
- * rtpbin): 5% lost, the same on every run. */
-static gboolean
-drop_every_20th (GstBuffer ** buffer, guint idx, gpointer data)
-{
-  guint *n = data;
-
-  if (++*n % 20 == 0)
-    gst_clear_buffer (buffer);
-  return TRUE;
-}
-
-static GstPadProbeReturn
-lose_packets (GstPad * pad, GstPadProbeInfo * info, gpointer data)
-{
-  guint *n = data;
-  GstBufferList *list;
-
-  if (info->type & GST_PAD_PROBE_TYPE_BUFFER)
-    return ++ * n % 20 == 0 ? GST_PAD_PROBE_DROP : GST_PAD_PROBE_OK;
-  list = gst_buffer_list_make_writable (GST_PAD_PROBE_INFO_BUFFER_LIST (info));
-  gst_buffer_list_foreach (list, drop_every_20th, n);
-  GST_PAD_PROBE_INFO_DATA (info) = list;
-  return gst_buffer_list_length (list) > 0 ? GST_PAD_PROBE_OK :
-      GST_PAD_PROBE_DROP;
-}
-
 /* What m's Opus encoder sizes its in-band FEC for, percent; -1 without */
 static gint
 audio_loss (Member * m)
@@ -521,7 +494,8 @@ test_audio_loss (Fixture * f, gconstpointer data)
   rtpbin = gst_bin_get_by_name (GST_BIN (webrtcbin), "rtpbin");
   in = gst_element_get_static_pad (rtpbin, "recv_rtp_sink_0");
   probe = gst_pad_add_probe (in, GST_PAD_PROBE_TYPE_BUFFER |
-      GST_PAD_PROBE_TYPE_BUFFER_LIST, lose_packets, &dropped, NULL);
+      GST_PAD_PROBE_TYPE_BUFFER_LIST, legba_test_lose_every_20th, &dropped,
+      NULL);
   CALL_WAIT_FOR (audio_loss (a) >= 3, "alice's Opus encoder to be told of "
       "bob's loss");
   g_object_get (opusenc, "packet-loss-percentage", &percentage, NULL);

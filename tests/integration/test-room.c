@@ -397,33 +397,6 @@ assert_distinct_sctp_ids (Participant ** all, guint n)
   g_assert_cmpuint (encoders, ==, n * (n - 1));
 }
 
-/* Drops every 20th RTP packet a webrtcbin receives (after SRTP, before
- * rtpbin): a lossy link, the same on every run. */
-static gboolean
-drop_every_20th (GstBuffer ** buffer, guint idx, gpointer data)
-{
-  guint *n = data;
-
-  if (++*n % 20 == 0)
-    gst_clear_buffer (buffer);
-  return TRUE;
-}
-
-static GstPadProbeReturn
-lose_packets (GstPad * pad, GstPadProbeInfo * info, gpointer data)
-{
-  guint *n = data;
-  GstBufferList *list;
-
-  if (info->type & GST_PAD_PROBE_TYPE_BUFFER)
-    return ++ * n % 20 == 0 ? GST_PAD_PROBE_DROP : GST_PAD_PROBE_OK;
-  list = gst_buffer_list_make_writable (GST_PAD_PROBE_INFO_BUFFER_LIST (info));
-  gst_buffer_list_foreach (list, drop_every_20th, n);
-  GST_PAD_PROBE_INFO_DATA (info) = list;
-  return gst_buffer_list_length (list) > 0 ? GST_PAD_PROBE_OK :
-      GST_PAD_PROBE_DROP;
-}
-
 /* The sum of a counter over p's jitter buffers' stats */
 static guint64
 jitterbuffer_count (Participant * p, const char *field)
@@ -467,7 +440,8 @@ test_nack (Fixture * f, gconstpointer data)
   rtpbin = gst_bin_get_by_name (GST_BIN (webrtcbin), "rtpbin");
   in = gst_element_get_static_pad (rtpbin, "recv_rtp_sink_0");
   probe = gst_pad_add_probe (in, GST_PAD_PROBE_TYPE_BUFFER |
-      GST_PAD_PROBE_TYPE_BUFFER_LIST, lose_packets, &dropped, NULL);
+      GST_PAD_PROBE_TYPE_BUFFER_LIST, legba_test_lose_every_20th, &dropped,
+      NULL);
   /* the counters are properties: polled, not signalled */
   poll = g_timeout_add (50, wake, NULL);
   ROOM_WAIT_FOR (session_count (alice, "sent-nack-count") > 0 &&
