@@ -525,8 +525,12 @@ legba_peer_open_lossy (LegbaPeer * peer)
 
 /* A promise handed to webrtcbin is kept in peer->promises until its
  * change function runs (the reply), or until the peer is closed: then the
- * ones webrtcbin will never answer are expired (GstPromise must not be
- * freed pending). */
+ * ones not answered yet are interrupted (GstPromise must not be freed
+ * pending). Interrupted, not expired: webrtcbin may still answer one from
+ * its own thread while it stops (an offer asked for just before a mesh
+ * connection closed for the SFU), and gst_promise_reply() on an expired
+ * promise is a critical, where an interrupted one takes the reply
+ * silently. */
 static void
 emit_with_promise (LegbaPeer * peer, const char *action, gpointer argument,
     GstPromise * promise)
@@ -537,37 +541,30 @@ emit_with_promise (LegbaPeer * peer, const char *action, gpointer argument,
   g_signal_emit_by_name (peer->webrtcbin, action, argument, promise);
 }
 
-/* The destroy notify of a promise's peer reference. GStreamer 1.22's
- * gst_promise_expire() clears the change data before it calls the change
- * function, so the notify of an expired promise gets NULL: the change
- * function releases that reference itself (promise_done). */
+/* The destroy notify of a promise's peer reference: released when the
+ * promise is freed, answered or interrupted. */
 static void
 promise_peer_unref (gpointer peer)
 {
-  if (peer != NULL)
-    legba_peer_unref (peer);
+  legba_peer_unref (peer);
 }
 
 /* Last thing of a change function, on any thread: drops the peer's
- * reference to a promise that has been answered, and the promise's
- * reference to the peer when it expired. */
+ * reference to a promise that has been answered. */
 static void
 promise_done (LegbaPeer * peer, GstPromise * promise)
 {
   gboolean kept;
-  gboolean expired = gst_promise_wait (promise) == GST_PROMISE_RESULT_EXPIRED;
 
   g_mutex_lock (&peer->lock);
   kept = g_ptr_array_remove_fast (peer->promises, promise);
   g_mutex_unlock (&peer->lock);
   if (kept)
     gst_promise_unref (promise);
-  if (expired)
-    legba_peer_unref (peer);
 }
 
 static void
-expire_promises (LegbaPeer * peer)
+interrupt_promises (LegbaPeer * peer)
 {
   g_autoptr (GPtrArray) pending = NULL;
 
@@ -576,7 +573,7 @@ expire_promises (LegbaPeer * peer)
   peer->promises = g_ptr_array_new ();
   g_mutex_unlock (&peer->lock);
   for (guint i = 0; i < pending->len; i++) {
-    gst_promise_expire (pending->pdata[i]);
+    gst_promise_interrupt (pending->pdata[i]);
     gst_promise_unref (pending->pdata[i]);
   }
 }
@@ -1086,7 +1083,7 @@ legba_peer_close (LegbaPeer * peer)
   gst_element_set_locked_state (GST_ELEMENT (peer->bin), TRUE);
   gst_element_set_state (GST_ELEMENT (peer->bin), GST_STATE_NULL);
   legba_peer_data_closed (peer);
-  expire_promises (peer);
+  interrupt_promises (peer);
   if (room->bin != NULL)
     gst_bin_remove (room->bin, GST_ELEMENT (peer->bin));
   peer->room = NULL;
