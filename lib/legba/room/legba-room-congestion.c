@@ -189,9 +189,10 @@ highest_loss (LegbaRoom * self)
 }
 
 /* The sink pad of the local track of @kind's tee, or NULL (transfer
- * full). */
+ * full); @running (optional): whether the track's caps are known (its
+ * encoder is linked and running). */
 static GstPad *
-track_teesink (LegbaRoom * self, LegbaTrackKind kind)
+track_teesink (LegbaRoom * self, LegbaTrackKind kind, gboolean * running)
 {
   LegbaLocalTrack *track;
   GstPad *teesink;
@@ -199,6 +200,8 @@ track_teesink (LegbaRoom * self, LegbaTrackKind kind)
   g_mutex_lock (&self->lock);
   track = self->tracks[kind];
   teesink = track ? gst_element_get_static_pad (track->tee, "sink") : NULL;
+  if (running != NULL)
+    *running = track != NULL && track->caps != NULL;
   g_mutex_unlock (&self->lock);
   return teesink;
 }
@@ -211,7 +214,7 @@ update_audio (LegbaRoom * self)
   guint loss = highest_loss (self);
 
   if (loss == self->audio_loss ||
-      (teesink = track_teesink (self, LEGBA_TRACK_KIND_AUDIO)) == NULL)
+      (teesink = track_teesink (self, LEGBA_TRACK_KIND_AUDIO, NULL)) == NULL)
     return;
   GST_DEBUG ("room %s: the audio's receivers report %u%% lost",
       self->room_name, loss);
@@ -230,7 +233,6 @@ update_audio (LegbaRoom * self)
 void
 legba_room_congestion_update (LegbaRoom * self)
 {
-  LegbaLocalTrack *track;
   g_autoptr (GstPad) teesink = NULL;
   guint target;
   gdouble change;
@@ -245,11 +247,7 @@ legba_room_congestion_update (LegbaRoom * self)
       ABS ((gdouble) target - self->video_target) / self->video_target;
   if (change <= TARGET_CHANGE)
     return;
-  g_mutex_lock (&self->lock);
-  track = self->tracks[LEGBA_TRACK_KIND_VIDEO];
-  teesink = track ? gst_element_get_static_pad (track->tee, "sink") : NULL;
-  running = track != NULL && track->caps != NULL;
-  g_mutex_unlock (&self->lock);
+  teesink = track_teesink (self, LEGBA_TRACK_KIND_VIDEO, &running);
   if (teesink == NULL)
     return;
   GST_DEBUG ("room %s: the video's target is %u bit/s", self->room_name,
