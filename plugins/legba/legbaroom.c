@@ -47,8 +47,8 @@
  * `server-url`, `app-key`, `app-secret`, `app-id`, `auth-url` and `token`
  * are the same settings of the signaller under shorter names; `room`,
  * `identity`, `display-name`, `stun-server`, `turn-server`, `latency`,
- * `max-participants` and `congestion-control` are #LegbaRoom's, applied to the room each time the
- * element joins. Each comes with the description, range and default of
+ * `max-latency`, `max-participants` and `congestion-control` are
+ * #LegbaRoom's, applied to the room each time the element joins. Each comes with the description, range and default of
  * the property it stands for.
  *
  * ## Example launch lines
@@ -142,7 +142,7 @@ G_DECLARE_FINAL_TYPE (GstLegbaRoom, gst_legba_room, GST, LEGBA_ROOM, GstBin);
  * to its room on each join */
 static const char *const room_settings[] = {
   "room", "identity", "display-name", "stun-server", "turn-server",
-  "latency", "max-participants", "congestion-control",
+  "latency", "max-latency", "max-participants", "congestion-control",
 };
 
 #define N_ROOM_SETTINGS G_N_ELEMENTS (room_settings)

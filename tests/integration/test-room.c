@@ -58,6 +58,20 @@ video_steered (Participant * p, Participant * other)
   return steered;
 }
 
+/* The jitter buffer latency of p's streams from other, 0 until known
+ * (LegbaRoom:max-latency). */
+static guint
+jitter_buffer_latency (Participant * p, Participant * other)
+{
+  g_autoptr (GstStructure) stats =
+      legba_participant_get_stats (participant_find (p, other));
+  guint latency = 0;
+
+  if (stats != NULL)
+    gst_structure_get_uint (stats, "jitter-buffer-latency", &latency);
+  return latency;
+}
+
 static GstElement *
 find_by_factory (GstElement * bin, const char *factory_name)
 {
@@ -353,6 +367,11 @@ test_two (Fixture * f, gconstpointer data)
   /* x264enc takes no target: its video is not held to the pacing rate */
   g_assert_false (video_steered (alice, bob));
   g_assert_false (video_steered (bob, alice));
+  /* on loopback nothing comes late: each keeps the latency it started at */
+  ROOM_WAIT_FOR (jitter_buffer_latency (alice, bob) != 0 &&
+      jitter_buffer_latency (bob, alice) != 0, "the jitter buffers' latency");
+  g_assert_cmpuint (jitter_buffer_latency (alice, bob), ==, 150);
+  g_assert_cmpuint (jitter_buffer_latency (bob, alice), ==, 100);
 
   r = g_hash_table_lookup (bob->remotes,
       legba_room_get_participant_id (alice->room));

@@ -92,6 +92,13 @@ on_bus_message (GstBus * bus, GstMessage * message, gpointer data)
   GstObject *src = GST_MESSAGE_SRC (message);
   LegbaCallError code = LEGBA_CALL_ERROR_FAILED;
 
+  /* a received stream's jitter buffer changed its latency
+   * (LegbaRoom:max-latency): the synced displays wait as much more */
+  if (GST_MESSAGE_TYPE (message) == GST_MESSAGE_LATENCY &&
+      self->pipeline != NULL) {
+    gst_bin_recalculate_latency (GST_BIN (self->pipeline));
+    return G_SOURCE_CONTINUE;
+  }
   if (GST_MESSAGE_TYPE (message) != GST_MESSAGE_ERROR)
     return G_SOURCE_CONTINUE;
   gst_message_parse_error (message, &gerror, &debug);

@@ -1110,6 +1110,7 @@ stats_ready (LegbaPeer * peer, gpointer data)
   GstStructure *summary = legba_peer_media_summarize (peer, data);
 
   legba_peer_data_add_stats (peer, summary);
+  legba_peer_playout_add_stats (peer, summary);
   peer->events->stats (peer, summary);
 }
 

@@ -151,6 +151,7 @@ struct _LegbaRoom
   char *participant_id;
   guint max_participants;
   guint latency;
+  gint max_latency;              /* atomic: read by the playout timer */
   char *stun_server;
   char *turn_server;
   char **ice_servers;           /* TURN URIs the signaller handed out */
@@ -175,6 +176,7 @@ struct _LegbaRoom
   GSource *core_timer;          /* the core's wake-up */
   GHashTable *peers;            /* pc id -> LegbaPeer (unowned) */
   GSource *stats_source;
+  GSource *playout_source;       /* legba-room-playout.c */
 
   GMutex lock;
   LegbaLocalTrack *tracks[2];   /* by LegbaTrackKind */
@@ -300,6 +302,8 @@ struct _LegbaPeer
   GstStructure *last_stats;     /* previous summary, for bitrates */
   gboolean rtp_seen;            /* a stream flowed: stats from webrtcbin */
   gint64 last_stats_time;
+  guint playout_latency;        /* ms, the highest of its jitter buffers'
+                                 * (legba-room-playout.c) */
 
   GMutex lock;
   /* (lock) */
@@ -365,6 +369,13 @@ void legba_room_congestion_update (LegbaRoom * self);
 /* legba-room-stats.c: (re)starts the stats timer, after the interval or
  * the state changed; on the room's context. */
 void legba_room_restart_stats (LegbaRoom * self);
+
+/* ---- Received streams' jitter buffers (legba-room-playout.c) ---- */
+
+/* on the room's context, from joining to leaving */
+void legba_room_start_playout (LegbaRoom * self);
+void legba_room_stop_playout (LegbaRoom * self);
+void legba_peer_playout_add_stats (LegbaPeer * peer, GstStructure * summary);
 
 /* ---- Media (legba-room-media.c) ---- */
 

@@ -38,6 +38,10 @@ G_DEFINE_ENUM_TYPE (LegbaTrackKind, legba_track_kind,
 /* jitter buffer: calls want low latency; 100 ms still leaves time for one
  * retransmission on a path of up to ~80 ms round trip */
 #define DEFAULT_LATENCY 100
+/* and on a real path it may grow to cover the retransmissions' round
+ * trip (legba-playout.h): 400 ms keeps a call conversational (ITU-T
+ * G.114's bound for mouth to ear) */
+#define DEFAULT_MAX_LATENCY 400
 /* docs/webrtcbin.md, "Setup time": libnice paces checks at 20 ms by
  * default, three ticks of which are most of a call's setup time; 1 ms
  * brings a warm setup on loopback from ~74 ms to ~13 ms */
@@ -69,6 +73,7 @@ enum
   PROP_STATE,
   PROP_MAX_PARTICIPANTS,
   PROP_LATENCY,
+  PROP_MAX_LATENCY,
   PROP_STUN_SERVER,
   PROP_TURN_SERVER,
   PROP_ICE_SERVERS,
@@ -621,6 +626,7 @@ legba_room_dispose (GObject * object)
   legba_clear_source (&self->core_timer);
   legba_room_data_dispose (self);
   legba_clear_source (&self->stats_source);
+  legba_room_stop_playout (self);
   for (guint i = 0; i < G_N_ELEMENTS (self->tracks); i++)
     g_clear_pointer (&self->tracks[i], legba_room_media_free_track);
   legba_room_prepare_wait ();
@@ -728,6 +734,9 @@ legba_room_set_property (GObject * object, guint prop_id,
     case PROP_LATENCY:
       self->latency = g_value_get_uint (value);
       break;
+    case PROP_MAX_LATENCY:
+      g_atomic_int_set (&self->max_latency, g_value_get_uint (value));
+      break;
     case PROP_CONGESTION_CONTROL:
       self->congestion_control = g_value_get_boolean (value);
       break;
@@ -798,6 +807,9 @@ legba_room_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_LATENCY:
       g_value_set_uint (value, self->latency);
+      break;
+    case PROP_MAX_LATENCY:
+      g_value_set_uint (value, g_atomic_int_get (&self->max_latency));
       break;
     case PROP_CONGESTION_CONTROL:
       g_value_set_boolean (value, self->congestion_control);
@@ -940,8 +952,28 @@ legba_room_class_init (LegbaRoomClass * klass)
    * decoded.
    */
   properties[PROP_LATENCY] = g_param_spec_uint ("latency", "Latency",
-      "Jitter buffer of each received stream, in milliseconds", 0, 10000,
-      DEFAULT_LATENCY, rw);
+      "Jitter buffer of each received stream, in milliseconds (where it "
+      "starts, and the least it is)", 0, 10000, DEFAULT_LATENCY, rw);
+  /**
+   * LegbaRoom:max-latency:
+   *
+   * The most a received stream's jitter buffer grows to, in
+   * milliseconds. Each jitter buffer starts at #LegbaRoom:latency; when
+   * retransmissions take longer than it on the way (their measured round
+   * trip, or lost packets whose copies came too late), it grows to cover
+   * them, up to this; after 10 s without growing it shrinks back slowly,
+   * never under #LegbaRoom:latency. At or under #LegbaRoom:latency the
+   * jitter buffer keeps that latency. Applies at once.
+   *
+   * Each change posts a latency message (#GST_MESSAGE_LATENCY) from the
+   * jitter buffer: an application whose sinks sync to the clock calls
+   * gst_bin_recalculate_latency() on its pipeline then, as gst-launch-1.0
+   * and #LegbaCall do, or those sinks show the frames late.
+   */
+  properties[PROP_MAX_LATENCY] = g_param_spec_uint ("max-latency",
+      "Max latency", "Most a received stream's jitter buffer grows to when "
+      "retransmissions need it, in milliseconds (at or under latency: "
+      "fixed)", 0, 10000, DEFAULT_MAX_LATENCY, rw);
   /**
    * LegbaRoom:stun-server:
    *
@@ -1161,6 +1193,7 @@ legba_room_init (LegbaRoom * self)
   self->context = g_main_context_ref_thread_default ();
   self->max_participants = DEFAULT_MAX_PARTICIPANTS;
   self->latency = DEFAULT_LATENCY;
+  self->max_latency = DEFAULT_MAX_LATENCY;
   self->ice_transport_policy = DEFAULT_ICE_TRANSPORT_POLICY;
   self->stun_pacing_timer = DEFAULT_STUN_PACING_TIMER;
   self->ice_idle_timeout = DEFAULT_ICE_IDLE_TIMEOUT;
@@ -1316,6 +1349,7 @@ connect_cancelled (gpointer data)
   legba_signaller_leave (self->signaller);
   set_state (self, LEGBA_ROOM_STATE_DISCONNECTED);
   legba_clear_source (&self->stats_source);
+  legba_room_stop_playout (self);
   complete_connect (self, g_error_new_literal (G_IO_ERROR,
           G_IO_ERROR_CANCELLED, "Joining the room was cancelled"));
   return G_SOURCE_REMOVE;
@@ -1397,6 +1431,7 @@ legba_room_connect_async (LegbaRoom * self, GCancellable * cancellable,
   self->connect_task = g_steal_pointer (&task);
   set_state (self, LEGBA_ROOM_STATE_CONNECTING);
   legba_room_restart_stats (self);
+  legba_room_start_playout (self);
   if (cancellable != NULL)
     self->cancel_handler = g_cancellable_connect (cancellable,
         G_CALLBACK (on_connect_cancelled), self, NULL);
@@ -1442,6 +1477,7 @@ legba_room_disconnect (LegbaRoom * self)
   remove_all_participants (self, self->state != LEGBA_ROOM_STATE_FAILED);
   legba_signaller_leave (self->signaller);
   legba_clear_source (&self->stats_source);
+  legba_room_stop_playout (self);
   set_state (self, LEGBA_ROOM_STATE_DISCONNECTED);
   complete_connect (self, g_error_new_literal (LEGBA_ROOM_ERROR,
           LEGBA_ROOM_ERROR_CLOSED, "The room was left before it was joined"));
