@@ -9,7 +9,7 @@ the receiver side, sampled every second; writes one JSON file.
   netlab.py --build DIR --output FILE [--quick | --smoke]
             [--scenarios NAME,...] [--window S] [--senders LIST]
             [--receiver legba|chromium] [--receiver-latency MS]
-            [--lab-name NAME]
+            [--receiver-max-latency MS] [--lab-name NAME]
   netlab.py --list
 
 Senders, each in turn on every scenario: legba:KBPS (legba-call --video
@@ -264,15 +264,33 @@ def wire_series(samples, media_pt):
     return series
 
 
+JITTER_LATENCY = re.compile(r"GstRtpJitterBuffer:([^:]*): latency = (\d+)")
+
+
 def legba_receiver(lines, t0, series, start, end):
-    """A legbaroom receiver: every decoded frame's arrival time."""
-    frames = [t - t0 for t, _ in lines]
+    """A legbaroom receiver: every decoded frame's arrival time, and its
+    jitter buffers' latency as it changed (LegbaRoom:max-latency)."""
+    frames = [t - t0 for t, l in lines if "(frames:sink) (" in l]
+    changes = [(t - t0, m.group(1), int(m.group(2))) for t, l in lines
+               for m in [JITTER_LATENCY.search(l)] if m]
+    # per second, the highest latency any jitter buffer had in it
+    prev, now = 0, {}
+    for s in series:
+        during = [v for t, _, v in changes if prev < t <= s["t"]]
+        highest = max(list(now.values()) + during, default=None)
+        for t, name, v in changes:
+            if prev < t <= s["t"]:
+                now[name] = v
+        s["jitter_latency_ms"] = highest
+        prev = s["t"]
     prev = 0
     for s in series:
         s["frames"] = sum(1 for f in frames if prev < f <= s["t"])
         prev = s["t"]
     fr = freezes(frames, start, end)
     return {"first_frame_s": min(frames) if frames else None,
+            "jitter_latency_ms_max": max((v for _, _, v in changes),
+                                         default=None),
             "frames_in_window": sum(1 for f in frames if start <= f <= end),
             "freeze_count": len(fr), "freeze_s": round(sum(fr), 3),
             "freezes_by": "frame times",
@@ -537,10 +555,14 @@ class Scenario:
                 "gst-launch-1.0", "-v", "legbaroom", "name=r",
                 f"server-url=ws://10.201.2.1:{PORT}", "app-key=lab",
                 "app-secret=lab-secret", "room=lab", "identity=rcv",
-                f"latency={self.args.receiver_latency}", "r.",
+                f"latency={self.args.receiver_latency}"] + (
+                    [f"max-latency={self.args.receiver_max_latency}"]
+                    if self.args.receiver_max_latency is not None else []) + [
+                "r.",
                 "!", "video/x-h264", "!", "avdec_h264", "!", "fakesink",
                 "name=frames", "silent=false", "sync=false"]),
-                lambda l: "(frames:sink) (" in l and "chain" in l, env)
+                lambda l: ("(frames:sink) (" in l and "chain" in l) or
+                JITTER_LATENCY.search(l) is not None, env)
         t0 = time.monotonic()
         if self.sender == "chromium":
             sender, snd = self.chromium(lab["snd"], "snd",
@@ -675,6 +697,10 @@ def main():
     ap.add_argument("--receiver-latency", type=int, default=100,
                     help="a Legba receiver's jitter buffer latency in ms "
                     "(legbaroom latency; default 100, the room's own)")
+    ap.add_argument("--receiver-max-latency", type=int,
+                    help="the most a Legba receiver's jitter buffer grows "
+                    "to in ms (legbaroom max-latency; default the room's "
+                    "own; at or under --receiver-latency: fixed)")
     ap.add_argument("--lab-name",
                     help="the labs' name (lab.sh --name: legba-lab-SUFFIX; "
                     "default legba-lab-bPID), for runs side by side")
@@ -726,6 +752,7 @@ def main():
         "kernel": os.uname().release,
         "load_start": loadavg(), "senders": senders, "receiver": receiver,
         "receiver_latency_ms": args.receiver_latency,
+        "receiver_max_latency_ms": args.receiver_max_latency,
         "notes": notes, "scenarios": [],
     }
     t_start = time.time()
