@@ -6,7 +6,9 @@
  * subscription_succeeded, member_added to the others and the gate's event
  * to that socket only) or refuses it (a subscription_error, no member); a
  * connection that closes or unsubscribes meanwhile is forgotten; the gate
- * hears of members leaving and of the channel vacated.
+ * hears of members leaving and of the channel vacated; it reads the
+ * members of the whole cluster, and its notices go to the relay and come
+ * from it.
  */
 #include "hub-fixture.h"
 
@@ -17,6 +19,7 @@ typedef struct
   GPtrArray *admitted;          /* "socket_id user_id user_info" */
   GPtrArray *left;              /* "channel user_id" */
   GPtrArray *vacated;           /* channel */
+  GPtrArray *notices;           /* channel */
 } Gate;
 
 static gboolean
@@ -49,8 +52,16 @@ gate_vacated (LegbaHubApp * app, const char *channel, gpointer user_data)
   g_ptr_array_add (gate->vacated, g_strdup (channel));
 }
 
+static void
+gate_notice (LegbaHubApp * app, const char *channel, gpointer user_data)
+{
+  Gate *gate = user_data;
+
+  g_ptr_array_add (gate->notices, g_strdup (channel));
+}
+
 static const LegbaHubGate gate_callbacks = {
-  gate_admit, gate_left, gate_vacated
+  gate_admit, gate_left, gate_vacated, gate_notice
 };
 
 static Gate *
@@ -61,6 +72,7 @@ gate_install (Fixture * f)
   gate->admitted = g_ptr_array_new_with_free_func (g_free);
   gate->left = g_ptr_array_new_with_free_func (g_free);
   gate->vacated = g_ptr_array_new_with_free_func (g_free);
+  gate->notices = g_ptr_array_new_with_free_func (g_free);
   legba_hub_set_gate (f->hub, &gate_callbacks, gate);
   return gate;
 }
@@ -71,6 +83,7 @@ gate_free (Gate * gate)
   g_ptr_array_unref (gate->admitted);
   g_ptr_array_unref (gate->left);
   g_ptr_array_unref (gate->vacated);
+  g_ptr_array_unref (gate->notices);
   g_free (gate);
 }
 
@@ -321,6 +334,109 @@ test_member_sockets (void)
   g_assert_cmpuint (listed->len, ==, 0);
 }
 
+static void
+list_cluster_member (const char *user_id, const char *user_info,
+    gpointer user_data)
+{
+  g_ptr_array_add (user_data, g_strdup_printf ("%s %s", user_id,
+          user_info ? user_info : "(null)"));
+}
+
+static char *
+cluster_members (Fixture * f, const char *channel)
+{
+  g_autoptr (GPtrArray) listed = g_ptr_array_new_with_free_func (g_free);
+
+  legba_hub_foreach_member (f->hub, f->app, channel, list_cluster_member,
+      listed);
+  g_ptr_array_add (listed, NULL);
+  return g_strjoinv (",", (char **) listed->pdata);
+}
+
+/* The members of the whole cluster (an auto room's size), in join order:
+ * those of other instances too, each user once, not a subscription the
+ * gate still holds. */
+static void
+test_cluster_members (void)
+{
+  g_autoptr (Gate) gate = NULL;
+  g_autoptr (Fixture) f = fixture_new (NULL);
+  g_autofree char *first = NULL;
+  g_autofree char *all = NULL;
+  g_autofree char *after = NULL;
+  g_autofree char *none = NULL;
+  Client *a, *a2, *b;
+
+  gate = gate_install (f);
+  a = client_open (f);
+  a2 = client_open (f);
+  b = client_open (f);
+  join_held (f, a, "alice");
+  legba_hub_cluster_member (f->hub, f->app, HELD, "remote", "{\"n\":1}", TRUE);
+  /* a second instance with the same user: still one member */
+  legba_hub_cluster_member (f->hub, f->app, HELD, "remote", "{\"n\":1}", TRUE);
+  join_held (f, a2, "alice");
+  send_join (b, HELD, "bob");
+  first = cluster_members (f, HELD);
+  g_assert_cmpstr (first, ==, "alice {\"protocol\":\"legba-room/2\"},"
+      "remote {\"n\":1}");
+  g_assert_true (legba_hub_gate_accept (f->hub, b->socket_id, HELD, NULL,
+          NULL));
+  legba_hub_cluster_member (f->hub, f->app, HELD, "far", NULL, TRUE);
+  all = cluster_members (f, HELD);
+  g_assert_cmpstr (all, ==, "alice {\"protocol\":\"legba-room/2\"},"
+      "remote {\"n\":1},bob {\"protocol\":\"legba-room/2\"},far (null)");
+  legba_hub_cluster_member (f->hub, f->app, HELD, "remote", NULL, FALSE);
+  legba_hub_cluster_member (f->hub, f->app, HELD, "remote", NULL, FALSE);
+  after = cluster_members (f, HELD);
+  g_assert_cmpstr (after, ==, "alice {\"protocol\":\"legba-room/2\"},"
+      "bob {\"protocol\":\"legba-room/2\"},far (null)");
+  none = cluster_members (f, "presence-legba.none");
+  g_assert_cmpstr (none, ==, "");
+}
+
+typedef struct
+{
+  GPtrArray *sent;              /* "APP_ID CHANNEL" */
+} Relay;
+
+static void
+relay_gate_notice (LegbaHubApp * app, const char *channel, gpointer user_data)
+{
+  Relay *relay = user_data;
+
+  g_ptr_array_add (relay->sent, g_strdup_printf ("%s %s",
+          legba_hub_app_get_id (app), channel));
+}
+
+/* A gate's notice goes to the relay (nothing without one); one from
+ * another instance, to the gate. */
+static void
+test_notices (void)
+{
+  g_autoptr (Gate) gate = NULL;
+  g_autoptr (Fixture) f = fixture_new (NULL);
+  LegbaHubCluster cluster = { 0, };
+  Relay relay = { g_ptr_array_new_with_free_func (g_free) };
+
+  gate = gate_install (f);
+  legba_hub_gate_notify (f->hub, f->app, HELD);
+  cluster.gate_notice = relay_gate_notice;
+  legba_hub_set_cluster (f->hub, &cluster, &relay);
+  legba_hub_gate_notify (f->hub, f->app, HELD);
+  g_assert_cmpuint (relay.sent->len, ==, 1);
+  g_assert_cmpstr (relay.sent->pdata[0], ==, APP_ID " " HELD);
+  g_assert_cmpuint (gate->notices->len, ==, 0);
+
+  legba_hub_cluster_gate_notice (f->hub, f->app, HELD);
+  g_assert_cmpuint (gate->notices->len, ==, 1);
+  g_assert_cmpstr (gate->notices->pdata[0], ==, HELD);
+  /* not sent back to the relay */
+  g_assert_cmpuint (relay.sent->len, ==, 1);
+  legba_hub_set_cluster (f->hub, NULL, NULL);
+  g_ptr_array_unref (relay.sent);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -331,5 +447,7 @@ main (int argc, char **argv)
   g_test_add_func ("/hub-gate/left-and-vacated", test_left_and_vacated);
   g_test_add_func ("/hub-gate/passed-and-full", test_passed_and_full);
   g_test_add_func ("/hub-gate/member-sockets", test_member_sockets);
+  g_test_add_func ("/hub-gate/cluster-members", test_cluster_members);
+  g_test_add_func ("/hub-gate/notices", test_notices);
   return g_test_run ();
 }

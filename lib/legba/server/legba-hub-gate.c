@@ -4,7 +4,8 @@
  * LegbaHub: the gate, which may hold an authorized presence subscription
  * until it has done what the subscription needs elsewhere (an SFU room
  * made on its SFU, the member's credentials added there), then completes
- * or refuses it.
+ * or refuses it; what the gate reads of a presence channel's members; and
+ * the notices a cluster's gates send each other through the relay.
  */
 #include <legba/server/legba-hub-private.h>
 
@@ -163,4 +164,48 @@ legba_hub_foreach_member_socket (LegbaHub * hub, LegbaHubApp * app,
       func (sub->conn->socket_id, sub->member->user_id,
           sub->member->user_info, user_data);
   }
+}
+
+void
+legba_hub_foreach_member (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel, LegbaHubMemberFunc func, gpointer user_data)
+{
+  Channel *ch;
+
+  g_return_if_fail (hub != NULL);
+  g_return_if_fail (app != NULL);
+  g_return_if_fail (channel != NULL);
+  g_return_if_fail (func != NULL);
+
+  ch = g_hash_table_lookup (app->channels, channel);
+  if (ch == NULL || ch->kind != CHANNEL_PRESENCE)
+    return;
+  for (GList * l = ch->member_order.head; l != NULL; l = l->next) {
+    Member *member = l->data;
+
+    func (member->user_id, member->user_info, user_data);
+  }
+}
+
+void
+legba_hub_gate_notify (LegbaHub * hub, LegbaHubApp * app, const char *channel)
+{
+  g_return_if_fail (hub != NULL);
+  g_return_if_fail (app != NULL);
+  g_return_if_fail (channel != NULL);
+
+  if (hub->cluster.gate_notice != NULL)
+    hub->cluster.gate_notice (app, channel, hub->cluster_data);
+}
+
+void
+legba_hub_cluster_gate_notice (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel)
+{
+  g_return_if_fail (hub != NULL);
+  g_return_if_fail (app != NULL);
+  g_return_if_fail (channel != NULL);
+
+  if (hub->gate.notice != NULL)
+    hub->gate.notice (app, channel, hub->gate_data);
 }

@@ -309,6 +309,9 @@ gboolean legba_hub_channel_name_is_valid (LegbaHub * hub, const char *name);
  * cache_lookup: a new subscriber of a cache channel found nothing cached
  *   here. Returns FALSE when the relay cannot look, or TRUE when it will
  *   answer with legba_hub_cluster_cache_found(), giving token back.
+ * gate_notice: this instance's gate has news of channel for the gates of
+ *   the others (legba_hub_gate_notify()); they hear it through
+ *   legba_hub_cluster_gate_notice().
  *
  * The user's first signed-in connection on this instance and its last one
  * are told through member, with LEGBA_HUB_USERS_CHANNEL as the channel. */
@@ -327,6 +330,8 @@ typedef struct
       GBytes * frame, guint64 ttl_ms, gpointer user_data);
   gboolean (*cache_lookup) (LegbaHubApp * app, const char *channel,
       const char *socket_id, guint64 token, gpointer user_data);
+  void (*gate_notice) (LegbaHubApp * app, const char *channel,
+      gpointer user_data);
 } LegbaHubCluster;
 
 /* Not a channel: the signed-in users (pusher:signin) of an instance, as
@@ -367,6 +372,10 @@ void legba_hub_cluster_cache_found (LegbaHub * hub, LegbaHubApp * app,
 /* Closes (4009) this instance's connections signed in as user_id. */
 guint legba_hub_cluster_terminate_user (LegbaHub * hub, LegbaHubApp * app,
     const char *user_id);
+/* Another instance's gate notified channel: this instance's gate hears
+ * it (its notice). */
+void legba_hub_cluster_gate_notice (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel);
 
 /* ---- Observer (webhooks, docs/server.md) ---- */
 
@@ -480,7 +489,10 @@ gboolean legba_hub_send_to_socket (LegbaHub * hub, LegbaHubApp * app,
  * left: the user's last subscription on this instance to the presence
  *   channel left.
  * vacated: nobody, here or on another instance, is subscribed to the
- *   channel any more. */
+ *   channel any more.
+ * notice: another instance's gate notified channel
+ *   (legba_hub_gate_notify() there); what changed is for the gates to
+ *   find where they share it (an SFU room's placement in Redis). */
 typedef struct
 {
   gboolean (*admit) (LegbaHubApp * app, const char *channel,
@@ -489,6 +501,8 @@ typedef struct
   void (*left) (LegbaHubApp * app, const char *channel, const char *user_id,
       gpointer user_data);
   void (*vacated) (LegbaHubApp * app, const char *channel,
+      gpointer user_data);
+  void (*notice) (LegbaHubApp * app, const char *channel,
       gpointer user_data);
 } LegbaHubGate;
 
@@ -510,6 +524,12 @@ gboolean legba_hub_gate_accept (LegbaHub * hub, const char *socket_id,
 gboolean legba_hub_gate_refuse (LegbaHub * hub, const char *socket_id,
     const char *channel, const char *type, guint status, const char *error);
 
+/* Tells the gates of the other instances, through the relay (nothing
+ * without one), that channel changed for them: each hears it through its
+ * notice. */
+void legba_hub_gate_notify (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel);
+
 typedef void (*LegbaHubMemberSocketFunc) (const char *socket_id,
     const char *user_id, const char *user_info, gpointer user_data);
 
@@ -519,6 +539,17 @@ typedef void (*LegbaHubMemberSocketFunc) (const char *socket_id,
  * channel's subscriptions. */
 void legba_hub_foreach_member_socket (LegbaHub * hub, LegbaHubApp * app,
     const char *channel, LegbaHubMemberSocketFunc func, gpointer user_data);
+
+typedef void (*LegbaHubMemberFunc) (const char *user_id,
+    const char *user_info, gpointer user_data);
+
+/* Calls func for each member (distinct user id) of the presence channel
+ * in the whole cluster, in join order: this instance's (but those the
+ * gate holds) and, with a relay, the other instances'; user_info is the
+ * raw JSON its first connection gave (NULL when absent). func must not
+ * change the channel's members. */
+void legba_hub_foreach_member (LegbaHub * hub, LegbaHubApp * app,
+    const char *channel, LegbaHubMemberFunc func, gpointer user_data);
 
 #define LEGBA_HUB_ERROR (legba_hub_error_quark ())
 GQuark legba_hub_error_quark (void);

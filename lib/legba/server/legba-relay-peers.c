@@ -569,6 +569,14 @@ relay_receive (LegbaRelay * relay, const Record * rec)
         legba_hub_cluster_terminate_user (relay->hub, app, rec->u);
       break;
     }
+    case 'h':{
+      LegbaHubApp *app = legba_hub_find_app_by_id (relay->hub, rec->a);
+
+      if (app != NULL && rec->c != NULL &&
+          legba_hub_channel_name_is_valid (relay->hub, rec->c))
+        legba_hub_cluster_gate_notice (relay->hub, app, rec->c);
+      break;
+    }
     case 'j':
     case 'l':
     case 'o':

@@ -20,6 +20,7 @@
  *   e  an event: a app id, c channel, f the frame as delivered, x the
  *      socket_id not to deliver it to (optional)
  *   t  terminate a user's connections: a, u user id
+ *   h  a notice of the origin's gate (an auto room moved to its SFU): a, c
  *   j  a user joined a presence channel on the origin: a, c, u, i user_info
  *      (c "#users": the user's first connection on the origin signed in)
  *   l  ... left it: a, c, u
@@ -29,7 +30,7 @@
  *   n  nothing: the sequence number of a state change, appended again
  *      after Redis lost its data (the state hash covers the change)
  * and p = 1 on an entry appended again after Redis lost its data (events,
- * terminations and n).
+ * terminations, notices and n).
  *
  * Each instance writes on one connection (commands), in sequence order,
  * and reads with XREAD BLOCK on another from its last-read id. Readers
@@ -233,7 +234,7 @@ on_ack (LegbaRedis * redis, redisReply * reply, gpointer user_data)
   /* Kept a while: appended again should Redis come back without it. A
    * state change only as its sequence number (the state hash written on
    * reconnection covers it), so that readers see no gap. */
-  if (strchr ("et", entry->kind) == NULL)
+  if (strchr ("eth", entry->kind) == NULL)
     entry_make_placeholder (entry);
   entry->acked_at = now;
   relay->replay_bytes += entry_size (entry);
@@ -311,7 +312,8 @@ relay_write (LegbaRelay * relay, Entry * entry, gboolean replay)
   args_clear (&args);
 }
 
-/* Events and terminations wait (bounded) while Redis is away; state
+/* Events, terminations and gate notices wait (bounded) while Redis is
+ * away; state
  * changes are not kept: the whole state is written again on reconnect. */
 static void
 relay_push (LegbaRelay * relay, Entry * entry)
@@ -321,7 +323,7 @@ relay_push (LegbaRelay * relay, Entry * entry)
     relay_write (relay, entry, FALSE);
     return;
   }
-  if (relay->phase == PHASE_LEFT || strchr ("et", entry->kind) == NULL) {
+  if (relay->phase == PHASE_LEFT || strchr ("eth", entry->kind) == NULL) {
     entry_free (entry);
     return;
   }
@@ -521,6 +523,21 @@ hub_terminate_user (LegbaHubApp * app, const char *user_id, gpointer user_data)
   relay_push (user_data, entry);
 }
 
+static void
+hub_gate_notice (LegbaHubApp * app, const char *channel, gpointer user_data)
+{
+  LegbaRelay *relay = user_data;
+  Entry *entry = g_new0 (Entry, 1);
+
+  entry->kind = 'h';
+  entry->app = g_strdup (legba_hub_app_get_id (app));
+  entry->channel = g_strdup (channel);
+  relay_push (relay, entry);
+  /* Members elsewhere wait for it (an auto room's move) */
+  if (relay->phase == PHASE_UP)
+    legba_redis_write_now (relay->cmd);
+}
+
 static const LegbaHubCluster relay_cluster = {
   hub_event,
   hub_member,
@@ -528,6 +545,7 @@ static const LegbaHubCluster relay_cluster = {
   hub_terminate_user,
   relay_cache_store,
   relay_cache_lookup,
+  hub_gate_notice,
 };
 
 /* ---- Connecting ---- */
