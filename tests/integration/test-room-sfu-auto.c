@@ -7,18 +7,25 @@
  * up exchanging video and reliable data through Janus; the reliable
  * messages the first two send each other all along, the move included,
  * all arrive. With a Janus that cannot be reached, the room stays a mesh.
+ * Across two legba-servers sharing a redis-server of the test's own
+ * (`auto:2`, alice on one, bob on the other, carol joining on alice's),
+ * the same: the server carol joins through makes the one VideoRoom, the
+ * other follows with bob; a member joining later through a third server
+ * is sent to that VideoRoom.
  *
  * The longest time each participant went without a video frame of each
  * other one across the move is printed as a TAP comment and, with
  * LEGBA_AUTO_GAP_JSON=FILE, appended to FILE as one JSON line
  * (bench/RESULTS.md §11).
  *
- * Without janus installed, the test exits 77 (skipped).
+ * Without janus installed, the test exits 77 (skipped); without
+ * redis-server, /room/sfu-auto/cluster is skipped.
  */
 #include "room-test.h"
 #include "legba-test.h"
 #include "legba-test-janus.h"
 
+#include <glib/gstdio.h>
 #include <stdio.h>
 
 /* The reliable messages a participant sends, one every SEND_MS */
@@ -26,8 +33,9 @@
 #define MAX_MESSAGES 20000
 
 static LegbaTestJanus janus;
-/* The server's sfu-auto-* log lines, in order */
+/* The servers' sfu-* log lines, in order */
 static GPtrArray *server_log;
+static char *redis_server_path;
 
 static GLogWriterOutput
 log_writer (GLogLevelFlags level, const GLogField * fields, gsize n_fields,
@@ -35,7 +43,7 @@ log_writer (GLogLevelFlags level, const GLogField * fields, gsize n_fields,
 {
   for (gsize i = 0; i < n_fields; i++)
     if (g_str_equal (fields[i].key, "MESSAGE") && fields[i].length < 0 &&
-        g_str_has_prefix (fields[i].value, "sfu-auto-"))
+        g_str_has_prefix (fields[i].value, "sfu-"))
       g_ptr_array_add (server_log, g_strdup (fields[i].value));
   return g_log_writer_default (level, fields, n_fields, user_data);
 }
@@ -48,6 +56,17 @@ logged (const char *prefix)
     if (g_str_has_prefix (server_log->pdata[i], prefix))
       return server_log->pdata[i];
   return NULL;
+}
+
+/* How many lines of the servers' log start with prefix. */
+static guint
+logged_count (const char *prefix)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < server_log->len; i++)
+    n += g_str_has_prefix (server_log->pdata[i], prefix);
+  return n;
 }
 
 typedef struct
@@ -227,14 +246,19 @@ write_gaps (const char *json)
   fclose (out);
 }
 
-/* alice and bob in a mesh, sending each other a message every SEND_MS;
- * carol joins: the room moves to Janus; the three receive each other
- * from it, and alice and bob have each other's every message. */
+/* What a test checks at the end, the three still in the VideoRoom. */
+typedef void (*InSfuCheck) (gpointer user_data);
+
+/* alice (through fa) and bob (through fb) in a mesh, sending each other a
+ * message every SEND_MS; carol joins through fc: the room moves to Janus;
+ * the three receive each other from it, and alice and bob have each
+ * other's every message. */
 static void
-test_auto_switch (Fixture * f, gconstpointer data)
+run_switch (Fixture * fa, Fixture * fb, Fixture * fc, const char *name,
+    InSfuCheck check, gpointer check_data)
 {
-  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
-  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *a = participant_new_for_server (fa, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (fb, "bob", "h264", TRUE);
   Participant *c;
   Participant *all[3] = { a, b, NULL };
   Sender sa = { a }, sb = { b };
@@ -245,8 +269,7 @@ test_auto_switch (Fixture * f, gconstpointer data)
         NULL)
   };
   guint64 frames[9] = { 0, };
-  g_autoptr (GString) gaps = g_string_new ("{\"test\":\"sfu-auto-switch\","
-      "\"gaps_ms\":{");
+  g_autoptr (GString) gaps = g_string_new (NULL);
   guint source_a, source_b;
   gint64 switch_started;
 
@@ -267,8 +290,9 @@ test_auto_switch (Fixture * f, gconstpointer data)
   /* the third: the server moves the room to Janus */
   participant_video_gap (a, b, TRUE);
   participant_video_gap (b, a, TRUE);
+  g_string_printf (gaps, "{\"test\":\"%s\",\"gaps_ms\":{", name);
   switch_started = g_get_monotonic_time ();
-  c = participant_new_for_server (f, "carol", "h264", TRUE);
+  c = participant_new_for_server (fc, "carol", "h264", TRUE);
   all[2] = c;
   participant_connect_and_wait (c);
   for (guint i = 0; i < 3; i++)
@@ -278,9 +302,6 @@ test_auto_switch (Fixture * f, gconstpointer data)
             LEGBA_TRACK_KIND_VIDEO);
   ROOM_WAIT_FOR (all_through_sfu (all, 3, frames), "the three to receive "
       "each other's video through Janus, without mesh connections");
-  g_assert_cmpstr (logged ("sfu-auto-switch"), ==, "sfu-auto-switch "
-      "channel=presence-legba.test-room members=3 max=2");
-  g_assert_true (metrics_have (f, "legba_sfu_auto_moves_total 1"));
   g_test_message ("the room moved to Janus in %" G_GINT64_FORMAT " ms",
       (g_get_monotonic_time () - switch_started) / 1000);
   g_string_append_printf (gaps, "\"alice<-bob\":%.1f,\"bob<-alice\":%.1f",
@@ -341,6 +362,8 @@ test_auto_switch (Fixture * f, gconstpointer data)
   assert_no_room_errors (a);
   assert_no_room_errors (b);
   assert_no_room_errors (c);
+  /* the three still in the VideoRoom */
+  check (check_data);
   g_signal_handlers_disconnect_by_data (a->room, &ra);
   g_signal_handlers_disconnect_by_data (b->room, &rb);
   participant_free (c);
@@ -348,6 +371,188 @@ test_auto_switch (Fixture * f, gconstpointer data)
   participant_free (a);
   g_hash_table_unref (ra.seen);
   g_hash_table_unref (rb.seen);
+}
+
+static void
+check_switch (gpointer data)
+{
+  Fixture *f = data;
+
+  g_assert_cmpstr (logged ("sfu-auto-switch"), ==, "sfu-auto-switch "
+      "channel=presence-legba.test-room members=3 max=2");
+  g_assert_true (metrics_have (f, "legba_sfu_auto_moves_total 1"));
+}
+
+static void
+test_auto_switch (Fixture * f, gconstpointer data)
+{
+  run_switch (f, f, f, "sfu-auto-switch", check_switch, f);
+}
+
+/* ---- Two servers sharing a Redis ---- */
+
+typedef struct
+{
+  LegbaTestProcess process;
+  char *dir;
+  char *socket;
+  char *url;
+} Redis;
+
+static Redis *redis;
+/* The second and third servers of /room/sfu-auto/cluster (the
+ * fixture's is the first) */
+static Fixture other;
+static Fixture third;
+/* The VideoRooms Janus had before the test (earlier tests' rooms that
+ * their servers, gone, did not destroy) */
+static guint rooms_before;
+
+static void
+redis_start (void)
+{
+  g_autoptr (GError) error = NULL;
+  const char *argv[] = { redis_server_path, "--port", "0", "--unixsocket",
+    NULL, "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
+    "--dir", NULL, NULL
+  };
+
+  redis = g_new0 (Redis, 1);
+  redis->dir = g_dir_make_tmp ("legba-sfu-auto-XXXXXX", &error);
+  g_assert_no_error (error);
+  redis->socket = g_build_filename (redis->dir, "redis.sock", NULL);
+  redis->url = g_strconcat ("unix://", redis->socket, NULL);
+  argv[4] = redis->socket;
+  argv[12] = redis->dir;
+  legba_test_process_start (&redis->process, argv,
+      "ready to accept connections", 20);
+}
+
+static void
+redis_stop (void)
+{
+  if (redis == NULL)
+    return;
+  legba_test_process_clear (&redis->process);
+  g_unlink (redis->socket);
+  g_rmdir (redis->dir);
+  g_free (redis->dir);
+  g_free (redis->socket);
+  g_free (redis->url);
+  g_clear_pointer (&redis, g_free);
+}
+
+/* A server of the cluster: auto:2 rooms on the test's Janus, placement and
+ * presence shared through the test's Redis. */
+static void
+cluster_server_setup (Fixture * f, const char *instance_id)
+{
+  g_autofree char *http = g_strdup_printf ("http://127.0.0.1:%u/janus",
+      janus.http_port);
+  const char *urls[] = { http, NULL };
+  const char *ws_urls[] = { janus.ws_url, NULL };
+
+  f->server = legba_server_new ();
+  g_object_set (f->server, "sfu-janus-urls", urls, "sfu-janus-ws-urls",
+      ws_urls, "sfu-admin-key", LEGBA_TEST_JANUS_ADMIN_KEY, "sfu-topology",
+      "auto:2", "redis-url", redis->url, "instance-id", instance_id, NULL);
+  fixture_listen (f, 0);
+}
+
+static void
+cluster_setup (Fixture * f, gconstpointer data)
+{
+  legba_test_tolerate_rtpsession_race ();
+  g_ptr_array_set_size (server_log, 0);
+  if (redis_server_path == NULL)
+    return;
+  redis_start ();
+  cluster_server_setup (f, "sfu-auto-a");
+  cluster_server_setup (&other, "sfu-auto-b");
+  cluster_server_setup (&third, "sfu-auto-c");
+  rooms_before = legba_test_janus_count_rooms (&janus);
+}
+
+static void
+cluster_teardown (Fixture * f, gconstpointer data)
+{
+  fixture_teardown (&third, NULL);
+  memset (&third, 0, sizeof third);
+  fixture_teardown (&other, NULL);
+  memset (&other, 0, sizeof other);
+  fixture_teardown (f, data);
+  redis_stop ();
+}
+
+/* The "legba:topology" event p got, or NULL. */
+static const char *
+topology_event (Peer * p)
+{
+  for (guint i = 0; i < p->events->len; i++)
+    if (g_str_has_prefix (p->events->pdata[i], "legba:topology "))
+      return p->events->pdata[i];
+  return NULL;
+}
+
+/* The three in the VideoRoom: alice's server (carol's too) moved the
+ * room, once; bob's followed it; Janus has that one room; a member
+ * joining later through the third server, which had no member of the
+ * room, is sent to it. */
+static void
+check_cluster (gpointer data)
+{
+  Fixture *f = data;
+  const char *created = logged ("sfu-room-created ");
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (GError) error = NULL;
+  JsonObject *sfu;
+  Peer *dave;
+  guint64 room;
+
+  g_assert_cmpstr (logged ("sfu-auto-switch"), ==, "sfu-auto-switch "
+      "channel=presence-legba.test-room members=3 max=2");
+  g_assert_cmpuint (logged_count ("sfu-auto-switch"), ==, 1);
+  g_assert_cmpuint (logged_count ("sfu-room-created"), ==, 1);
+  g_assert_cmpuint (logged_count ("sfu-auto-followed "
+          "channel=presence-legba.test-room"), ==, 1);
+  g_assert_true (metrics_have (f, "legba_sfu_auto_moves_total 1"));
+  g_assert_true (metrics_have (&other, "legba_sfu_auto_moves_total 0"));
+  g_assert_cmpuint (legba_test_janus_count_rooms (&janus), ==,
+      rooms_before + 1);
+
+  g_assert_nonnull (created);
+  g_assert_nonnull (strstr (created, " room="));
+  room = g_ascii_strtoull (strstr (created, " room=") + 6, NULL, 10);
+  dave = peer_new (&third, "dave");
+  peer_join_and_wait (dave);
+  WAIT_FOR (topology_event (dave) != NULL, "dave's legba:topology");
+  g_assert_true (json_parser_load_from_data (parser,
+          topology_event (dave) + strlen ("legba:topology "), -1, &error));
+  g_assert_no_error (error);
+  g_assert_cmpstr (json_object_get_string_member (json_node_get_object
+          (json_parser_get_root (parser)), "topology"), ==, "sfu");
+  sfu = json_object_get_object_member (json_node_get_object
+      (json_parser_get_root (parser)), "sfu");
+  g_assert_cmpuint (json_object_get_int_member (sfu, "room"), ==, room);
+  g_assert_cmpstr (json_object_get_string_member (sfu, "url"), ==,
+      janus.ws_url);
+  g_assert_cmpuint (logged_count ("sfu-room-created"), ==, 1);
+  g_assert_cmpuint (legba_test_janus_count_rooms (&janus), ==,
+      rooms_before + 1);
+  g_assert_true (metrics_have (&third, "legba_sfu_auto_moves_total 0"));
+  peer_free (dave);
+}
+
+static void
+test_auto_cluster (Fixture * f, gconstpointer data)
+{
+  if (redis_server_path == NULL) {
+    g_test_skip ("redis-server is not installed");
+    return;
+  }
+  /* bob's presence reaches alice's server with the mesh: the third
+   * member that carol makes counts him */
+  run_switch (f, &other, f, "sfu-auto-cluster", check_cluster, f);
 }
 
 /* The server's Janus is a port nothing listens on. */
@@ -424,8 +629,12 @@ main (int argc, char **argv)
       test_auto_switch, fixture_teardown);
   g_test_add ("/room/sfu-auto/janus-down", Fixture, NULL, down_setup,
       test_auto_janus_down, fixture_teardown);
+  redis_server_path = g_find_program_in_path ("redis-server");
+  g_test_add ("/room/sfu-auto/cluster", Fixture, NULL, cluster_setup,
+      test_auto_cluster, cluster_teardown);
   status = g_test_run ();
   legba_test_janus_stop (&janus);
   g_ptr_array_unref (server_log);
+  g_free (redis_server_path);
   return status;
 }

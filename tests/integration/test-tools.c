@@ -831,11 +831,6 @@ test_sfu_errors (void)
       "--app-key", "k", "--app-secret", "s", "--sfu-prefixes", "class-", NULL);
   assert_fails (2, "SFU rooms need a Janus", "--port", "0", "--app-id", "1",
       "--app-key", "k", "--app-secret", "s", "--topology", "auto:3", NULL);
-  assert_fails (1, "SFU: topology auto needs a single server (no Redis)",
-      "--port", "0", "--app-id", "1", "--app-key", "k", "--app-secret", "s",
-      "--topology", "auto", "--janus-url", "http://127.0.0.1:1/janus",
-      "--janus-ws-url", "ws://127.0.0.1:1/", "--redis", "redis://127.0.0.1:1",
-      NULL);
   assert_fails (2, "--sfu-prefixes: \"cl ass\" is not a room-name prefix",
       "--port", "0", "--app-id", "1", "--app-key", "k", "--app-secret", "s",
       "--sfu-prefixes", "cl ass", NULL);

@@ -5,8 +5,11 @@
  * a room is a mesh, its members answered at once and told no topology,
  * while it has at most N members; the member that would make it N + 1 is
  * held while the room moves to the SFU; a member without legba-room/2
- * keeps it a mesh. (The move itself, with a real Janus, and a Janus that
- * cannot be reached: tests/integration/test-room-sfu-auto.c.)
+ * keeps it a mesh. The members counted are the room's whole presence,
+ * those of a cluster's other instances included. (The move itself, with a
+ * real Janus, and a Janus that cannot be reached:
+ * tests/integration/test-room-sfu-auto.c; across two servers sharing a
+ * Redis, its /room/sfu-auto/cluster.)
  */
 #include "hub-fixture.h"
 
@@ -95,6 +98,46 @@ test_old_client (void)
   legba_sfu_free (sfu);
 }
 
+/* Another instance's members count: with auto:2, alice here and bob
+ * there, carol is the third. */
+static void
+test_cluster_count (void)
+{
+  g_autoptr (Fixture) f = fixture_new (NULL);
+  LegbaSfu *sfu = sfu_new (f, 2);
+  Client *a = client_open (f);
+  Client *c = client_open (f);
+
+  send_join (a, "alice", TRUE);
+  expect_mesh (a);
+  legba_hub_cluster_member (f->hub, f->app, ROOM, "bob",
+      "{\"protocol\":\"legba-room/2\"}", TRUE);
+  client_skip (a, "pusher_internal:member_added", ROOM);
+  send_join (c, "carol", TRUE);
+  client_expect_nothing (c);
+  client_expect_nothing (a);
+  legba_sfu_free (sfu);
+}
+
+/* A member on another instance without legba-room/2 keeps the room a
+ * mesh too. */
+static void
+test_cluster_old_client (void)
+{
+  g_autoptr (Fixture) f = fixture_new (NULL);
+  LegbaSfu *sfu = sfu_new (f, 1);
+  Client *a = client_open (f);
+  Client *c = client_open (f);
+
+  legba_hub_cluster_member (f->hub, f->app, ROOM, "bob", "{}", TRUE);
+  send_join (a, "alice", TRUE);
+  expect_mesh (a);
+  client_drop_frames (a);
+  send_join (c, "carol", TRUE);
+  expect_mesh (c);
+  legba_sfu_free (sfu);
+}
+
 static void
 test_parse (void)
 {
@@ -129,6 +172,8 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/hub-sfu-auto/mesh-up-to-n", test_mesh_up_to_n);
   g_test_add_func ("/hub-sfu-auto/old-client", test_old_client);
+  g_test_add_func ("/hub-sfu-auto/cluster-count", test_cluster_count);
+  g_test_add_func ("/hub-sfu-auto/cluster-old-client", test_cluster_old_client);
   g_test_add_func ("/hub-sfu-auto/parse", test_parse);
   return g_test_run ();
 }

@@ -178,27 +178,6 @@ legba_server_set_app_topology (LegbaServer * self, const char *app_id,
   g_hash_table_insert (self->sfu_app_rules, g_strdup (app_id), rule);
 }
 
-/* Some app's rooms, or every app's, are auto rooms. */
-static gboolean
-legba_server_has_auto_rooms (LegbaServer * self)
-{
-  LegbaTopology topology = LEGBA_TOPOLOGY_MESH;
-  GHashTableIter iter;
-  gpointer value;
-
-  if (self->sfu_topology != NULL)
-    legba_topology_parse (self->sfu_topology, &topology, NULL);
-  if (topology == LEGBA_TOPOLOGY_AUTO)
-    return TRUE;
-  if (self->sfu_app_rules == NULL)
-    return FALSE;
-  g_hash_table_iter_init (&iter, self->sfu_app_rules);
-  while (g_hash_table_iter_next (&iter, NULL, &value))
-    if (((LegbaSfuRule *) value)->topology == LEGBA_TOPOLOGY_AUTO)
-      return TRUE;
-  return FALSE;
-}
-
 /* SFU rooms (docs/server.md): the coordinator starts with the first
  * listener, when Janus instances are configured. */
 static gboolean
@@ -241,12 +220,6 @@ legba_server_start_sfu (LegbaServer * self, GError ** error)
           &local_error)) {
     g_set_error (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_CONFIG,
         "SFU: %s", local_error->message);
-    return FALSE;
-  }
-  if (self->redis_url != NULL && legba_server_has_auto_rooms (self)) {
-    g_set_error (error, LEGBA_SERVER_ERROR, LEGBA_SERVER_ERROR_CONFIG,
-        "SFU: topology auto needs a single server (no Redis): a room's "
-        "members on other instances would not learn of its move to the SFU");
     return FALSE;
   }
   settings.context = self->context;

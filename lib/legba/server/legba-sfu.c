@@ -79,6 +79,9 @@ typedef struct
   /* An auto room moving from mesh to the SFU: its members in the mesh get
    * legba:topology once it is made; if it cannot be, it stays a mesh */
   gboolean automatic;
+  /* This instance made the VideoRoom it uses (with a store: recorded its
+   * placement first), rather than finding another instance's */
+  gboolean placed_here;
   LegbaHubApp *app;
 } SfuRoom;
 
@@ -97,6 +100,9 @@ struct _LegbaSfu
   LegbaSfuStore *store;         /* placement shared in Redis, or NULL */
   LegbaJanusWatch *watch;       /* notices a Janus that dies */
   GSource *follow;              /* with a store: placements read again */
+  /* With a store: key -> the joins of that auto room whose placement is
+   * being read (pointer count) */
+  GHashTable *auto_pending;
   /* auto rooms: moved to the SFU; kept a mesh past their size, for an
    * SFU that could not be had or a member without legba-room/2 */
   guint64 auto_moves;
@@ -118,6 +124,11 @@ typedef struct
   char *token;
   guint instance;
   JsonObject *body;             /* a destroy waiting for the store */
+  /* A join of an auto room, held while its placement is read */
+  LegbaHubApp *app;
+  char *channel;
+  char *user_info;
+  guint auto_max;
 } Op;
 
 static void room_create (SfuRoom * room);
@@ -128,6 +139,7 @@ static void room_move_again (SfuRoom * room);
 static void room_move (SfuRoom * room);
 static void room_readmit (SfuRoom * room);
 static void auto_stays_mesh (SfuRoom * room, const GError * error);
+static void auto_to_mesh (SfuRoom * room);
 static void auto_tell_members (SfuRoom * room);
 
 static void
@@ -176,6 +188,8 @@ op_free (Op * op)
   g_free (op->socket_id);
   g_free (op->user_id);
   g_free (op->token);
+  g_free (op->channel);
+  g_free (op->user_info);
   g_clear_pointer (&op->body, json_object_unref);
   g_free (op);
 }
@@ -526,6 +540,7 @@ room_claimed (const char *value, gboolean done, const GError * error,
   }
   if (done) {
     op_free (op);
+    room->placed_here = TRUE;
     room_ready (room);
     return;
   }
@@ -643,8 +658,10 @@ room_created (JsonObject * data, const GError * error, gpointer user_data)
     room_reclaim (room);
   else if (room->sfu->store != NULL)
     room_claim (room);
-  else
+  else {
+    room->placed_here = TRUE;
     room_ready (room);
+  }
 }
 
 /* The tokens of the room's members: none for a new room, all of them
@@ -833,17 +850,24 @@ speaks_sfu (const char *user_info)
   return end != NULL && *end == '\0' && version >= 2;
 }
 
-/* ---- auto rooms: from mesh to SFU (docs/server.md, SFU rooms) ---- */
+/* ---- auto rooms: from mesh to SFU (docs/server.md, SFU rooms) ----
+ *
+ * A room's size is its whole presence, the cluster's. With a store
+ * (several servers), the room's placement says whether it moved: a join of
+ * an auto room a server has no SFU room of reads it first, and the
+ * placement's claim (SET NX) makes the move once; the server that made it
+ * tells the others (legba_hub_gate_notify(), through the relay), and each
+ * that has members in the mesh takes the placement and tells them
+ * (gate_notice). */
 
 typedef struct
 {
-  GHashTable *users;            /* user id, this instance's members */
+  GHashTable *users;            /* user id, the room's members */
   gboolean old_client;          /* one does not speak legba-room/2 */
 } MemberCount;
 
 static void
-count_member (const char *socket_id, const char *user_id,
-    const char *user_info, gpointer user_data)
+count_member (const char *user_id, const char *user_info, gpointer user_data)
 {
   MemberCount *count = user_data;
 
@@ -853,7 +877,9 @@ count_member (const char *socket_id, const char *user_id,
 }
 
 /* The member user_id joining the mesh room channel makes it more than
- * auto_max members, all of whom can join an SFU room: it moves to the SFU. */
+ * auto_max members, all of whom can join an SFU room: it moves to the SFU.
+ * The members are the room's whole presence, those of the cluster's other
+ * instances included. */
 static gboolean
 auto_switches (LegbaSfu * sfu, LegbaHubApp * app, const char *channel,
     const char *user_id, const char *user_info, guint auto_max)
@@ -862,8 +888,7 @@ auto_switches (LegbaSfu * sfu, LegbaHubApp * app, const char *channel,
   MemberCount count = { users, !speaks_sfu (user_info) };
   guint n;
 
-  legba_hub_foreach_member_socket (sfu->hub, app, channel, count_member,
-      &count);
+  legba_hub_foreach_member (sfu->hub, app, channel, count_member, &count);
   g_hash_table_add (users, (gpointer) user_id);
   n = g_hash_table_size (users);
   if (n <= auto_max)
@@ -879,25 +904,33 @@ auto_switches (LegbaSfu * sfu, LegbaHubApp * app, const char *channel,
   return TRUE;
 }
 
-/* The SFU room could not be made: the members waiting join the mesh, the
- * room stays a mesh, and the next member to join tries again. */
+/* The auto room is not on the SFU after all: forgotten, the members
+ * waiting join its mesh. */
 static void
-auto_stays_mesh (SfuRoom * room, const GError * error)
+auto_to_mesh (SfuRoom * room)
 {
   LegbaSfu *sfu = room->sfu;
   g_autoptr (GPtrArray) waiters = g_steal_pointer (&room->waiters);
   g_autofree char *channel = g_strdup (room->channel);
 
   room->waiters = g_ptr_array_new_with_free_func (waiter_free);
-  g_message ("sfu-auto-stays-mesh channel=%s error=\"%s\"", channel,
-      error->message);
-  sfu->auto_stays_unavailable++;
   g_hash_table_remove (sfu->rooms, room->key);
   for (guint i = 0; i < waiters->len; i++) {
     Waiter *waiter = waiters->pdata[i];
 
     legba_hub_gate_accept (sfu->hub, waiter->socket_id, channel, NULL, NULL);
   }
+}
+
+/* The SFU room could not be made: the members waiting join the mesh, the
+ * room stays a mesh, and the next member to join tries again. */
+static void
+auto_stays_mesh (SfuRoom * room, const GError * error)
+{
+  g_message ("sfu-auto-stays-mesh channel=%s error=\"%s\"", room->channel,
+      error->message);
+  room->sfu->auto_stays_unavailable++;
+  auto_to_mesh (room);
 }
 
 typedef struct
@@ -974,7 +1007,16 @@ auto_tell_members (SfuRoom * room)
   gpointer user_id;
 
   room->automatic = FALSE;
-  room->sfu->auto_moves++;
+  if (room->placed_here) {
+    room->sfu->auto_moves++;
+    /* The other instances' members in the mesh follow (gate_notice) */
+    if (room->sfu->store != NULL)
+      legba_hub_gate_notify (room->sfu->hub, room->app, room->channel);
+  } else {
+    g_message ("sfu-auto-followed channel=%s janus=%s room=%"
+        G_GUINT64_FORMAT, room->channel,
+        room->sfu->janus_urls[room->instance], room->id);
+  }
   legba_hub_foreach_member_socket (room->sfu->hub, room->app, room->channel,
       collect_user, users);
   g_hash_table_iter_init (&iter, users);
@@ -1048,29 +1090,16 @@ room_new (LegbaSfu * sfu, LegbaHubApp * app, const char *key,
   return room;
 }
 
-static gboolean
-gate_admit (LegbaHubApp * app, const char *channel, const char *socket_id,
-    const char *user_id, const char *user_info, gpointer user_data)
+/* Admits the member to the SFU room key, room (NULL: none here yet, then
+ * found in the store or made, an auto room moving from its mesh when
+ * automatic). */
+static void
+room_admit (LegbaSfu * sfu, LegbaHubApp * app, const char *key,
+    const char *channel, SfuRoom * room, gboolean automatic,
+    const char *socket_id, const char *user_id, const char *user_info)
 {
-  LegbaSfu *sfu = user_data;
-  g_autofree char *key = NULL;
-  LegbaTopology topology;
-  guint auto_max = 0;
-  SfuRoom *room;
   Waiter *waiter;
 
-  if (!g_str_has_prefix (channel, ROOM_CHANNEL_PREFIX))
-    return FALSE;
-  topology = room_topology (sfu, app, channel + strlen (ROOM_CHANNEL_PREFIX),
-      &auto_max);
-  if (topology == LEGBA_TOPOLOGY_MESH)
-    return FALSE;
-  key = g_strconcat (legba_hub_app_get_id (app), ":", channel, NULL);
-  room = g_hash_table_lookup (sfu->rooms, key);
-  /* An auto room is a mesh until this member would be one too many */
-  if (topology == LEGBA_TOPOLOGY_AUTO && room == NULL &&
-      !auto_switches (sfu, app, channel, user_id, user_info, auto_max))
-    return FALSE;
   if (!speaks_sfu (user_info)) {
     Refusal *refusal = g_new0 (Refusal, 1);
 
@@ -1083,18 +1112,18 @@ gate_admit (LegbaHubApp * app, const char *channel, const char *socket_id,
     g_source_set_callback (idle, refuse_old_client, refusal, NULL);
     g_source_attach (idle, sfu->context);
     g_source_unref (idle);
-    return TRUE;
+    return;
   }
   if (room != NULL && room->state == ROOM_READY) {
     token_add (room, socket_id, user_id);
-    return TRUE;
+    return;
   }
   waiter = g_new0 (Waiter, 1);
   waiter->socket_id = g_strdup (socket_id);
   waiter->user_id = g_strdup (user_id);
   if (room == NULL) {
     room = room_new (sfu, app, key, channel);
-    room->automatic = topology == LEGBA_TOPOLOGY_AUTO;
+    room->automatic = automatic;
     room->app = app;
     g_ptr_array_add (room->waiters, waiter);
     if (sfu->store != NULL)
@@ -1105,6 +1134,110 @@ gate_admit (LegbaHubApp * app, const char *channel, const char *socket_id,
   } else {
     g_ptr_array_add (room->waiters, waiter);
   }
+}
+
+static void
+auto_pending_add (LegbaSfu * sfu, const char *key, gint delta)
+{
+  guint n = GPOINTER_TO_UINT (g_hash_table_lookup (sfu->auto_pending, key));
+
+  n += delta;
+  if (n > 0)
+    g_hash_table_insert (sfu->auto_pending, g_strdup (key),
+        GUINT_TO_POINTER (n));
+  else
+    g_hash_table_remove (sfu->auto_pending, key);
+}
+
+/* Whether the auto room's placement, read for a join, says it is on the
+ * SFU already (another instance moved it): the member joins it there;
+ * else the room's members in the whole cluster decide, as without a
+ * store. */
+static void
+auto_looked_up (const char *value, gboolean done, const GError * error,
+    gpointer user_data)
+{
+  Op *op = user_data;
+  LegbaSfu *sfu = op->sfu;
+  SfuRoom *room;
+
+  if (g_cancellable_is_cancelled (op->alive)) {
+    op_free (op);
+    return;
+  }
+  auto_pending_add (sfu, op->room_key, -1);
+  /* made meanwhile, for another join or by a notice */
+  room = g_hash_table_lookup (sfu->rooms, op->room_key);
+  if (room == NULL && error != NULL) {
+    /* The store does not answer: the room is taken for the mesh it was */
+    if (auto_switches (sfu, op->app, op->channel, op->user_id, op->user_info,
+            op->auto_max)) {
+      g_message ("sfu-auto-stays-mesh channel=%s error=\"%s\"", op->channel,
+          error->message);
+      sfu->auto_stays_unavailable++;
+    }
+    legba_hub_gate_accept (sfu->hub, op->socket_id, op->channel, NULL, NULL);
+  } else if (room == NULL && value == NULL &&
+      !auto_switches (sfu, op->app, op->channel, op->user_id, op->user_info,
+          op->auto_max)) {
+    legba_hub_gate_accept (sfu->hub, op->socket_id, op->channel, NULL, NULL);
+  } else {
+    room_admit (sfu, op->app, op->room_key, op->channel, room, TRUE,
+        op->socket_id, op->user_id, op->user_info);
+  }
+  op_free (op);
+}
+
+/* With a store, a join of an auto room this instance has no SFU room of
+ * is held while the room's placement is read: another instance may have
+ * moved it to the SFU. */
+static void
+auto_look_up (LegbaSfu * sfu, LegbaHubApp * app, const char *key,
+    const char *channel, const char *socket_id, const char *user_id,
+    const char *user_info, guint auto_max)
+{
+  Op *op = op_new (sfu, NULL);
+
+  op->room_key = g_strdup (key);
+  op->app = app;
+  op->channel = g_strdup (channel);
+  op->socket_id = g_strdup (socket_id);
+  op->user_id = g_strdup (user_id);
+  op->user_info = g_strdup (user_info);
+  op->auto_max = auto_max;
+  auto_pending_add (sfu, key, 1);
+  legba_sfu_store_get (sfu->store, key, auto_looked_up, op);
+}
+
+static gboolean
+gate_admit (LegbaHubApp * app, const char *channel, const char *socket_id,
+    const char *user_id, const char *user_info, gpointer user_data)
+{
+  LegbaSfu *sfu = user_data;
+  g_autofree char *key = NULL;
+  LegbaTopology topology;
+  guint auto_max = 0;
+  SfuRoom *room;
+
+  if (!g_str_has_prefix (channel, ROOM_CHANNEL_PREFIX))
+    return FALSE;
+  topology = room_topology (sfu, app, channel + strlen (ROOM_CHANNEL_PREFIX),
+      &auto_max);
+  if (topology == LEGBA_TOPOLOGY_MESH)
+    return FALSE;
+  key = g_strconcat (legba_hub_app_get_id (app), ":", channel, NULL);
+  room = g_hash_table_lookup (sfu->rooms, key);
+  if (topology == LEGBA_TOPOLOGY_AUTO && room == NULL && sfu->store != NULL) {
+    auto_look_up (sfu, app, key, channel, socket_id, user_id, user_info,
+        auto_max);
+    return TRUE;
+  }
+  /* An auto room is a mesh until this member would be one too many */
+  if (topology == LEGBA_TOPOLOGY_AUTO && room == NULL &&
+      !auto_switches (sfu, app, channel, user_id, user_info, auto_max))
+    return FALSE;
+  room_admit (sfu, app, key, channel, room,
+      topology == LEGBA_TOPOLOGY_AUTO, socket_id, user_id, user_info);
   return TRUE;
 }
 
@@ -1166,6 +1299,60 @@ gate_vacated (LegbaHubApp * app, const char *channel, gpointer user_data)
     return;
   }
   room_close (room);
+}
+
+static void
+count_socket (const char *socket_id, const char *user_id,
+    const char *user_info, gpointer user_data)
+{
+  (*(guint *) user_data)++;
+}
+
+/* The placement read for a notice: none means the room is no SFU room
+ * (any more; a notice replayed after Redis lost its data). */
+static void
+auto_followed (const char *value, gboolean done, const GError * error,
+    gpointer user_data)
+{
+  Op *op = user_data;
+  SfuRoom *room = op_room (op);
+
+  if (room != NULL && error == NULL && value == NULL) {
+    op_free (op);
+    g_message ("sfu-auto-follow-none channel=%s", room->channel);
+    auto_to_mesh (room);
+    return;
+  }
+  room_looked_up (value, done, error, op);
+}
+
+/* Another instance moved an auto room to the SFU: this instance's
+ * members in its mesh, and those on their way in, follow it there. */
+static void
+gate_notice (LegbaHubApp * app, const char *channel, gpointer user_data)
+{
+  LegbaSfu *sfu = user_data;
+  g_autofree char *key = NULL;
+  guint auto_max, sockets = 0;
+  SfuRoom *room;
+
+  if (sfu->store == NULL || !g_str_has_prefix (channel, ROOM_CHANNEL_PREFIX)
+      || room_topology (sfu, app, channel + strlen (ROOM_CHANNEL_PREFIX),
+          &auto_max) != LEGBA_TOPOLOGY_AUTO)
+    return;
+  key = g_strconcat (legba_hub_app_get_id (app), ":", channel, NULL);
+  if (g_hash_table_contains (sfu->rooms, key))
+    return;
+  legba_hub_foreach_member_socket (sfu->hub, app, channel, count_socket,
+      &sockets);
+  if (sockets == 0 && !g_hash_table_contains (sfu->auto_pending, key))
+    return;
+  g_message ("sfu-auto-follow channel=%s sockets=%u", channel, sockets);
+  room = room_new (sfu, app, key, channel);
+  room->automatic = TRUE;
+  room->app = app;
+  legba_sfu_store_get (sfu->store, room->key, auto_followed,
+      op_new (sfu, room));
 }
 
 /* ---- A Janus that dies: its rooms move ---- */
@@ -1395,8 +1582,8 @@ void
 legba_sfu_render_metrics (LegbaSfu * sfu, GString * out)
 {
   g_string_append_printf (out,
-      "# HELP legba_sfu_auto_moves_total auto rooms moved from mesh to "
-      "SFU.\n# TYPE legba_sfu_auto_moves_total counter\n"
+      "# HELP legba_sfu_auto_moves_total auto rooms this server moved from "
+      "mesh to SFU.\n# TYPE legba_sfu_auto_moves_total counter\n"
       "legba_sfu_auto_moves_total %" G_GUINT64_FORMAT "\n"
       "# HELP legba_sfu_auto_stays_mesh_total Joins past an auto room's size "
       "that left it a mesh, by reason.\n"
@@ -1412,7 +1599,9 @@ LegbaSfu *
 legba_sfu_new (LegbaHub * hub, const LegbaSfuSettings * settings)
 {
   LegbaSfu *sfu = g_new0 (LegbaSfu, 1);
-  const LegbaHubGate gate = { gate_admit, gate_left, gate_vacated };
+  const LegbaHubGate gate = { gate_admit, gate_left, gate_vacated,
+    gate_notice
+  };
 
   g_return_val_if_fail (settings->janus_urls && settings->janus_urls[0], NULL);
   g_return_val_if_fail (g_strv_length ((char **) settings->janus_urls) ==
@@ -1435,6 +1624,8 @@ legba_sfu_new (LegbaHub * hub, const LegbaSfuSettings * settings)
   sfu->rule.prefixes = g_strdupv (settings->rule.prefixes);
   sfu->app_rules = settings->app_rules;
   sfu->rooms = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, room_free);
+  sfu->auto_pending = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+      NULL);
   sfu->alive = g_cancellable_new ();
   if (settings->redis != NULL)
     sfu->store = legba_sfu_store_new (settings->redis,
@@ -1466,6 +1657,7 @@ legba_sfu_free (LegbaSfu * sfu)
   }
   legba_sfu_store_free (sfu->store);
   g_hash_table_unref (sfu->rooms);
+  g_hash_table_unref (sfu->auto_pending);
   g_object_unref (sfu->session);
   g_main_context_unref (sfu->context);
   g_strfreev (sfu->janus_urls);
