@@ -20,6 +20,7 @@ typedef struct
   GPtrArray *left;              /* "channel user_id" */
   GPtrArray *vacated;           /* channel */
   GPtrArray *notices;           /* channel */
+  GPtrArray *remote;            /* "channel user_id": joined elsewhere */
 } Gate;
 
 static gboolean
@@ -60,8 +61,17 @@ gate_notice (LegbaHubApp * app, const char *channel, gpointer user_data)
   g_ptr_array_add (gate->notices, g_strdup (channel));
 }
 
+static void
+gate_remote_joined (LegbaHubApp * app, const char *channel,
+    const char *user_id, gpointer user_data)
+{
+  Gate *gate = user_data;
+
+  g_ptr_array_add (gate->remote, g_strdup_printf ("%s %s", channel, user_id));
+}
+
 static const LegbaHubGate gate_callbacks = {
-  gate_admit, gate_left, gate_vacated, gate_notice
+  gate_admit, gate_left, gate_vacated, gate_notice, gate_remote_joined
 };
 
 static Gate *
@@ -73,6 +83,7 @@ gate_install (Fixture * f)
   gate->left = g_ptr_array_new_with_free_func (g_free);
   gate->vacated = g_ptr_array_new_with_free_func (g_free);
   gate->notices = g_ptr_array_new_with_free_func (g_free);
+  gate->remote = g_ptr_array_new_with_free_func (g_free);
   legba_hub_set_gate (f->hub, &gate_callbacks, gate);
   return gate;
 }
@@ -84,6 +95,7 @@ gate_free (Gate * gate)
   g_ptr_array_unref (gate->left);
   g_ptr_array_unref (gate->vacated);
   g_ptr_array_unref (gate->notices);
+  g_ptr_array_unref (gate->remote);
   g_free (gate);
 }
 
@@ -395,6 +407,32 @@ test_cluster_members (void)
   g_assert_cmpstr (none, ==, "");
 }
 
+/* The gate hears of a user joining through another instance when it
+ * joins the cluster (again once it left it): not of a second instance
+ * having it, nor of a member of this one. */
+static void
+test_remote_joined (void)
+{
+  g_autoptr (Gate) gate = NULL;
+  g_autoptr (Fixture) f = fixture_new (NULL);
+  Client *a;
+
+  gate = gate_install (f);
+  a = client_open (f);
+  join_held (f, a, "alice");
+  legba_hub_cluster_member (f->hub, f->app, HELD, "remote", NULL, TRUE);
+  legba_hub_cluster_member (f->hub, f->app, HELD, "remote", NULL, TRUE);
+  /* alice through another instance too */
+  legba_hub_cluster_member (f->hub, f->app, HELD, "alice", NULL, TRUE);
+  g_assert_cmpuint (gate->remote->len, ==, 1);
+  g_assert_cmpstr (gate->remote->pdata[0], ==, HELD " remote");
+  legba_hub_cluster_member (f->hub, f->app, HELD, "remote", NULL, FALSE);
+  legba_hub_cluster_member (f->hub, f->app, HELD, "remote", NULL, FALSE);
+  legba_hub_cluster_member (f->hub, f->app, HELD, "remote", NULL, TRUE);
+  g_assert_cmpuint (gate->remote->len, ==, 2);
+  g_assert_cmpstr (gate->remote->pdata[1], ==, HELD " remote");
+}
+
 typedef struct
 {
   GPtrArray *sent;              /* "APP_ID CHANNEL" */
@@ -449,5 +487,6 @@ main (int argc, char **argv)
   g_test_add_func ("/hub-gate/member-sockets", test_member_sockets);
   g_test_add_func ("/hub-gate/cluster-members", test_cluster_members);
   g_test_add_func ("/hub-gate/notices", test_notices);
+  g_test_add_func ("/hub-gate/remote-joined", test_remote_joined);
   return g_test_run ();
 }

@@ -138,6 +138,75 @@ test_cluster_old_client (void)
   legba_sfu_free (sfu);
 }
 
+/* Whether the SFU's metrics have line. */
+static gboolean
+metrics_have (LegbaSfu * sfu, const char *line)
+{
+  g_autoptr (GString) out = g_string_new ("\n");
+  g_autofree char *wanted = g_strdup_printf ("\n%s\n", line);
+
+  legba_sfu_render_metrics (sfu, out);
+  return strstr (out->str, wanted) != NULL;
+}
+
+static gboolean
+deadline_reached (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* Iterates the main context until the SFU's metrics have line, for at
+ * most 10 s (its Janus refuses connections: it answers at once). */
+static void
+wait_metrics (LegbaSfu * sfu, const char *line)
+{
+  gboolean expired = FALSE;
+  guint timer = g_timeout_add_seconds (10, deadline_reached, &expired);
+
+  while (!metrics_have (sfu, line) && !expired)
+    g_main_context_iteration (NULL, TRUE);
+  if (!expired)
+    g_source_remove (timer);
+  g_assert_true (metrics_have (sfu, line));
+}
+
+/* alice and bob here, then carol through another instance, which counted
+ * the room without one of them (both joining at the same moment): the
+ * room, past its size, moves all the same, from here (its Janus cannot be
+ * reached: it stays a mesh, and says so). A member of another instance
+ * that does not speak legba-room/2 moves nothing. */
+static void
+test_cluster_late_count (void)
+{
+  g_autoptr (Fixture) f = fixture_new (NULL);
+  LegbaSfu *sfu = sfu_new (f, 2);
+  Client *a = client_open (f);
+  Client *b = client_open (f);
+
+  send_join (a, "alice", TRUE);
+  expect_mesh (a);
+  send_join (b, "bob", TRUE);
+  expect_mesh (b);
+  client_drop_frames (a);
+  g_assert_true (metrics_have (sfu, "legba_sfu_auto_stays_mesh_total"
+          "{reason=\"sfu-unavailable\"} 0"));
+  legba_hub_cluster_member (f->hub, f->app, ROOM, "carol",
+      "{\"protocol\":\"legba-room/2\"}", TRUE);
+  wait_metrics (sfu, "legba_sfu_auto_stays_mesh_total"
+      "{reason=\"sfu-unavailable\"} 1");
+  client_skip (a, "pusher_internal:member_added", ROOM);
+  client_expect_nothing (a);
+
+  legba_hub_cluster_member (f->hub, f->app, ROOM, "dave", "{}", TRUE);
+  client_skip (a, "pusher_internal:member_added", ROOM);
+  g_assert_true (metrics_have (sfu, "legba_sfu_auto_stays_mesh_total"
+          "{reason=\"sfu-unavailable\"} 1"));
+  g_assert_true (metrics_have (sfu, "legba_sfu_auto_stays_mesh_total"
+          "{reason=\"old-client\"} 0"));
+  legba_sfu_free (sfu);
+}
+
 static void
 test_parse (void)
 {
@@ -174,6 +243,7 @@ main (int argc, char **argv)
   g_test_add_func ("/hub-sfu-auto/old-client", test_old_client);
   g_test_add_func ("/hub-sfu-auto/cluster-count", test_cluster_count);
   g_test_add_func ("/hub-sfu-auto/cluster-old-client", test_cluster_old_client);
+  g_test_add_func ("/hub-sfu-auto/cluster-late-count", test_cluster_late_count);
   g_test_add_func ("/hub-sfu-auto/parse", test_parse);
   return g_test_run ();
 }

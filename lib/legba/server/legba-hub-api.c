@@ -327,6 +327,8 @@ legba_hub_cluster_member (LegbaHub * hub, LegbaHubApp * app,
       member->n_remote = 1;
       hub_channel_release (hub, app, channel);
       hub_presence_member_joined (hub, app, channel, member, NULL);
+      if (hub->gate.remote_joined != NULL)
+        hub->gate.remote_joined (app, channel_name, user_id, hub->gate_data);
     } else {
       member->n_remote++;
     }

@@ -492,7 +492,10 @@ gboolean legba_hub_send_to_socket (LegbaHub * hub, LegbaHubApp * app,
  *   channel any more.
  * notice: another instance's gate notified channel
  *   (legba_hub_gate_notify() there); what changed is for the gates to
- *   find where they share it (an SFU room's placement in Redis). */
+ *   find where they share it (an SFU room's placement in Redis).
+ * remote_joined: a user joined the presence channel through another
+ *   instance (its first connection in the cluster; this instance's own
+ *   members come through admit). */
 typedef struct
 {
   gboolean (*admit) (LegbaHubApp * app, const char *channel,
@@ -504,6 +507,8 @@ typedef struct
       gpointer user_data);
   void (*notice) (LegbaHubApp * app, const char *channel,
       gpointer user_data);
+  void (*remote_joined) (LegbaHubApp * app, const char *channel,
+      const char *user_id, gpointer user_data);
 } LegbaHubGate;
 
 /* Sets (or with NULL removes) the gate's callbacks. */

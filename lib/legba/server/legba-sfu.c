@@ -858,7 +858,10 @@ speaks_sfu (const char *user_info)
  * placement's claim (SET NX) makes the move once; the server that made it
  * tells the others (legba_hub_gate_notify(), through the relay), and each
  * that has members in the mesh takes the placement and tells them
- * (gate_notice). */
+ * (gate_notice). A member joining through another instance makes each
+ * instance with members in the mesh count the room again
+ * (gate_remote_joined): two joins at the same moment, each counted
+ * without the other, still move it. */
 
 typedef struct
 {
@@ -876,22 +879,27 @@ count_member (const char *user_id, const char *user_info, gpointer user_data)
     count->old_client = TRUE;
 }
 
-/* The member user_id joining the mesh room channel makes it more than
- * auto_max members, all of whom can join an SFU room: it moves to the SFU.
- * The members are the room's whole presence, those of the cluster's other
- * instances included. */
+/* The member user_id joining the mesh room channel (NULL: a member of
+ * another instance joined it) makes it more than auto_max members, all of
+ * whom can join an SFU room: it moves to the SFU. The members are the
+ * room's whole presence, those of the cluster's other instances
+ * included. */
 static gboolean
 auto_switches (LegbaSfu * sfu, LegbaHubApp * app, const char *channel,
     const char *user_id, const char *user_info, guint auto_max)
 {
   g_autoptr (GHashTable) users = g_hash_table_new (g_str_hash, g_str_equal);
-  MemberCount count = { users, !speaks_sfu (user_info) };
+  MemberCount count = { users, user_id != NULL && !speaks_sfu (user_info) };
   guint n;
 
   legba_hub_foreach_member (sfu->hub, app, channel, count_member, &count);
-  g_hash_table_add (users, (gpointer) user_id);
+  if (user_id != NULL)
+    g_hash_table_add (users, (gpointer) user_id);
   n = g_hash_table_size (users);
   if (n <= auto_max)
+    return FALSE;
+  /* Told of a member elsewhere: an old client was told of already */
+  if (count.old_client && user_id == NULL)
     return FALSE;
   if (count.old_client) {
     g_message ("sfu-auto-stays-mesh channel=%s members=%u max=%u "
@@ -1326,6 +1334,41 @@ auto_followed (const char *value, gboolean done, const GError * error,
   room_looked_up (value, done, error, op);
 }
 
+/* A member joined an auto room through another instance, which counted
+ * the room without a member that joined here at the same moment (the
+ * relay's latency): the room, past its size, moves now. Each instance
+ * with members in the mesh may try; the placement's claim makes the move
+ * once, and an instance that finds it placed already follows it. */
+static void
+gate_remote_joined (LegbaHubApp * app, const char *channel,
+    const char *user_id, gpointer user_data)
+{
+  LegbaSfu *sfu = user_data;
+  g_autofree char *key = NULL;
+  guint auto_max, sockets = 0;
+  SfuRoom *room;
+
+  if (!g_str_has_prefix (channel, ROOM_CHANNEL_PREFIX) ||
+      room_topology (sfu, app, channel + strlen (ROOM_CHANNEL_PREFIX),
+          &auto_max) != LEGBA_TOPOLOGY_AUTO)
+    return;
+  key = g_strconcat (legba_hub_app_get_id (app), ":", channel, NULL);
+  if (g_hash_table_contains (sfu->rooms, key))
+    return;
+  legba_hub_foreach_member_socket (sfu->hub, app, channel, count_socket,
+      &sockets);
+  if (sockets == 0 || !auto_switches (sfu, app, channel, NULL, NULL, auto_max))
+    return;
+  room = room_new (sfu, app, key, channel);
+  room->automatic = TRUE;
+  room->app = app;
+  if (sfu->store != NULL)
+    legba_sfu_store_get (sfu->store, room->key, room_looked_up,
+        op_new (sfu, room));
+  else
+    room_place (room);
+}
+
 /* Another instance moved an auto room to the SFU: this instance's
  * members in its mesh, and those on their way in, follow it there. */
 static void
@@ -1600,7 +1643,7 @@ legba_sfu_new (LegbaHub * hub, const LegbaSfuSettings * settings)
 {
   LegbaSfu *sfu = g_new0 (LegbaSfu, 1);
   const LegbaHubGate gate = { gate_admit, gate_left, gate_vacated,
-    gate_notice
+    gate_notice, gate_remote_joined
   };
 
   g_return_val_if_fail (settings->janus_urls && settings->janus_urls[0], NULL);
