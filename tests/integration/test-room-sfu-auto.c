@@ -11,7 +11,8 @@
  * (`auto:2`, alice on one, bob on the other, carol joining on alice's),
  * the same: the server carol joins through makes the one VideoRoom, the
  * other follows with bob; a member joining later through a third server
- * is sent to that VideoRoom.
+ * is sent to that VideoRoom. A server whose Redis is gone keeps its auto
+ * rooms a mesh.
  *
  * The longest time each participant went without a video frame of each
  * other one across the move is printed as a TAP comment and, with
@@ -613,6 +614,66 @@ test_auto_janus_down (Fixture * f, gconstpointer data)
   participant_free (a);
 }
 
+/* A server of a cluster whose Redis is not there (a socket path nothing
+ * listens on): auto:1 rooms. */
+static void
+redis_down_setup (Fixture * f, gconstpointer data)
+{
+  g_autofree char *http = g_strdup_printf ("http://127.0.0.1:%u/janus",
+      janus.http_port);
+  const char *urls[] = { http, NULL };
+  const char *ws_urls[] = { janus.ws_url, NULL };
+  g_autoptr (GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("legba-sfu-auto-XXXXXX", &error);
+  g_autofree char *url = NULL;
+
+  g_assert_no_error (error);
+  url = g_strdup_printf ("unix://%s/redis.sock", dir);
+  g_rmdir (dir);
+  legba_test_tolerate_rtpsession_race ();
+  g_ptr_array_set_size (server_log, 0);
+  rooms_before = legba_test_janus_count_rooms (&janus);
+  f->server = legba_server_new ();
+  g_object_set (f->server, "sfu-janus-urls", urls, "sfu-janus-ws-urls",
+      ws_urls, "sfu-admin-key", LEGBA_TEST_JANUS_ADMIN_KEY, "sfu-topology",
+      "auto:1", "redis-url", url, "instance-id", "sfu-auto-alone", NULL);
+  fixture_listen (f, 0);
+}
+
+/* Its Redis gone, the server cannot read whether an auto room moved: the
+ * members join its mesh, the one past its size too, told no topology,
+ * and the server says why. */
+static void
+test_auto_redis_down (Fixture * f, gconstpointer data)
+{
+  Peer *a = peer_new (f, "alice");
+  Peer *b = peer_new (f, "bob");
+
+  peer_join_and_wait (a);
+  peer_join_and_wait (b);
+  WAIT_FOR (peer_knows (a, b) && peer_knows (b, a), "alice and bob to "
+      "see each other");
+  WAIT_FOR (logged ("sfu-auto-stays-mesh") != NULL, "the server to say "
+      "why the room stays a mesh");
+  g_assert_cmpstr (logged ("sfu-auto-stays-mesh"), ==, "sfu-auto-stays-mesh "
+      "channel=presence-legba.test-room error=\"the Redis of SFU room "
+      "placement does not answer\"");
+  g_assert_cmpuint (logged_count ("sfu-auto-switch"), ==, 1);
+  g_assert_cmpuint (logged_count ("sfu-room-created"), ==, 0);
+  g_assert_true (metrics_have (f, "legba_sfu_auto_stays_mesh_total"
+          "{reason=\"sfu-unavailable\"} 1"));
+  g_assert_true (metrics_have (f, "legba_sfu_auto_moves_total 0"));
+  g_assert_cmpuint (legba_test_janus_count_rooms (&janus), ==, rooms_before);
+  for (guint i = 0; i < a->events->len; i++)
+    g_assert_false (g_str_has_prefix (a->events->pdata[i], "legba:"));
+  for (guint i = 0; i < b->events->len; i++)
+    g_assert_false (g_str_has_prefix (b->events->pdata[i], "legba:"));
+  g_assert_cmpuint (a->errors->len, ==, 0);
+  g_assert_cmpuint (b->errors->len, ==, 0);
+  peer_free (b);
+  peer_free (a);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -632,6 +693,8 @@ main (int argc, char **argv)
   redis_server_path = g_find_program_in_path ("redis-server");
   g_test_add ("/room/sfu-auto/cluster", Fixture, NULL, cluster_setup,
       test_auto_cluster, cluster_teardown);
+  g_test_add ("/room/sfu-auto/redis-down", Fixture, NULL, redis_down_setup,
+      test_auto_redis_down, fixture_teardown);
   status = g_test_run ();
   legba_test_janus_stop (&janus);
   g_ptr_array_unref (server_log);
