@@ -12,7 +12,14 @@
 // (which names Janus's WebSocket API). Then, with two Janus, the one
 // holding the room is killed mid-call: the server makes the room again on
 // the other, and the page and legba-call decode each other again through
-// it. Without janus installed, the test is skipped.
+// it. And an `auto:2` room (docs/room-protocol.md §8, "A mesh room that
+// moves to its SFU"): the page and legba-call in a mesh, sending each
+// other a reliable message every 20 ms; a third participant (legba-call)
+// joins and the room moves to Janus, make before break on both sides: the
+// three decode each other through Janus, every message of the first two
+// arrived exactly once, and legba-call's LegbaRoom had the page's
+// `sfu-ready` instead of waiting out its 5 s. Without janus installed, the
+// tests are skipped.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -76,14 +83,14 @@ async function startJanus (defer, adminKey)
 
 /* legba-call with --chat and --json: its human-readable lines come on
  * standard error, the report on standard output at exit. */
-function startCall (server, identity)
+function startCall (server, identity, env = {})
 {
   const child = spawn(requireEnv('LEGBA_CALL'), ['--server',
     `ws://${server.host}:${server.port}`, '--room', ROOM, '--identity',
     identity, '--key', server.key, '--secret', server.secret, '--width',
     '320', '--height', '240', '--fps', '15', '--bitrate', '300', '--chat',
     '--stats', '--json', '--duration', '300'],
-  { stdio: ['pipe', 'pipe', 'pipe'], env: lenientEnv() });
+  { stdio: ['pipe', 'pipe', 'pipe'], env: { ...lenientEnv(), ...env } });
   const call = { child, lines: [], out: '', id: null };
   createInterface({ input: child.stderr }).on('line', (line) => {
     call.lines.push(line);
@@ -297,5 +304,191 @@ async (t) => {
   'the page reported no error');
   assert.ok(!call.lines.some((l) => / left$/.test(l) && l.includes(adaId)),
       'legba-call never saw the page leave');
+  await page.leave();
+});
+
+/* A message every SEND_MS each way across the move, as
+ * test-room-sfu-auto.c */
+const SEND_MS = 20;
+
+/* How many times each of `prefix 0` to `prefix sent - 1` is in texts:
+ * those missing and those seen more than once. */
+function tally (texts, prefix, sent)
+{
+  const seen = new Map();
+  for (const text of texts) {
+    const m = new RegExp(`^${prefix} (\\d+)$`).exec(text);
+    if (m)
+      seen.set(Number(m[1]), (seen.get(Number(m[1])) ?? 0) + 1);
+  }
+  const missing = [];
+  for (let n = 0; n < sent; n++) {
+    if (!seen.has(n))
+      missing.push(n);
+  }
+  return { missing, twice: [...seen].filter(([, k]) => k > 1)
+      .map(([n]) => n), count: seen.size };
+}
+
+test('an auto room that moves from mesh to SFU: the page and legba-call ' +
+    'move make before break, no message lost, sfu-ready both ways',
+async (t) => {
+  const defer = teardown(t);
+  const janus = await startJanus(defer);
+  if (!janus) {
+    t.skip('janus is not installed');
+    return;
+  }
+  const server = await startServer({ args: ['--web-dir',
+    requireEnv('LEGBA_WEB_DIR'), '--pusher-js-dir',
+    join(requireEnv('LEGBA_SOURCE_ROOT'), 'tests', 'integration',
+        'node_modules', 'pusher-js', 'dist', 'web'),
+    '--janus-url', janus.JANUS_HTTP_URL, '--janus-ws-url', janus.JANUS_WS_URL,
+    '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', 'auto:2'] });
+  defer(() => server.stop());
+  const chrome = await launchChromium();
+  defer(() => chrome.close());
+  const page = await openParticipant(chrome, { url: `${server.base}/demo/` },
+      'ada');
+  defer(() => page.close());
+  /* the room's GST_INFO lines (GST_DEBUG legba*:4, from the test
+   * environment) say how its move went */
+  const gst = startCall(server, 'gst', { GST_DEBUG_NO_COLOR: '1' });
+  const calls = [gst];
+  defer(async () => {
+    for (const call of calls) {
+      if (!call.child.exitCode && !call.child.signalCode)
+        call.child.kill('SIGKILL');
+      await call.exited;
+    }
+  });
+  const detail = async () => [...calls.map((c) => c.describe()),
+    '--- legba-call\'s move:', ...gst.lines.filter((l) =>
+      / legbaroom .*(SFU|mesh connection)/.test(l)),
+    '--- ada log:', ...await page.tab.evaluate(() =>
+      window.legba.record.log.slice(-60)).catch(() => []),
+    await page.describe(),
+    `--- legba-server:\n${server.log().slice(-3000)}`].join('\n');
+
+  const adaId = await page.join(server, ROOM, { source: 'test',
+    identity: 'ada' });
+  await until(() => gst.id, 'legba-call to join', { ms: SETUP_MS, detail });
+  await decodedFrom(page, gst.id, FRAMES, SETUP_MS);
+  await until(() => callFrames(gst, 'ada') > FRAMES,
+      'legba-call to decode the page\'s video in the mesh',
+      { ms: SETUP_MS, detail });
+  assert.deepEqual(await page.tab.evaluate(() => ({
+    sfu: window.legba.peer()._sfu !== null,
+    mesh: [...window.legba.peer().participants.values()]
+        .filter((p) => p.conn?.pc.connectionState === 'connected').length,
+  })), { sfu: false, mesh: 1 }, 'a mesh of two');
+
+  /* each sends the other a message every SEND_MS, in the mesh, across
+   * the move and after */
+  let gstSent = 0;
+  const gstSender = setInterval(() => {
+    gst.child.stdin.write(`gst ${gstSent++}\n`);
+  }, SEND_MS);
+  defer(() => clearInterval(gstSender));
+  await page.tab.evaluate((ms) => {
+    window.adaSent = 0;
+    window.adaSender = setInterval(() => {
+      window.legba.send({ text: `ada ${window.adaSent}` }, { topic: 'chat' });
+      window.adaSent++;
+    }, ms);
+  }, SEND_MS);
+  const pageGot = () => page.tab.evaluate(() => window.legba.record.chat
+      .filter((c) => c.who === 'gst').map((c) => c.text));
+  const gstGot = () => gst.lines.filter((l) => l.startsWith('<ada> '))
+      .map((l) => l.slice('<ada> '.length));
+  await until(async () => tally(await pageGot(), 'gst', 10).count >= 10 &&
+      tally(gstGot(), 'ada', 10).count >= 10,
+  'the mesh to carry the first messages each way', { ms: SETUP_MS, detail });
+
+  /* the third: the server moves the room to Janus */
+  const carol = startCall(server, 'carol');
+  calls.push(carol);
+  await until(() => carol.id, 'carol to join', { ms: SETUP_MS, detail });
+  await until(() => server.log().includes('sfu-auto-switch'),
+      'the server to move the room to its SFU', { ms: SETUP_MS, detail });
+
+  /* everyone decodes everyone through Janus: the page's stats are its
+   * subscriber connections' once it has no mesh connection left;
+   * legba-call's room logs the end of its move once its mesh
+   * connections are closed */
+  await until(() => page.tab.evaluate(() => {
+    const peer = window.legba.peer();
+    return peer._sfu !== null && !peer._sfu.move &&
+      [...peer.participants.values()].every((p) => !p.conn);
+  }), 'the page to close its mesh connection', { ms: SETUP_MS, detail });
+  await until(() => gst.lines.some((l) => / moved to the SFU in \d+ ms/
+      .test(l)), 'legba-call to close its mesh connection',
+  { ms: SETUP_MS, detail });
+  /* its count of the page's frames from a stats line written once its
+   * mesh connection was closed */
+  const moved = gst.lines.findIndex((l) => / moved to the SFU in \d+ ms/
+      .test(l));
+  const stats = await until(() => gst.lines.slice(moved + 1)
+      .find((l) => / \| ada \d+ frames /.test(l)),
+  'a stats line of legba-call after its move', { ms: SETUP_MS, detail });
+  const before = { ada: Number(/ \| ada (\d+) frames /.exec(stats)[1]) };
+  await decodedFrom(page, gst.id, FRAMES, SETUP_MS);
+  await decodedFrom(page, carol.id, FRAMES, SETUP_MS);
+  await until(() => callFrames(gst, 'ada') > before.ada + FRAMES &&
+      callFrames(gst, 'carol') > FRAMES && callFrames(carol, 'ada') > FRAMES &&
+      callFrames(carol, 'gst') > FRAMES,
+  'legba-call and carol to decode the others through Janus',
+  { ms: SETUP_MS, detail });
+
+  /* legba-call's room heard the page's sfu-ready (it would otherwise
+   * have finished its move after 5 s, without it) */
+  const ready = `${adaId} receives the local participant through the SFU`;
+  assert.ok(gst.lines.some((l) => l.includes(ready)),
+      `legba-call's room logged "${ready}"\n${await detail()}`);
+  assert.ok(!gst.lines.some((l) => l.includes('the move to the SFU is not ' +
+      'done after')), 'legba-call\'s room did not wait out its move');
+  assert.match(await page.tab.evaluate(() => window.legba.record.log
+      .join('\n')), new RegExp(`${gst.id} receives this participant ` +
+      'through the SFU'), 'the page heard legba-call\'s sfu-ready');
+
+  /* ten more each through Janus, then every message is checked */
+  const gstUntil = gstSent + 10;
+  const adaUntil = await page.tab.evaluate(() => window.adaSent) + 10;
+  await until(async () => gstSent >= gstUntil &&
+      await page.tab.evaluate(() => window.adaSent) >= adaUntil,
+  'ten more messages each', { ms: SETUP_MS, detail });
+  clearInterval(gstSender);
+  const adaSent = await page.tab.evaluate(() => {
+    clearInterval(window.adaSender);
+    return window.adaSent;
+  });
+  await until(async () => tally(await pageGot(), 'gst', gstSent).count >=
+      gstSent && tally(gstGot(), 'ada', adaSent).count >= adaSent,
+  'every message to arrive', { ms: SETUP_MS, detail: async () => {
+    const a = tally(await pageGot(), 'gst', gstSent);
+    const b = tally(gstGot(), 'ada', adaSent);
+    return `the page misses ${a.missing.length} of legba-call's ` +
+      `${gstSent}: ${a.missing.join(' ')}\nlegba-call misses ` +
+      `${b.missing.length} of the page's ${adaSent}: ` +
+      `${b.missing.join(' ')}\n${await detail()}`;
+  } });
+  /* what each side's move took, for the record */
+  t.diagnostic(`messages: ${adaSent} from the page, ${gstSent} from ` +
+      'legba-call');
+  for (const line of await page.tab.evaluate(() => window.legba.record.log
+      .filter((l) => / into the move\)$/.test(l))))
+    t.diagnostic(`page: ${line}`);
+  for (const line of gst.lines.filter((l) => /the SFU|mesh connection/
+      .test(l) && / legbaroom /.test(l)))
+    t.diagnostic(`legba-call: ${line.replace(/^.* legbaroom /, '')}`);
+  assert.deepEqual(tally(await pageGot(), 'gst', gstSent).twice, [],
+      'the page got each of legba-call\'s messages once');
+  assert.deepEqual(tally(gstGot(), 'ada', adaSent).twice, [],
+      'legba-call got each of the page\'s messages once');
+  assert.deepEqual(await page.tab.evaluate(() => window.legba.record.events
+      .filter((e) => e.type === 'error').map((e) => e.message)), [],
+  'the page reported no error');
+  assert.deepEqual(await page.cspViolations(), [],
+      'nothing the page did was blocked by its Content-Security-Policy');
   await page.leave();
 });

@@ -53,7 +53,8 @@ export const ROOM_PATTERN = /^[A-Za-z0-9_\-=@,.;]{1,149}$/;
 export const SUFFIX_PATTERN = /^[a-z0-9]{6,16}$/;
 const SIGNAL_EVENT = 'client-legba-signal';
 const TOPOLOGY_EVENT = 'legba:topology';
-const TYPES = new Set(['offer', 'answer', 'candidates', 'bye', 'part']);
+const TYPES = new Set(['offer', 'answer', 'candidates', 'bye', 'part',
+  'sfu-ready']);
 
 const encoder = new TextEncoder();
 
@@ -892,6 +893,8 @@ export class LegbaRoomPeer extends EventTarget
       case 'bye':
         if (!conn)
           return this._log(`bye for unknown pc ${s.pc} dropped`);
+        if (conn.kept && this._sfu?.move?.bye(s.from, s.pc))
+          break;
         if (!conn.participant.present) {
           /* gone from the room already: nothing left to wait for */
           this._drop(conn.participant);
@@ -899,6 +902,10 @@ export class LegbaRoomPeer extends EventTarget
         }
         this._closeConn(conn);
         this._setParticipantState(conn.participant, 'closed');
+        break;
+      case 'sfu-ready':
+        /* §8: s.from receives this participant through the SFU */
+        this._sfu?.move?.ready(s.from);
         break;
     }
   }
@@ -1035,9 +1042,11 @@ export class LegbaRoomPeer extends EventTarget
   }
 
   /* §8: the first topology of each join counts; in an SFU room the peer
-   * connections go (with a bye) and the room's Janus takes over. A later
-   * one naming another Janus or room means the room moved (its Janus
-   * died): the old SFU session goes and the new room is joined. */
+   * connections go (with a bye) and the room's Janus takes over, but for
+   * those connected when a mesh room moves to its SFU: they stay up until
+   * the SFU carries each way (room-sfu.js, MeshMove). A later one naming
+   * another Janus or room means the room moved (its Janus died): the old
+   * SFU session goes and the new room is joined. */
   _onTopology (data)
   {
     if (!this.id)
@@ -1057,16 +1066,23 @@ export class LegbaRoomPeer extends EventTarget
     this._topologyTaken = true;
     if (topology.topology !== 'sfu')
       return;
+    const kept = new Map();
     for (const p of this.participants.values()) {
       clearTimeout(p.offerTimer);
       p.offerTimer = null;
-      if (p.conn) {
-        this._signal(p.conn, { type: 'bye' });
-        this._closeConn(p.conn);
+      if (!p.conn)
+        continue;
+      if (!this._sfu && p.conn.pc.connectionState === 'connected') {
+        /* out of the mesh's hands: no reconnection, no data sent on it */
+        kept.set(p.id, p.conn);
+        p.conn = null;
+        continue;
       }
+      this._signal(p.conn, { type: 'bye' });
+      this._closeConn(p.conn);
     }
     this._sfu?.close();
-    const sfu = new LegbaSfu(this, topology.sfu);
+    const sfu = new LegbaSfu(this, topology.sfu, kept);
     this._sfu = sfu;
     this._log(`SFU room: Janus ${topology.sfu.url} room ${topology.sfu.room}`);
     sfu.start().catch((e) => {

@@ -12,12 +12,32 @@
 // closes once joined (its Janus died) closes its connections and waits
 // for the room's next legba:topology (LegbaRoomPeer then makes a new
 // LegbaSfu), reporting an error only when none comes within MOVE_WAIT_S.
+// A mesh room that moves to its SFU (§8, `auto` rooms) moves make before
+// break, as LegbaRoom does (lib/legba/room/legba-room-switch.c): MeshMove.
 
 export const KEEPALIVE_MS = 25000;
 const REQUEST_MS = 15000;
 /* as LegbaRoom: the server notices a dead Janus within seconds */
 const MOVE_WAIT_S = 15;
 const VIDEOROOM = 'janus.plugin.videoroom';
+/* as LegbaRoom: the longest a move from mesh to SFU waits for the others */
+export const SWITCH_MS = 5000;
+/* how often a kept mesh connection's queue is looked at again */
+const DRAIN_POLL_MS = 50;
+
+function randomId ()
+{
+  const bytes = crypto.getRandomValues(new Uint8Array(8));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/* The kinds of the m-sections an offer has (Janus offers a subscriber
+ * the publisher's streams). */
+function offeredKinds (sdp)
+{
+  return ['video', 'audio'].filter((kind) =>
+    new RegExp(`^m=${kind} `, 'm').test(sdp ?? ''));
+}
 
 /* §8 "Reading the topology": `data` (a JSON string or its value) checked;
  * returns {topology: 'mesh'} or {topology: 'sfu', sfu: {url, room, pin,
@@ -189,10 +209,247 @@ class JanusSession
   }
 }
 
+/* A mesh room moving to its SFU (§8, "A mesh room that moves to its SFU"),
+ * make before break, as LegbaRoom's legba-room-switch.c:
+ *
+ * - the connected mesh connections (`kept`, participant id -> the
+ *   LegbaRoomPeer's connection, out of its hands) stay up while the SFU
+ *   connections are made; each track of a participant comes from the mesh
+ *   until the same kind comes from the SFU (its first RTP: the track
+ *   unmutes), the mesh track reported removed right before the SFU's is
+ *   reported;
+ * - a participant's subscriber connection with its own data channel open
+ *   and each track Janus offered on it arrived is told to that participant
+ *   with the signal `sfu-ready`; the mesh connection with it closes once
+ *   `sfu-ready` went both ways and what was sent to it on the mesh is out;
+ * - the local reliable messages to everyone, which go to the SFU from the
+ *   event on, wait (LegbaSfu.held) until each participant met in the mesh
+ *   has said `sfu-ready`: Janus relays a message to the subscriber
+ *   channels open then, and no other.
+ *
+ * SWITCH_MS bounds it all: then the messages go and the mesh connections
+ * close, whoever has not answered. */
+class MeshMove
+{
+  constructor (sfu, kept)
+  {
+    this.sfu = sfu;
+    this.peer = sfu.peer;
+    this.kept = kept;
+    /* those whose sfu-ready is due to this side */
+    this.waiting = new Set(kept.keys());
+    /* those this side tells sfu-ready, once it receives them */
+    this.partners = new Set(kept.keys());
+    /* those received through the SFU */
+    this.receiving = new Set();
+    /* participant id -> SFU tracks shown once the mesh's go */
+    this.pending = new Map();
+    this.started = performance.now();
+    this.done = false;
+    this.drainTimer = null;
+    this.deadline = setTimeout(() => this._expire(), SWITCH_MS);
+    for (const conn of kept.values()) {
+      conn.kept = true;
+      conn.pc.addEventListener('connectionstatechange', () => {
+        if (['failed', 'closed'].includes(conn.pc.connectionState))
+          this._closeMesh(conn.participant.id);
+      });
+    }
+    this._log(`moving to the SFU, keeping ${kept.size} mesh connections ` +
+        'until then');
+  }
+
+  _log (line)
+  {
+    const ms = (performance.now() - this.started).toFixed(0);
+    this.peer._log(`sfu: ${line} (${ms} ms into the move)`);
+  }
+
+  _closeMesh (id)
+  {
+    const conn = this.kept.get(id);
+    if (!conn)
+      return;
+    this.kept.delete(id);
+    this._log(`closing the mesh connection to ${id} (pc ${conn.id})`);
+    this.peer._closeConn(conn);
+    for (const show of this.pending.get(id) ?? [])
+      show();
+    this.pending.delete(id);
+  }
+
+  /* Closes each mesh connection whose participant comes through the SFU
+   * both ways and whose queue is out; polls for the others. */
+  _closeDrained ()
+  {
+    let queued = false;
+    for (const [id, conn] of [...this.kept]) {
+      if (!this.receiving.has(id) || this.waiting.has(id))
+        continue;
+      if (Object.values(conn.channels).some((c) => c.bufferedAmount > 0))
+        queued = true;
+      else
+        this._closeMesh(id);
+    }
+    if (queued && !this.drainTimer) {
+      this.drainTimer = setTimeout(() => {
+        this.drainTimer = null;
+        this._closeDrained();
+        this._finish();
+      }, DRAIN_POLL_MS);
+    }
+  }
+
+  _release ()
+  {
+    if (!this.sfu.holding)
+      return;
+    this._log('messages go through the SFU');
+    this.sfu.holding = false;
+    this.sfu._flushHeld();
+  }
+
+  _finish ()
+  {
+    if (this.sfu.holding || this.kept.size > 0 || this.partners.size > 0)
+      return;
+    this._log('moved to the SFU');
+    this._stop();
+    if (this.sfu.move === this)
+      this.sfu.move = null;
+  }
+
+  _stop ()
+  {
+    this.done = true;
+    clearTimeout(this.deadline);
+    clearTimeout(this.drainTimer);
+    this.drainTimer = null;
+  }
+
+  _expire ()
+  {
+    this._log(`not done after ${SWITCH_MS} ms (${this.waiting.size} ` +
+        `participants to answer, ${this.kept.size} mesh connections); ` +
+        'finishing it');
+    this.waiting.clear();
+    this.partners.clear();
+    this._release();
+    for (const id of [...this.kept.keys()])
+      this._closeMesh(id);
+    this._finish();
+  }
+
+  /* §8: participant `from` receives this one through the SFU */
+  ready (from)
+  {
+    if (!this.waiting.delete(from))
+      return;
+    this._log(`${from} receives this participant through the SFU`);
+    if (this.waiting.size === 0)
+      this._release();
+    this._closeDrained();
+    this._finish();
+  }
+
+  /* A bye for a kept connection: a client that moves break before make,
+   * which will not say sfu-ready. Returns whether it was one. */
+  bye (from, pc)
+  {
+    const conn = this.kept.get(from);
+    if (!conn || conn.id !== pc)
+      return false;
+    this._closeMesh(from);
+    this._finish();
+    return true;
+  }
+
+  participantLeft (id)
+  {
+    this._closeMesh(id);
+    this.receiving.delete(id);
+    this.partners.delete(id);
+    if (this.waiting.delete(id) && this.waiting.size === 0)
+      this._release();
+    this._finish();
+  }
+
+  /* A track of `feed` came: shown at once, unless the mesh still brings
+   * that participant's track of that kind; then shown when its first RTP
+   * comes, the mesh's reported removed just before. */
+  track (feed, track, show)
+  {
+    let shown = false;
+    const once = () => {
+      if (!shown) {
+        shown = true;
+        show();
+      }
+    };
+    const mesh = this.kept.get(feed.display);
+    if (mesh?.tracks.some((t) => t.kind === track.kind)) {
+      const waiting = this.pending.get(feed.display) ?? [];
+      waiting.push(once);
+      this.pending.set(feed.display, waiting);
+    } else {
+      once();
+    }
+    const arrived = () => {
+      feed.arrived.add(track.kind);
+      if (this.done)
+        return;
+      const conn = this.kept.get(feed.display);
+      const old = conn?.tracks.find((t) => t.kind === track.kind);
+      if (old) {
+        this._log(`${feed.display}'s ${track.kind} now comes through the SFU`);
+        conn.tracks = conn.tracks.filter((t) => t !== old);
+        this.peer._emit('track-removed', { participant: feed.display,
+          track: old, kind: old.kind });
+      }
+      once();
+      this.check(feed);
+    };
+    if (track.muted)
+      track.addEventListener('unmute', arrived, { once: true });
+    else
+      arrived();
+  }
+
+  /* The subscriber connection of `feed` has its own data channel open and
+   * each track Janus offered on it arrived: its participant is received
+   * through the SFU; one of the mesh is told so (sfu-ready). */
+  check (feed)
+  {
+    const id = feed.display;
+    if (this.done || !feed.open || feed.expected === null ||
+        feed.expected.some((kind) => !feed.arrived.has(kind)) ||
+        this.receiving.has(id))
+      return;
+    this.receiving.add(id);
+    if (this.partners.delete(id)) {
+      this._log(`telling ${id} it is received through the SFU`);
+      this.peer._enqueue({ to: id, from: this.peer.id, pc: feed.pcId,
+        type: 'sfu-ready' });
+    }
+    this._closeDrained();
+    this._finish();
+  }
+
+  close ()
+  {
+    this._stop();
+    for (const id of [...this.kept.keys()])
+      this._closeMesh(id);
+    this.pending.clear();
+  }
+}
+
 export class LegbaSfu
 {
-  /* peer: the LegbaRoomPeer; sfu: the checked topology's `sfu` */
-  constructor (peer, sfu)
+  /* peer: the LegbaRoomPeer; sfu: the checked topology's `sfu`; kept:
+   * the connected mesh connections of a room moving from mesh to SFU, by
+   * participant id (MeshMove) */
+  constructor (peer, sfu, kept = new Map())
   {
     this.peer = peer;
     this.sfu = sfu;
@@ -204,6 +461,11 @@ export class LegbaSfu
     this.lossyWaiting = [];
     this.closed = false;
     this.moveWait = null;
+    /* reliable messages waiting for the publisher's channel: those of a
+     * move until the others receive this participant (MeshMove) */
+    this.held = [];
+    this.holding = kept.size > 0;
+    this.move = kept.size > 0 ? new MeshMove(this, kept) : null;
   }
 
   _joinBody (ptype)
@@ -294,11 +556,13 @@ export class LegbaSfu
     this.publisher.channels[channel.label] = channel;
     channel.binaryType = 'arraybuffer';
     channel.onopen = () => {
-      if (channel.label === 'legba')
+      if (channel.label === 'legba') {
         channel.send(JSON.stringify({ topic: 'legba.mute',
           data: { ...this.peer.muted } }));
-      else
+        this._flushHeld();
+      } else {
         this._flushLossy();
+      }
     };
   }
 
@@ -336,7 +600,8 @@ export class LegbaSfu
   async _subscribe (id, display)
   {
     const feed = { id, display, handle: null, pc: null, tracks: [],
-      channels: [] };
+      channels: [], pcId: randomId(), open: false, expected: null,
+      arrived: new Set() };
     this.feeds.set(id, feed);
     feed.handle = await this.session.attach((m) => {
       if (m.janus === 'hangup')
@@ -352,8 +617,15 @@ export class LegbaSfu
     feed.pc = pc;
     pc.ontrack = (e) => {
       feed.tracks.push(e.track);
-      this.peer._emit('track', { participant: display, track: e.track,
-        kind: e.track.kind, streams: e.streams });
+      const show = () => {
+        if (this.feeds.get(id) === feed)
+          this.peer._emit('track', { participant: display, track: e.track,
+            kind: e.track.kind, streams: e.streams });
+      };
+      if (this.move)
+        this.move.track(feed, e.track, show);
+      else
+        show();
     };
     pc.ondatachannel = (e) => this._adoptFeedChannel(feed, e.channel);
     pc.onconnectionstatechange = () => {
@@ -361,11 +633,17 @@ export class LegbaSfu
       if (p && pc.connectionState === 'connected')
         this.peer._setParticipantState(p, 'connected');
     };
+    feed.expected = offeredKinds(attached.jsep?.sdp);
     await pc.setRemoteDescription(attached.jsep);
     for (const t of pc.getTransceivers())
       t.direction = 'recvonly';
-    this._adoptFeedChannel(feed, pc.createDataChannel('legba',
-        { ordered: true }));
+    const own = pc.createDataChannel('legba', { ordered: true });
+    own.addEventListener('open', () => {
+      feed.open = true;
+      if (this.feeds.get(id) === feed)
+        this.move?.check(feed);
+    });
+    this._adoptFeedChannel(feed, own);
     const answer = await pc.createAnswer();
     const started = this.session.message(feed.handle, { request: 'start' },
         { type: 'answer', sdp: answer.sdp });
@@ -399,9 +677,11 @@ export class LegbaSfu
     }
   }
 
-  /* presence said the participant left: its subscriptions end */
+  /* presence said the participant left: its subscriptions end, and its
+   * mesh connection of a move */
   dropParticipant (participant)
   {
+    this.move?.participantLeft(participant);
     for (const feed of [...this.feeds.values()]) {
       if (feed.display === participant)
         this._dropFeed(feed.id);
@@ -412,6 +692,10 @@ export class LegbaSfu
    * participants it goes to. */
   send (payload, lossy)
   {
+    if (!lossy && (this.holding || this.held.length > 0)) {
+      this.held.push(payload);
+      return this.peer.participants.size;
+    }
     const channel = this.publisher?.channels.legba;
     if (channel?.readyState !== 'open')
       return 0;
@@ -431,6 +715,24 @@ export class LegbaSfu
         this.lossyWaiting = [...this.lossyWaiting, payload].slice(-64);
     }
     return this.feeds.size;
+  }
+
+  /* The held reliable messages, in order, once the move let them go and
+   * the publisher's channel is open. */
+  _flushHeld ()
+  {
+    const channel = this.publisher?.channels.legba;
+    if (this.holding || channel?.readyState !== 'open')
+      return;
+    for (const payload of this.held.splice(0)) {
+      try {
+        this.peer._checkSize(this.publisher, payload);
+        channel.send(payload);
+      } catch (e) {
+        this.peer._error(null, `a message that waited for the SFU: ` +
+            `${e.message ?? e}`);
+      }
+    }
   }
 
   _flushLossy ()
@@ -454,6 +756,8 @@ export class LegbaSfu
     if (this.closed)
       return;
     this.closed = true;
+    this.move?.close();
+    this.move = null;
     for (const id of [...this.feeds.keys()])
       this._dropFeed(id);
     this.publisher?.pc.close();
