@@ -1145,15 +1145,18 @@ def netlab_receiver_lines(results_dir, rel):
              "pair's `availableOutgoingBitrate` (its estimate of the link), "
              "**NACKs / PLIs / FIRs** what it received from Legba over the "
              "window, **key frames** what it encoded then; fps and freezes "
-             "are Legba's decoded frames (Chromium's freeze definition). "
+             "are Legba's decoded frames (Chromium's freeze definition); "
+             "**jitter buffer** the highest latency Legba's jitter buffers "
+             "grew to (`max-latency`, docs/rooms.md \"The jitter buffer on "
+             "real networks\"; – where the run did not record it). "
              "Runs, each a file with its Legba version and command: "
              + "; ".join(f"[`{os.path.basename(p)}`]({rel(p)}) (Legba "
                          f"{r.get('legba')}, `{r.get('command')}`, load "
                          f"{r.get('load_start')})" for p, r in runs) + ".",
              "", "| scenario | Legba | run | sent kbit/s | target kbit/s | "
              "available kbit/s | NACKs / PLIs / FIRs | key frames | fps | "
-             "freezes (time) | queue p95 ms | load |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "freezes (time) | queue p95 ms | jitter buffer ms | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     order = []
     for _, res in runs:
         for r in res["scenarios"]:
@@ -1167,10 +1170,14 @@ def netlab_receiver_lines(results_dir, rel):
                 legba = res.get("legba")
                 if res.get("receiver_latency_ms", 100) != 100:
                     legba += f", latency {res['receiver_latency_ms']} ms"
+                if res.get("receiver_max_latency_ms") is not None:
+                    legba += f", max-latency {res['receiver_max_latency_ms']}"
+                    legba += " ms" if res["receiver_max_latency_ms"] > \
+                        res.get("receiver_latency_ms", 100) else " (fixed)"
                 who = f"| {scenario} | {legba} | {i + 1} |"
                 if "error" in r:
                     lines.append(f"{who} failed: {r['error']} | | | | | | "
-                                 "| | |")
+                                 "| | | |")
                     continue
                 lines.append(
                     f"{who} {_f(r['sent_kbps_median'])} | "
@@ -1182,7 +1189,9 @@ def netlab_receiver_lines(results_dir, rel):
                     f"{_f(_sender_delta(r, 'keyFramesEncoded'))} | "
                     f"{_f(r['fps_median'])} | "
                     f"{r['freeze_count']} ({r['freeze_s']:.1f} s) | "
-                    f"{_f(r['queue_ms_p95'])} | {r['load'][0]:.2f} |")
+                    f"{_f(r['queue_ms_p95'])} | "
+                    f"{_f(r.get('jitter_latency_ms_max'))} | "
+                    f"{r['load'][0]:.2f} |")
     return lines + [""]
 
 
