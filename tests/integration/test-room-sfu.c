@@ -821,38 +821,25 @@ relay_teardown (Fixture * f, gconstpointer data)
  * 250 ms (docs/rooms.md gives what was measured). */
 #define RECONNECT_BOUND_MS 10000
 
-/* Alice's connection to Janus is cut while Janus, the server and bob's
- * connection are fine: no new topology comes. Alice opens a session
- * again on the same Janus and joins the same VideoRoom; each one's pads
- * of the other go and come back, as the same participants, within
- * RECONNECT_BOUND_MS; reliable data sent after that arrives; no error. */
+/* After alice lost her session (at since, monotonic) while Janus, the
+ * server and bob are fine: each one's pads of the other go and come
+ * back, as the same participants, within bound_ms (the gap printed as
+ * metric); reliable data sent after that arrives, both ways; no error. */
 static void
-test_sfu_connection_cut (Fixture * f, gconstpointer data)
+assert_session_back (Participant * a, Participant * b, LegbaParticipant *
+    a_sees_b, LegbaParticipant * b_sees_a, gint64 since, gint64 bound_ms,
+    const char *metric)
 {
   g_autoptr (GPtrArray) received = g_ptr_array_new_with_free_func
       (message_free);
   g_autoptr (GPtrArray) a_received = g_ptr_array_new_with_free_func
       (message_free);
   g_autoptr (JsonNode) hello = json_from_string ("{\"after\":1}", NULL);
-  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
-  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
   Participant *all[2] = { a, b };
   Resend a_resend = { a->room, hello, NULL };
   Resend b_resend = { b->room, hello, NULL };
-  LegbaParticipant *a_sees_b, *b_sees_a;
   guint resend_source;
-  gint64 cut;
 
-  participant_connect_and_wait (a);
-  ROOM_WAIT_FOR (relay_count (&relay) == 1, "alice to reach Janus");
-  participant_connect_and_wait (b);
-  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other");
-  g_assert_cmpuint (relay_count (&relay), ==, 2);
-  a_sees_b = participant_find (a, b);
-  b_sees_a = participant_find (b, a);
-
-  cut = g_get_monotonic_time ();
-  relay_cut (&relay, 0);
   ROOM_WAIT_FOR (a->tracks_removed == 2 && b->tracks_removed == 2,
       "each participant's pads of the other to go with alice's session");
   participant_forget_frames (a, b);
@@ -860,15 +847,14 @@ test_sfu_connection_cut (Fixture * f, gconstpointer data)
   ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other "
       "again, alice in a session of her own again");
   for (guint i = 0; i < 2; i++) {
-    gint64 gap = participant_first_video_time (all[i], all[1 - i]) - cut;
+    gint64 gap = participant_first_video_time (all[i], all[1 - i]) - since;
 
-    g_test_message ("sfu-reconnect-gap-ms %s=%" G_GINT64_FORMAT,
-        all[i]->identity, gap / 1000);
-    g_assert_cmpint (gap, <, RECONNECT_BOUND_MS * 1000);
+    g_test_message ("%s %s=%" G_GINT64_FORMAT, metric, all[i]->identity,
+        gap / 1000);
+    g_assert_cmpint (gap, <, bound_ms * 1000);
   }
-  /* the same Janus room (nothing moved), alice through a new connection */
+  /* the same Janus room (nothing moved), the same participants */
   g_assert_cmpuint (legba_test_janus_count_rooms (&open_janus), ==, 1);
-  g_assert_cmpuint (relay_count (&relay), ==, 3);
   g_assert_true (participant_find (a, b) == a_sees_b);
   g_assert_true (participant_find (b, a) == b_sees_a);
   g_assert_cmpuint (a->left, ==, 0);
@@ -895,6 +881,69 @@ test_sfu_connection_cut (Fixture * f, gconstpointer data)
       legba_room_get_participant_id (b->room));
   assert_no_room_errors (a);
   assert_no_room_errors (b);
+}
+
+/* Alice's connection to Janus is cut while Janus, the server and bob's
+ * connection are fine: no new topology comes. Alice opens a session
+ * again on the same Janus and joins the same VideoRoom, through a new
+ * connection (assert_session_back() says the rest). */
+static void
+test_sfu_connection_cut (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *all[2] = { a, b };
+  LegbaParticipant *a_sees_b, *b_sees_a;
+  gint64 cut;
+
+  participant_connect_and_wait (a);
+  ROOM_WAIT_FOR (relay_count (&relay) == 1, "alice to reach Janus");
+  participant_connect_and_wait (b);
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other");
+  g_assert_cmpuint (relay_count (&relay), ==, 2);
+  a_sees_b = participant_find (a, b);
+  b_sees_a = participant_find (b, a);
+
+  cut = g_get_monotonic_time ();
+  relay_cut (&relay, 0);
+  assert_session_back (a, b, a_sees_b, b_sees_a, cut, RECONNECT_BOUND_MS,
+      "sfu-reconnect-gap-ms");
+  g_assert_cmpuint (relay_count (&relay), ==, 3);
+  participant_free (b);
+  participant_free (a);
+}
+
+/* The most the media may stop when Janus destroys a participant's
+ * session behind its open WebSocket: the participant learns it from the
+ * answer to its next keepalive. */
+/* a keepalive every 25 s (docs/room-protocol.md §8) */
+#define KEEPALIVE_MS 25000
+#define DESTROYED_BOUND_MS (KEEPALIVE_MS + RECONNECT_BOUND_MS)
+
+/* Janus destroys alice's session (its admin API's destroy_session, as
+ * its own session timeout would), her WebSocket open: her next
+ * keepalive is answered with an error, and she opens a session again
+ * (assert_session_back() says the rest). */
+static void
+test_sfu_session_destroyed (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *all[2] = { a, b };
+  LegbaParticipant *a_sees_b, *b_sees_a;
+  gint64 destroyed;
+
+  participant_connect_and_wait (a);
+  participant_connect_and_wait (b);
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other");
+  a_sees_b = participant_find (a, b);
+  b_sees_a = participant_find (b, a);
+
+  destroyed = g_get_monotonic_time ();
+  g_assert_true (legba_test_janus_destroy_session_of (&open_janus,
+          legba_room_get_participant_id (a->room)));
+  assert_session_back (a, b, a_sees_b, b_sees_a, destroyed,
+      DESTROYED_BOUND_MS, "sfu-destroyed-gap-ms");
   participant_free (b);
   participant_free (a);
 }
@@ -924,6 +973,8 @@ main (int argc, char **argv)
   g_assert_true (legba_test_janus_start_open (&open_janus));
   g_test_add ("/room/sfu/connection-cut", Fixture, NULL, relay_setup,
       test_sfu_connection_cut, relay_teardown);
+  g_test_add ("/room/sfu/session-destroyed", Fixture, NULL,
+      coordinated_setup, test_sfu_session_destroyed, fixture_teardown);
   g_test_add ("/room/sfu/janus-hangs", Fixture, NULL, two_janus_setup,
       test_sfu_janus_hangs, fixture_teardown);
   g_test_add ("/room/sfu/janus-restarts", Fixture, NULL, solo_setup,
