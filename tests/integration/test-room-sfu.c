@@ -717,6 +717,8 @@ typedef struct
   guint target_port;
   char *url;
   GPtrArray *links;             /* GSocketConnection pairs, accepted first */
+  gboolean refusing;            /* closes what it accepts */
+  guint refused;
 } Relay;
 
 static Relay relay;
@@ -733,9 +735,15 @@ on_relay_incoming (GSocketService * service, GSocketConnection * connection,
 {
   g_autoptr (GSocketClient) client = g_socket_client_new ();
   g_autoptr (GError) error = NULL;
-  GSocketConnection *upstream = g_socket_client_connect_to_host (client,
-      "127.0.0.1", r->target_port, NULL, &error);
+  GSocketConnection *upstream;
 
+  if (r->refusing) {
+    r->refused++;
+    g_io_stream_close (G_IO_STREAM (connection), NULL, NULL);
+    return TRUE;
+  }
+  upstream = g_socket_client_connect_to_host (client, "127.0.0.1",
+      r->target_port, NULL, &error);
   g_assert_no_error (error);
   g_ptr_array_add (r->links, g_object_ref (connection));
   g_ptr_array_add (r->links, upstream);
@@ -752,6 +760,8 @@ relay_start (Relay * r, guint target_port)
   guint16 port;
 
   r->target_port = target_port;
+  r->refusing = FALSE;
+  r->refused = 0;
   r->links = g_ptr_array_new_with_free_func (g_object_unref);
   r->service = g_socket_service_new ();
   port = g_socket_listener_add_any_inet_port (G_SOCKET_LISTENER (r->service),
@@ -913,6 +923,49 @@ test_sfu_connection_cut (Fixture * f, gconstpointer data)
   participant_free (a);
 }
 
+/* The room waits this long for its session or a new topology
+ * (docs/rooms.md) */
+#define LOST_WAIT_S 15
+
+/* Alice's connection is cut and Janus stays out of her reach (the relay
+ * closes every new connection): she tries again, with a back-off, and
+ * reports the room's SFU unreachable once LOST_WAIT_S passed; bob's
+ * pads of her go, and she stays in the room. */
+static void
+test_sfu_connection_lost (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *all[2] = { a, b };
+  gint64 cut, waited;
+
+  participant_connect_and_wait (a);
+  ROOM_WAIT_FOR (relay_count (&relay) == 1, "alice to reach Janus");
+  participant_connect_and_wait (b);
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other");
+
+  relay.refusing = TRUE;
+  cut = g_get_monotonic_time ();
+  relay_cut (&relay, 0);
+  ROOM_WAIT_FOR (b->tracks_removed == 2, "bob's pads of alice to go");
+  ROOM_WAIT_FOR (has_error (a, LEGBA_ROOM_ERROR_UNREACHABLE), "alice to "
+      "report Janus unreachable");
+  waited = (g_get_monotonic_time () - cut) / G_TIME_SPAN_MILLISECOND;
+  g_test_message ("sfu-lost-report-ms %" G_GINT64_FORMAT " attempts %u",
+      waited, relay.refused);
+  g_assert_cmpint (waited, >=, LOST_WAIT_S * 1000);
+  g_assert_cmpint (waited, <, (LOST_WAIT_S + 5) * 1000);
+  /* 250 ms, doubling up to 4 s: 6 attempts within 15 s */
+  g_assert_cmpuint (relay.refused, >=, 4);
+  g_assert_cmpuint (relay.refused, <=, 8);
+  g_assert_cmpint (legba_room_get_state (a->room), ==,
+      LEGBA_ROOM_STATE_CONNECTED);
+  g_assert_cmpuint (b->left, ==, 0);
+  assert_no_room_errors (b);
+  participant_free (b);
+  participant_free (a);
+}
+
 /* The most the media may stop when Janus destroys a participant's
  * session behind its open WebSocket: the participant learns it from the
  * answer to its next keepalive. */
@@ -973,6 +1026,8 @@ main (int argc, char **argv)
   g_assert_true (legba_test_janus_start_open (&open_janus));
   g_test_add ("/room/sfu/connection-cut", Fixture, NULL, relay_setup,
       test_sfu_connection_cut, relay_teardown);
+  g_test_add ("/room/sfu/connection-lost", Fixture, NULL, relay_setup,
+      test_sfu_connection_lost, relay_teardown);
   g_test_add ("/room/sfu/session-destroyed", Fixture, NULL,
       coordinated_setup, test_sfu_session_destroyed, fixture_teardown);
   g_test_add ("/room/sfu/janus-hangs", Fixture, NULL, two_janus_setup,

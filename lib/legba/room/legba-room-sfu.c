@@ -82,6 +82,7 @@ struct _LegbaSfuClient
   GSource *retry;               /* the next attempt, or its deadline */
   guint attempts;               /* since the session was lost */
   gint64 lost_at;               /* monotonic */
+  gboolean gave_up;             /* the loss was reported: no more attempts */
   int lost_code;
   char *lost_why;
 };
@@ -648,6 +649,7 @@ on_joined (guint64 handle, JsonObject * reply, const GError * error,
     legba_clear_source (&self->retry);
     self->attempts = 0;
   }
+  self->gave_up = FALSE;
   self->joined = TRUE;
   subscribe_all (self, data);
   if (has_local_track (self->room))
@@ -745,6 +747,7 @@ move_wait_expired (gpointer user_data)
 
   g_clear_pointer (&self->move_wait, g_source_unref);
   legba_clear_source (&self->retry);
+  self->gave_up = TRUE;
   report (self, self->lost_code, "The SFU session failed, could not be "
       "opened again and the room was not made again elsewhere within %u s: "
       "%s", MOVE_WAIT_S, self->lost_why);
@@ -790,6 +793,8 @@ session_lost (LegbaSfuClient * self, int code, const char *why)
 {
   guint delay = RETRY_MAX_MS;
 
+  if (self->gave_up)
+    return;
   if (self->published) {
     /* the messages queued for the closed publisher connection may be
      * lost (docs/rooms.md); later ones wait for the next */
@@ -800,10 +805,12 @@ session_lost (LegbaSfuClient * self, int code, const char *why)
   self->publisher_handle = 0;
   self->joined = FALSE;
   self->published = FALSE;
-  self->lost_code = code;
+  /* what is reported if it does not come back: the first loss's code
+   * (a refusal of a later attempt is not the cause), the last why */
   g_free (self->lost_why);
   self->lost_why = g_strdup (why);
   if (self->move_wait == NULL) {
+    self->lost_code = code;
     self->lost_at = g_get_monotonic_time ();
     self->move_wait = g_timeout_source_new_seconds (MOVE_WAIT_S);
     g_source_set_callback (self->move_wait, move_wait_expired, self, NULL);
@@ -823,6 +830,11 @@ janus_failed (int code, const char *why, gpointer user_data)
 {
   LegbaSfuClient *self = user_data;
 
+  if (self->gave_up) {
+    /* an attempt still under way when the loss was reported */
+    drop_connections (self);
+    return;
+  }
   if (self->publisher_handle == 0 && self->move_wait == NULL) {
     report (self, code, "The SFU session failed: %s", why);
     return;
