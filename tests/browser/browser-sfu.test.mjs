@@ -15,7 +15,9 @@
 // it. Last, the page's own connection to a healthy Janus is cut (a TCP
 // relay of the test's own between the participants and Janus): the page
 // opens a session on the same Janus again and both decode each other
-// again. Without janus installed, the test is skipped.
+// again; the same when Janus destroys the page's session behind its open
+// WebSocket (its admin API), which the page learns from its next
+// keepalive. Without janus installed, the test is skipped.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -59,15 +61,17 @@ function lenientEnv ()
 }
 
 /* A Janus of the test's own, without an API secret (and with adminKey
- * when given); null when janus is not installed. */
-async function startJanus (defer, adminKey)
+ * when given, and its admin API with adminSecret when given); null when
+ * janus is not installed. */
+async function startJanus (defer, adminKey, adminSecret)
 {
   const dir = mkdtempSync(join(tmpdir(), 'legba-janus-'));
   defer(() => rmSync(dir, { recursive: true, force: true }));
   try {
     const { stdout } = await run(FIXTURE, [dir], { timeout: 60000,
       env: { ...process.env, JANUS_API_SECRET: '',
-        ...(adminKey ? { JANUS_ADMIN_KEY: adminKey } : {}) } });
+        ...(adminKey ? { JANUS_ADMIN_KEY: adminKey } : {}),
+        ...(adminSecret ? { JANUS_ADMIN_SECRET: adminSecret } : {}) } });
     defer(() => run(FIXTURE, ['--stop', dir]));
     return { ...Object.fromEntries(stdout.trim().split('\n')
         .map((line) => line.split(/=(.*)/s).slice(0, 2))), dir };
@@ -411,6 +415,96 @@ test('an SFU room whose page loses its own connection to a healthy Janus: ' +
     return false;
   }, 'legba-call to print the page\'s chat message sent after',
   { ms: SETUP_MS, every: 1000, detail });
+  assert.deepEqual(await page.tab.evaluate(() => window.legba.record.events
+      .filter((e) => e.type === 'error').map((e) => e.message)), [],
+  'the page reported no error');
+  assert.ok(!call.lines.some((l) => / left$/.test(l) && l.includes(adaId)),
+      'legba-call never saw the page leave');
+  await page.leave();
+});
+
+const ADMIN_SECRET = 'legba-test-admin-secret';
+
+async function adminCall (janus, path, verb)
+{
+  const answer = await (await fetch(`${janus.JANUS_ADMIN_URL}${path}`, {
+    method: 'POST', body: JSON.stringify({ janus: verb, transaction: 't',
+      admin_secret: ADMIN_SECRET }) })).json();
+  assert.equal(answer.janus, 'success', JSON.stringify(answer));
+  return answer;
+}
+
+/* Destroys, through Janus's admin API, the session holding a VideoRoom
+ * handle of that display; false when none does. */
+async function destroySessionOf (janus, display)
+{
+  const { sessions } = await adminCall(janus, '', 'list_sessions');
+  for (const session of sessions) {
+    const { handles } = await adminCall(janus, `/${session}`, 'list_handles');
+    for (const handle of handles) {
+      const { info } = await adminCall(janus, `/${session}/${handle}`,
+          'handle_info');
+      if (info?.plugin_specific?.display === display) {
+        await adminCall(janus, `/${session}`, 'destroy_session');
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+test('an SFU room whose page\'s session Janus destroys: the page learns it ' +
+    'from its next keepalive, opens a session again, and it and legba-call ' +
+    'decode each other again', async (t) => {
+  const defer = teardown(t);
+  const janus = await startJanus(defer, undefined, ADMIN_SECRET);
+  if (!janus) {
+    t.skip('janus is not installed');
+    return;
+  }
+  const server = await startServer({ args: ['--web-dir',
+    requireEnv('LEGBA_WEB_DIR'), '--pusher-js-dir',
+    join(requireEnv('LEGBA_SOURCE_ROOT'), 'tests', 'integration',
+        'node_modules', 'pusher-js', 'dist', 'web'),
+    '--janus-url', janus.JANUS_HTTP_URL, '--janus-ws-url', janus.JANUS_WS_URL,
+    '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', 'sfu'] });
+  defer(() => server.stop());
+  const chrome = await launchChromium();
+  defer(() => chrome.close());
+  const page = await openParticipant(chrome, { url: `${server.base}/demo/` },
+      'ada');
+  defer(() => page.close());
+  const call = startCall(server, 'gst');
+  defer(async () => {
+    if (!call.child.exitCode && !call.child.signalCode)
+      call.child.kill('SIGKILL');
+    await call.exited;
+  });
+  const detail = async () => [call.describe(), '--- ada log:',
+    ...await page.tab.evaluate(() => window.legba.record.log.slice(-40))
+        .catch(() => []), await page.describe(),
+    `--- legba-server:\n${server.log().slice(-3000)}`].join('\n');
+  const logged = (text) => page.tab.evaluate((t) =>
+    window.legba.record.log.some((line) => line.includes(t)), text);
+
+  const adaId = await page.join(server, ROOM, { source: 'test',
+    identity: 'ada' });
+  await until(() => call.id, 'legba-call to join', { ms: SETUP_MS, detail });
+  await decodedFrom(page, call.id, FRAMES, SETUP_MS);
+  await until(() => callFrames(call, 'ada') > FRAMES,
+      'legba-call to decode the page\'s video', { ms: SETUP_MS, detail });
+
+  assert.ok(await destroySessionOf(janus, adaId), 'Janus held the page\'s ' +
+      'session');
+  const before = callFrames(call, 'ada');
+  /* a keepalive every 25 s: the page learns it within that */
+  await until(() => logged('the SFU session is back'), 'the page to open ' +
+      'its session again', { ms: SETUP_MS, detail });
+  assert.ok(await logged('Janus answered a keepalive'), 'from a keepalive');
+  await decodedFrom(page, call.id, FRAMES, SETUP_MS);
+  await until(() => callFrames(call, 'ada') > before + FRAMES,
+      'legba-call to decode the page\'s video again', { ms: SETUP_MS,
+        detail });
   assert.deepEqual(await page.tab.evaluate(() => window.legba.record.events
       .filter((e) => e.type === 'error').map((e) => e.message)), [],
   'the page reported no error');

@@ -76,6 +76,7 @@ class JanusSession
     this.pending = new Map();
     this.next = 0;
     this.keepalive = null;
+    this.keepalives = new Set();
     this.socket = null;
     this.onclose = () => {};
   }
@@ -101,8 +102,16 @@ class JanusSession
     };
     const created = await this.request({ janus: 'create' });
     this.id = created.data.id;
-    this.keepalive = setInterval(() => this.send({ janus: 'keepalive' }),
-        KEEPALIVE_MS);
+    this.keepalive = setInterval(() =>
+      this.keepalives.add(this.send({ janus: 'keepalive' })), KEEPALIVE_MS);
+  }
+
+  /* Janus no longer has the session (it timed it out, or answered a
+   * keepalive with an error: destroyed): as if the WebSocket closed. */
+  _gone (why)
+  {
+    this.log(`${why}: the session is gone`);
+    this.socket?.close();
   }
 
   send (fields)
@@ -139,6 +148,15 @@ class JanusSession
       m = JSON.parse(text);
     } catch {
       this.log('unparsable message from Janus dropped');
+      return;
+    }
+    if (this.keepalives.delete(m.transaction)) {
+      if (m.janus === 'error')
+        this._gone(`Janus answered a keepalive: ${m.error?.reason}`);
+      return;
+    }
+    if (m.janus === 'timeout') {
+      this._gone('Janus timed the session out');
       return;
     }
     const waiting = this.pending.get(m.transaction);
