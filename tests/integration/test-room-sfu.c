@@ -12,7 +12,11 @@
  * which makes the room and tells each member; and a Janus killed
  * mid-call, whose room that server makes again on the other Janus, where
  * the participants meet again by themselves, or, with one Janus, on it
- * once it is back.
+ * once it is back. And one participant's own session gone while its
+ * Janus is fine (its connection cut by a TCP relay of the test's between
+ * the participants and Janus, or the session destroyed through Janus's
+ * admin API): it opens one again on the same Janus, or, when Janus stays
+ * out of its reach, reports it after 15 s.
  *
  * Without janus installed, the test exits 77 (skipped).
  */
