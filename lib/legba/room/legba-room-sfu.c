@@ -627,9 +627,9 @@ on_joined (guint64 handle, JsonObject * reply, const GError * error,
   if (why == NULL && g_strcmp0 (json_object_get_string_member_with_default
           (data, "videoroom", NULL), "joined") != 0)
     why = "an unexpected reply to join";
-  if (why != NULL && self->move_wait != NULL) {
+  if (why != NULL && (self->move_wait != NULL || self->gave_up)) {
     /* rejoining: Janus may not have let the former session go yet, or
-     * a new token is on its way */
+     * a new token is on its way (once given up, the loss was reported) */
     session_lost (self, LEGBA_ROOM_ERROR_REFUSED, why);
     return;
   }
@@ -669,7 +669,7 @@ on_publisher_attached (guint64 handle, JsonObject * reply,
   JsonObject *body;
 
   if (error != NULL || node == NULL || !JSON_NODE_HOLDS_OBJECT (node)) {
-    if (self->move_wait != NULL)
+    if (self->move_wait != NULL || self->gave_up)
       session_lost (self, LEGBA_ROOM_ERROR_UNREACHABLE, error ?
           error->message : "Janus attached no handle");
     return;
