@@ -1545,7 +1545,8 @@ def sfu_rejoin_lines(results_dir, rel):
     """The media gap of an SFU room whose Janus dies or hangs mid-call
     (bench/sfu/rejoin-gap.py), a part of section 11."""
     path = newest(results_dir, "sfu-rejoin")
-    lines = ["### A Janus that dies mid-call: the media gap", ""]
+    lines = ["### A Janus that dies mid-call, or a participant's connection "
+             "to it: the media gap", ""]
     if path is None:
         return lines + ["Not measured: no results file yet "
                         "(`bench/sfu/rejoin-gap.py`).", ""]
@@ -1565,7 +1566,12 @@ def sfu_rejoin_lines(results_dir, rel):
               "the room the server made again on the other Janus (the "
               "server's keepalive to each Janus every second, 5 s of "
               "deadline more for a hung one, the room made again, the "
-              "participants joining it, a key frame).", "",
+              "participants joining it, a key frame). The case cut "
+              "(`/room/sfu/connection-cut`, where present): one Janus, "
+              "reached through a TCP relay in the test that cuts alice's "
+              "connection; the gap runs from the cut to the first frame "
+              "decoded again, alice's session opened again on the same "
+              "Janus and the VideoRoom joined again, nothing moved.", "",
               "| case | runs passed | gaps | min ms | median ms | max ms |",
               "|---|---|---|---|---|---|"]
     for case in sorted({r.get("case", "dies") for r in runs}):

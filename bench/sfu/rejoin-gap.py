@@ -4,10 +4,11 @@
 """The media gap of an SFU room whose Janus dies mid-call: from the kill
 (SIGKILL) of the Janus holding the room, or its stop (SIGSTOP: it hangs),
 to the first video frame each participant decodes again from the other,
-through the room the server made again on the other Janus.
+through the room the server made again on the other Janus; and of one
+whose participant's own connection to a healthy Janus is cut (cut).
 
-    bench/sfu/rejoin-gap.py [--build DIR] [--runs 5] [--cases dies,hangs]
-        [--json FILE]
+    bench/sfu/rejoin-gap.py [--build DIR] [--runs 5]
+        [--cases dies,hangs,cut] [--json FILE]
 
 Each run of a case is test-room-sfu's /room/sfu/janus-CASE from BUILD (a
 release build), through `meson test`: two Janus 1.1 processes of their
@@ -22,8 +23,12 @@ noticing (its keepalive every second to each Janus: 0 to 1 s after a
 kill, the 5 s request deadline more for a hang), making the room again
 (a few HTTP requests), the participants joining it (a Janus session,
 join, publish, subscribe, ICE and DTLS with the new Janus) and a key
-frame. The cases take turns. Writes bench/results/sfu-rejoin-STAMP.json
-by default."""
+frame. The case cut is /room/sfu/connection-cut: one Janus, reached
+through a TCP relay in the test, which cuts alice's connection; the gap
+(`sfu-reconnect-gap-ms`) runs from the cut to the first frame decoded
+again, alice's session opened again on the same Janus (after 250 ms)
+and her publisher and subscription made again. The cases take turns.
+Writes bench/results/sfu-rejoin-STAMP.json by default."""
 import argparse
 import json
 import os
@@ -39,7 +44,10 @@ ROOT = os.path.dirname(BENCH)
 sys.path.insert(0, BENCH)
 import suites  # noqa: E402
 
-GAP = re.compile(r"sfu-(?:rejoin|hang)-gap-ms (\w+)=(\d+)")
+GAP = re.compile(r"sfu-(?:rejoin|hang|reconnect)-gap-ms (\w+)=(\d+)")
+# each case's test path
+TESTS = {"dies": "/room/sfu/janus-dies", "hangs": "/room/sfu/janus-hangs",
+         "cut": "/room/sfu/connection-cut"}
 
 
 def janus_version():
@@ -50,7 +58,7 @@ def run_once(build, case):
     rec = {"case": case, "load_start": suites.loadavg()}
     cmd = ["meson", "test", "-C", build, "--no-rebuild", "room-sfu",
            "--logbase", "rejoin-gap", "--test-args",
-           f"-p /room/sfu/janus-{case}"]
+           f"-p {TESTS[case]}"]
     started = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     rec["seconds"] = round(time.monotonic() - started, 1)

@@ -18,13 +18,19 @@
 // joins and the room moves to Janus, make before break on both sides: the
 // three decode each other through Janus, every message of the first two
 // arrived exactly once, and legba-call's LegbaRoom had the page's
-// `sfu-ready` instead of waiting out its 5 s. Without janus installed, the
-// tests are skipped.
+// `sfu-ready` instead of waiting out its 5 s. Last, the page's own
+// connection to a healthy Janus is cut (a TCP relay of the test's own
+// between the participants and Janus): the page opens a session on the
+// same Janus again and both decode each other again; the same when Janus
+// destroys the page's session behind its open WebSocket (its admin API),
+// which the page learns from its next keepalive. Without janus installed,
+// the tests are skipped.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -62,15 +68,17 @@ function lenientEnv ()
 }
 
 /* A Janus of the test's own, without an API secret (and with adminKey
- * when given); null when janus is not installed. */
-async function startJanus (defer, adminKey)
+ * when given, and its admin API with adminSecret when given); null when
+ * janus is not installed. */
+async function startJanus (defer, adminKey, adminSecret)
 {
   const dir = mkdtempSync(join(tmpdir(), 'legba-janus-'));
   defer(() => rmSync(dir, { recursive: true, force: true }));
   try {
     const { stdout } = await run(FIXTURE, [dir], { timeout: 60000,
       env: { ...process.env, JANUS_API_SECRET: '',
-        ...(adminKey ? { JANUS_ADMIN_KEY: adminKey } : {}) } });
+        ...(adminKey ? { JANUS_ADMIN_KEY: adminKey } : {}),
+        ...(adminSecret ? { JANUS_ADMIN_SECRET: adminSecret } : {}) } });
     defer(() => run(FIXTURE, ['--stop', dir]));
     return { ...Object.fromEntries(stdout.trim().split('\n')
         .map((line) => line.split(/=(.*)/s).slice(0, 2))), dir };
@@ -490,5 +498,210 @@ async (t) => {
   'the page reported no error');
   assert.deepEqual(await page.cspViolations(), [],
       'nothing the page did was blocked by its Content-Security-Policy');
+  await page.leave();
+});
+
+/* A TCP relay in front of Janus's WebSocket port, given to the
+ * participants as their Janus: each link remembers whether Chromium
+ * opened it (its WebSocket handshake's User-Agent), and cut() closes the
+ * page's, both ends, while Janus stays up. */
+async function startRelay (defer, target)
+{
+  const links = [];
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    const link = { client, upstream, chromium: null };
+    links.push(link);
+    client.once('data', (chunk) => {
+      link.chromium = /Chrome/.test(chunk.toString('latin1'));
+    });
+    client.pipe(upstream);
+    upstream.pipe(client);
+    for (const socket of [client, upstream]) {
+      socket.on('error', () => {});
+      socket.on('close', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  defer(() => {
+    for (const { client, upstream } of links) {
+      client.destroy();
+      upstream.destroy();
+    }
+    server.close();
+  });
+  return {
+    url: `ws://127.0.0.1:${server.address().port}/`,
+    pageLinks: () => links.filter((l) => l.chromium),
+    cutPage: () => {
+      for (const { client, upstream, chromium } of links) {
+        if (chromium) {
+          client.destroy();
+          upstream.destroy();
+        }
+      }
+    },
+  };
+}
+
+test('an SFU room whose page loses its own connection to a healthy Janus: ' +
+    'the page opens a session again and it and legba-call decode each ' +
+    'other again', async (t) => {
+  const defer = teardown(t);
+  const janus = await startJanus(defer);
+  if (!janus) {
+    t.skip('janus is not installed');
+    return;
+  }
+  const relay = await startRelay(defer, new URL(janus.JANUS_WS_URL));
+  const server = await startServer({ args: ['--web-dir',
+    requireEnv('LEGBA_WEB_DIR'), '--pusher-js-dir',
+    join(requireEnv('LEGBA_SOURCE_ROOT'), 'tests', 'integration',
+        'node_modules', 'pusher-js', 'dist', 'web'),
+    '--janus-url', janus.JANUS_HTTP_URL, '--janus-ws-url', relay.url,
+    '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', 'sfu'] });
+  defer(() => server.stop());
+  const chrome = await launchChromium();
+  defer(() => chrome.close());
+  const page = await openParticipant(chrome, { url: `${server.base}/demo/` },
+      'ada');
+  defer(() => page.close());
+  const call = startCall(server, 'gst');
+  defer(async () => {
+    if (!call.child.exitCode && !call.child.signalCode)
+      call.child.kill('SIGKILL');
+    await call.exited;
+  });
+  const detail = async () => [call.describe(), '--- ada log:',
+    ...await page.tab.evaluate(() => window.legba.record.log.slice(-40))
+        .catch(() => []), await page.describe(),
+    `--- legba-server:\n${server.log().slice(-3000)}`].join('\n');
+  const logged = (text) => page.tab.evaluate((t) =>
+    window.legba.record.log.some((line) => line.includes(t)), text);
+
+  const adaId = await page.join(server, ROOM, { source: 'test',
+    identity: 'ada' });
+  await until(() => call.id, 'legba-call to join', { ms: SETUP_MS, detail });
+  await decodedFrom(page, call.id, FRAMES, SETUP_MS);
+  await until(() => callFrames(call, 'ada') > FRAMES,
+      'legba-call to decode the page\'s video', { ms: SETUP_MS, detail });
+  assert.equal(relay.pageLinks().length, 1, 'the page reached Janus once');
+
+  const before = callFrames(call, 'ada');
+  relay.cutPage();
+  await until(() => logged('the SFU session is back'), 'the page to open ' +
+      'its session again', { ms: SETUP_MS, detail });
+  assert.equal(relay.pageLinks().length, 2, 'the page reached the same ' +
+      'Janus again');
+  await decodedFrom(page, call.id, FRAMES, SETUP_MS);
+  await until(() => callFrames(call, 'ada') > before + FRAMES,
+      'legba-call to decode the page\'s video again', { ms: SETUP_MS,
+        detail });
+  /* reliable data after it: the page's chat reaches legba-call */
+  await until(async () => {
+    if (call.lines.includes('<ada> back again'))
+      return true;
+    await page.tab.evaluate(() => window.legba.sendChat('back again'));
+    return false;
+  }, 'legba-call to print the page\'s chat message sent after',
+  { ms: SETUP_MS, every: 1000, detail });
+  assert.deepEqual(await page.tab.evaluate(() => window.legba.record.events
+      .filter((e) => e.type === 'error').map((e) => e.message)), [],
+  'the page reported no error');
+  assert.ok(!call.lines.some((l) => / left$/.test(l) && l.includes(adaId)),
+      'legba-call never saw the page leave');
+  await page.leave();
+});
+
+const ADMIN_SECRET = 'legba-test-admin-secret';
+
+async function adminCall (janus, path, verb)
+{
+  const answer = await (await fetch(`${janus.JANUS_ADMIN_URL}${path}`, {
+    method: 'POST', body: JSON.stringify({ janus: verb, transaction: 't',
+      admin_secret: ADMIN_SECRET }) })).json();
+  assert.equal(answer.janus, 'success', JSON.stringify(answer));
+  return answer;
+}
+
+/* Destroys, through Janus's admin API, the session holding a VideoRoom
+ * handle of that display; false when none does. */
+async function destroySessionOf (janus, display)
+{
+  const { sessions } = await adminCall(janus, '', 'list_sessions');
+  for (const session of sessions) {
+    const { handles } = await adminCall(janus, `/${session}`, 'list_handles');
+    for (const handle of handles) {
+      const { info } = await adminCall(janus, `/${session}/${handle}`,
+          'handle_info');
+      if (info?.plugin_specific?.display === display) {
+        await adminCall(janus, `/${session}`, 'destroy_session');
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+test('an SFU room whose page\'s session Janus destroys: the page learns it ' +
+    'from its next keepalive, opens a session again, and it and legba-call ' +
+    'decode each other again', async (t) => {
+  const defer = teardown(t);
+  const janus = await startJanus(defer, undefined, ADMIN_SECRET);
+  if (!janus) {
+    t.skip('janus is not installed');
+    return;
+  }
+  const server = await startServer({ args: ['--web-dir',
+    requireEnv('LEGBA_WEB_DIR'), '--pusher-js-dir',
+    join(requireEnv('LEGBA_SOURCE_ROOT'), 'tests', 'integration',
+        'node_modules', 'pusher-js', 'dist', 'web'),
+    '--janus-url', janus.JANUS_HTTP_URL, '--janus-ws-url', janus.JANUS_WS_URL,
+    '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', 'sfu'] });
+  defer(() => server.stop());
+  const chrome = await launchChromium();
+  defer(() => chrome.close());
+  const page = await openParticipant(chrome, { url: `${server.base}/demo/` },
+      'ada');
+  defer(() => page.close());
+  const call = startCall(server, 'gst');
+  defer(async () => {
+    if (!call.child.exitCode && !call.child.signalCode)
+      call.child.kill('SIGKILL');
+    await call.exited;
+  });
+  const detail = async () => [call.describe(), '--- ada log:',
+    ...await page.tab.evaluate(() => window.legba.record.log.slice(-40))
+        .catch(() => []), await page.describe(),
+    `--- legba-server:\n${server.log().slice(-3000)}`].join('\n');
+  const logged = (text) => page.tab.evaluate((t) =>
+    window.legba.record.log.some((line) => line.includes(t)), text);
+
+  const adaId = await page.join(server, ROOM, { source: 'test',
+    identity: 'ada' });
+  await until(() => call.id, 'legba-call to join', { ms: SETUP_MS, detail });
+  await decodedFrom(page, call.id, FRAMES, SETUP_MS);
+  await until(() => callFrames(call, 'ada') > FRAMES,
+      'legba-call to decode the page\'s video', { ms: SETUP_MS, detail });
+
+  assert.ok(await destroySessionOf(janus, adaId), 'Janus held the page\'s ' +
+      'session');
+  const before = callFrames(call, 'ada');
+  /* a keepalive every 25 s: the page learns it within that */
+  await until(() => logged('the SFU session is back'), 'the page to open ' +
+      'its session again', { ms: SETUP_MS, detail });
+  assert.ok(await logged('Janus answered a keepalive'), 'from a keepalive');
+  await decodedFrom(page, call.id, FRAMES, SETUP_MS);
+  await until(() => callFrames(call, 'ada') > before + FRAMES,
+      'legba-call to decode the page\'s video again', { ms: SETUP_MS,
+        detail });
+  assert.deepEqual(await page.tab.evaluate(() => window.legba.record.events
+      .filter((e) => e.type === 'error').map((e) => e.message)), [],
+  'the page reported no error');
+  assert.ok(!call.lines.some((l) => / left$/.test(l) && l.includes(adaId)),
+      'legba-call never saw the page leave');
   await page.leave();
 });

@@ -1061,8 +1061,13 @@ export class LegbaRoomPeer extends EventTarget
     const moved = this._sfu !== null && topology.topology === 'sfu' &&
       (topology.sfu.url !== this._sfu.sfu.url ||
         topology.sfu.room !== this._sfu.sfu.room);
-    if (this._topologyTaken && !moved)
+    if (this._topologyTaken && !moved) {
+      /* the same room (a reconnection's subscription): its token is the
+       * one of later requests, and of a session opened again */
+      if (this._sfu !== null && topology.topology === 'sfu')
+        this._sfu.setToken(topology.sfu.token);
       return;
+    }
     this._topologyTaken = true;
     if (topology.topology !== 'sfu')
       return;
@@ -1086,7 +1091,7 @@ export class LegbaRoomPeer extends EventTarget
     this._sfu = sfu;
     this._log(`SFU room: Janus ${topology.sfu.url} room ${topology.sfu.room}`);
     sfu.start().catch((e) => {
-      if (!sfu.closed)
+      if (!sfu.closed && sfu.lostAt === null)
         this._error(null, `SFU: ${e.message ?? e}`);
     });
   }

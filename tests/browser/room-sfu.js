@@ -9,9 +9,13 @@
 // connection per other publisher, whose `display` is its participant id.
 // It reports through the LegbaRoomPeer that made it: the same `track`,
 // `track-removed`, `data` and `mute` events as the mesh. A session that
-// closes once joined (its Janus died) closes its connections and waits
-// for the room's next legba:topology (LegbaRoomPeer then makes a new
-// LegbaSfu), reporting an error only when none comes within MOVE_WAIT_S.
+// closes once joined (its Janus died, or only this page's connection to
+// it) closes its connections and opens a new one to the same Janus,
+// which joins the same VideoRoom as the same participant, after
+// RETRY_FIRST_MS, doubling up to RETRY_MAX_MS while it fails; the room's
+// next legba:topology naming another place wins (LegbaRoomPeer then
+// makes a new LegbaSfu). An error is reported only when neither brought
+// the room back within MOVE_WAIT_S.
 // A mesh room that moves to its SFU (§8, `auto` rooms) moves make before
 // break, as LegbaRoom does (lib/legba/room/legba-room-switch.c): MeshMove.
 
@@ -19,6 +23,10 @@ export const KEEPALIVE_MS = 25000;
 const REQUEST_MS = 15000;
 /* as LegbaRoom: the server notices a dead Janus within seconds */
 const MOVE_WAIT_S = 15;
+/* as LegbaRoom: a session lost is opened again after 250 ms, then after
+ * twice as long each time, at most 4 s */
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 4000;
 const VIDEOROOM = 'janus.plugin.videoroom';
 /* as LegbaRoom: the longest a move from mesh to SFU waits for the others */
 export const SWITCH_MS = 5000;
@@ -88,6 +96,7 @@ class JanusSession
     this.pending = new Map();
     this.next = 0;
     this.keepalive = null;
+    this.keepalives = new Set();
     this.socket = null;
     this.onclose = () => {};
   }
@@ -113,8 +122,16 @@ class JanusSession
     };
     const created = await this.request({ janus: 'create' });
     this.id = created.data.id;
-    this.keepalive = setInterval(() => this.send({ janus: 'keepalive' }),
-        KEEPALIVE_MS);
+    this.keepalive = setInterval(() =>
+      this.keepalives.add(this.send({ janus: 'keepalive' })), KEEPALIVE_MS);
+  }
+
+  /* Janus no longer has the session (it timed it out, or answered a
+   * keepalive with an error: destroyed): as if the WebSocket closed. */
+  _gone (why)
+  {
+    this.log(`${why}: the session is gone`);
+    this.socket?.close();
   }
 
   send (fields)
@@ -151,6 +168,15 @@ class JanusSession
       m = JSON.parse(text);
     } catch {
       this.log('unparsable message from Janus dropped');
+      return;
+    }
+    if (this.keepalives.delete(m.transaction)) {
+      if (m.janus === 'error')
+        this._gone(`Janus answered a keepalive: ${m.error?.reason}`);
+      return;
+    }
+    if (m.janus === 'timeout') {
+      this._gone('Janus timed the session out');
       return;
     }
     const waiting = this.pending.get(m.transaction);
@@ -466,6 +492,9 @@ export class LegbaSfu
     this.held = [];
     this.holding = kept.size > 0;
     this.move = kept.size > 0 ? new MeshMove(this, kept) : null;
+    this.retry = null;
+    this.lostAt = null;         /* Date.now() of the loss, while lost */
+    this.attempts = 0;
   }
 
   _joinBody (ptype)
@@ -499,31 +528,73 @@ export class LegbaSfu
    * the publishers already there. */
   async start ()
   {
-    this.session.onclose = () => {
+    const session = this.session;
+    session.onclose = () => {
       if (this.closed)
         return;
-      if (this.ownFeed === null) {
+      if (this.ownFeed === null && this.lostAt === null) {
         this.peer._error(null, 'the SFU session closed');
         return;
       }
-      /* §8: its Janus died; the server makes the room again elsewhere
-       * and says so with a new legba:topology */
-      this.peer._log('sfu: the SFU session closed; waiting for the room ' +
-          'to be made again');
-      this.close();
-      this.moveWait = setTimeout(() => this.peer._error(null,
-          'the SFU session closed, and the room was not made again ' +
-          `within ${MOVE_WAIT_S} s`), MOVE_WAIT_S * 1000);
+      this._lost(session, 'the SFU session closed');
     };
-    await this.session.open();
-    const handle = await this.session.attach((m) => this._onPublisherEvent(m));
-    const joined = await this.session.message(handle, {
+    await session.open();
+    const handle = await session.attach((m) => this._onPublisherEvent(m));
+    const joined = await session.message(handle, {
       ...this._joinBody('publisher'), display: this.peer.id });
+    if (this.closed || session !== this.session)
+      return;
     this.ownFeed = joined.plugindata.data.id;
-    this.publisher = { handle, pc: this._newPc(handle), channels: {},
+    if (this.lostAt !== null) {
+      this.peer._log(`sfu: the SFU session is back after ` +
+          `${Date.now() - this.lostAt} ms, ${this.attempts} attempts`);
+      clearTimeout(this.moveWait);
+      this.lostAt = null;
+      this.attempts = 0;
+    }
+    this.publisher = { handle, session, pc: this._newPc(handle), channels: {},
       participant: { id: 'the SFU' } };
     await this._publish(this.publisher);
     this._subscribeAll(joined.plugindata.data.publishers);
+  }
+
+  /* §8: the session, or an attempt to open it again, is gone. Its Janus
+   * died (the server makes the room again elsewhere and says so with a
+   * new legba:topology, which wins) or only this page's connection to it
+   * went (no topology comes): its connections close, and a new session
+   * on the same Janus joins the same VideoRoom after a back-off. */
+  _lost (session, why)
+  {
+    if (this.closed || session !== this.session || session.lost)
+      return;
+    session.lost = true;
+    this.peer._log(`sfu: ${why}; opening the session again`);
+    for (const id of [...this.feeds.keys()])
+      this._dropFeed(id);
+    this.publisher?.pc.close();
+    this.publisher = null;
+    this.ownFeed = null;
+    session.close();
+    if (this.lostAt === null) {
+      this.lostAt = Date.now();
+      this.moveWait = setTimeout(() => {
+        clearTimeout(this.retry);
+        this.peer._error(null, `the SFU session closed (${why}), and ` +
+            'it could not be opened again nor the room made again ' +
+            `within ${MOVE_WAIT_S} s`);
+      }, MOVE_WAIT_S * 1000);
+    }
+    const delay = Math.min(RETRY_FIRST_MS * 2 ** this.attempts, RETRY_MAX_MS);
+    this.attempts++;
+    clearTimeout(this.retry);
+    this.retry = setTimeout(() => {
+      if (this.closed)
+        return;
+      this.session = new JanusSession(this.sfu.url, this.sfu.token,
+          (line) => this.peer._log(`sfu: ${line}`));
+      const attempt = this.session;
+      this.start().catch((e) => this._lost(attempt, `${e.message ?? e}`));
+    }, delay);
   }
 
   async _publish (pub)
@@ -542,7 +613,7 @@ export class LegbaSfu
     const offer = await pc.createOffer();
     /* the offer leaves before setLocalDescription starts gathering, so
      * Janus has it before any trickled candidate */
-    const published = this.session.message(pub.handle, { request: 'publish' },
+    const published = pub.session.message(pub.handle, { request: 'publish' },
         { type: 'offer', sdp: offer.sdp });
     await pc.setLocalDescription(offer);
     const answer = await published;
@@ -599,17 +670,18 @@ export class LegbaSfu
    * publisher's data. */
   async _subscribe (id, display)
   {
+    const session = this.session;
     const feed = { id, display, handle: null, pc: null, tracks: [],
       channels: [], pcId: randomId(), open: false, expected: null,
-      arrived: new Set() };
+      arrived: new Set(), session };
     this.feeds.set(id, feed);
-    feed.handle = await this.session.attach((m) => {
+    feed.handle = await session.attach((m) => {
       if (m.janus === 'hangup')
         this.peer._log(`sfu: feed of ${display} hung up`);
     });
     if (this.feeds.get(id) !== feed || this.closed)
-      return this.session.detach(feed.handle);
-    const attached = await this.session.message(feed.handle, {
+      return session.detach(feed.handle);
+    const attached = await session.message(feed.handle, {
       ...this._joinBody('subscriber'), streams: [{ feed: id }] });
     if (this.feeds.get(id) !== feed || this.closed)
       return;
@@ -645,7 +717,7 @@ export class LegbaSfu
     });
     this._adoptFeedChannel(feed, own);
     const answer = await pc.createAnswer();
-    const started = this.session.message(feed.handle, { request: 'start' },
+    const started = session.message(feed.handle, { request: 'start' },
         { type: 'answer', sdp: answer.sdp });
     await pc.setLocalDescription(answer);
     await started;
@@ -669,7 +741,7 @@ export class LegbaSfu
       return;
     this.feeds.delete(id);
     if (feed.handle !== null)
-      this.session.detach(feed.handle);
+      feed.session.detach(feed.handle);
     feed.pc?.close();
     for (const track of feed.tracks) {
       this.peer._emit('track-removed', { participant: feed.display, track,
@@ -741,6 +813,12 @@ export class LegbaSfu
       this.publisher.channels['legba-lossy'].send(payload);
   }
 
+  setToken (token)
+  {
+    this.sfu = { ...this.sfu, token };
+    this.session.token = token;
+  }
+
   /* RTCPeerConnections to read stats from: each feed's, by participant,
    * and the publisher's. */
   connections ()
@@ -753,6 +831,7 @@ export class LegbaSfu
   close ()
   {
     clearTimeout(this.moveWait);
+    clearTimeout(this.retry);
     if (this.closed)
       return;
     this.closed = true;

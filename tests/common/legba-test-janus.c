@@ -488,3 +488,63 @@ legba_test_janus_revoke (LegbaTestJanus * j, guint64 room, const char *token)
   allowed_request (j, room, "remove", token);
   token_request (j, "remove_token", token);
 }
+
+static JsonObject *
+admin_call (LegbaTestJanus * j, const char *path, const char *verb)
+{
+  g_autofree char *url = g_strdup_printf ("http://127.0.0.1:%u/admin%s",
+      j->admin_port, path);
+  JsonObject *request = json_object_new ();
+  JsonObject *answer;
+
+  json_object_set_string_member (request, "janus", verb);
+  json_object_set_string_member (request, "admin_secret", ADMIN_SECRET);
+  answer = post (url, request);
+  g_assert_nonnull (answer);
+  g_assert_cmpstr (json_object_get_string_member (answer, "janus"), ==,
+      "success");
+  return answer;
+}
+
+/* Whether one of the session's handles is a VideoRoom participant of
+ * that display (its handle_info's plugin_specific). */
+static gboolean
+session_has_display (LegbaTestJanus * j, gint64 session, const char *display)
+{
+  g_autofree char *path = g_strdup_printf ("/%" G_GINT64_FORMAT, session);
+  g_autoptr (JsonObject) listed = admin_call (j, path, "list_handles");
+  JsonArray *handles = json_object_get_array_member (listed, "handles");
+
+  for (guint i = 0; i < json_array_get_length (handles); i++) {
+    g_autofree char *handle_path = g_strdup_printf ("%s/%" G_GINT64_FORMAT,
+        path, json_array_get_int_element (handles, i));
+    g_autoptr (JsonObject) info = admin_call (j, handle_path, "handle_info");
+    JsonObject *o = json_object_get_object_member (info, "info");
+    JsonNode *node = o ? json_object_get_member (o, "plugin_specific") : NULL;
+
+    if (node != NULL && JSON_NODE_HOLDS_OBJECT (node) &&
+        g_strcmp0 (json_object_get_string_member_with_default
+            (json_node_get_object (node), "display", NULL), display) == 0)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+gboolean
+legba_test_janus_destroy_session_of (LegbaTestJanus * j, const char *display)
+{
+  g_autoptr (JsonObject) listed = admin_call (j, "", "list_sessions");
+  JsonArray *sessions = json_object_get_array_member (listed, "sessions");
+
+  for (guint i = 0; i < json_array_get_length (sessions); i++) {
+    gint64 session = json_array_get_int_element (sessions, i);
+    g_autofree char *path = g_strdup_printf ("/%" G_GINT64_FORMAT, session);
+
+    if (session_has_display (j, session, display)) {
+      g_autoptr (JsonObject) answer = admin_call (j, path, "destroy_session");
+
+      return TRUE;
+    }
+  }
+  return FALSE;
+}

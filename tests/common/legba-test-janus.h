@@ -58,5 +58,10 @@ void legba_test_janus_revoke (LegbaTestJanus * janus, guint64 room,
     const char *token);
 /* How many VideoRooms it has, private ones included. */
 guint legba_test_janus_count_rooms (LegbaTestJanus * janus);
+/* Destroys, through its admin API (destroy_session), the Janus session
+ * holding a VideoRoom handle of that display; FALSE when none does. The
+ * session's WebSocket stays open. */
+gboolean legba_test_janus_destroy_session_of (LegbaTestJanus * janus,
+    const char *display);
 
 G_END_DECLS

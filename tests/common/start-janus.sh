@@ -29,6 +29,8 @@
 # secrets (random otherwise); JANUS_API_SECRET set but empty starts Janus
 # without an API secret, as one that clients reach directly runs (a client
 # holding a room's pin and token opens its own session).
+# JANUS_ADMIN_SECRET set opens Janus's admin API (HTTP, on 127.0.0.1)
+# with that admin_secret, and prints its url too (JANUS_ADMIN_URL=...).
 set -eu
 
 if [ "${1:-}" = "--stop" ]; then
@@ -88,6 +90,16 @@ else
 fi
 
 write_config () {
+  if [ -n "${JANUS_ADMIN_SECRET:-}" ]; then
+    admin_secret_line="	admin_secret = \"$JANUS_ADMIN_SECRET\""
+    admin_http_lines="	admin_http = true
+	admin_port = $admin_port
+	admin_ip = \"127.0.0.1\"
+	admin_base_path = \"/admin\""
+  else
+    admin_secret_line=""
+    admin_http_lines="	admin_http = false"
+  fi
   cat > "$dir/conf/janus.jcfg" <<EOF
 general: {
 	configs_folder = "$dir/conf"
@@ -97,6 +109,7 @@ general: {
 	loggers_folder = "$libdir/loggers"
 	debug_level = 4
 $api_secret_line
+$admin_secret_line
 	session_timeout = 60
 	protected_folders = [ "/bin", "/boot", "/dev", "/etc", "/lib", "/proc", "/sbin", "/sys", "/usr", "/var" ]
 }
@@ -134,7 +147,7 @@ general: {
 	https = false
 }
 admin: {
-	admin_http = false
+$admin_http_lines
 }
 EOF
   cat > "$dir/conf/janus.transport.websockets.jcfg" <<EOF
@@ -168,6 +181,7 @@ while [ $attempt -lt 3 ]; do
   attempt=$((attempt + 1))
   http_port=$(free_port)
   ws_port=$(free_port)
+  admin_port=$(free_port)
   rtp_min=$(( 20000 + ($(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 400) * 100 ))
   rtp_max=$((rtp_min + rtp_ports - 1))
   write_config
@@ -183,6 +197,9 @@ while [ $attempt -lt 3 ]; do
       echo "JANUS_WS_URL=ws://127.0.0.1:$ws_port/"
       echo "JANUS_API_SECRET=$secret"
       echo "JANUS_ADMIN_KEY=$admin_key"
+      if [ -n "${JANUS_ADMIN_SECRET:-}" ]; then
+        echo "JANUS_ADMIN_URL=http://127.0.0.1:$admin_port/admin"
+      fi
       exit 0
     fi
     sleep 0.1

@@ -22,6 +22,7 @@ typedef struct
   LegbaJanusReply reply;
   gpointer user_data;
   gboolean acked;
+  gboolean ack_answers;         /* a keepalive: "ack" is its answer */
 } Pending;
 
 struct _LegbaJanus
@@ -178,7 +179,7 @@ answer_pending (LegbaJanus * self, const char *janus, JsonObject * message)
 
   if (p == NULL)
     return FALSE;
-  if (strcmp (janus, "ack") == 0) {
+  if (strcmp (janus, "ack") == 0 && !p->ack_answers) {
     p->acked = TRUE;
     return TRUE;
   }
@@ -189,7 +190,8 @@ answer_pending (LegbaJanus * self, const char *janus, JsonObject * message)
         "Janus refused the request: %s (%" G_GINT64_FORMAT ")",
         e ? json_object_get_string_member_with_default (e, "reason", "") : "",
         e ? json_object_get_int_member_with_default (e, "code", 0) : 0);
-  } else if (strcmp (janus, "success") != 0 && strcmp (janus, "event") != 0) {
+  } else if (strcmp (janus, "success") != 0 && strcmp (janus, "event") != 0
+      && strcmp (janus, "ack") != 0) {
     return FALSE;
   }
   g_hash_table_steal_extended (self->pending, transaction, &key, NULL);
@@ -257,13 +259,33 @@ on_ws_closed (SoupWebsocketConnection * ws, LegbaJanus * self)
   fail (self, LEGBA_ROOM_ERROR_UNREACHABLE, "the connection to Janus closed");
 }
 
+/* Janus acknowledges a keepalive of a session it knows, and answers
+ * "error" (458, no such session) for one it destroyed meanwhile: timed
+ * out, or destroyed through its admin API. */
+static void
+on_keepalive_answered (guint64 handle, JsonObject * reply,
+    const GError * error, gpointer user_data)
+{
+  LegbaJanus *self = user_data;
+  g_autofree char *why = NULL;
+
+  if (error == NULL || error->code != LEGBA_ROOM_ERROR_REFUSED)
+    return;
+  why = g_strdup_printf ("Janus no longer has the session: %s", error->message);
+  fail (self, LEGBA_ROOM_ERROR_UNREACHABLE, why);
+}
+
 static gboolean
 send_keepalive (gpointer data)
 {
   LegbaJanus *self = data;
+  Pending *p;
 
-  if (self->session_id != 0)
-    send_request (self, request_new ("keepalive", 0), NULL);
+  if (self->session_id == 0)
+    return G_SOURCE_CONTINUE;
+  p = pending_new (0, on_keepalive_answered, self);
+  p->ack_answers = TRUE;
+  send_request (self, request_new ("keepalive", 0), p);
   return G_SOURCE_CONTINUE;
 }
 

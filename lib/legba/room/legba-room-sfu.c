@@ -27,9 +27,14 @@
  *
  * The room moves (docs/room-protocol.md §8): a `legba:topology` naming
  * another Janus or VideoRoom replaces the client by one for the new
- * room; a session that dies once it was up closes its connections and
- * waits for that event, reporting the failure only when none comes
- * within MOVE_WAIT_S.
+ * room. A session that dies once it was up (its WebSocket closed, Janus
+ * timed it out) closes its connections and opens a new one to the same
+ * Janus, which joins the same VideoRoom as the same participant, again
+ * after RETRY_FIRST_MS, doubling up to RETRY_MAX_MS, while it fails: its
+ * Janus may be fine and only this participant's connection to it gone,
+ * which no `legba:topology` follows. A topology naming another place
+ * that comes meanwhile wins, as always; the failure is reported only
+ * when neither has brought the room back within MOVE_WAIT_S.
  *
  * Threads: the room's main context, as everything of the room's.
  */
@@ -43,6 +48,12 @@
  * where the room was made again: the server notices a dead Janus within
  * seconds (docs/server.md, SFU rooms). */
 #define MOVE_WAIT_S 15
+/* A session lost is opened again after RETRY_FIRST_MS, and after twice
+ * as long each time it fails again, at most RETRY_MAX_MS; an attempt
+ * that has not joined within ATTEMPT_S failed. */
+#define RETRY_FIRST_MS 250
+#define RETRY_MAX_MS 4000
+#define ATTEMPT_S 5
 
 typedef struct
 {
@@ -67,12 +78,19 @@ struct _LegbaSfuClient
   gboolean publish;             /* something to send: publish once joined */
   gboolean published;           /* the publisher connection was made */
   GHashTable *feeds;            /* feed id (guint64 *) -> Feed */
-  GSource *move_wait;           /* the session died: until the room moves */
+  GSource *move_wait;           /* the session died: until it is back */
+  GSource *retry;               /* the next attempt, or its deadline */
+  guint attempts;               /* since the session was lost */
+  gint64 lost_at;               /* monotonic */
+  gboolean gave_up;             /* the loss was reported: no more attempts */
   int lost_code;
   char *lost_why;
 };
 
+static const LegbaJanusEvents janus_events;
+
 static void subscribe (LegbaSfuClient * self, guint64 id, const char *display);
+static void session_lost (LegbaSfuClient * self, int code, const char *why);
 
 static void
 report (LegbaSfuClient * self, LegbaRoomError code, const char *format, ...)
@@ -247,12 +265,22 @@ feed_by_peer (LegbaSfuClient * self, LegbaPeer * peer)
   return NULL;
 }
 
+static void answer_feed (LegbaSfuClient * self, Feed * f);
+
 static void
 unsubscribe (LegbaSfuClient * self, guint64 id)
 {
-  if (g_hash_table_remove (self->feeds, &id))
-    GST_INFO ("room %s: feed %" G_GUINT64_FORMAT " is gone",
-        self->room->room_name, id);
+  GHashTableIter iter;
+  gpointer value;
+
+  if (!g_hash_table_remove (self->feeds, &id))
+    return;
+  GST_INFO ("room %s: feed %" G_GUINT64_FORMAT " is gone",
+      self->room->room_name, id);
+  /* a later feed of the same participant waited for this one */
+  g_hash_table_iter_init (&iter, self->feeds);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    answer_feed (self, value);
 }
 
 static void
@@ -358,12 +386,14 @@ answer_feed (LegbaSfuClient * self, Feed * f)
 
   if (f->offer == NULL || f->participant == NULL || f->peer != NULL)
     return;
-  offer = g_steal_pointer (&f->offer);
   if (f->participant->peer != NULL) {
-    g_message ("room %s: participant %s has a connection already",
+    /* its former feed, which Janus has not said gone yet (a publisher
+     * that joined again): answered once that one goes */
+    GST_INFO ("room %s: participant %s has a connection already",
         self->room->room_name, f->display);
     return;
   }
+  offer = g_steal_pointer (&f->offer);
   pc = g_strdup_printf ("sfu-feed-%" G_GUINT64_FORMAT, f->id);
   f->peer = open_peer (self, f->participant, pc, LEGBA_PEER_ANSWERER,
       &subscriber_events);
@@ -597,6 +627,12 @@ on_joined (guint64 handle, JsonObject * reply, const GError * error,
   if (why == NULL && g_strcmp0 (json_object_get_string_member_with_default
           (data, "videoroom", NULL), "joined") != 0)
     why = "an unexpected reply to join";
+  if (why != NULL && (self->move_wait != NULL || self->gave_up)) {
+    /* rejoining: Janus may not have let the former session go yet, or
+     * a new token is on its way (once given up, the loss was reported) */
+    session_lost (self, LEGBA_ROOM_ERROR_REFUSED, why);
+    return;
+  }
   if (why != NULL) {
     report (self, LEGBA_ROOM_ERROR_REFUSED, "The SFU refused the "
         "participant: %s", why);
@@ -605,6 +641,15 @@ on_joined (guint64 handle, JsonObject * reply, const GError * error,
   GST_INFO ("room %s: joined the SFU's room %" G_GUINT64_FORMAT " as feed %"
       G_GUINT64_FORMAT, self->room->room_name, self->sfu.room,
       id_of (data, "id"));
+  if (self->move_wait != NULL) {
+    GST_INFO ("room %s: the SFU session is back after %" G_GINT64_FORMAT
+        " ms, %u attempts", self->room->room_name,
+        (g_get_monotonic_time () - self->lost_at) / 1000, self->attempts);
+    legba_clear_source (&self->move_wait);
+    legba_clear_source (&self->retry);
+    self->attempts = 0;
+  }
+  self->gave_up = FALSE;
   self->joined = TRUE;
   subscribe_all (self, data);
   if (has_local_track (self->room))
@@ -623,8 +668,12 @@ on_publisher_attached (guint64 handle, JsonObject * reply,
   JsonNode *node = reply ? json_object_get_member (reply, "data") : NULL;
   JsonObject *body;
 
-  if (error != NULL || node == NULL || !JSON_NODE_HOLDS_OBJECT (node))
+  if (error != NULL || node == NULL || !JSON_NODE_HOLDS_OBJECT (node)) {
+    if (self->move_wait != NULL || self->gave_up)
+      session_lost (self, LEGBA_ROOM_ERROR_UNREACHABLE, error ?
+          error->message : "Janus attached no handle");
     return;
+  }
   self->publisher_handle = id_of (json_node_get_object (node), "id");
   body = join_body (self, "publisher");
   json_object_set_string_member (body, "display", self->room->participant_id);
@@ -697,9 +746,83 @@ move_wait_expired (gpointer user_data)
   LegbaSfuClient *self = user_data;
 
   g_clear_pointer (&self->move_wait, g_source_unref);
-  report (self, self->lost_code, "The SFU session failed, and the room was "
-      "not made again elsewhere within %u s: %s", MOVE_WAIT_S, self->lost_why);
+  legba_clear_source (&self->retry);
+  self->gave_up = TRUE;
+  report (self, self->lost_code, "The SFU session failed, could not be "
+      "opened again and the room was not made again elsewhere within %u s: "
+      "%s", MOVE_WAIT_S, self->lost_why);
   return G_SOURCE_REMOVE;
+}
+
+static gboolean
+attempt_expired (gpointer user_data)
+{
+  LegbaSfuClient *self = user_data;
+
+  g_clear_pointer (&self->retry, g_source_unref);
+  session_lost (self, LEGBA_ROOM_ERROR_UNREACHABLE, "Janus did not let the "
+      "participant join again in time");
+  return G_SOURCE_REMOVE;
+}
+
+/* A new session on the same Janus, for the same VideoRoom: janus_ready
+ * joins it as before. */
+static gboolean
+retry_session (gpointer user_data)
+{
+  LegbaSfuClient *self = user_data;
+
+  g_clear_pointer (&self->retry, g_source_unref);
+  GST_INFO ("room %s: opening the SFU session again (attempt %u)",
+      self->room->room_name, self->attempts);
+  legba_janus_free (self->janus);
+  self->janus = legba_janus_new (self->sfu.url, self->sfu.token,
+      &janus_events, self);
+  self->retry = g_timeout_source_new_seconds (ATTEMPT_S);
+  g_source_set_callback (self->retry, attempt_expired, self, NULL);
+  g_source_attach (self->retry, g_main_context_get_thread_default ());
+  return G_SOURCE_REMOVE;
+}
+
+/* The session, or an attempt to open it again, is gone: its connections
+ * close and the next attempt is due after a back-off. The session
+ * itself is freed by that attempt, outside the callback of its own that
+ * got here. */
+static void
+session_lost (LegbaSfuClient * self, int code, const char *why)
+{
+  guint delay = RETRY_MAX_MS;
+
+  if (self->gave_up)
+    return;
+  if (self->published) {
+    /* the messages queued for the closed publisher connection may be
+     * lost (docs/rooms.md); later ones wait for the next */
+    legba_room_data_use_sfu (self->room, NULL);
+    legba_room_data_use_sfu (self->room, self->local);
+  }
+  drop_connections (self);
+  self->publisher_handle = 0;
+  self->joined = FALSE;
+  self->published = FALSE;
+  /* what is reported if it does not come back: the first loss's code
+   * (a refusal of a later attempt is not the cause), the last why */
+  g_free (self->lost_why);
+  self->lost_why = g_strdup (why);
+  if (self->move_wait == NULL) {
+    self->lost_code = code;
+    self->lost_at = g_get_monotonic_time ();
+    self->move_wait = g_timeout_source_new_seconds (MOVE_WAIT_S);
+    g_source_set_callback (self->move_wait, move_wait_expired, self, NULL);
+    g_source_attach (self->move_wait, g_main_context_get_thread_default ());
+  }
+  if (self->attempts < 5)
+    delay = MIN (RETRY_FIRST_MS << self->attempts, RETRY_MAX_MS);
+  self->attempts++;
+  legba_clear_source (&self->retry);
+  self->retry = g_timeout_source_new (delay);
+  g_source_set_callback (self->retry, retry_session, self, NULL);
+  g_source_attach (self->retry, g_main_context_get_thread_default ());
 }
 
 static void
@@ -707,22 +830,21 @@ janus_failed (int code, const char *why, gpointer user_data)
 {
   LegbaSfuClient *self = user_data;
 
-  if (self->publisher_handle == 0) {
+  if (self->gave_up) {
+    /* an attempt still under way when the loss was reported */
+    drop_connections (self);
+    return;
+  }
+  if (self->publisher_handle == 0 && self->move_wait == NULL) {
     report (self, code, "The SFU session failed: %s", why);
     return;
   }
-  /* Its Janus died: the server makes the room again on another and says
-   * so with a new legba:topology. */
-  GST_WARNING ("room %s: the SFU session failed (%s); waiting for the room "
-      "to be made again", self->room->room_name, why);
-  drop_connections (self);
-  self->lost_code = code;
-  g_free (self->lost_why);
-  self->lost_why = g_strdup (why);
-  legba_clear_source (&self->move_wait);
-  self->move_wait = g_timeout_source_new_seconds (MOVE_WAIT_S);
-  g_source_set_callback (self->move_wait, move_wait_expired, self, NULL);
-  g_source_attach (self->move_wait, g_main_context_get_thread_default ());
+  /* Either only this participant's connection to its Janus went, and a
+   * new session joins again, or its Janus died, and the server makes the
+   * room again on another and says so with a new legba:topology. */
+  GST_WARNING ("room %s: the SFU session failed (%s); opening it again, "
+      "unless the room is made again elsewhere", self->room->room_name, why);
+  session_lost (self, code, why);
 }
 
 static const LegbaJanusEvents janus_events = {
@@ -835,6 +957,7 @@ legba_sfu_client_free (LegbaSfuClient * self)
   if (self == NULL)
     return;
   legba_clear_source (&self->move_wait);
+  legba_clear_source (&self->retry);
   g_free (self->lost_why);
   g_hash_table_remove_all (self->feeds);
   close_peer (self, &self->publisher);

@@ -59,20 +59,27 @@ request_finish (Request * request)
 
 /* {"janus": VERB, "transaction": ..., "apisecret": ...} */
 static JsonObject *
-request_envelope (Request * request, const char *verb)
+envelope_new (const char *api_secret, const char *verb)
 {
   JsonObject *obj = json_object_new ();
 
   json_object_set_string_member (obj, "janus", verb);
   json_object_set_string_member (obj, "transaction", "legba");
-  if (request->api_secret != NULL)
-    json_object_set_string_member (obj, "apisecret", request->api_secret);
+  if (api_secret != NULL)
+    json_object_set_string_member (obj, "apisecret", api_secret);
   return obj;
 }
 
-/* The error of a Janus answer, core or VideoRoom; NULL when none. */
+static JsonObject *
+request_envelope (Request * request, const char *verb)
+{
+  return envelope_new (request->api_secret, verb);
+}
+
+/* The error of a Janus answer, core or VideoRoom, whose verb should be
+ * expected; NULL when none. */
 static GError *
-answer_error (JsonObject * answer, JsonObject ** plugin)
+answer_error (JsonObject * answer, const char *expected, JsonObject ** plugin)
 {
   const char *verb = legba_json_object_get_string (answer, "janus");
   JsonObject *error, *pd;
@@ -86,10 +93,10 @@ answer_error (JsonObject * answer, JsonObject ** plugin)
           "Janus: %s", legba_json_object_get_string (error, "reason") ?
           legba_json_object_get_string (error, "reason") : "error");
   }
-  if (g_strcmp0 (verb, "success") != 0)
+  if (g_strcmp0 (verb, expected) != 0)
     return g_error_new (LEGBA_JANUS_ERROR, LEGBA_JANUS_ERROR_INVALID,
-        "Janus answered \"%s\" where \"success\" was expected",
-        verb ? verb : "(nothing)");
+        "Janus answered \"%s\" where \"%s\" was expected",
+        verb ? verb : "(nothing)", expected);
   pd = json_object_has_member (answer, "plugindata") ?
       json_object_get_object_member (answer, "plugindata") : NULL;
   if (pd != NULL && json_object_has_member (pd, "data"))
@@ -103,6 +110,47 @@ answer_error (JsonObject * answer, JsonObject ** plugin)
   return NULL;
 }
 
+/* The JSON object Janus at url answered (bytes, NULL with error when
+ * none came), whose verb should be expected; NULL when it is not one,
+ * or says an error, with out_error set. */
+static JsonNode *
+answer_read (const char *url, GBytes * bytes, SoupMessage * msg,
+    const GError * error, const char *expected, JsonObject ** plugin,
+    GError ** out_error)
+{
+  g_autoptr (JsonNode) root = NULL;
+  g_autofree char *why = NULL;
+  gsize size = 0;
+  const char *text;
+  GError *janus_error;
+
+  *plugin = NULL;
+  if (bytes == NULL) {
+    *out_error = g_error_new (LEGBA_JANUS_ERROR,
+        LEGBA_JANUS_ERROR_UNREACHABLE, "Janus at %s: %s", url, error->message);
+    return NULL;
+  }
+  if (soup_message_get_status (msg) != SOUP_STATUS_OK) {
+    *out_error = g_error_new (LEGBA_JANUS_ERROR,
+        LEGBA_JANUS_ERROR_UNREACHABLE, "Janus at %s: HTTP %u", url,
+        soup_message_get_status (msg));
+    return NULL;
+  }
+  text = g_bytes_get_data (bytes, &size);
+  root = legba_json_parse_strict (text, size, NULL, NULL, &why);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root)) {
+    *out_error = g_error_new (LEGBA_JANUS_ERROR,
+        LEGBA_JANUS_ERROR_INVALID, "Janus at %s: not a JSON object", url);
+    return NULL;
+  }
+  janus_error = answer_error (json_node_get_object (root), expected, plugin);
+  if (janus_error != NULL) {
+    *out_error = janus_error;
+    return NULL;
+  }
+  return g_steal_pointer (&root);
+}
+
 /* Reads the answer of the current step; FALSE (with request->error set)
  * when the request cannot go on. */
 static gboolean
@@ -110,38 +158,13 @@ request_take_answer (Request * request, GBytes * bytes, SoupMessage * msg,
     GError * error)
 {
   g_autoptr (JsonNode) root = NULL;
-  g_autofree char *why = NULL;
   JsonObject *answer, *plugin, *data;
-  gsize size = 0;
-  const char *text;
-  GError *janus_error;
 
-  if (bytes == NULL) {
-    request->error = g_error_new (LEGBA_JANUS_ERROR,
-        LEGBA_JANUS_ERROR_UNREACHABLE, "Janus at %s: %s", request->url,
-        error->message);
+  root = answer_read (request->url, bytes, msg, error, "success", &plugin,
+      &request->error);
+  if (root == NULL)
     return FALSE;
-  }
-  if (soup_message_get_status (msg) != SOUP_STATUS_OK) {
-    request->error = g_error_new (LEGBA_JANUS_ERROR,
-        LEGBA_JANUS_ERROR_UNREACHABLE, "Janus at %s: HTTP %u", request->url,
-        soup_message_get_status (msg));
-    return FALSE;
-  }
-  text = g_bytes_get_data (bytes, &size);
-  root = legba_json_parse_strict (text, size, NULL, NULL, &why);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root)) {
-    request->error = g_error_new (LEGBA_JANUS_ERROR,
-        LEGBA_JANUS_ERROR_INVALID, "Janus at %s: not a JSON object",
-        request->url);
-    return FALSE;
-  }
   answer = json_node_get_object (root);
-  janus_error = answer_error (answer, &plugin);
-  if (janus_error != NULL) {
-    request->error = janus_error;
-    return FALSE;
-  }
   if (request->step == STEP_MESSAGE) {
     request->answer = plugin ? json_object_ref (plugin) : json_object_new ();
     return TRUE;
@@ -267,4 +290,74 @@ legba_janus_request (SoupSession * session, GMainContext * context,
   request->callback = callback;
   request->user_data = user_data;
   request_send (request);
+}
+
+/* ---- Requests of Janus's core ---- */
+
+typedef struct
+{
+  char *url;
+  char *verb;
+  LegbaJanusCoreCallback callback;
+  gpointer user_data;
+} CoreRequest;
+
+static void
+core_request_sent (GObject * source, GAsyncResult * result, gpointer user_data)
+{
+  CoreRequest *request = user_data;
+  SoupMessage *msg = soup_session_get_async_result_message (SOUP_SESSION
+      (source), result);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GError) janus_error = NULL;
+  g_autoptr (GBytes) bytes =
+      soup_session_send_and_read_finish (SOUP_SESSION (source), result, &error);
+  g_autoptr (JsonNode) root = NULL;
+  JsonObject *plugin;
+
+  /* Janus acknowledges a keepalive ("ack"); it answers the rest
+   * "success" */
+  root = answer_read (request->url, bytes, msg, error,
+      strcmp (request->verb, "keepalive") == 0 ? "ack" : "success", &plugin,
+      &janus_error);
+  request->callback (root ? json_node_get_object (root) : NULL, janus_error,
+      request->user_data);
+  g_free (request->url);
+  g_free (request->verb);
+  g_free (request);
+}
+
+void
+legba_janus_core_request (SoupSession * session, GMainContext * context,
+    const char *url, const char *api_secret, const char *verb,
+    gint64 session_id, LegbaJanusCoreCallback callback, gpointer user_data)
+{
+  g_autoptr (JsonObject) obj = NULL;
+  g_autoptr (SoupMessage) msg = NULL;
+  g_autoptr (GBytes) payload = NULL;
+  char *text;
+  CoreRequest *request;
+
+  g_return_if_fail (SOUP_IS_SESSION (session));
+  g_return_if_fail (url != NULL);
+  g_return_if_fail (verb != NULL);
+  g_return_if_fail (callback != NULL);
+
+  request = g_new0 (CoreRequest, 1);
+  request->url = session_id != 0 ? g_strdup_printf ("%s/%" G_GINT64_FORMAT,
+      url, session_id) : g_strdup (url);
+  request->verb = g_strdup (verb);
+  request->callback = callback;
+  request->user_data = user_data;
+  obj = envelope_new (api_secret && *api_secret ? api_secret : NULL, verb);
+  text = object_to_text (obj);
+  payload = g_bytes_new_take (text, strlen (text));
+  msg = soup_message_new (SOUP_METHOD_POST, request->url);
+  soup_message_set_request_body_from_bytes (msg, "application/json", payload);
+  if (context != NULL)
+    g_main_context_push_thread_default (context);
+  soup_session_send_and_read_async (session, msg, G_PRIORITY_DEFAULT, NULL,
+      core_request_sent, request);
+  if (context != NULL)
+    g_main_context_pop_thread_default (context);
 }

@@ -37,4 +37,20 @@ void legba_janus_request (SoupSession * session, GMainContext * context,
     const char *url, const char *api_secret, JsonObject * body,
     LegbaJanusCallback callback, gpointer user_data);
 
+/* answer: Janus's whole answer (a "success" with its "data", or the
+ * "ack" of a keepalive), NULL on error. */
+typedef void (*LegbaJanusCoreCallback) (JsonObject * answer,
+    const GError * error, gpointer user_data);
+
+/* Sends one request of Janus's core (no plugin) to the Janus whose HTTP
+ * API is url: verb ("create", "keepalive", ...) on the server's root, or
+ * on session_id's path when not 0, with api_secret when not NULL; the
+ * same envelope and answer reading as legba_janus_request(), without a
+ * session of its own. callback is called once, from context; an answer
+ * other than "ack" to "keepalive", or than "success" to the rest, is an
+ * error (Janus's code for its "error"). */
+void legba_janus_core_request (SoupSession * session, GMainContext * context,
+    const char *url, const char *api_secret, const char *verb,
+    gint64 session_id, LegbaJanusCoreCallback callback, gpointer user_data);
+
 G_END_DECLS

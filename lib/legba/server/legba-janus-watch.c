@@ -8,10 +8,7 @@
  * instance that comes back is watched again.
  */
 #include <legba/server/legba-janus-watch.h>
-
-#include <legba/common/legba-json.h>
-
-#include <string.h>
+#include <legba/server/legba-janus-api.h>
 
 typedef struct
 {
@@ -51,37 +48,13 @@ probe_free (Probe * probe)
   g_free (probe);
 }
 
-/* The answer's "janus" verb, and the session id of a "success" */
-static const char *
-answer_read (GBytes * bytes, JsonNode ** root, gint64 * id)
-{
-  g_autofree char *why = NULL;
-  JsonObject *obj, *data;
-  gsize size = 0;
-  const char *text = g_bytes_get_data (bytes, &size);
-
-  *root = legba_json_parse_strict (text, size, NULL, NULL, &why);
-  if (*root == NULL || !JSON_NODE_HOLDS_OBJECT (*root))
-    return NULL;
-  obj = json_node_get_object (*root);
-  data = json_object_has_member (obj, "data") &&
-      JSON_NODE_HOLDS_OBJECT (json_object_get_member (obj, "data")) ?
-      json_object_get_object_member (obj, "data") : NULL;
-  *id = data ? json_object_get_int_member_with_default (data, "id", 0) : 0;
-  return legba_json_object_get_string (obj, "janus");
-}
-
 static void
-probe_answered (GObject * source, GAsyncResult * result, gpointer user_data)
+probe_answered (JsonObject * answer, const GError * error, gpointer user_data)
 {
   Probe *probe = user_data;
   Instance *instance = probe->instance;
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GBytes) bytes =
-      soup_session_send_and_read_finish (SOUP_SESSION (source), result, &error);
-  g_autoptr (JsonNode) root = NULL;
   g_autofree char *why = NULL;
-  const char *verb = NULL;
+  JsonObject *data;
   gint64 id = 0;
   gboolean again;
 
@@ -90,15 +63,19 @@ probe_answered (GObject * source, GAsyncResult * result, gpointer user_data)
     return;
   }
   instance->busy = FALSE;
-  if (bytes != NULL)
-    verb = answer_read (bytes, &root, &id);
-  if (!probe->keepalive && g_strcmp0 (verb, "success") == 0 && id > 0) {
+  if (answer != NULL && !probe->keepalive) {
+    data = json_object_has_member (answer, "data") &&
+        JSON_NODE_HOLDS_OBJECT (json_object_get_member (answer, "data")) ?
+        json_object_get_object_member (answer, "data") : NULL;
+    id = data ? json_object_get_int_member_with_default (data, "id", 0) : 0;
+  }
+  if (!probe->keepalive && id > 0) {
     instance->session_id = id;
     instance->lost = FALSE;
     probe_free (probe);
     return;
   }
-  if (probe->keepalive && g_strcmp0 (verb, "ack") == 0) {
+  if (probe->keepalive && answer != NULL) {
     probe_free (probe);
     return;
   }
@@ -109,9 +86,11 @@ probe_answered (GObject * source, GAsyncResult * result, gpointer user_data)
     probe_free (probe);
     return;
   }
-  why = error ? g_strdup (error->message) : verb && probe->keepalive ?
-      g_strdup_printf ("Janus answered \"%s\": it no longer knows the "
-      "session", verb) : g_strdup ("not an answer of Janus");
+  why = error == NULL ? g_strdup ("not an answer of Janus") :
+      probe->keepalive && error->code != LEGBA_JANUS_ERROR_UNREACHABLE &&
+      error->code != LEGBA_JANUS_ERROR_INVALID ?
+      g_strdup_printf ("%s: it no longer knows the session", error->message) :
+      g_strdup (error->message);
   probe_free (probe);
   again = instance->lost;
   instance->session_id = 0;
@@ -121,36 +100,21 @@ probe_answered (GObject * source, GAsyncResult * result, gpointer user_data)
       instance->watch->user_data);
 }
 
+/* Janus's HTTP API: "create" on the server's root, then "keepalive" on
+ * the session's path */
 static void
 probe_send (LegbaJanusWatch * watch, Instance * instance)
 {
-  g_autoptr (GString) body = g_string_new ("{\"janus\":");
-  g_autoptr (SoupMessage) msg = NULL;
-  g_autoptr (GBytes) payload = NULL;
-  g_autofree char *url = NULL;
   Probe *probe = g_new0 (Probe, 1);
 
   probe->alive = g_object_ref (watch->alive);
   probe->instance = instance;
   probe->keepalive = instance->session_id != 0;
-  g_string_append (body, probe->keepalive ? "\"keepalive\"" : "\"create\"");
-  g_string_append (body, ",\"transaction\":\"legba-watch\"");
-  if (watch->api_secret != NULL) {
-    g_string_append (body, ",\"apisecret\":");
-    legba_json_append_string (body, watch->api_secret);
-  }
-  g_string_append_c (body, '}');
-  url = probe->keepalive ? g_strdup_printf ("%s/%" G_GINT64_FORMAT,
-      watch->urls[instance->index], instance->session_id) :
-      g_strdup (watch->urls[instance->index]);
-  payload = g_string_free_to_bytes (g_steal_pointer (&body));
-  msg = soup_message_new (SOUP_METHOD_POST, url);
-  soup_message_set_request_body_from_bytes (msg, "application/json", payload);
   instance->busy = TRUE;
-  g_main_context_push_thread_default (watch->context);
-  soup_session_send_and_read_async (watch->session, msg, G_PRIORITY_DEFAULT,
-      NULL, probe_answered, probe);
-  g_main_context_pop_thread_default (watch->context);
+  legba_janus_core_request (watch->session, watch->context,
+      watch->urls[instance->index], watch->api_secret,
+      probe->keepalive ? "keepalive" : "create", instance->session_id,
+      probe_answered, probe);
 }
 
 static gboolean
