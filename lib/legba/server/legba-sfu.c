@@ -8,136 +8,17 @@
  * do SFU rooms, or a Janus that cannot be reached, gets a
  * pusher:subscription_error instead. A room whose Janus dies (a
  * LegbaJanusWatch says so) is made again on a live one, and its members
- * get a new legba:topology.
+ * get a new legba:topology (legba-sfu-move.c).
  */
-#include <legba/server/legba-sfu.h>
-#include <legba/server/legba-janus-api.h>
-#include <legba/server/legba-janus-watch.h>
-#include <legba/server/legba-sfu-store.h>
+#include <legba/server/legba-sfu-private.h>
 
 #include <legba/common/legba-json.h>
 
 #include <string.h>
 #include <sys/random.h>
 
-#define ROOM_CHANNEL_PREFIX "presence-legba."
-#define TOPOLOGY_EVENT "legba:topology"
-/* Janus answers in milliseconds; a Janus that does not within this is
- * taken for down. */
-#define JANUS_TIMEOUT_S 5
-/* How often each Janus is asked whether it is still there (a keepalive
- * of a session of the server's own): the most a dead Janus goes
- * unnoticed, when it refuses connections. */
-#define JANUS_WATCH_MS 1000
-/* A room that could not be moved yet (no Janus answers) tries again. */
-#define MOVE_RETRY_MS 1000
-/* With a store, how often each room's placement is read again: a room
- * another server moved (a Janus only it found dead) is followed. */
-#define FOLLOW_MS 2000
-/* JavaScript numbers hold integers exactly up to 2^53. */
-#define ROOM_ID_MAX ((G_GUINT64_CONSTANT (1) << 53) - 1)
-/* Janus VideoRoom: the room already exists. */
-#define JANUS_ROOM_EXISTS 427
-/* Janus VideoRoom: no such room. */
-#define JANUS_NO_ROOM 426
-
-typedef enum
-{
-  ROOM_CREATING,
-  ROOM_READY,
-} RoomState;
-
-typedef struct
-{
-  char *socket_id;
-  char *user_id;
-} Waiter;
-
-typedef struct
-{
-  LegbaSfu *sfu;
-  char *key;                    /* app id ":" channel */
-  char *channel;
-  guint instance;               /* index in janus_urls */
-  guint64 id;
-  char pin[25];
-  char secret[33];
-  RoomState state;
-  GHashTable *tokens;           /* user id -> token, added in Janus */
-  GPtrArray *waiters;           /* Waiter *, until created */
-  guint publishers;
-  guint attempts;               /* creations tried (an id taken: again) */
-  guint n_loads;                /* load answers awaited */
-  guint *loads;                 /* rooms per instance, G_MAXUINT: down */
-  char *stored;                 /* its placement in the store, or NULL */
-  guint n_adding;               /* tokens being added */
-  gboolean vacant;              /* nobody in it, but members on their way */
-  /* Its Janus died: being made again elsewhere, for the members it has */
-  gboolean moving;
-  char *moved_from;             /* the placement it had in the store */
-  GSource *retry;               /* the next attempt to move it */
-  /* An auto room moving from mesh to the SFU: its members in the mesh get
-   * legba:topology once it is made; if it cannot be, it stays a mesh */
-  gboolean automatic;
-  /* This instance made the VideoRoom it uses (with a store: recorded its
-   * placement first), rather than finding another instance's */
-  gboolean placed_here;
-  LegbaHubApp *app;
-} SfuRoom;
-
-struct _LegbaSfu
-{
-  LegbaHub *hub;
-  GMainContext *context;
-  SoupSession *session;
-  char **janus_urls;
-  char **janus_ws_urls;
-  char *api_secret;
-  char *admin_key;
-  LegbaSfuRule rule;
-  GHashTable *app_rules;
-  GHashTable *rooms;            /* key -> SfuRoom * (owned) */
-  LegbaSfuStore *store;         /* placement shared in Redis, or NULL */
-  LegbaJanusWatch *watch;       /* notices a Janus that dies */
-  GSource *follow;              /* with a store: placements read again */
-  /* With a store: key -> the joins of that auto room whose placement is
-   * being read (pointer count) */
-  GHashTable *auto_pending;
-  /* auto rooms: moved to the SFU; kept a mesh past their size, for an
-   * SFU that could not be had or a member without legba-room/2 */
-  guint64 auto_moves;
-  guint64 auto_stays_unavailable;
-  guint64 auto_stays_old_client;
-  /* Shared with the requests in flight, which find the LegbaSfu gone when
-   * it is cancelled */
-  GCancellable *alive;
-};
-
-/* What a Janus request comes back to. */
-typedef struct
-{
-  GCancellable *alive;
-  LegbaSfu *sfu;
-  char *room_key;
-  char *socket_id;
-  char *user_id;
-  char *token;
-  guint instance;
-  JsonObject *body;             /* a destroy waiting for the store */
-  /* A join of an auto room, held while its placement is read */
-  LegbaHubApp *app;
-  char *channel;
-  char *user_info;
-  guint auto_max;
-} Op;
-
 static void room_create (SfuRoom * room);
-static void room_place (SfuRoom * room);
 static void room_claim (SfuRoom * room);
-static void room_close (SfuRoom * room);
-static void room_move_again (SfuRoom * room);
-static void room_move (SfuRoom * room);
-static void room_readmit (SfuRoom * room);
 static void auto_stays_mesh (SfuRoom * room, const GError * error);
 static void auto_to_mesh (SfuRoom * room);
 static void auto_tell_members (SfuRoom * room);
@@ -156,8 +37,8 @@ random_hex (char *out, gsize n_chars)
   out[n_chars] = '\0';
 }
 
-static guint64
-random_room_id (void)
+guint64
+legba_sfu_random_room_id (void)
 {
   guint64 id = 0;
 
@@ -169,8 +50,8 @@ random_room_id (void)
   return id;
 }
 
-static Op *
-op_new (LegbaSfu * sfu, SfuRoom * room)
+Op *
+legba_sfu_op_new (LegbaSfu * sfu, SfuRoom * room)
 {
   Op *op = g_new0 (Op, 1);
 
@@ -180,8 +61,8 @@ op_new (LegbaSfu * sfu, SfuRoom * room)
   return op;
 }
 
-static void
-op_free (Op * op)
+void
+legba_sfu_op_free (Op * op)
 {
   g_object_unref (op->alive);
   g_free (op->room_key);
@@ -195,8 +76,8 @@ op_free (Op * op)
 }
 
 /* The room of op, or NULL when the LegbaSfu or the room went away. */
-static SfuRoom *
-op_room (Op * op)
+SfuRoom *
+legba_sfu_op_room (Op * op)
 {
   if (g_cancellable_is_cancelled (op->alive))
     return NULL;
@@ -232,8 +113,8 @@ room_free (gpointer data)
   g_free (room);
 }
 
-static JsonObject *
-room_request (SfuRoom * room, const char *request)
+JsonObject *
+legba_sfu_room_request (SfuRoom * room, const char *request)
 {
   JsonObject *body = json_object_new ();
 
@@ -246,9 +127,9 @@ room_request (SfuRoom * room, const char *request)
   return body;
 }
 
-static void
-room_send (SfuRoom * room, JsonObject * body, LegbaJanusCallback callback,
-    Op * op)
+void
+legba_sfu_room_send (SfuRoom * room, JsonObject * body,
+    LegbaJanusCallback callback, Op * op)
 {
   LegbaSfu *sfu = room->sfu;
 
@@ -259,8 +140,8 @@ room_send (SfuRoom * room, JsonObject * body, LegbaJanusCallback callback,
 /* ---- Answers to held subscriptions ---- */
 
 /* legba:topology data, docs/room-protocol.md §8. */
-static char *
-topology_data (SfuRoom * room, const char *token)
+char *
+legba_sfu_topology_data (SfuRoom * room, const char *token)
 {
   g_autoptr (GString) data = g_string_new ("{\"topology\":\"sfu\",\"sfu\":"
       "{\"kind\":\"janus\",\"url\":");
@@ -297,21 +178,21 @@ token_removed (JsonObject * data, const GError * error, gpointer user_data)
   if (error != NULL && !g_cancellable_is_cancelled (op->alive))
     g_message ("sfu-token-remove-failed room=%s user_id=%s error=\"%s\"",
         op->room_key, op->user_id, error->message);
-  op_free (op);
+  legba_sfu_op_free (op);
 }
 
 static void
 token_remove (SfuRoom * room, const char *user_id, const char *token)
 {
-  JsonObject *body = room_request (room, "allowed");
+  JsonObject *body = legba_sfu_room_request (room, "allowed");
   JsonArray *allowed = json_array_new ();
-  Op *op = op_new (room->sfu, room);
+  Op *op = legba_sfu_op_new (room->sfu, room);
 
   json_array_add_string_element (allowed, token);
   json_object_set_string_member (body, "action", "remove");
   json_object_set_array_member (body, "allowed", allowed);
   op->user_id = g_strdup (user_id);
-  room_send (room, body, token_removed, op);
+  legba_sfu_room_send (room, body, token_removed, op);
   json_object_unref (body);
 }
 
@@ -319,11 +200,11 @@ static void
 token_added (JsonObject * data, const GError * error, gpointer user_data)
 {
   Op *op = user_data;
-  SfuRoom *room = op_room (op);
+  SfuRoom *room = legba_sfu_op_room (op);
   g_autofree char *topology = NULL;
 
   if (room == NULL) {
-    op_free (op);
+    legba_sfu_op_free (op);
     return;
   }
   room->n_adding--;
@@ -333,7 +214,7 @@ token_added (JsonObject * data, const GError * error, gpointer user_data)
       (error->code == JANUS_NO_ROOM ||
           error->code == LEGBA_JANUS_ERROR_UNREACHABLE) &&
       room->state == ROOM_READY)
-    room_move (room);
+    legba_sfu_room_move (room);
   if (room->moving) {
     /* Added (or not) on the Janus that died: the member waits for the
      * room made again, as those who come meanwhile. */
@@ -342,17 +223,17 @@ token_added (JsonObject * data, const GError * error, gpointer user_data)
     waiter->socket_id = g_steal_pointer (&op->socket_id);
     waiter->user_id = g_steal_pointer (&op->user_id);
     g_ptr_array_add (room->waiters, waiter);
-    op_free (op);
+    legba_sfu_op_free (op);
     return;
   }
   if (error != NULL) {
     refuse_unavailable (room->sfu, room->channel, op->socket_id, error);
-    op_free (op);
+    legba_sfu_op_free (op);
     if (room->vacant && room->n_adding == 0)
-      room_close (room);
+      legba_sfu_room_close (room);
     return;
   }
-  topology = topology_data (room, op->token);
+  topology = legba_sfu_topology_data (room, op->token);
   if (legba_hub_gate_accept (room->sfu->hub, op->socket_id, room->channel,
           TOPOLOGY_EVENT, topology)) {
     const char *old = g_hash_table_lookup (room->tokens, op->user_id);
@@ -366,9 +247,9 @@ token_added (JsonObject * data, const GError * error, gpointer user_data)
     /* Gone meanwhile: its token goes too. */
     token_remove (room, op->user_id, op->token);
   }
-  op_free (op);
+  legba_sfu_op_free (op);
   if (room->vacant && room->n_adding == 0)
-    room_close (room);
+    legba_sfu_room_close (room);
 }
 
 /* Adds a fresh token of user_id to the room, then completes the held
@@ -376,9 +257,9 @@ token_added (JsonObject * data, const GError * error, gpointer user_data)
 static void
 token_add (SfuRoom * room, const char *socket_id, const char *user_id)
 {
-  JsonObject *body = room_request (room, "allowed");
+  JsonObject *body = legba_sfu_room_request (room, "allowed");
   JsonArray *allowed = json_array_new ();
-  Op *op = op_new (room->sfu, room);
+  Op *op = legba_sfu_op_new (room->sfu, room);
   char token[33];
 
   random_hex (token, 32);
@@ -389,13 +270,11 @@ token_add (SfuRoom * room, const char *socket_id, const char *user_id)
   op->user_id = g_strdup (user_id);
   op->token = g_strdup (token);
   room->n_adding++;
-  room_send (room, body, token_added, op);
+  legba_sfu_room_send (room, body, token_added, op);
   json_object_unref (body);
 }
 
 /* ---- The room's life ---- */
-
-static void room_move_later (SfuRoom * room, const GError * error);
 
 static void
 room_fail (SfuRoom * room, const GError * error)
@@ -413,7 +292,7 @@ room_fail (SfuRoom * room, const GError * error)
 
   room->waiters = g_ptr_array_new_with_free_func (waiter_free);
   if (room->moving)
-    room_move_later (room, error);
+    legba_sfu_room_move_later (room, error);
   else
     g_hash_table_remove (sfu->rooms, room->key);
   for (guint i = 0; i < waiters->len; i++) {
@@ -442,7 +321,7 @@ room_ready (SfuRoom * room)
   g_ptr_array_set_size (room->waiters, 0);
   /* Last: it closes a room made again for nobody */
   if (moved)
-    room_readmit (room);
+    legba_sfu_room_readmit (room);
 }
 
 static void
@@ -453,12 +332,13 @@ room_destroyed (JsonObject * data, const GError * error, gpointer user_data)
   if (error != NULL && !g_cancellable_is_cancelled (op->alive))
     g_message ("sfu-room-destroy-failed room=%s error=\"%s\"", op->room_key,
         error->message);
-  op_free (op);
+  legba_sfu_op_free (op);
 }
 
 /* Destroys the room on its Janus (body taken); op is for the answer. */
-static void
-room_destroy_send (LegbaSfu * sfu, guint instance, JsonObject * body, Op * op)
+void
+legba_sfu_room_destroy_send (LegbaSfu * sfu, guint instance, JsonObject * body,
+    Op * op)
 {
   legba_janus_request (sfu->session, sfu->context, sfu->janus_urls[instance],
       sfu->api_secret, body, room_destroyed, op);
@@ -486,8 +366,8 @@ room_placement (SfuRoom * room)
 
 /* Takes the room another instance placed; FALSE when value is not one
  * this instance can use. */
-static gboolean
-room_adopt (SfuRoom * room, const char *value, GError ** error)
+gboolean
+legba_sfu_room_adopt (SfuRoom * room, const char *value, GError ** error)
 {
   g_autoptr (JsonNode) root = NULL;
   g_autofree char *why = NULL;
@@ -531,35 +411,35 @@ room_claimed (const char *value, gboolean done, const GError * error,
     gpointer user_data)
 {
   Op *op = user_data;
-  SfuRoom *room = op_room (op);
+  SfuRoom *room = legba_sfu_op_room (op);
   g_autoptr (GError) adopt_error = NULL;
 
   if (room == NULL) {
-    op_free (op);
+    legba_sfu_op_free (op);
     return;
   }
   if (done) {
-    op_free (op);
+    legba_sfu_op_free (op);
     room->placed_here = TRUE;
     room_ready (room);
     return;
   }
   if (error == NULL && value == NULL && room->moved_from != NULL) {
     /* Moving, but its placement went meanwhile: recorded afresh. */
-    op_free (op);
+    legba_sfu_op_free (op);
     g_clear_pointer (&room->moved_from, g_free);
     room_claim (room);
     return;
   }
   /* Not recorded as this instance's: the room made here goes. */
   g_clear_pointer (&room->stored, g_free);
-  room_destroy_send (room->sfu, room->instance, room_request (room,
-          "destroy"), op);
+  legba_sfu_room_destroy_send (room->sfu, room->instance,
+      legba_sfu_room_request (room, "destroy"), op);
   if (error != NULL) {
     room_fail (room, error);
     return;
   }
-  if (value == NULL || !room_adopt (room, value, &adopt_error)) {
+  if (value == NULL || !legba_sfu_room_adopt (room, value, &adopt_error)) {
     if (adopt_error == NULL)
       adopt_error = g_error_new (LEGBA_JANUS_ERROR, LEGBA_JANUS_ERROR_INVALID,
           "the room's placement vanished meanwhile");
@@ -579,7 +459,7 @@ room_claim (SfuRoom * room)
   g_free (room->stored);
   room->stored = room_placement (room);
   legba_sfu_store_claim (room->sfu->store, room->key, room->stored,
-      room_claimed, op_new (room->sfu, room));
+      room_claimed, legba_sfu_op_new (room->sfu, room));
 }
 
 /* Records the room made again in the store in place of the placement it
@@ -591,7 +471,7 @@ room_reclaim (SfuRoom * room)
   g_free (room->stored);
   room->stored = room_placement (room);
   legba_sfu_store_replace (room->sfu->store, room->key, room->moved_from,
-      room->stored, room_claimed, op_new (room->sfu, room));
+      room->stored, room_claimed, legba_sfu_op_new (room->sfu, room));
 }
 
 static void
@@ -599,17 +479,17 @@ room_looked_up (const char *value, gboolean done, const GError * error,
     gpointer user_data)
 {
   Op *op = user_data;
-  SfuRoom *room = op_room (op);
+  SfuRoom *room = legba_sfu_op_room (op);
   g_autoptr (GError) adopt_error = NULL;
 
-  op_free (op);
+  legba_sfu_op_free (op);
   if (room == NULL)
     return;
   if (error != NULL) {
     room_fail (room, error);
   } else if (value == NULL) {
-    room_place (room);
-  } else if (!room_adopt (room, value, &adopt_error)) {
+    legba_sfu_room_place (room);
+  } else if (!legba_sfu_room_adopt (room, value, &adopt_error)) {
     room_fail (room, adopt_error);
   } else {
     g_message ("sfu-room-shared channel=%s janus=%s room=%" G_GUINT64_FORMAT,
@@ -625,26 +505,27 @@ room_released (const char *value, gboolean done, const GError * error,
   Op *op = user_data;
 
   if (g_cancellable_is_cancelled (op->alive) || !done) {
-    op_free (op);
+    legba_sfu_op_free (op);
     return;
   }
-  room_destroy_send (op->sfu, op->instance, g_steal_pointer (&op->body), op);
+  legba_sfu_room_destroy_send (op->sfu, op->instance,
+      g_steal_pointer (&op->body), op);
 }
 
 static void
 room_created (JsonObject * data, const GError * error, gpointer user_data)
 {
   Op *op = user_data;
-  SfuRoom *room = op_room (op);
+  SfuRoom *room = legba_sfu_op_room (op);
 
   if (room == NULL) {
-    op_free (op);
+    legba_sfu_op_free (op);
     return;
   }
-  op_free (op);
+  legba_sfu_op_free (op);
   if (error != NULL && error->domain == LEGBA_JANUS_ERROR &&
       error->code == JANUS_ROOM_EXISTS && room->attempts < 3) {
-    room->id = random_room_id ();
+    room->id = legba_sfu_random_room_id ();
     room_create (room);
     return;
   }
@@ -666,8 +547,8 @@ room_created (JsonObject * data, const GError * error, gpointer user_data)
 
 /* The tokens of the room's members: none for a new room, all of them
  * for a room made again. */
-static JsonArray *
-room_allowed (SfuRoom * room)
+JsonArray *
+legba_sfu_room_allowed (SfuRoom * room)
 {
   JsonArray *allowed = json_array_new ();
   GHashTableIter iter;
@@ -682,7 +563,7 @@ room_allowed (SfuRoom * room)
 static void
 room_create (SfuRoom * room)
 {
-  JsonObject *body = room_request (room, "create");
+  JsonObject *body = legba_sfu_room_request (room, "create");
   g_autofree char *description = g_strdup_printf ("legba %s", room->key);
 
   room->attempts++;
@@ -691,13 +572,14 @@ room_create (SfuRoom * room)
   json_object_set_boolean_member (body, "permanent", FALSE);
   json_object_set_string_member (body, "secret", room->secret);
   json_object_set_string_member (body, "pin", room->pin);
-  json_object_set_array_member (body, "allowed", room_allowed (room));
+  json_object_set_array_member (body, "allowed", legba_sfu_room_allowed (room));
   json_object_set_int_member (body, "publishers", room->publishers);
   json_object_set_string_member (body, "audiocodec", "opus");
   json_object_set_string_member (body, "videocodec", "h264,vp8");
   json_object_set_boolean_member (body, "transport_wide_cc_ext", TRUE);
   json_object_set_boolean_member (body, "notify_joining", TRUE);
-  room_send (room, body, room_created, op_new (room->sfu, room));
+  legba_sfu_room_send (room, body, room_created, legba_sfu_op_new (room->sfu,
+          room));
   json_object_unref (body);
 }
 
@@ -729,7 +611,7 @@ room_choose (SfuRoom * room)
 static gboolean
 room_choose_later (gpointer user_data)
 {
-  SfuRoom *room = op_room (user_data);
+  SfuRoom *room = legba_sfu_op_room (user_data);
 
   if (room != NULL)
     room_choose (room);
@@ -740,11 +622,11 @@ static void
 load_answered (JsonObject * data, const GError * error, gpointer user_data)
 {
   Op *op = user_data;
-  SfuRoom *room = op_room (op);
+  SfuRoom *room = legba_sfu_op_room (op);
   JsonArray *list;
 
   if (room == NULL) {
-    op_free (op);
+    legba_sfu_op_free (op);
     return;
   }
   list = data && json_object_has_member (data, "list") ?
@@ -754,7 +636,7 @@ load_answered (JsonObject * data, const GError * error, gpointer user_data)
   if (error != NULL)
     g_message ("sfu-instance-down janus=%s error=\"%s\"",
         room->sfu->janus_urls[op->instance], error->message);
-  op_free (op);
+  legba_sfu_op_free (op);
   if (--room->n_loads > 0)
     return;
   room_choose (room);
@@ -763,8 +645,8 @@ load_answered (JsonObject * data, const GError * error, gpointer user_data)
 /* Asks each instance for its rooms (VideoRoom list, private ones
  * included with the admin key), then creates the room on the least
  * loaded; with one instance, creates it there at once. */
-static void
-room_place (SfuRoom * room)
+void
+legba_sfu_room_place (SfuRoom * room)
 {
   LegbaSfu *sfu = room->sfu;
   guint n = g_strv_length (sfu->janus_urls);
@@ -787,7 +669,7 @@ room_place (SfuRoom * room)
       continue;
     }
     body = json_object_new ();
-    op = op_new (sfu, room);
+    op = legba_sfu_op_new (sfu, room);
     op->instance = i;
     json_object_set_string_member (body, "request", "list");
     if (sfu->admin_key != NULL)
@@ -801,8 +683,8 @@ room_place (SfuRoom * room)
      * inside the gate's admit that may have placed the room. */
     GSource *idle = g_idle_source_new ();
 
-    g_source_set_callback (idle, room_choose_later, op_new (sfu, room),
-        (GDestroyNotify) op_free);
+    g_source_set_callback (idle, room_choose_later, legba_sfu_op_new (sfu,
+            room), (GDestroyNotify) legba_sfu_op_free);
     g_source_attach (idle, sfu->context);
     g_source_unref (idle);
   }
@@ -941,14 +823,8 @@ auto_stays_mesh (SfuRoom * room, const GError * error)
   auto_to_mesh (room);
 }
 
-typedef struct
-{
-  const char *user_id;
-  GPtrArray *sockets;
-} MemberSockets;
-
-static void
-collect_sockets (const char *socket_id, const char *user_id,
+void
+legba_sfu_collect_sockets (const char *socket_id, const char *user_id,
     const char *user_info, gpointer user_data)
 {
   MemberSockets *m = user_data;
@@ -961,13 +837,13 @@ static void
 member_token_added (JsonObject * data, const GError * error, gpointer user_data)
 {
   Op *op = user_data;
-  SfuRoom *room = op_room (op);
+  SfuRoom *room = legba_sfu_op_room (op);
   g_autoptr (GPtrArray) sockets = g_ptr_array_new_with_free_func (g_free);
   MemberSockets m = { op->user_id, sockets };
   g_autofree char *topology = NULL;
 
   if (room == NULL) {
-    op_free (op);
+    legba_sfu_op_free (op);
     return;
   }
   room->n_adding--;
@@ -979,8 +855,8 @@ member_token_added (JsonObject * data, const GError * error, gpointer user_data)
     const char *token = g_hash_table_lookup (room->tokens, op->user_id);
 
     legba_hub_foreach_member_socket (room->sfu->hub, room->app,
-        room->channel, collect_sockets, &m);
-    topology = topology_data (room, token ? token : op->token);
+        room->channel, legba_sfu_collect_sockets, &m);
+    topology = legba_sfu_topology_data (room, token ? token : op->token);
     for (guint i = 0; i < sockets->len; i++)
       legba_hub_send_to_socket (room->sfu->hub, room->app, sockets->pdata[i],
           room->channel, TOPOLOGY_EVENT, topology);
@@ -992,9 +868,9 @@ member_token_added (JsonObject * data, const GError * error, gpointer user_data)
       token_remove (room, op->user_id, op->token);
     }
   }
-  op_free (op);
+  legba_sfu_op_free (op);
   if (room->vacant && room->n_adding == 0)
-    room_close (room);
+    legba_sfu_room_close (room);
 }
 
 static void
@@ -1029,9 +905,9 @@ auto_tell_members (SfuRoom * room)
       collect_user, users);
   g_hash_table_iter_init (&iter, users);
   while (g_hash_table_iter_next (&iter, &user_id, NULL)) {
-    JsonObject *body = room_request (room, "allowed");
+    JsonObject *body = legba_sfu_room_request (room, "allowed");
     JsonArray *allowed = json_array_new ();
-    Op *op = op_new (room->sfu, room);
+    Op *op = legba_sfu_op_new (room->sfu, room);
     char token[33];
 
     random_hex (token, 32);
@@ -1041,7 +917,7 @@ auto_tell_members (SfuRoom * room)
     op->user_id = g_strdup (user_id);
     op->token = g_strdup (token);
     room->n_adding++;
-    room_send (room, body, member_token_added, op);
+    legba_sfu_room_send (room, body, member_token_added, op);
     json_object_unref (body);
   }
 }
@@ -1084,7 +960,7 @@ room_new (LegbaSfu * sfu, LegbaHubApp * app, const char *key,
   room->sfu = sfu;
   room->key = g_strdup (key);
   room->channel = g_strdup (channel);
-  room->id = random_room_id ();
+  room->id = legba_sfu_random_room_id ();
   random_hex (room->pin, 24);
   random_hex (room->secret, 32);
   room->state = ROOM_CREATING;
@@ -1136,9 +1012,9 @@ room_admit (LegbaSfu * sfu, LegbaHubApp * app, const char *key,
     g_ptr_array_add (room->waiters, waiter);
     if (sfu->store != NULL)
       legba_sfu_store_get (sfu->store, room->key, room_looked_up,
-          op_new (sfu, room));
+          legba_sfu_op_new (sfu, room));
     else
-      room_place (room);
+      legba_sfu_room_place (room);
   } else {
     g_ptr_array_add (room->waiters, waiter);
   }
@@ -1170,7 +1046,7 @@ auto_looked_up (const char *value, gboolean done, const GError * error,
   SfuRoom *room;
 
   if (g_cancellable_is_cancelled (op->alive)) {
-    op_free (op);
+    legba_sfu_op_free (op);
     return;
   }
   auto_pending_add (sfu, op->room_key, -1);
@@ -1193,7 +1069,7 @@ auto_looked_up (const char *value, gboolean done, const GError * error,
     room_admit (sfu, op->app, op->room_key, op->channel, room, TRUE,
         op->socket_id, op->user_id, op->user_info);
   }
-  op_free (op);
+  legba_sfu_op_free (op);
 }
 
 /* With a store, a join of an auto room this instance has no SFU room of
@@ -1204,7 +1080,7 @@ auto_look_up (LegbaSfu * sfu, LegbaHubApp * app, const char *key,
     const char *channel, const char *socket_id, const char *user_id,
     const char *user_info, guint auto_max)
 {
-  Op *op = op_new (sfu, NULL);
+  Op *op = legba_sfu_op_new (sfu, NULL);
 
   op->room_key = g_strdup (key);
   op->app = app;
@@ -1269,23 +1145,24 @@ gate_left (LegbaHubApp * app, const char *channel, const char *user_id,
 
 /* Destroys the room on its Janus (with a store: if this instance's
  * release takes the key) and forgets it. */
-static void
-room_close (SfuRoom * room)
+void
+legba_sfu_room_close (SfuRoom * room)
 {
   LegbaSfu *sfu = room->sfu;
-  JsonObject *body = room_request (room, "destroy");
+  JsonObject *body = legba_sfu_room_request (room, "destroy");
 
   g_message ("sfu-room-destroyed channel=%s janus=%s room=%" G_GUINT64_FORMAT,
       room->channel, sfu->janus_urls[room->instance], room->id);
   if (sfu->store != NULL) {
-    Op *op = op_new (sfu, room);
+    Op *op = legba_sfu_op_new (sfu, room);
 
     op->instance = room->instance;
     op->body = body;
     legba_sfu_store_release (sfu->store, room->key, room->stored,
         room_released, op);
   } else {
-    room_destroy_send (sfu, room->instance, body, op_new (sfu, room));
+    legba_sfu_room_destroy_send (sfu, room->instance, body,
+        legba_sfu_op_new (sfu, room));
   }
   g_hash_table_remove (sfu->rooms, room->key);
 }
@@ -1306,7 +1183,7 @@ gate_vacated (LegbaHubApp * app, const char *channel, gpointer user_data)
     room->vacant = room->state == ROOM_READY || room->moving;
     return;
   }
-  room_close (room);
+  legba_sfu_room_close (room);
 }
 
 static void
@@ -1323,10 +1200,10 @@ auto_followed (const char *value, gboolean done, const GError * error,
     gpointer user_data)
 {
   Op *op = user_data;
-  SfuRoom *room = op_room (op);
+  SfuRoom *room = legba_sfu_op_room (op);
 
   if (room != NULL && error == NULL && value == NULL) {
-    op_free (op);
+    legba_sfu_op_free (op);
     g_message ("sfu-auto-follow-none channel=%s", room->channel);
     auto_to_mesh (room);
     return;
@@ -1364,9 +1241,9 @@ gate_remote_joined (LegbaHubApp * app, const char *channel,
   room->app = app;
   if (sfu->store != NULL)
     legba_sfu_store_get (sfu->store, room->key, room_looked_up,
-        op_new (sfu, room));
+        legba_sfu_op_new (sfu, room));
   else
-    room_place (room);
+    legba_sfu_room_place (room);
 }
 
 /* Another instance moved an auto room to the SFU: this instance's
@@ -1395,228 +1272,7 @@ gate_notice (LegbaHubApp * app, const char *channel, gpointer user_data)
   room->automatic = TRUE;
   room->app = app;
   legba_sfu_store_get (sfu->store, room->key, auto_followed,
-      op_new (sfu, room));
-}
-
-/* ---- A Janus that dies: its rooms move ---- */
-
-/* The new placement's topology to each socket of the room's members on
- * this instance, with the member's token. */
-static void
-room_tell_members (SfuRoom * room)
-{
-  LegbaSfu *sfu = room->sfu;
-  GHashTableIter iter;
-  gpointer user_id, token;
-  guint told = 0;
-
-  g_hash_table_iter_init (&iter, room->tokens);
-  while (g_hash_table_iter_next (&iter, &user_id, &token)) {
-    g_autoptr (GPtrArray) sockets = g_ptr_array_new_with_free_func (g_free);
-    MemberSockets m = { user_id, sockets };
-    g_autofree char *topology = topology_data (room, token);
-
-    legba_hub_foreach_member_socket (sfu->hub, room->app, room->channel,
-        collect_sockets, &m);
-    for (guint i = 0; i < sockets->len; i++)
-      told += legba_hub_send_to_socket (sfu->hub, room->app,
-          sockets->pdata[i], room->channel, TOPOLOGY_EVENT, topology);
-  }
-  g_message ("sfu-room-moved channel=%s janus=%s room=%" G_GUINT64_FORMAT
-      " members=%u sockets=%u", room->channel, sfu->janus_urls[room->instance],
-      room->id, g_hash_table_size (room->tokens), told);
-}
-
-static void
-tokens_readmitted (JsonObject * data, const GError * error, gpointer user_data)
-{
-  Op *op = user_data;
-  SfuRoom *room = op_room (op);
-
-  op_free (op);
-  if (room == NULL)
-    return;
-  room->n_adding--;
-  if (error != NULL) {
-    /* Lost again already, or refusing: made again a little later. */
-    if (room->state == ROOM_READY) {
-      room->moving = TRUE;
-      g_free (room->moved_from);
-      room->moved_from = g_steal_pointer (&room->stored);
-      room_move_later (room, error);
-    }
-    return;
-  }
-  room_tell_members (room);
-  if (room->vacant && room->n_adding == 0)
-    room_close (room);
-}
-
-/* The room, made again (here or by another instance), takes the tokens of
- * this instance's members, who are then told where it is now. */
-static void
-room_readmit (SfuRoom * room)
-{
-  JsonObject *body;
-
-  if (g_hash_table_size (room->tokens) == 0) {
-    if (room->vacant && room->n_adding == 0)
-      room_close (room);
-    return;
-  }
-  body = room_request (room, "allowed");
-  json_object_set_string_member (body, "action", "add");
-  json_object_set_array_member (body, "allowed", room_allowed (room));
-  room->n_adding++;
-  room_send (room, body, tokens_readmitted, op_new (room->sfu, room));
-  json_object_unref (body);
-}
-
-/* Places the room again, under a fresh id (the members tell an SFU
- * session from another by its Janus and room). */
-static void
-room_move_again (SfuRoom * room)
-{
-  room->state = ROOM_CREATING;
-  room->attempts = 0;
-  room->id = random_room_id ();
-  room_place (room);
-}
-
-static void
-placement_forgotten (const char *value, gboolean done, const GError * error,
-    gpointer user_data)
-{
-  op_free (user_data);
-}
-
-static gboolean
-room_move_retry (gpointer user_data)
-{
-  SfuRoom *room = user_data;
-  LegbaSfu *sfu = room->sfu;
-
-  g_clear_pointer (&room->retry, g_source_unref);
-  if (room->vacant && room->n_adding == 0 && room->waiters->len == 0 &&
-      g_hash_table_size (room->tokens) == 0) {
-    /* Everybody left while no Janus answered: the room is not made
-     * again, and its placement (on the dead Janus) goes. */
-    g_message ("sfu-room-dropped channel=%s", room->channel);
-    if (sfu->store != NULL && room->moved_from != NULL)
-      legba_sfu_store_release (sfu->store, room->key, room->moved_from,
-          placement_forgotten, op_new (sfu, room));
-    g_hash_table_remove (sfu->rooms, room->key);
-    return G_SOURCE_REMOVE;
-  }
-  room_move_again (room);
-  return G_SOURCE_REMOVE;
-}
-
-/* No Janus took the room, or the store did not answer: again a little
- * later, for as long as it has members. */
-static void
-room_move_later (SfuRoom * room, const GError * error)
-{
-  g_message ("sfu-room-move-failed channel=%s error=\"%s\" retry_ms=%u",
-      room->channel, error->message, MOVE_RETRY_MS);
-  g_clear_pointer (&room->stored, g_free);
-  room->state = ROOM_CREATING;
-  if (room->retry != NULL)
-    return;
-  room->retry = g_timeout_source_new (MOVE_RETRY_MS);
-  g_source_set_callback (room->retry, room_move_retry, room, NULL);
-  g_source_attach (room->retry, room->sfu->context);
-}
-
-/* The room's Janus died (or restarted, which loses every room): it is
- * made again on a live one, with the tokens its members have. */
-static void
-room_move (SfuRoom * room)
-{
-  g_message ("sfu-room-moving channel=%s janus=%s room=%" G_GUINT64_FORMAT,
-      room->channel, room->sfu->janus_urls[room->instance], room->id);
-  room->moving = TRUE;
-  if (room->stored != NULL) {
-    g_free (room->moved_from);
-    room->moved_from = g_steal_pointer (&room->stored);
-  }
-  room_move_again (room);
-}
-
-static void
-janus_lost (guint instance, gboolean again, const char *why, gpointer user_data)
-{
-  LegbaSfu *sfu = user_data;
-  g_autoptr (GPtrArray) lost = g_ptr_array_new ();
-  GHashTableIter iter;
-  gpointer value;
-
-  if (!again)
-    g_message ("sfu-instance-lost janus=%s error=\"%s\"",
-        sfu->janus_urls[instance], why);
-  g_hash_table_iter_init (&iter, sfu->rooms);
-  while (g_hash_table_iter_next (&iter, NULL, &value)) {
-    SfuRoom *room = value;
-
-    if (room->instance == instance && room->state == ROOM_READY)
-      g_ptr_array_add (lost, room);
-  }
-  for (guint i = 0; i < lost->len; i++)
-    room_move (lost->pdata[i]);
-}
-
-/* ---- A room another server moved ---- */
-
-static void
-placement_read (const char *value, gboolean done, const GError * error,
-    gpointer user_data)
-{
-  Op *op = user_data;
-  SfuRoom *room = op_room (op);
-  g_autoptr (GError) adopt_error = NULL;
-  JsonObject *destroy;
-  guint instance;
-
-  op_free (op);
-  if (room == NULL || error != NULL || value == NULL ||
-      room->state != ROOM_READY || room->moving || room->stored == NULL ||
-      room->n_adding > 0 || strcmp (value, room->stored) == 0)
-    return;
-  /* The room left here goes (best effort: its Janus may be the dead
-   * one), its members are told where the room went. */
-  destroy = room_request (room, "destroy");
-  instance = room->instance;
-  if (!room_adopt (room, value, &adopt_error)) {
-    json_object_unref (destroy);
-    g_message ("sfu-room-follow-failed channel=%s error=\"%s\"",
-        room->channel, adopt_error->message);
-    return;
-  }
-  room_destroy_send (room->sfu, instance, destroy, op_new (room->sfu, room));
-  g_message ("sfu-room-followed channel=%s janus=%s room=%" G_GUINT64_FORMAT,
-      room->channel, room->sfu->janus_urls[room->instance], room->id);
-  room_readmit (room);
-}
-
-/* Reads the placement of every room this instance holds. */
-static gboolean
-follow_tick (gpointer user_data)
-{
-  LegbaSfu *sfu = user_data;
-  GHashTableIter iter;
-  gpointer value;
-
-  g_hash_table_iter_init (&iter, sfu->rooms);
-  while (g_hash_table_iter_next (&iter, NULL, &value)) {
-    SfuRoom *room = value;
-
-    /* not while tokens are being added: they go to the room it knows */
-    if (room->state == ROOM_READY && !room->moving && room->stored != NULL &&
-        room->n_adding == 0)
-      legba_sfu_store_get (sfu->store, room->key, placement_read,
-          op_new (sfu, room));
-  }
-  return G_SOURCE_CONTINUE;
+      legba_sfu_op_new (sfu, room));
 }
 
 /* ---- The LegbaSfu ---- */
@@ -1675,12 +1331,12 @@ legba_sfu_new (LegbaHub * hub, const LegbaSfuSettings * settings)
         settings->redis_prefix, sfu->context);
   if (sfu->store != NULL) {
     sfu->follow = g_timeout_source_new (FOLLOW_MS);
-    g_source_set_callback (sfu->follow, follow_tick, sfu, NULL);
+    g_source_set_callback (sfu->follow, legba_sfu_follow_tick, sfu, NULL);
     g_source_attach (sfu->follow, sfu->context);
   }
   sfu->watch = legba_janus_watch_new (sfu->session, sfu->context,
       (const char *const *) sfu->janus_urls, sfu->api_secret, JANUS_WATCH_MS,
-      janus_lost, sfu);
+      legba_sfu_janus_lost, sfu);
   legba_hub_set_gate (hub, &gate, sfu);
   return sfu;
 }
