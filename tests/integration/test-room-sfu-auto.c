@@ -34,6 +34,8 @@
 #define MAX_MESSAGES 20000
 
 static LegbaTestJanus janus;
+/* The VideoRooms Janus had before the test (set by its setup) */
+static guint rooms_before;
 /* The servers' sfu-* log lines, in order */
 static GPtrArray *server_log;
 static char *redis_server_path;
@@ -231,6 +233,7 @@ auto_setup (Fixture * f, gconstpointer data)
       janus.http_port);
 
   server_setup (f, http, janus.ws_url);
+  rooms_before = legba_test_janus_count_rooms (&janus);
 }
 
 static void
@@ -372,6 +375,10 @@ run_switch (Fixture * fa, Fixture * fb, Fixture * fc, const char *name,
   participant_free (a);
   g_hash_table_unref (ra.seen);
   g_hash_table_unref (rb.seen);
+  /* its members gone, the server destroys the VideoRoom: the next test
+   * finds Janus as this one did */
+  ROOM_WAIT_FOR (legba_test_janus_count_rooms (&janus) == rooms_before,
+      "the VideoRoom to be destroyed once its members left");
 }
 
 static void
@@ -405,9 +412,6 @@ static Redis *redis;
  * fixture's is the first) */
 static Fixture other;
 static Fixture third;
-/* The VideoRooms Janus had before the test (earlier tests' rooms that
- * their servers, gone, did not destroy) */
-static guint rooms_before;
 
 static void
 redis_start (void)
