@@ -17,14 +17,16 @@
 // other a reliable message every 20 ms; a third participant (legba-call)
 // joins and the room moves to Janus, make before break on both sides: the
 // three decode each other through Janus, every message of the first two
-// arrived exactly once, and legba-call's LegbaRoom had the page's
-// `sfu-ready` instead of waiting out its 5 s. Last, the page's own
-// connection to a healthy Janus is cut (a TCP relay of the test's own
-// between the participants and Janus): the page opens a session on the
-// same Janus again and both decode each other again; the same when Janus
-// destroys the page's session behind its open WebSocket (its admin API),
-// which the page learns from its next keepalive. Without janus installed,
-// the tests are skipped.
+// arrived exactly once, each side had the other's probes
+// (`legba.sfu-probe`) through Janus before it said `sfu-ready`,
+// legba-call's LegbaRoom had the page's `sfu-ready` instead of waiting out
+// its 5 s, and the page reported no message on a reserved topic. Last, the
+// page's own connection to a healthy Janus is cut (a TCP relay of the
+// test's own between the participants and Janus): the page opens a
+// session on the same Janus again and both decode each other again; the
+// same when Janus destroys the page's session behind its open WebSocket
+// (its admin API), which the page learns from its next keepalive. Without
+// janus installed, the tests are skipped.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -458,6 +460,17 @@ async (t) => {
   assert.match(await page.tab.evaluate(() => window.legba.record.log
       .join('\n')), new RegExp(`${gst.id} receives this participant ` +
       'through the SFU'), 'the page heard legba-call\'s sfu-ready');
+  /* each said sfu-ready once a probe of the other's came through Janus */
+  const probed = `${adaId}'s messages come through the SFU`;
+  assert.ok(gst.lines.some((l) => l.includes(probed)),
+      `legba-call's room logged "${probed}"\n${await detail()}`);
+  const pageLog = await page.tab.evaluate(() => window.legba.record.log);
+  const probedAt = pageLog.findIndex((l) =>
+    l.includes(`${gst.id}'s messages come through the SFU`));
+  const toldAt = pageLog.findIndex((l) =>
+    l.includes(`telling ${gst.id} it is received through the SFU`));
+  assert.ok(probedAt >= 0 && toldAt > probedAt,
+      'the page had legba-call\'s probe before it said sfu-ready');
 
   /* ten more each through Janus, then every message is checked */
   const gstUntil = gstSent + 10;
@@ -496,6 +509,10 @@ async (t) => {
   assert.deepEqual(await page.tab.evaluate(() => window.legba.record.events
       .filter((e) => e.type === 'error').map((e) => e.message)), [],
   'the page reported no error');
+  assert.deepEqual(await page.tab.evaluate(() => window.legba.record.events
+      .filter((e) => e.type === 'data' && e.topic?.startsWith('legba.'))
+      .map((e) => e.topic)), [],
+  'no message on a reserved topic (the probes) reached the application');
   assert.deepEqual(await page.cspViolations(), [],
       'nothing the page did was blocked by its Content-Security-Policy');
   await page.leave();

@@ -1124,7 +1124,9 @@ export class LegbaRoomPeer extends EventTarget
     channel.onmessage = (e) => this._onData(p, e.data, lossy);
   }
 
-  _onData (p, payload, lossy)
+  /* probed: on a subscriber connection of the SFU's, what a
+   * `legba.sfu-probe` means (§8) */
+  _onData (p, payload, lossy, probed = null)
   {
     if (typeof payload !== 'string') {
       this._emit('data', { participant: p.id, topic: undefined,
@@ -1140,6 +1142,16 @@ export class LegbaRoomPeer extends EventTarget
       const d = message.data ?? {};
       p.muted = { audio: d.audio === true, video: d.video === true };
       this._emit('mute', { participant: p.id, ...p.muted });
+      return;
+    }
+    if (message.topic === 'legba.sfu-probe') {
+      probed?.();
+      return;
+    }
+    /* §6: the room's own; never the application's */
+    if (message.topic?.startsWith('legba.')) {
+      this._log(`message on unknown reserved topic ${message.topic} ` +
+          `from ${p.id} dropped`);
       return;
     }
     this._emit('data', { participant: p.id, topic: message.topic,

@@ -32,6 +32,10 @@ const VIDEOROOM = 'janus.plugin.videoroom';
 export const SWITCH_MS = 5000;
 /* how often a kept mesh connection's queue is looked at again */
 const DRAIN_POLL_MS = 50;
+/* §8: how often the publisher's channel sends a probe while the move
+ * holds the messages */
+const PROBE_MS = 100;
+export const SFU_PROBE_TOPIC = 'legba.sfu-probe';
 
 function randomId ()
 {
@@ -244,14 +248,19 @@ class JanusSession
  *   until the same kind comes from the SFU (its first RTP: the track
  *   unmutes), the mesh track reported removed right before the SFU's is
  *   reported;
- * - a participant's subscriber connection with its own data channel open
- *   and each track Janus offered on it arrived is told to that participant
- *   with the signal `sfu-ready`; the mesh connection with it closes once
+ * - while the local messages are held (below), the publisher's channel
+ *   sends a `legba.sfu-probe` every PROBE_MS;
+ * - a participant's subscriber connection with its own data channel open,
+ *   each track Janus offered on it arrived and a probe of that
+ *   participant's received on it is told to that participant with the
+ *   signal `sfu-ready`; the mesh connection with it closes once
  *   `sfu-ready` went both ways and what was sent to it on the mesh is out;
  * - the local reliable messages to everyone, which go to the SFU from the
  *   event on, wait (LegbaSfu.held) until each participant met in the mesh
- *   has said `sfu-ready`: Janus relays a message to the subscriber
- *   channels open then, and no other.
+ *   has said `sfu-ready`: Janus relays a message to the subscribers it
+ *   considers ready then, and no other (Janus 1.1: once the subscriber's
+ *   SCTP association first reported itself dry, which may be after the
+ *   subscriber's channel opened; a probe that arrived says it is).
  *
  * SWITCH_MS bounds it all: then the messages go and the mesh connections
  * close, whoever has not answered. */
@@ -273,6 +282,7 @@ class MeshMove
     this.started = performance.now();
     this.done = false;
     this.drainTimer = null;
+    this.probeTimer = null;
     this.deadline = setTimeout(() => this._expire(), SWITCH_MS);
     for (const conn of kept.values()) {
       conn.kept = true;
@@ -326,8 +336,39 @@ class MeshMove
     }
   }
 
+  /* The publisher's channel is open: a probe every PROBE_MS while the
+   * messages are held. */
+  probe (channel)
+  {
+    const send = () => {
+      if (!this.sfu.holding || this.done) {
+        clearInterval(this.probeTimer);
+        this.probeTimer = null;
+        return;
+      }
+      if (channel.readyState === 'open' && channel.bufferedAmount < 65536)
+        channel.send(JSON.stringify({ topic: SFU_PROBE_TOPIC, data: {} }));
+    };
+    if (this.probeTimer !== null || !this.sfu.holding || this.done)
+      return;
+    this.probeTimer = setInterval(send, PROBE_MS);
+    send();
+  }
+
+  /* A probe of feed's participant came through its subscription. */
+  probed (feed)
+  {
+    if (feed.probed || this.sfu.feeds.get(feed.id) !== feed)
+      return;
+    feed.probed = true;
+    this._log(`${feed.display}'s messages come through the SFU`);
+    this.check(feed);
+  }
+
   _release ()
   {
+    clearInterval(this.probeTimer);
+    this.probeTimer = null;
     if (!this.sfu.holding)
       return;
     this._log('messages go through the SFU');
@@ -351,6 +392,8 @@ class MeshMove
     clearTimeout(this.deadline);
     clearTimeout(this.drainTimer);
     this.drainTimer = null;
+    clearInterval(this.probeTimer);
+    this.probeTimer = null;
   }
 
   _expire ()
@@ -441,13 +484,14 @@ class MeshMove
       arrived();
   }
 
-  /* The subscriber connection of `feed` has its own data channel open and
-   * each track Janus offered on it arrived: its participant is received
-   * through the SFU; one of the mesh is told so (sfu-ready). */
+  /* The subscriber connection of `feed` has its own data channel open,
+   * each track Janus offered on it arrived and a probe came on it: its
+   * participant is received through the SFU; one of the mesh is told so
+   * (sfu-ready). */
   check (feed)
   {
     const id = feed.display;
-    if (this.done || !feed.open || feed.expected === null ||
+    if (this.done || !feed.open || !feed.probed || feed.expected === null ||
         feed.expected.some((kind) => !feed.arrived.has(kind)) ||
         this.receiving.has(id))
       return;
@@ -628,6 +672,7 @@ export class LegbaSfu
     channel.binaryType = 'arraybuffer';
     channel.onopen = () => {
       if (channel.label === 'legba') {
+        this.move?.probe(channel);
         channel.send(JSON.stringify({ topic: 'legba.mute',
           data: { ...this.peer.muted } }));
         this._flushHeld();
@@ -672,8 +717,8 @@ export class LegbaSfu
   {
     const session = this.session;
     const feed = { id, display, handle: null, pc: null, tracks: [],
-      channels: [], pcId: randomId(), open: false, expected: null,
-      arrived: new Set(), session };
+      channels: [], pcId: randomId(), open: false, probed: false,
+      expected: null, arrived: new Set(), session };
     this.feeds.set(id, feed);
     feed.handle = await session.attach((m) => {
       if (m.janus === 'hangup')
@@ -730,7 +775,8 @@ export class LegbaSfu
     channel.onmessage = (e) => {
       const p = this.peer.participants.get(feed.display) ??
         { id: feed.display, muted: {} };
-      this.peer._onData(p, e.data, channel.label === 'legba-lossy');
+      this.peer._onData(p, e.data, channel.label === 'legba-lossy', () =>
+        this.move?.probed(feed));
     };
   }
 

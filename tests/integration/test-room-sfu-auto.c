@@ -6,7 +6,10 @@
  * moves the room to a Janus of its own when a third joins. The three end
  * up exchanging video and reliable data through Janus; the reliable
  * messages the first two send each other all along, the move included,
- * all arrive. With a Janus that cannot be reached, the room stays a mesh.
+ * all arrive; each had the other's probes (`legba.sfu-probe`) through
+ * Janus before it said `sfu-ready`, neither waited out its move, and no
+ * application handler ever saw a message on a reserved topic. With a
+ * Janus that cannot be reached, the room stays a mesh.
  * Across two legba-servers sharing a redis-server of the test's own
  * (`auto:2`, alice on one, bob on the other, carol joining on alice's),
  * the same: the server carol joins through makes the one VideoRoom, the
@@ -36,6 +39,11 @@
 static LegbaTestJanus janus;
 /* The VideoRooms Janus had before the test (set by its setup) */
 static guint rooms_before;
+/* What the rooms logged of their moves (GST_INFO of legbaroom), by
+ * kind; any thread */
+static GMutex moves_lock;
+static guint probes_received;   /* "P's messages come through the SFU" */
+static guint moves_expired;     /* "the move ... is not done after" */
 /* The servers' sfu-* log lines, in order */
 static GPtrArray *server_log;
 static char *redis_server_path;
@@ -70,6 +78,45 @@ logged_count (const char *prefix)
   for (guint i = 0; i < server_log->len; i++)
     n += g_str_has_prefix (server_log->pdata[i], prefix);
   return n;
+}
+
+static void
+log_move (GstDebugCategory * category, GstDebugLevel level, const char *file,
+    const char *function, gint line, GObject * object,
+    GstDebugMessage * message, gpointer user_data)
+{
+  const char *text;
+
+  if (level > GST_LEVEL_INFO ||
+      g_strcmp0 (gst_debug_category_get_name (category), "legbaroom") != 0)
+    return;
+  text = gst_debug_message_get (message);
+  g_mutex_lock (&moves_lock);
+  if (strstr (text, "'s messages come through the SFU") != NULL)
+    probes_received++;
+  if (strstr (text, "the move to the SFU is not done after") != NULL)
+    moves_expired++;
+  g_mutex_unlock (&moves_lock);
+}
+
+/* Messages on a reserved topic that reached the application */
+static gint reserved_seen;
+
+static void
+on_any_data (LegbaRoom * room, LegbaParticipant * sender, const char *topic,
+    JsonNode * data, gpointer unused)
+{
+  if (topic != NULL && g_str_has_prefix (topic, "legba."))
+    g_atomic_int_inc (&reserved_seen);
+}
+
+static void
+watch_reserved (Participant * p)
+{
+  g_signal_connect (p->room, "data-received", G_CALLBACK (on_any_data), NULL);
+  g_signal_connect (p->room, "sync-data-received", G_CALLBACK (on_any_data),
+      NULL);
+  legba_room_enable_sync_data_emission (p->room);
 }
 
 typedef struct
@@ -277,6 +324,12 @@ run_switch (Fixture * fa, Fixture * fb, Fixture * fc, const char *name,
   guint source_a, source_b;
   gint64 switch_started;
 
+  g_atomic_int_set (&reserved_seen, 0);
+  g_mutex_lock (&moves_lock);
+  probes_received = moves_expired = 0;
+  g_mutex_unlock (&moves_lock);
+  watch_reserved (a);
+  watch_reserved (b);
   participant_connect_and_wait (a);
   participant_connect_and_wait (b);
   ROOM_WAIT_FOR (all_decode (all, 2, 30), "alice and bob to decode each "
@@ -297,6 +350,7 @@ run_switch (Fixture * fa, Fixture * fb, Fixture * fc, const char *name,
   g_string_printf (gaps, "{\"test\":\"%s\",\"gaps_ms\":{", name);
   switch_started = g_get_monotonic_time ();
   c = participant_new_for_server (fc, "carol", "h264", TRUE);
+  watch_reserved (c);
   all[2] = c;
   participant_connect_and_wait (c);
   for (guint i = 0; i < 3; i++)
@@ -366,6 +420,13 @@ run_switch (Fixture * fa, Fixture * fb, Fixture * fc, const char *name,
   assert_no_room_errors (a);
   assert_no_room_errors (b);
   assert_no_room_errors (c);
+  /* alice had bob's probe through Janus and bob alice's, and neither
+   * waited out its move; no probe reached the application */
+  g_mutex_lock (&moves_lock);
+  g_assert_cmpuint (probes_received, ==, 2);
+  g_assert_cmpuint (moves_expired, ==, 0);
+  g_mutex_unlock (&moves_lock);
+  g_assert_cmpint (g_atomic_int_get (&reserved_seen), ==, 0);
   /* the three still in the VideoRoom */
   check (check_data);
   g_signal_handlers_disconnect_by_data (a->room, &ra);
@@ -684,6 +745,11 @@ main (int argc, char **argv)
   int status;
 
   room_test_init (&argc, &argv);
+  /* the rooms' INFO lines of their moves, to log_move() (meson's test
+   * environment has GST_DEBUG legba*:4) */
+  if (g_getenv ("GST_DEBUG") == NULL)
+    gst_debug_set_threshold_for_name ("legbaroom", GST_LEVEL_INFO);
+  gst_debug_add_log_function (log_move, NULL, NULL);
   server_log = g_ptr_array_new_with_free_func (g_free);
   g_log_set_writer_func (log_writer, NULL, NULL);
   if (!legba_test_janus_start_open (&janus)) {

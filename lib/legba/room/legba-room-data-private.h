@@ -32,6 +32,11 @@ void legba_room_data_use_sfu (LegbaRoom * room, LegbaParticipant * publisher);
 /* Bytes of reliable messages to participant id not yet on the wire: queued,
  * or buffered in its channel. */
 guint64 legba_room_data_queued (LegbaRoom * room, const char *id);
+/* legba-room-switch.c: a mesh room moving to its SFU (§8) sends a
+ * `legba.sfu-probe` straight on the reliable channel of its publisher
+ * connection, ahead of the messages the move holds; FALSE when the
+ * channel is not open or is congested. */
+gboolean legba_room_data_send_probe (LegbaRoom * room, LegbaPeer * publisher);
 
 /* legba-room-peer.c */
 void legba_peer_data_watch_channel (LegbaPeer * peer,

@@ -267,9 +267,10 @@ topic_is_reserved (const char *topic)
   return topic != NULL && g_str_has_prefix (topic, RESERVED_PREFIX);
 }
 
+/* @via: the connection the message came on, NULL when it is closed. */
 static void
-handle_text (LegbaRoomData * d, LegbaParticipant * p, const char *text,
-    gsize size)
+handle_text (LegbaRoomData * d, LegbaParticipant * p, LegbaPeer * via,
+    const char *text, gsize size)
 {
   Envelope e;
   g_autofree char *why = NULL;
@@ -282,7 +283,11 @@ handle_text (LegbaRoomData * d, LegbaParticipant * p, const char *text,
     report_malformed (d, p, what ? what : envelope_problems[problem]);
   } else if (e.topic != NULL && strcmp (e.topic, MUTE_TOPIC) == 0)
     handle_mute (d, p, e.data);
-  else if (topic_is_reserved (e.topic))
+  else if (e.topic != NULL && strcmp (e.topic, SFU_PROBE_TOPIC) == 0) {
+    /* §8: the SFU relays p's messages to this participant */
+    if (via != NULL && via->sfu_subscriber && via->participant->peer == via)
+      legba_room_switch_probed (d->room, via);
+  } else if (topic_is_reserved (e.topic))
     GST_INFO ("dropping a message from %s on unknown reserved topic %s",
         p->id, e.topic);
   else
@@ -292,7 +297,8 @@ handle_text (LegbaRoomData * d, LegbaParticipant * p, const char *text,
 }
 
 static void
-handle_incoming (LegbaRoomData * d, LegbaParticipant * p, Incoming * in)
+handle_incoming (LegbaRoomData * d, LegbaParticipant * p, LegbaPeer * via,
+    Incoming * in)
 {
   gsize size = in->size;
   LegbaReliability before;
@@ -315,7 +321,7 @@ handle_incoming (LegbaRoomData * d, LegbaParticipant * p, Incoming * in)
   }
   before = set_receiving (in->reliability);
   if (in->bytes == NULL)
-    handle_text (d, p, in->text, size);
+    handle_text (d, p, via, in->text, size);
   else
     g_signal_emit (d->room, data_signals[SIGNAL_BYTES_RECEIVED], 0, p,
         in->bytes);
@@ -355,7 +361,7 @@ empty_inbox (gpointer data)
   while ((link = g_queue_pop_head_link (&batch)) != NULL) {
     /* a handler may have closed the peer or left the room */
     if (peer->room != NULL)
-      handle_incoming (peer->room->data, peer->participant, link->data);
+      handle_incoming (peer->room->data, peer->participant, peer, link->data);
     incoming_free (link->data);
   }
   legba_peer_unref (peer);
@@ -692,7 +698,7 @@ report_leftover (gpointer data)
 
   while (room != NULL && room->state != LEGBA_ROOM_STATE_DISCONNECTED &&
       (link = g_queue_pop_head_link (&l->inbox)) != NULL) {
-    handle_incoming (room->data, l->participant, link->data);
+    handle_incoming (room->data, l->participant, NULL, link->data);
     incoming_free (link->data);
   }
   return G_SOURCE_REMOVE;

@@ -22,6 +22,8 @@ G_BEGIN_DECLS
 /* §6 */
 #define RESERVED_PREFIX "legba."
 #define MUTE_TOPIC "legba.mute"
+/* §8: a mesh room moving to its SFU */
+#define SFU_PROBE_TOPIC "legba.sfu-probe"
 
 /* the signals, made by legba-room-data-signals.c */
 enum

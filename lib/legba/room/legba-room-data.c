@@ -689,6 +689,29 @@ legba_room_get_participant_muted (LegbaRoom * self,
   return known;
 }
 
+/* ---- The move from mesh to SFU (§8: legba.sfu-probe) ---- */
+
+gboolean
+legba_room_data_send_probe (LegbaRoom * room, LegbaPeer * publisher)
+{
+  LegbaRoomData *d = room->data;
+  GstWebRTCDataChannel *channel = publisher->channel_open[0] ?
+      publisher->channels[0] : NULL;
+  g_autoptr (JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+  g_autoptr (Message) m = NULL;
+  g_autoptr (GError) error = NULL;
+
+  if (channel == NULL || buffered_amount (channel) > CHANNEL_HIGH_WATER)
+    return FALSE;
+  json_node_take_object (node, json_object_new ());
+  m = envelope_new (d, SFU_PROBE_TOPIC, node);
+  if (!channel_send (channel, m, &error)) {
+    GST_INFO ("room %s: no probe sent: %s", room->room_name, error->message);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* ---- Hooks of the room (legba-room.c) ---- */
 
 static void

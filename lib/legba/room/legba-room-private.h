@@ -444,12 +444,16 @@ gboolean legba_room_switch_hold (LegbaRoom * room, LegbaPeer * publisher);
  * participant's data through the SFU. */
 void legba_room_switch_ready (LegbaRoom * room, const char *from);
 /* The subscriber connection of a participant: Janus's offer (which tracks
- * it brings), its data channel open. Once it is open and has reported
- * each track, the participant is told `sfu-ready` and its mesh connection
- * may go. */
+ * it brings), its data channel open. Once it is open, has reported each
+ * track and has brought a probe of the participant's
+ * (legba_room_switch_probed()), the participant is told `sfu-ready` and
+ * its mesh connection may go. */
 void legba_room_switch_feed (LegbaRoom * room, LegbaPeer * subscriber,
     const char *offer);
 void legba_room_switch_subscribed (LegbaRoom * room, LegbaPeer * subscriber);
+/* A `legba.sfu-probe` of the participant came on its subscriber
+ * connection: the SFU relays its messages to the local participant. */
+void legba_room_switch_probed (LegbaRoom * room, LegbaPeer * subscriber);
 /* A subscriber connection is about to report a track of kind: the mesh
  * connection's track of that kind, if any, is reported removed first. */
 void legba_room_switch_track (LegbaRoom * room, LegbaPeer * subscriber,

@@ -9,15 +9,21 @@
  *   each track of a participant comes from the mesh until the SFU brings
  *   it (the mesh track is reported removed right before the SFU's is
  *   added);
- * - a participant's subscriber connection with its data channel open and
- *   each track Janus offered on it reported is told to that participant
- *   with the signal `sfu-ready`; the mesh connection with it closes once
+ * - while the local participant's messages are held (below), its
+ *   publisher connection sends a `legba.sfu-probe` every PROBE_MS;
+ * - a participant's subscriber connection with its data channel open,
+ *   each track Janus offered on it reported and one of that
+ *   participant's probes received on it is told to that participant with
+ *   the signal `sfu-ready`; the mesh connection with it closes once
  *   `sfu-ready` went both ways and the local messages queued for it on the
  *   mesh went out;
  * - the local participant's reliable messages to everyone, which go to
  *   the SFU from the event on, wait in its queue until each participant
  *   it met in the mesh has said `sfu-ready`: the SFU relays a message to
- *   the subscribers whose channel is open then, and no other.
+ *   the subscribers it considers ready then, and no other. Janus 1.1
+ *   considers a subscriber ready once its SCTP association first reported
+ *   itself dry (its VideoRoom's data_ready), which may come after the
+ *   subscriber's channel opened; a probe that arrived says it is.
  *
  * SWITCH_MS bounds it all: then the messages go and the mesh connections
  * close, whoever has not answered.
@@ -32,6 +38,9 @@
 #define SWITCH_MS 5000
 /* How often a mesh connection's queue is looked at again */
 #define DRAIN_POLL_MS 50
+/* How often the publisher connection sends a probe while the local
+ * messages are held */
+#define PROBE_MS 100
 
 /* What a participant's subscriber connection brings so far */
 typedef struct
@@ -39,6 +48,7 @@ typedef struct
   guint expected;               /* 1 << LegbaTrackKind, as Janus offered */
   guint announced;
   gboolean open;                /* its reliable channel */
+  gboolean probed;              /* a probe of its came through the SFU */
 } Feed;
 
 struct _LegbaRoomSwitch
@@ -54,6 +64,7 @@ struct _LegbaRoomSwitch
   gboolean released;            /* the publisher carries the data */
   GSource *deadline;
   GSource *drain_poll;
+  GSource *probe;               /* while the publisher's data is held */
   gint64 started;
 };
 
@@ -91,6 +102,7 @@ release (LegbaRoomSwitch * sw)
 {
   if (sw->released || sw->publisher == NULL)
     return;
+  legba_clear_source (&sw->probe);
   sw->released = TRUE;
   GST_INFO ("room %s: messages go through the SFU, %" G_GINT64_FORMAT
       " ms into the move", sw->room->room_name,
@@ -151,6 +163,7 @@ deadline_expired (gpointer data)
   gpointer id;
 
   legba_clear_source (&sw->deadline);
+  legba_clear_source (&sw->probe);
   GST_WARNING ("room %s: the move to the SFU is not done after %d ms (%u "
       "participants to answer, %u mesh connections); finishing it",
       sw->room->room_name, SWITCH_MS, g_hash_table_size (sw->waiting),
@@ -211,6 +224,16 @@ legba_room_switch_begin (LegbaRoom * room)
   return TRUE;
 }
 
+static gboolean
+probe (gpointer data)
+{
+  LegbaRoomSwitch *sw = data;
+
+  if (sw->publisher != NULL)
+    legba_room_data_send_probe (sw->room, sw->publisher);
+  return G_SOURCE_CONTINUE;
+}
+
 gboolean
 legba_room_switch_hold (LegbaRoom * room, LegbaPeer * publisher)
 {
@@ -227,6 +250,9 @@ legba_room_switch_hold (LegbaRoom * room, LegbaPeer * publisher)
     GST_INFO ("room %s: the SFU takes the local tracks; messages wait for %u "
         "participants to receive them", room->room_name,
         g_hash_table_size (sw->waiting));
+    legba_clear_source (&sw->probe);
+    probe (sw);
+    sw->probe = legba_room_timeout (room, PROBE_MS, probe, sw, NULL);
   }
   return TRUE;
 }
@@ -305,9 +331,10 @@ feed_of (LegbaRoomSwitch * sw, LegbaPeer * subscriber)
   return f;
 }
 
-/* The subscriber connection has its reliable channel open and has
- * reported each track Janus offered: the participant is received through
- * the SFU; a participant of the mesh is told so (sfu-ready). */
+/* The subscriber connection has its reliable channel open, has reported
+ * each track Janus offered and has brought a probe: the participant is
+ * received through the SFU; a participant of the mesh is told so
+ * (sfu-ready). */
 static void
 feed_check (LegbaRoomSwitch * sw, LegbaPeer * subscriber)
 {
@@ -317,7 +344,8 @@ feed_check (LegbaRoomSwitch * sw, LegbaPeer * subscriber)
   g_autoptr (JsonObject) ready = NULL;
   g_autoptr (GError) error = NULL;
 
-  if (!f->open || (f->announced & f->expected) != f->expected ||
+  if (!f->open || !f->probed ||
+      (f->announced & f->expected) != f->expected ||
       g_hash_table_contains (sw->receiving, id))
     return;
   g_hash_table_add (sw->receiving, g_strdup (id));
@@ -356,6 +384,22 @@ legba_room_switch_subscribed (LegbaRoom * room, LegbaPeer * subscriber)
 }
 
 void
+legba_room_switch_probed (LegbaRoom * room, LegbaPeer * subscriber)
+{
+  Feed *f;
+
+  if (room->sw == NULL)
+    return;
+  f = feed_of (room->sw, subscriber);
+  if (f->probed)
+    return;
+  f->probed = TRUE;
+  GST_INFO ("room %s: %s's messages come through the SFU", room->room_name,
+      subscriber->participant->id);
+  feed_check (room->sw, subscriber);
+}
+
+void
 legba_room_switch_participant_left (LegbaRoom * room, LegbaParticipant * p)
 {
   LegbaRoomSwitch *sw = room->sw;
@@ -381,6 +425,7 @@ legba_room_switch_free (LegbaRoomSwitch * sw)
     return;
   legba_clear_source (&sw->deadline);
   legba_clear_source (&sw->drain_poll);
+  legba_clear_source (&sw->probe);
   g_hash_table_iter_init (&iter, sw->retired);
   while (g_hash_table_iter_next (&iter, NULL, &value)) {
     LegbaPeer *peer = value;
