@@ -54,6 +54,7 @@ legba_peer_sender_feedback_init (LegbaPeerSender * self, guint start_bitrate,
       (GDestroyNotify) legba_rtx_policy_free);
   self->report_loss = g_hash_table_new (NULL, NULL);
   self->rtx_pts = g_array_new (FALSE, FALSE, sizeof (guint8));
+  self->rtt_blocks = g_hash_table_new_full (NULL, NULL, NULL, g_free);
 }
 
 void
@@ -62,6 +63,7 @@ legba_peer_sender_feedback_clear (LegbaPeerSender * self)
   g_clear_pointer (&self->bwe, legba_bwe_free);
   g_clear_pointer (&self->policies, g_hash_table_unref);
   g_clear_pointer (&self->rtx_pts, g_array_unref);
+  g_clear_pointer (&self->rtt_blocks, g_hash_table_unref);
   if (self->session != NULL && self->rtcp_handler != 0)
     g_signal_handler_disconnect (self->session, self->rtcp_handler);
   self->rtcp_handler = 0;
@@ -438,32 +440,73 @@ find_session (LegbaPeerSender * self)
   return session;
 }
 
-/* The round trip of the newest receiver report about what we send, in
- * microseconds, or 0. */
+/* The largest round trip believed: a report block whose LSR and DLSR
+ * give more says nothing of the path (a clock jump, a corrupt block). */
+#define MAX_RTT_UNITS (10 * 65536)
+
+/* The round trip of the newest report blocks about what we send, in
+ * microseconds, or 0 when no receiver reported since the last call.
+ * rtpsession 1.22 computes it (rb-round-trip, 1/65536 s) as a receiver's
+ * block about one of our internal sources comes in, and keeps the
+ * receiver's last block on the stats of the receiver's source, not on
+ * ours: the blocks are read there, those about our SSRCs, and taken only
+ * when their LSR or DLSR moved since the last call (remembered per
+ * receiver in @seen), so a receiver that stopped reporting does not
+ * leave its last round trip standing. */
 static gint64
-read_rtt (GObject * session)
+read_rtt (GObject * session, GHashTable * seen)
 {
   GValueArray *sources = NULL;
+  g_autoptr (GHashTable) ours = g_hash_table_new (NULL, NULL);
+  g_autoptr (GPtrArray) remote =
+      g_ptr_array_new_with_free_func ((GDestroyNotify) gst_structure_free);
   gint64 rtt = 0;
 
   g_object_get (session, "sources", &sources, NULL);
   G_GNUC_BEGIN_IGNORE_DEPRECATIONS;
   for (guint i = 0; sources != NULL && i < sources->n_values; i++) {
     GObject *source = g_value_get_object (g_value_array_get_nth (sources, i));
-    g_autoptr (GstStructure) stats = NULL;
-    gboolean internal = FALSE, have_rb = FALSE;
-    guint round_trip = 0;
+    GstStructure *stats = NULL;
+    gboolean internal = FALSE;
+    guint ssrc = 0;
 
     g_object_get (source, "stats", &stats, NULL);
-    if (stats == NULL || !gst_structure_get_boolean (stats, "internal",
-            &internal) || !internal)
+    if (stats == NULL)
       continue;
-    if (gst_structure_get_boolean (stats, "have-rb", &have_rb) && have_rb &&
-        gst_structure_get_uint (stats, "rb-round-trip", &round_trip))
-      rtt = MAX (rtt, (gint64) round_trip * G_USEC_PER_SEC / 65536);
+    if (gst_structure_get_boolean (stats, "internal", &internal) && internal) {
+      if (gst_structure_get_uint (stats, "ssrc", &ssrc))
+        g_hash_table_add (ours, GUINT_TO_POINTER (ssrc));
+      gst_structure_free (stats);
+    } else {
+      g_ptr_array_add (remote, stats);
+    }
   }
   g_clear_pointer (&sources, g_value_array_free);
   G_GNUC_END_IGNORE_DEPRECATIONS;
+  for (guint i = 0; i < remote->len; i++) {
+    const GstStructure *stats = g_ptr_array_index (remote, i);
+    gboolean have_rb = FALSE;
+    guint ssrc = 0, rb_ssrc = 0, lsr = 0, dlsr = 0, round_trip = 0;
+    guint64 block;
+
+    if (!gst_structure_get_boolean (stats, "have-rb", &have_rb) || !have_rb ||
+        !gst_structure_get_uint (stats, "ssrc", &ssrc) ||
+        !gst_structure_get_uint (stats, "rb-ssrc", &rb_ssrc) ||
+        !gst_structure_get_uint (stats, "rb-lsr", &lsr) ||
+        !gst_structure_get_uint (stats, "rb-dlsr", &dlsr) ||
+        !gst_structure_get_uint (stats, "rb-round-trip", &round_trip) ||
+        !g_hash_table_contains (ours, GUINT_TO_POINTER (rb_ssrc)) || lsr == 0)
+      continue;
+    block = (guint64) lsr << 32 | dlsr;
+    if (g_hash_table_contains (seen, GUINT_TO_POINTER (ssrc)) &&
+        *(guint64 *) g_hash_table_lookup (seen, GUINT_TO_POINTER (ssrc)) ==
+        block)
+      continue;
+    g_hash_table_insert (seen, GUINT_TO_POINTER (ssrc),
+        g_memdup2 (&block, sizeof block));
+    if (round_trip > 0 && round_trip <= MAX_RTT_UNITS)
+      rtt = MAX (rtt, (gint64) round_trip * G_USEC_PER_SEC / 65536);
+  }
   return rtt;
 }
 
@@ -583,7 +626,7 @@ poll_rtt (LegbaPeerSender * self, gint64 now)
   }
   if (session == NULL)
     return;
-  rtt = read_rtt (session);
+  rtt = read_rtt (session, self->rtt_blocks);
   g_object_unref (session);
   g_mutex_lock (&self->lock);
   report = update_loss (self, path_loss (self)) && self->target_func != NULL;
@@ -663,6 +706,7 @@ legba_peer_sender_get_stats (LegbaPeerSender * self)
       "feedback-reports", G_TYPE_UINT64, self->feedback_reports,
       "feedback-missing", G_TYPE_BOOLEAN, state.feedback_missing,
       "audio-untracked", G_TYPE_BOOLEAN, audio_untracked (self),
+      "round-trip-ms", G_TYPE_DOUBLE, self->rtt_us / 1000.0,
       "pacing-rate", G_TYPE_UINT, (guint) rate,
       "pacing-queue-ms", G_TYPE_DOUBLE,
       rate > 0 ? self->queued_bytes * 8 * 1000.0 / rate : 0.0,

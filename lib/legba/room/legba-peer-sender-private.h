@@ -49,7 +49,8 @@ struct _LegbaPeerSender
   GObject *session;             /* the RTPSession, for the round trip */
   gulong rtcp_handler;          /* its on-receiving-rtcp */
   GHashTable *report_loss;      /* our media SSRC -> fraction lost + 1 */
-  gint64 rtt_us;
+  gint64 rtt_us;                /* the newest round trip, 0 until one */
+  GHashTable *rtt_blocks;       /* receiver SSRC -> guint64 LSR << 32 | DLSR */
   gint64 rtt_at;
   gdouble loss;                 /* the receiver reports', smoothed, 0..1 */
   guint reported_loss;          /* percent, what target_func last heard */
