@@ -419,8 +419,82 @@ legba_peer_sender_record_sent (LegbaPeerSender * self, GstBuffer * buffer,
       legba_rtx_policy_packet_sent (policy, GST_READ_UINT16_BE (header + 2),
           gst_buffer_get_size (buffer), g_get_monotonic_time ());
   }
+  if (lane == LEGBA_SENDER_LANE_VIDEO &&
+      gst_buffer_extract (buffer, 0, header, 12) == 12) {
+    self->pad_ssrc[self->pad_head] = GST_READ_UINT32_BE (header + 8);
+    self->pad_seq[self->pad_head] = GST_READ_UINT16_BE (header + 2);
+    self->pad_head = (self->pad_head + 1) % LEGBA_SENDER_PAD_HISTORY;
+    self->pad_filled = MIN (self->pad_filled + 1, LEGBA_SENDER_PAD_HISTORY);
+    self->pad_next = 0;
+  }
+  if (lane != LEGBA_SENDER_LANE_RTX)
+    self->pad_budget -= size + WIRE_OVERHEAD;
   self->packets_sent[lane]++;
   g_mutex_unlock (&self->lock);
+}
+
+/* ---- Padding ---- */
+
+/* While the estimator probes, what the media leave of the probe's rate is
+ * filled with retransmissions of the last video packets sent, asked of
+ * rtprtxsend as a receiver's NACK would (libwebrtc pads with such
+ * retransmissions too): the receiver drops them as duplicates; the link
+ * carries them, and the transport-wide feedback reports them. */
+#define PAD_PACKET_BYTES (1200 + WIRE_OVERHEAD)
+#define PAD_MAX_AHEAD_US (100 * G_TIME_SPAN_MILLISECOND)
+#define PAD_MAX_PER_TICK 8
+
+/* Called with the lock; returns how many requests were put in @ssrcs and
+ * @seqs. */
+static guint
+plan_padding (LegbaPeerSender * self, gint64 now, guint32 * ssrcs,
+    guint16 * seqs)
+{
+  guint probe = self->feedback_reports > 0 ? legba_bwe_probe (self->bwe) : 0;
+  gdouble dt = self->pad_at > 0 ? (now - self->pad_at) /
+      (gdouble) G_USEC_PER_SEC : 0;
+  gdouble cap;
+  guint n = 0;
+
+  self->pad_at = now;
+  if (probe == 0 || self->pad_filled == 0) {
+    self->pad_budget = 0;
+    return 0;
+  }
+  cap = probe / 8.0 * PAD_MAX_AHEAD_US / G_USEC_PER_SEC;
+  self->pad_budget = CLAMP (self->pad_budget + probe / 8.0 * MIN (dt, 0.1),
+      -cap, cap);
+  while (self->pad_budget >= PAD_PACKET_BYTES && n < PAD_MAX_PER_TICK) {
+    guint back = self->pad_next % self->pad_filled;
+    guint slot = (self->pad_head + LEGBA_SENDER_PAD_HISTORY - 1 - back) %
+        LEGBA_SENDER_PAD_HISTORY;
+
+    ssrcs[n] = self->pad_ssrc[slot];
+    seqs[n] = self->pad_seq[slot];
+    n++;
+    self->pad_next++;
+    self->pad_budget -= PAD_PACKET_BYTES;
+  }
+  self->pad_requests += n;
+  return n;
+}
+
+static void
+pad (LegbaPeerSender * self, gint64 now)
+{
+  guint32 ssrcs[PAD_MAX_PER_TICK];
+  guint16 seqs[PAD_MAX_PER_TICK];
+  guint n;
+
+  g_mutex_lock (&self->lock);
+  n = plan_padding (self, now, ssrcs, seqs);
+  g_mutex_unlock (&self->lock);
+  for (guint i = 0; i < n; i++)
+    gst_pad_push_event (self->sinkpad,
+        gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM,
+            gst_structure_new ("GstRTPRetransmissionRequest",
+                "seqnum", G_TYPE_UINT, (guint) seqs[i],
+                "ssrc", G_TYPE_UINT, ssrcs[i], NULL)));
 }
 
 /* ---- Round trip ---- */
@@ -653,6 +727,7 @@ legba_peer_sender_tick (LegbaPeerSender * self, gint64 now)
   rtt_due = now - self->rtt_at >= RTT_POLL_US;
   g_mutex_unlock (&self->lock);
   report_target (self, report);
+  pad (self, now);
   if (rtt_due)
     poll_rtt (self, now);
 }
@@ -722,7 +797,8 @@ legba_peer_sender_get_stats (LegbaPeerSender * self)
       "packets-sent-video", G_TYPE_UINT64,
       self->packets_sent[LEGBA_SENDER_LANE_VIDEO],
       "packets-sent-rtx", G_TYPE_UINT64,
-      self->packets_sent[LEGBA_SENDER_LANE_RTX], NULL);
+      self->packets_sent[LEGBA_SENDER_LANE_RTX],
+      "padding-requests", G_TYPE_UINT64, self->pad_requests, NULL);
   g_mutex_unlock (&self->lock);
   return s;
 }
