@@ -251,7 +251,7 @@ test_step_encoder_lag (void)
  * estimator asks while the link may have grown back (legba_bwe_probe(),
  * as LegbaPeerSender does): the link is tested at the rate, not at the 80%
  * of it the encoder makes, and the restore is seen sooner: 1.6 Mbit/s
- * within 8 s (5.8 s, 7.2 with jitter; 9.4 and 9.0 unpadded), the dip's
+ * within 8 s (5.3 s, 6.1 with jitter; 9.4 and 9.0 unpadded), the dip's
  * queue no longer. */
 static void
 test_step_encoder_lag_padded (void)

@@ -15,8 +15,10 @@
  * climbs at RAMP_RECOVER to near what it carried before. An encoder
  * that makes less than its target would show that late (the rate must
  * pass the dip's capacity by what the encoder leaves unused first): for
- * PROBE_US after the link shrank, with the detector normal and no queue,
- * the sender is asked to fill the link up to the rate with padding.
+ * PROBE_US after the link shrank, and while the rate recovers, with the
+ * detector normal and no queue, the sender is asked to fill the link up
+ * to the rate with padding: the acknowledged bitrate then follows the
+ * rate, and so does the recovery's bound of twice it.
  */
 #include <legba/room/legba-bwe-private.h>
 
@@ -307,9 +309,9 @@ legba_bwe_aimd_update (LegbaBweAimd * r, const LegbaBweSignals * in,
   }
   r->last_change = now_us;
   r->rate = CLAMP (r->rate, r->min_rate, r->max_rate);
-  r->probing = r->prior_kbps > 0 && r->have_capacity &&
-      r->prior_kbps * 1000.0 > capacity_upper (r) &&
-      now_us - r->shrunk_at < PROBE_US &&
+  r->probing = ((r->prior_kbps > 0 && r->have_capacity &&
+          r->prior_kbps * 1000.0 > capacity_upper (r) &&
+          now_us - r->shrunk_at < PROBE_US) || r->recover_to > r->rate) &&
       in->usage == LEGBA_BWE_USAGE_NORMAL && in->queue_us <= RECOVER_QUEUE_US;
 }
 
