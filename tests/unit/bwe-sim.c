@@ -184,8 +184,18 @@ produce (BweSim * s)
     gdouble video = MAX (target - AUDIO_LINK_BPS, 20000) / FPS / 8
         * MAX_PAYLOAD / (MAX_PAYLOAD + OVERHEAD) * s->c.encoder_share;
 
-    encode (s, (guint) (video * g_rand_double_range (s->rand, 0.85, 1.15)),
-        TRUE);
+    guint frame = video * g_rand_double_range (s->rand, 0.85, 1.15);
+    guint probe = s->c.pads ? legba_bwe_probe (s->bwe) : 0;
+
+    encode (s, frame, TRUE);
+    /* padding up to what the estimator asks the link to carry */
+    if (probe > 0) {
+      gdouble pad = (gdouble) (probe - MIN (probe, AUDIO_LINK_BPS)) / FPS / 8
+          * MAX_PAYLOAD / (MAX_PAYLOAD + OVERHEAD) - frame;
+
+      if (pad >= 1)
+        encode (s, (guint) pad, TRUE);
+    }
   }
 }
 

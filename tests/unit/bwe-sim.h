@@ -9,7 +9,9 @@
  * time (tc tbf's "latency"), random loss on both ways, propagation delay
  * and jitter that keeps the order; a receiver that reports every packet's
  * arrival time (transport-wide feedback) every feedback interval; and the
- * round-trip time once a second. Everything random comes from one seed.
+ * round-trip time once a second; the sender may pad up to what the
+ * estimator asks it to probe with (legba_bwe_probe()). Everything random
+ * comes from one seed.
  */
 #pragma once
 
@@ -29,6 +31,7 @@ typedef struct
   gboolean untracked_told;      /* the estimator is told its rate */
   gint64 encoder_lag_us;        /* it follows the target with this time
                                  * constant (0: at once) */
+  gboolean pads;                /* the sender pads up to legba_bwe_probe() */
   guint32 seed;
   LegbaBweConfig bwe;
 } BweSimConfig;

@@ -3,9 +3,11 @@
  *
  * LegbaPeerSender in a GstHarness: packets leave paced, audio first;
  * retransmission requests reach upstream only as LegbaRtxPolicy allows;
- * transport-wide feedback is taken in and passed on; stats.
+ * transport-wide feedback is taken in and passed on; the round trip read
+ * from a real rtpbin's receiver reports; stats.
  */
 #include <legba/room/legba-peer-sender.h>
+#include <gst/app/gstappsrc.h>
 #include <gst/check/gstharness.h>
 
 #define VIDEO_SSRC 0x11111111
@@ -397,6 +399,129 @@ test_video_target_before_feedback (void)
   gst_harness_teardown (h);
 }
 
+/* The sender as webrtcbin places it, in an aux sender bin in rtpbin:
+ * its bin's pads are sink_0 and src_0. */
+static GstElement *
+request_aux_sender (GstElement * rtpbin, guint session, GstElement * sender)
+{
+  GstElement *bin = gst_bin_new (NULL);
+  g_autoptr (GstPad) sink = gst_element_get_static_pad (sender, "sink");
+  g_autoptr (GstPad) src = gst_element_get_static_pad (sender, "src");
+
+  g_assert_cmpuint (session, ==, 0);
+  gst_bin_add (GST_BIN (bin), gst_object_ref (sender));
+  gst_element_add_pad (bin, gst_ghost_pad_new ("sink_0", sink));
+  gst_element_add_pad (bin, gst_ghost_pad_new ("src_0", src));
+  return bin;
+}
+
+static void
+on_receiver_pad (GstElement * rtpbin, GstPad * pad, GstElement * sink)
+{
+  g_autoptr (GstPad) sinkpad = gst_element_get_static_pad (sink, "sink");
+
+  if (g_str_has_prefix (GST_PAD_NAME (pad), "recv_rtp_src_") &&
+      !gst_pad_is_linked (sinkpad))
+    gst_pad_link (pad, sinkpad);
+}
+
+static void
+fast_rtcp (GstElement * rtpbin)
+{
+  GObject *session = NULL;
+
+  g_signal_emit_by_name (rtpbin, "get-internal-session", 0, &session);
+  g_assert_nonnull (session);
+  g_object_set (session, "rtcp-min-interval", (guint64) 200 * GST_MSECOND,
+      NULL);
+  g_object_unref (session);
+}
+
+static GstFlowReturn
+pass_rtcp (GstElement * appsink, GstElement * appsrc)
+{
+  GstSample *sample = NULL;
+
+  g_signal_emit_by_name (appsink, "pull-sample", &sample);
+  if (sample == NULL)
+    return GST_FLOW_EOS;
+  gst_app_src_push_buffer (GST_APP_SRC (appsrc),
+      gst_buffer_ref (gst_sample_get_buffer (sample)));
+  gst_sample_unref (sample);
+  return GST_FLOW_OK;
+}
+
+static gdouble
+stats_round_trip_ms (LegbaPeerSender * sender)
+{
+  g_autoptr (GstStructure) stats = legba_peer_sender_get_stats (sender);
+  gdouble ms = -1;
+
+  g_assert_true (gst_structure_get_double (stats, "round-trip-ms", &ms));
+  return ms;
+}
+
+/* Audio goes from one rtpbin, through the sender, to a second rtpbin
+ * whose RTCP comes back 50 ms late (through an appsink and an appsrc: a
+ * pipeline's graph has no loops): the round trip is read from the
+ * receiver's report blocks (rtpsession keeps them on the receiver's
+ * source, not ours) and shows in the stats. */
+static void
+test_round_trip (void)
+{
+  GstElement *sender = legba_peer_sender_new (300000, 2000000);
+  GstElement *pipeline = gst_pipeline_new (NULL);
+  GstElement *a = gst_element_factory_make ("rtpbin", NULL);
+  GstElement *b = gst_element_factory_make ("rtpbin", NULL);
+  GstElement *src = gst_element_factory_make ("audiotestsrc", NULL);
+  GstElement *enc = gst_element_factory_make ("mulawenc", NULL);
+  GstElement *pay = gst_element_factory_make ("rtppcmupay", NULL);
+  GstElement *back = gst_element_factory_make ("appsink", NULL);
+  GstElement *queue = gst_element_factory_make ("appsrc", NULL);
+  GstElement *late = gst_element_factory_make ("identity", NULL);
+  GstElement *out = gst_element_factory_make ("fakesink", NULL);
+  gint64 deadline;
+  gdouble ms = 0;
+
+  g_object_set (src, "is-live", TRUE, NULL);
+  g_object_set (late, "sleep-time", 50000, NULL);
+  g_object_set (back, "emit-signals", TRUE, "sync", FALSE, "async", FALSE,
+      NULL);
+  g_object_set (queue, "is-live", TRUE, "format", GST_FORMAT_TIME, NULL);
+  gst_app_src_set_caps (GST_APP_SRC (queue),
+      gst_caps_new_empty_simple ("application/x-rtcp"));
+  g_signal_connect (back, "new-sample", G_CALLBACK (pass_rtcp), queue);
+  g_object_set (out, "sync", FALSE, "async", FALSE, NULL);
+  g_signal_connect (a, "request-aux-sender", G_CALLBACK (request_aux_sender),
+      sender);
+  g_signal_connect (b, "pad-added", G_CALLBACK (on_receiver_pad), out);
+  gst_bin_add_many (GST_BIN (pipeline), a, b, src, enc, pay, back, queue,
+      late, out, NULL);
+  g_assert_true (gst_element_link_many (src, enc, pay, NULL));
+  g_assert_true (gst_element_link_pads (pay, "src", a, "send_rtp_sink_0"));
+  g_assert_true (gst_element_link_pads (a, "send_rtp_src_0", b,
+          "recv_rtp_sink_0"));
+  g_assert_true (gst_element_link_pads (a, "send_rtcp_src_0", b,
+          "recv_rtcp_sink_0"));
+  g_assert_true (gst_element_link_pads (b, "send_rtcp_src_0", back, "sink"));
+  g_assert_true (gst_element_link (queue, late));
+  g_assert_true (gst_element_link_pads (late, "src", a, "recv_rtcp_sink_0"));
+  fast_rtcp (a);
+  fast_rtcp (b);
+  g_assert_cmpfloat (stats_round_trip_ms (LEGBA_PEER_SENDER (sender)), ==, 0);
+  g_assert_cmpint (gst_element_set_state (pipeline, GST_STATE_PLAYING), !=,
+      GST_STATE_CHANGE_FAILURE);
+  deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
+  while ((ms = stats_round_trip_ms (LEGBA_PEER_SENDER (sender))) == 0 &&
+      g_get_monotonic_time () < deadline)
+    g_usleep (50 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpfloat (ms, >=, 45);
+  g_assert_cmpfloat (ms, <, 500);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (pipeline);
+  gst_object_unref (sender);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -414,5 +539,6 @@ main (int argc, char **argv)
   g_test_add_func ("/peer-sender/feedback-passes", test_feedback_passes);
   g_test_add_func ("/peer-sender/video-target-before-feedback",
       test_video_target_before_feedback);
+  g_test_add_func ("/peer-sender/round-trip", test_round_trip);
   return g_test_run ();
 }

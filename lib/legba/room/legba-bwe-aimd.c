@@ -12,7 +12,13 @@
  * second, the fast ramp after a drop (docs/congestion-control.md). The
  * capacity a link had before it shrank is kept: once the dip's capacity
  * is carried without a queue, the link has grown back, and the rate
- * climbs at RAMP_RECOVER to near what it carried before.
+ * climbs at RAMP_RECOVER to near what it carried before. An encoder
+ * that makes less than its target would show that late (the rate must
+ * pass the dip's capacity by what the encoder leaves unused first): for
+ * PROBE_US after the link shrank, and while the rate recovers, with the
+ * detector normal and no queue, the sender is asked to fill the link up
+ * to the rate with padding: the acknowledged bitrate then follows the
+ * rate, and so does the recovery's bound of twice it.
  */
 #include <legba/room/legba-bwe-private.h>
 
@@ -58,6 +64,8 @@
 /* what the link carried before it shrank: the highest acknowledged
  * bitrate, fading by this a second */
 #define PEAK_DECAY 0.98
+/* how long after the link shrank the sender pads up to the rate */
+#define PROBE_US (30 * LEGBA_BWE_S)
 
 void
 legba_bwe_aimd_init (LegbaBweAimd * r, gdouble start, gdouble min, gdouble max)
@@ -76,6 +84,8 @@ legba_bwe_aimd_init (LegbaBweAimd * r, gdouble start, gdouble min, gdouble max)
   r->prior_kbps = 0;
   r->recover_to = 0;
   r->peak_bps = 0;
+  r->shrunk_at = 0;
+  r->probing = FALSE;
 }
 
 static gdouble
@@ -254,6 +264,7 @@ decrease (LegbaBweAimd * r, guint acked, guint recent, gint64 now_us)
 
       capacity_reset (r, now_us);
       r->prior_kbps = prior;
+      r->shrunk_at = now_us;
     }
     capacity_update (r, acked);
   }
@@ -298,6 +309,19 @@ legba_bwe_aimd_update (LegbaBweAimd * r, const LegbaBweSignals * in,
   }
   r->last_change = now_us;
   r->rate = CLAMP (r->rate, r->min_rate, r->max_rate);
+  r->probing = ((r->prior_kbps > 0 && r->have_capacity &&
+          r->prior_kbps * 1000.0 > capacity_upper (r) &&
+          now_us - r->shrunk_at < PROBE_US) || r->recover_to > r->rate) &&
+      in->usage == LEGBA_BWE_USAGE_NORMAL && in->queue_us <= RECOVER_QUEUE_US;
+}
+
+/* What the sender should put on the link, padding what its media leaves
+ * of it, to tell whether a link that shrank has grown back: the rate
+ * while it is asked for (above), else 0. */
+gdouble
+legba_bwe_aimd_probe (const LegbaBweAimd * r)
+{
+  return r->probing ? r->rate : 0;
 }
 
 /* Without feedback: scales the rate down, within [min, max], and forgets
@@ -307,6 +331,7 @@ legba_bwe_aimd_fallback (LegbaBweAimd * r, gdouble factor, gint64 now_us)
 {
   r->rate = CLAMP (r->rate * factor, r->min_rate, r->max_rate);
   capacity_reset (r, now_us);
+  r->probing = FALSE;
   r->state = LEGBA_BWE_RATE_HOLD;
 }
 

@@ -171,6 +171,8 @@ typedef struct
    * once it has grown back past the estimate of the dip, the rate the
    * recovery ramps to at RAMP_RECOVER, bit/s (0: none) */
   gdouble prior_kbps;
+  gint64 shrunk_at;             /* when the link was seen to shrink */
+  gboolean probing;             /* the last update asked for padding */
   gdouble recover_to;
   gdouble peak_bps;             /* the highest acknowledged bitrate, fading */
 } LegbaBweAimd;
@@ -193,6 +195,7 @@ void legba_bwe_aimd_update (LegbaBweAimd * r, const LegbaBweSignals * in,
 void legba_bwe_aimd_fallback (LegbaBweAimd * r, gdouble factor,
     gint64 now_us);
 void legba_bwe_aimd_set_max (LegbaBweAimd * r, gdouble max);
+gdouble legba_bwe_aimd_probe (const LegbaBweAimd * r);
 
 typedef struct
 {

@@ -349,6 +349,25 @@ legba_bwe_on_tick (LegbaBwe * bwe, gint64 now_us)
   }
 }
 
+/**
+ * legba_bwe_probe:
+ * @bwe: a #LegbaBwe
+ *
+ * What the sender should put on the link, with padding where its media
+ * falls short, so that a link that shrank is seen to have grown back even
+ * when the encoder makes less than the target: the target for a while
+ * after the link shrank, as long as no queue builds; 0 otherwise.
+ *
+ * Returns: bits per second, or 0
+ */
+guint
+legba_bwe_probe (LegbaBwe * bwe)
+{
+  g_return_val_if_fail (bwe != NULL, 0);
+
+  return legba_bwe_aimd_probe (&bwe->aimd) > 0 ? bwe->target : 0;
+}
+
 guint
 legba_bwe_target (LegbaBwe * bwe)
 {

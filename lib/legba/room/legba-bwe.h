@@ -111,6 +111,7 @@ void legba_bwe_on_feedback (LegbaBwe * bwe, const LegbaBwePacket * packets,
 void legba_bwe_on_rtt (LegbaBwe * bwe, gint64 rtt_us, gint64 now_us);
 void legba_bwe_on_tick (LegbaBwe * bwe, gint64 now_us);
 guint legba_bwe_target (LegbaBwe * bwe);
+guint legba_bwe_probe (LegbaBwe * bwe);
 void legba_bwe_get_state (LegbaBwe * bwe, LegbaBweState * state);
 const char *legba_bwe_usage_name (LegbaBweUsage usage);
 const char *legba_bwe_rate_state_name (LegbaBweRateState state);

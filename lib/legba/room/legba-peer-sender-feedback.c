@@ -54,6 +54,7 @@ legba_peer_sender_feedback_init (LegbaPeerSender * self, guint start_bitrate,
       (GDestroyNotify) legba_rtx_policy_free);
   self->report_loss = g_hash_table_new (NULL, NULL);
   self->rtx_pts = g_array_new (FALSE, FALSE, sizeof (guint8));
+  self->rtt_blocks = g_hash_table_new_full (NULL, NULL, NULL, g_free);
 }
 
 void
@@ -62,6 +63,7 @@ legba_peer_sender_feedback_clear (LegbaPeerSender * self)
   g_clear_pointer (&self->bwe, legba_bwe_free);
   g_clear_pointer (&self->policies, g_hash_table_unref);
   g_clear_pointer (&self->rtx_pts, g_array_unref);
+  g_clear_pointer (&self->rtt_blocks, g_hash_table_unref);
   if (self->session != NULL && self->rtcp_handler != 0)
     g_signal_handler_disconnect (self->session, self->rtcp_handler);
   self->rtcp_handler = 0;
@@ -417,8 +419,82 @@ legba_peer_sender_record_sent (LegbaPeerSender * self, GstBuffer * buffer,
       legba_rtx_policy_packet_sent (policy, GST_READ_UINT16_BE (header + 2),
           gst_buffer_get_size (buffer), g_get_monotonic_time ());
   }
+  if (lane == LEGBA_SENDER_LANE_VIDEO &&
+      gst_buffer_extract (buffer, 0, header, 12) == 12) {
+    self->pad_ssrc[self->pad_head] = GST_READ_UINT32_BE (header + 8);
+    self->pad_seq[self->pad_head] = GST_READ_UINT16_BE (header + 2);
+    self->pad_head = (self->pad_head + 1) % LEGBA_SENDER_PAD_HISTORY;
+    self->pad_filled = MIN (self->pad_filled + 1, LEGBA_SENDER_PAD_HISTORY);
+    self->pad_next = 0;
+  }
+  if (lane != LEGBA_SENDER_LANE_RTX)
+    self->pad_budget -= size + WIRE_OVERHEAD;
   self->packets_sent[lane]++;
   g_mutex_unlock (&self->lock);
+}
+
+/* ---- Padding ---- */
+
+/* While the estimator probes, what the media leave of the probe's rate is
+ * filled with retransmissions of the last video packets sent, asked of
+ * rtprtxsend as a receiver's NACK would (libwebrtc pads with such
+ * retransmissions too): the receiver drops them as duplicates; the link
+ * carries them, and the transport-wide feedback reports them. */
+#define PAD_PACKET_BYTES (1200 + WIRE_OVERHEAD)
+#define PAD_MAX_AHEAD_US (100 * G_TIME_SPAN_MILLISECOND)
+#define PAD_MAX_PER_TICK 8
+
+/* Called with the lock; returns how many requests were put in @ssrcs and
+ * @seqs. */
+static guint
+plan_padding (LegbaPeerSender * self, gint64 now, guint32 * ssrcs,
+    guint16 * seqs)
+{
+  guint probe = self->feedback_reports > 0 ? legba_bwe_probe (self->bwe) : 0;
+  gdouble dt = self->pad_at > 0 ? (now - self->pad_at) /
+      (gdouble) G_USEC_PER_SEC : 0;
+  gdouble cap;
+  guint n = 0;
+
+  self->pad_at = now;
+  if (probe == 0 || self->pad_filled == 0) {
+    self->pad_budget = 0;
+    return 0;
+  }
+  cap = probe / 8.0 * PAD_MAX_AHEAD_US / G_USEC_PER_SEC;
+  self->pad_budget = CLAMP (self->pad_budget + probe / 8.0 * MIN (dt, 0.1),
+      -cap, cap);
+  while (self->pad_budget >= PAD_PACKET_BYTES && n < PAD_MAX_PER_TICK) {
+    guint back = self->pad_next % self->pad_filled;
+    guint slot = (self->pad_head + LEGBA_SENDER_PAD_HISTORY - 1 - back) %
+        LEGBA_SENDER_PAD_HISTORY;
+
+    ssrcs[n] = self->pad_ssrc[slot];
+    seqs[n] = self->pad_seq[slot];
+    n++;
+    self->pad_next++;
+    self->pad_budget -= PAD_PACKET_BYTES;
+  }
+  self->pad_requests += n;
+  return n;
+}
+
+static void
+pad (LegbaPeerSender * self, gint64 now)
+{
+  guint32 ssrcs[PAD_MAX_PER_TICK];
+  guint16 seqs[PAD_MAX_PER_TICK];
+  guint n;
+
+  g_mutex_lock (&self->lock);
+  n = plan_padding (self, now, ssrcs, seqs);
+  g_mutex_unlock (&self->lock);
+  for (guint i = 0; i < n; i++)
+    gst_pad_push_event (self->sinkpad,
+        gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM,
+            gst_structure_new ("GstRTPRetransmissionRequest",
+                "seqnum", G_TYPE_UINT, (guint) seqs[i],
+                "ssrc", G_TYPE_UINT, ssrcs[i], NULL)));
 }
 
 /* ---- Round trip ---- */
@@ -438,32 +514,73 @@ find_session (LegbaPeerSender * self)
   return session;
 }
 
-/* The round trip of the newest receiver report about what we send, in
- * microseconds, or 0. */
+/* The largest round trip believed: a report block whose LSR and DLSR
+ * give more says nothing of the path (a clock jump, a corrupt block). */
+#define MAX_RTT_UNITS (10 * 65536)
+
+/* The round trip of the newest report blocks about what we send, in
+ * microseconds, or 0 when no receiver reported since the last call.
+ * rtpsession 1.22 computes it (rb-round-trip, 1/65536 s) as a receiver's
+ * block about one of our internal sources comes in, and keeps the
+ * receiver's last block on the stats of the receiver's source, not on
+ * ours: the blocks are read there, those about our SSRCs, and taken only
+ * when their LSR or DLSR moved since the last call (remembered per
+ * receiver in @seen), so a receiver that stopped reporting does not
+ * leave its last round trip standing. */
 static gint64
-read_rtt (GObject * session)
+read_rtt (GObject * session, GHashTable * seen)
 {
   GValueArray *sources = NULL;
+  g_autoptr (GHashTable) ours = g_hash_table_new (NULL, NULL);
+  g_autoptr (GPtrArray) remote =
+      g_ptr_array_new_with_free_func ((GDestroyNotify) gst_structure_free);
   gint64 rtt = 0;
 
   g_object_get (session, "sources", &sources, NULL);
   G_GNUC_BEGIN_IGNORE_DEPRECATIONS;
   for (guint i = 0; sources != NULL && i < sources->n_values; i++) {
     GObject *source = g_value_get_object (g_value_array_get_nth (sources, i));
-    g_autoptr (GstStructure) stats = NULL;
-    gboolean internal = FALSE, have_rb = FALSE;
-    guint round_trip = 0;
+    GstStructure *stats = NULL;
+    gboolean internal = FALSE;
+    guint ssrc = 0;
 
     g_object_get (source, "stats", &stats, NULL);
-    if (stats == NULL || !gst_structure_get_boolean (stats, "internal",
-            &internal) || !internal)
+    if (stats == NULL)
       continue;
-    if (gst_structure_get_boolean (stats, "have-rb", &have_rb) && have_rb &&
-        gst_structure_get_uint (stats, "rb-round-trip", &round_trip))
-      rtt = MAX (rtt, (gint64) round_trip * G_USEC_PER_SEC / 65536);
+    if (gst_structure_get_boolean (stats, "internal", &internal) && internal) {
+      if (gst_structure_get_uint (stats, "ssrc", &ssrc))
+        g_hash_table_add (ours, GUINT_TO_POINTER (ssrc));
+      gst_structure_free (stats);
+    } else {
+      g_ptr_array_add (remote, stats);
+    }
   }
   g_clear_pointer (&sources, g_value_array_free);
   G_GNUC_END_IGNORE_DEPRECATIONS;
+  for (guint i = 0; i < remote->len; i++) {
+    const GstStructure *stats = g_ptr_array_index (remote, i);
+    gboolean have_rb = FALSE;
+    guint ssrc = 0, rb_ssrc = 0, lsr = 0, dlsr = 0, round_trip = 0;
+    guint64 block;
+
+    if (!gst_structure_get_boolean (stats, "have-rb", &have_rb) || !have_rb ||
+        !gst_structure_get_uint (stats, "ssrc", &ssrc) ||
+        !gst_structure_get_uint (stats, "rb-ssrc", &rb_ssrc) ||
+        !gst_structure_get_uint (stats, "rb-lsr", &lsr) ||
+        !gst_structure_get_uint (stats, "rb-dlsr", &dlsr) ||
+        !gst_structure_get_uint (stats, "rb-round-trip", &round_trip) ||
+        !g_hash_table_contains (ours, GUINT_TO_POINTER (rb_ssrc)) || lsr == 0)
+      continue;
+    block = (guint64) lsr << 32 | dlsr;
+    if (g_hash_table_contains (seen, GUINT_TO_POINTER (ssrc)) &&
+        *(guint64 *) g_hash_table_lookup (seen, GUINT_TO_POINTER (ssrc)) ==
+        block)
+      continue;
+    g_hash_table_insert (seen, GUINT_TO_POINTER (ssrc),
+        g_memdup2 (&block, sizeof block));
+    if (round_trip > 0 && round_trip <= MAX_RTT_UNITS)
+      rtt = MAX (rtt, (gint64) round_trip * G_USEC_PER_SEC / 65536);
+  }
   return rtt;
 }
 
@@ -583,7 +700,7 @@ poll_rtt (LegbaPeerSender * self, gint64 now)
   }
   if (session == NULL)
     return;
-  rtt = read_rtt (session);
+  rtt = read_rtt (session, self->rtt_blocks);
   g_object_unref (session);
   g_mutex_lock (&self->lock);
   report = update_loss (self, path_loss (self)) && self->target_func != NULL;
@@ -610,6 +727,7 @@ legba_peer_sender_tick (LegbaPeerSender * self, gint64 now)
   rtt_due = now - self->rtt_at >= RTT_POLL_US;
   g_mutex_unlock (&self->lock);
   report_target (self, report);
+  pad (self, now);
   if (rtt_due)
     poll_rtt (self, now);
 }
@@ -663,6 +781,7 @@ legba_peer_sender_get_stats (LegbaPeerSender * self)
       "feedback-reports", G_TYPE_UINT64, self->feedback_reports,
       "feedback-missing", G_TYPE_BOOLEAN, state.feedback_missing,
       "audio-untracked", G_TYPE_BOOLEAN, audio_untracked (self),
+      "round-trip-ms", G_TYPE_DOUBLE, self->rtt_us / 1000.0,
       "pacing-rate", G_TYPE_UINT, (guint) rate,
       "pacing-queue-ms", G_TYPE_DOUBLE,
       rate > 0 ? self->queued_bytes * 8 * 1000.0 / rate : 0.0,
@@ -678,7 +797,8 @@ legba_peer_sender_get_stats (LegbaPeerSender * self)
       "packets-sent-video", G_TYPE_UINT64,
       self->packets_sent[LEGBA_SENDER_LANE_VIDEO],
       "packets-sent-rtx", G_TYPE_UINT64,
-      self->packets_sent[LEGBA_SENDER_LANE_RTX], NULL);
+      self->packets_sent[LEGBA_SENDER_LANE_RTX],
+      "padding-requests", G_TYPE_UINT64, self->pad_requests, NULL);
   g_mutex_unlock (&self->lock);
   return s;
 }

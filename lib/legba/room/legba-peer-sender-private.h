@@ -38,6 +38,7 @@ struct _LegbaPeerSender
                                  * open (the streaming thread's own) */
 
   /* legba-peer-sender-feedback.c */
+#define LEGBA_SENDER_PAD_HISTORY 64
   LegbaBwe *bwe;
   guint target;                 /* bit/s, everything on the wire */
   guint video_target;           /* bit/s, the video encoder's share */
@@ -49,7 +50,18 @@ struct _LegbaPeerSender
   GObject *session;             /* the RTPSession, for the round trip */
   gulong rtcp_handler;          /* its on-receiving-rtcp */
   GHashTable *report_loss;      /* our media SSRC -> fraction lost + 1 */
-  gint64 rtt_us;
+  /* padding while the estimator probes (legba_bwe_probe()): the last
+   * video packets sent, asked of rtprtxsend again */
+  guint32 pad_ssrc[LEGBA_SENDER_PAD_HISTORY];
+  guint16 pad_seq[LEGBA_SENDER_PAD_HISTORY];
+  guint pad_head;               /* the next slot written */
+  guint pad_filled;
+  guint pad_next;               /* how far back the next request goes */
+  gdouble pad_budget;           /* bytes the media left of the probe */
+  gint64 pad_at;
+  guint64 pad_requests;
+  gint64 rtt_us;                /* the newest round trip, 0 until one */
+  GHashTable *rtt_blocks;       /* receiver SSRC -> guint64 LSR << 32 | DLSR */
   gint64 rtt_at;
   gdouble loss;                 /* the receiver reports', smoothed, 0..1 */
   guint reported_loss;          /* percent, what target_func last heard */
