@@ -1254,6 +1254,20 @@ on_viewer_error (LegbaRoom * room, GError * error, Viewer * v)
   v->error = g_strdup (error->message);
 }
 
+static void
+on_viewer_connected (GObject * room, GAsyncResult * result, gpointer data)
+{
+  Viewer *v = data;
+  GError *error = NULL;
+
+  if (!legba_room_connect_finish (LEGBA_ROOM (room), result, &error)) {
+    g_printerr ("viewers: %s could not join: %s\n", v->identity,
+        error->message);
+    on_viewer_error (LEGBA_ROOM (room), error, v);
+    g_error_free (error);
+  }
+}
+
 static gboolean
 viewer_settled (Viewer * v)
 {
@@ -1360,14 +1374,14 @@ viewer_start (GstElement * pipeline, const char *room_name,
       G_CALLBACK (on_viewer_track), v);
   g_signal_connect (v->side.room, "error", G_CALLBACK (on_viewer_error), v);
   v->started_us = g_get_monotonic_time ();
-  legba_room_connect_async (v->side.room, NULL, NULL, NULL);
+  legba_room_connect_async (v->side.room, NULL, on_viewer_connected, v);
   return v;
 }
 
+/* after viewer_stop() and once its room's callbacks have run */
 static void
 viewer_free (Viewer * v)
 {
-  side_stop (&v->side, FALSE);
   g_free (v->identity);
   g_free (v->error);
   g_free (v);
@@ -1434,7 +1448,8 @@ mode_viewers (const char *room_name, const char *prefix, guint count,
   if (g_main_context_find_source_by_id (NULL, watch) != NULL)
     g_source_remove (watch);
   g_io_channel_unref (in);
-  g_ptr_array_set_size (vs.viewers, 0);
+  for (guint i = 0; i < vs.viewers->len; i++)
+    side_stop (&((Viewer *) g_ptr_array_index (vs.viewers, i))->side, FALSE);
   gst_element_set_state (pipeline, GST_STATE_NULL);
   gst_object_unref (pipeline);
   /* let the rooms finish leaving */

@@ -144,6 +144,22 @@ class Call:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
 
+    def report(self):
+        """Each viewer's figures now (legba-peer's report), or None."""
+        if self.proc.poll() is not None:
+            return None
+        try:
+            self.proc.stdin.write("report\n")
+            self.proc.stdin.flush()
+            while True:
+                line = self.read_line(30)
+                if line is None:
+                    return None
+                if line.startswith("{") and '"mode": "viewers"' in line:
+                    return json.loads(line)
+        except (BrokenPipeError, ValueError):
+            return None
+
     def stop(self):
         self.terminate()
         try:
@@ -223,19 +239,7 @@ class ViewerHost:
     def stop(self):
         """Each viewer's report, as Call.stop() gives legba-call's, and
         each viewer's start in s from the first's."""
-        report = None
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.write("report\n")
-                self.proc.stdin.flush()
-                while report is None:
-                    line = self.read_line(30)
-                    if line is None:
-                        break
-                    if line.startswith("{") and '"mode": "viewers"' in line:
-                        report = json.loads(line)
-            except (BrokenPipeError, ValueError):
-                pass
+        report = self.report()
         try:
             self.proc.stdin.close()
         except BrokenPipeError:
@@ -246,9 +250,10 @@ class ViewerHost:
             self.proc.kill()
             self.proc.wait()
         self.err.close()
+        with open(self.err_path) as f:
+            self.stderr_tail = f.read().strip().splitlines()[-20:]
         if report is None:
-            with open(self.err_path) as f:
-                tail = f.read().strip().splitlines()[-5:]
+            tail = self.stderr_tail[-5:]
             return [{"exit": self.proc.returncode, "stderr_tail": tail}
                     for _ in range(self.count)], [0] * self.count
         reports, offsets = [], []
@@ -301,7 +306,8 @@ def run_room(args, topology, url, n, label, workdir, preload, janus_pid):
         for h in hosts:
             reports, offsets = h.stop()
             rec["viewer_host"] = {"exit": h.proc.returncode,
-                                  "batches": h.batches}
+                                  "batches": h.batches,
+                                  "stderr_tail": h.stderr_tail}
         pub_report = pub.stop()
     rec["load_end"] = suites.loadavg()
     rec["publisher"] = pub_report
@@ -342,6 +348,7 @@ def measure(args, rec, pub, others, hosts, url, room, n, workdir,
         cpu_s(janus_pid)
     v0 = [cpu_s(c.proc.pid) for c in others]
     h0 = [cpu_s(h.proc.pid) for h in hosts]
+    r0 = [h.report() for h in hosts]
     load0 = suites.loadavg()
     t0 = time.monotonic()
     time.sleep(args.window)
@@ -349,7 +356,17 @@ def measure(args, rec, pub, others, hosts, url, room, n, workdir,
         cpu_s(janus_pid)
     v1 = [cpu_s(c.proc.pid) for c in others]
     h1 = [cpu_s(h.proc.pid) for h in hosts]
+    r1 = [h.report() for h in hosts]
     dt = time.monotonic() - t0
+    if hosts and r0[0] and r1[0]:
+        # what each viewer received in the window, by kind, per second
+        rates = [((b["video_buffers"] - a["video_buffers"]) / dt,
+                  (b["audio_buffers"] - a["audio_buffers"]) / dt)
+                 for a, b in zip(r0[0]["viewers"], r1[0]["viewers"])]
+        rec["window_video_buffers_per_s"] = [v for v, _ in rates]
+        rec["window_audio_buffers_per_s"] = [a for _, a in rates]
+        rec["receiving_in_window"] = sum(1 for v, a in rates
+                                         if v > 0 and a > 0)
     rec["load_window"] = [load0, suites.loadavg()]
     if hosts and h0[0] is not None and h1[0] is not None:
         rec["viewer_host_cpu_pct"] = (h1[0] - h0[0]) / dt * 100
@@ -396,7 +413,9 @@ def summarize_receivers(rec, reports, offsets, settle):
     print(f"  {rec['topology']} n={rec['participants']} {rec['label']}: "
           f"pub cpu {rec.get('publisher_cpu_pct', -1):.0f}% upload "
           f"{rec.get('publisher_upload_kbps', -1):.0f} kbit/s, "
-          f"{receiving}/{len(reports)} receiving, janus cpu "
+          f"{receiving}/{len(reports)} receiving"
+          + (f" ({rec['receiving_in_window']} in the window)"
+             if "receiving_in_window" in rec else "") + ", janus cpu "
           f"{rec.get('janus_cpu_pct', 0):.0f}%, viewer host cpu "
           f"{rec.get('viewer_host_cpu_pct', -1):.0f}%, "
           f"load {rec['load_end'][0]}",
