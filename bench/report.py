@@ -1363,6 +1363,22 @@ def sfu_auto_lines(results_dir, rel):
     return lines
 
 
+def _in_window(rooms):
+    """Viewers that received video and audio in each room's window."""
+    return ", ".join(f"{r['receiving_in_window']}/{r['receivers']}"
+                     if "receiving_in_window" in r else "–" for r in rooms)
+
+
+def _window_rates(rooms):
+    """Each room's median and lowest video buffers/s over its viewers."""
+    out = []
+    for r in rooms:
+        rates = sorted(r.get("window_video_buffers_per_s", []))
+        if rates:
+            out.append(f"{rates[len(rates) // 2]:.1f} ({rates[0]:.1f})")
+    return ", ".join(out) or "–"
+
+
 def _load_range(rooms):
     """The 1-minute load at the windows' starts and ends."""
     loads = [w[0] for r in rooms for w in r.get("load_window", [])]
@@ -1401,10 +1417,11 @@ def _sfu_viewer_lines(res, name, link):
               "upload kbit/s | join p50 ms |"
               + (" a viewer's CPU % (median) | all viewers' CPU % |"
                  if each else "")
-              + (" the viewers' process CPU % | per viewer % | 1-min "
-                 "load in the window |" if host else ""),
+              + (" receiving in the window | video buffers/s a viewer, "
+                 "median (lowest) | the viewers' process CPU % | per "
+                 "viewer % | 1-min load in the window |" if host else ""),
               "|---|---|---|---|---|---|---|" + ("---|---|" if each else "")
-              + ("---|---|---|" if host else "")]
+              + ("---|---|---|---|---|" if host else "")]
     for v in st["viewers"]:
         rooms = _sfu_rooms(res, "sfu", v + 1, viewers=True)
         per = [r["janus_cpu_pct"] / v for r in rooms
@@ -1422,7 +1439,8 @@ def _sfu_viewer_lines(res, name, link):
             + (f" {_spread([r.get('receiver_cpu_pct_median') for r in rooms], '{:.1f}')}"
                f" | {_spread([r.get('receivers_cpu_pct_total') for r in rooms])} |"
                if each else "")
-            + (f" {_spread([r.get('viewer_host_cpu_pct') for r in rooms])}"
+            + (f" {_in_window(rooms)} | {_window_rates(rooms)} |"
+               f" {_spread([r.get('viewer_host_cpu_pct') for r in rooms])}"
                f" | {_spread([r['viewer_host_cpu_pct'] / v for r in rooms if r.get('viewer_host_cpu_pct') is not None], '{:.2f}')}"
                f" | {_load_range(rooms)} |"
                if host else ""))

@@ -144,22 +144,6 @@ class Call:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
 
-    def report(self):
-        """Each viewer's figures now (legba-peer's report), or None."""
-        if self.proc.poll() is not None:
-            return None
-        try:
-            self.proc.stdin.write("report\n")
-            self.proc.stdin.flush()
-            while True:
-                line = self.read_line(30)
-                if line is None:
-                    return None
-                if line.startswith("{") and '"mode": "viewers"' in line:
-                    return json.loads(line)
-        except (BrokenPipeError, ValueError):
-            return None
-
     def stop(self):
         self.terminate()
         try:
@@ -235,6 +219,22 @@ class ViewerHost:
             elif event.get("event") == "started":
                 return True
         return False
+
+    def report(self):
+        """Each viewer's figures now (legba-peer's report), or None."""
+        if self.proc.poll() is not None:
+            return None
+        try:
+            self.proc.stdin.write("report\n")
+            self.proc.stdin.flush()
+            while True:
+                line = self.read_line(30)
+                if line is None:
+                    return None
+                if line.startswith("{") and '"mode": "viewers"' in line:
+                    return json.loads(line)
+        except (BrokenPipeError, ValueError):
+            return None
 
     def stop(self):
         """Each viewer's report, as Call.stop() gives legba-call's, and
