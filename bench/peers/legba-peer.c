@@ -19,7 +19,8 @@
  *   legba-peer mesh  --server-url URL --identity ID [--expect N]
  *                    [--width W --height H] [--bitrate KBPS] [--loss P]
  *   legba-peer viewers --server-url URL --room ROOM --count N
- *                    [--identity PREFIX] [--batch B] [--max-participants M]
+ *                    [--identity PREFIX] [--first F] [--batch B]
+ *                    [--max-participants M]
  *
  * --server-url ws://HOST:PORT: a legba-server of its own process (app
  * key bench-key, secret bench-secret) instead of the embedded one.
@@ -77,7 +78,7 @@
  * the webrtcbins its room makes.
  *
  * viewers: N receive-only participants of ROOM in this one process
- * (identities PREFIX1..PREFIXN, "r" by default), each a LegbaRoom of its
+ * (identities PREFIX<F>..PREFIX<F+N-1>, "r" and 1 by default), each a LegbaRoom of its
  * own (its own signalling client and, in an SFU room, its own Janus
  * session and subscription) with no track, in one pipeline; each
  * received track ends in a fakesink whose buffers are counted, nothing
@@ -1391,8 +1392,8 @@ viewer_free (Viewer * v)
  * room of its own in one pipeline, started batch at a time: each batch
  * once the one before has joined (or failed, or after 60 s) */
 static int
-mode_viewers (const char *room_name, const char *prefix, guint count,
-    guint batch, guint max_participants)
+mode_viewers (const char *room_name, const char *prefix, guint first_id,
+    guint count, guint batch, guint max_participants)
 {
   Viewers vs = { 0 };
   GstElement *pipeline = gst_pipeline_new ("viewers");
@@ -1410,7 +1411,8 @@ mode_viewers (const char *room_name, const char *prefix, guint count,
     guint id;
 
     for (guint i = first; i <= last; i++) {
-      g_autofree char *identity = g_strdup_printf ("%s%u", prefix, i);
+      g_autofree char *identity = g_strdup_printf ("%s%u", prefix,
+          first_id + i - 1);
 
       g_ptr_array_add (vs.viewers, viewer_start (pipeline, room_name,
               identity, max_participants));
@@ -1468,7 +1470,7 @@ main (int argc, char **argv)
   gint64 bytes = 4000000;
   guint size = 1024;
   char *url = NULL, *identity = NULL, *room_name = NULL;
-  guint expect = 3, batch = 10, max_participants = 0;
+  guint expect = 3, batch = 10, max_participants = 0, first_id = 1;
   gboolean in_process = FALSE;
   LegbaServer *server = NULL;
   GOptionEntry entries[] = {
@@ -1508,6 +1510,8 @@ main (int argc, char **argv)
         "mesh: drop each RTP packet sent with this probability", "P"},
     {"room", 0, 0, G_OPTION_ARG_STRING, &room_name,
         "viewers: the room to join", "ROOM"},
+    {"first", 0, 0, G_OPTION_ARG_INT, &first_id,
+        "viewers: the first viewer's number (default 1)", "N"},
     {"batch", 0, 0, G_OPTION_ARG_INT, &batch,
         "viewers: viewers started at a time (default 10)", "N"},
     {"max-participants", 0, 0, G_OPTION_ARG_INT, &max_participants,
@@ -1575,8 +1579,8 @@ main (int argc, char **argv)
     rc = mode_mesh (identity, expect, width, height, kbps);
   else if (strcmp (argv[1], "viewers") == 0 && room_name != NULL &&
       external_server && count > 0 && batch > 0)
-    rc = mode_viewers (room_name, identity ? identity : "r", count, batch,
-        max_participants);
+    rc = mode_viewers (room_name, identity ? identity : "r", first_id, count,
+        batch, max_participants);
   else {
     g_printerr ("unknown mode %s\n", argv[1]);
     rc = 2;

@@ -173,13 +173,14 @@ class ViewerHost:
     shaped as legba-call's."""
 
     def __init__(self, build, url, room, count, batch, max_participants,
-                 workdir):
+                 workdir, first=1):
         self.cmd = [os.path.join(build, "bench", "legba-peer"), "viewers",
                     "--server-url", url, "--room", room, "--count",
-                    str(count), "--batch", str(batch), "--identity", "r",
+                    str(count), "--first", str(first), "--batch",
+                    str(batch), "--identity", "r",
                     "--max-participants", str(max_participants)]
         env = dict(os.environ, GST_DEBUG="*:1")
-        self.err_path = os.path.join(workdir, f"{room}-viewers.err")
+        self.err_path = os.path.join(workdir, f"{room}-viewers{first}.err")
         self.err = open(self.err_path, "w")
         self.count = count
         self.batches = []
@@ -303,11 +304,17 @@ def run_room(args, topology, url, n, label, workdir, preload, janus_pid):
         first = others[0].started if others else 0
         offsets = [c.started - first for c in others]
         reports = [c.stop() for c in others]
+        if hosts:
+            reports, offsets, rec["viewer_hosts"] = [], [], []
+            first = hosts[0].started
         for h in hosts:
-            reports, offsets = h.stop()
-            rec["viewer_host"] = {"exit": h.proc.returncode,
-                                  "batches": h.batches,
-                                  "stderr_tail": h.stderr_tail}
+            rs, os_ = h.stop()
+            reports += rs
+            # each host's viewers' starts from the first host's start
+            offsets += [o + h.started - first for o in os_]
+            rec["viewer_hosts"].append({"exit": h.proc.returncode,
+                                        "batches": h.batches,
+                                        "stderr_tail": h.stderr_tail})
         pub_report = pub.stop()
     rec["load_end"] = suites.loadavg()
     rec["publisher"] = pub_report
@@ -328,10 +335,18 @@ def measure(args, rec, pub, others, hosts, url, room, n, workdir,
     shared = viewers and args.viewer_host == "shared"
     started = time.monotonic()
     if shared:
-        hosts.append(ViewerHost(args.build, url, room, n - 1, batch, n,
-                                workdir))
-        if not hosts[0].wait_started(60 * (n // batch + 1)):
-            rec["error"] = "the viewers' host did not start them all"
+        # viewers 1..n-1 split into --viewer-hosts processes, each
+        # starting its share batch / hosts at a time
+        k = min(args.viewer_hosts, n - 1)
+        first = 1
+        for h in range(k):
+            count = (n - 1) // k + (1 if h < (n - 1) % k else 0)
+            hosts.append(ViewerHost(args.build, url, room, count,
+                                    max(1, batch // k), n, workdir, first))
+            first += count
+        if not all([h.wait_started(60 * (n // max(1, batch // k) + 1))
+                    for h in hosts]):
+            rec["error"] = "a viewers' host did not start them all"
     for first in range(1, n if not shared else 1, batch):
         calls = [Call(args.build, url, room, f"r{i}", False, workdir, n,
                       display=display)
@@ -344,11 +359,15 @@ def measure(args, rec, pub, others, hosts, url, room, n, workdir,
     rec["settle_s"] = rec["start_s"] + args.settle + \
         args.settle_per_participant * n
     time.sleep(rec["settle_s"] - rec["start_s"])
+    # the host's counts first: it may be slow to answer, and the CPU
+    # window must not include the wait
+    asked = time.monotonic()
+    r0 = [h.report() for h in hosts]
+    tr0 = time.monotonic()
     c0, b0, j0 = cpu_s(pub.proc.pid), read_count(pub.count_file), \
         cpu_s(janus_pid)
     v0 = [cpu_s(c.proc.pid) for c in others]
     h0 = [cpu_s(h.proc.pid) for h in hosts]
-    r0 = [h.report() for h in hosts]
     load0 = suites.loadavg()
     t0 = time.monotonic()
     time.sleep(args.window)
@@ -356,20 +375,28 @@ def measure(args, rec, pub, others, hosts, url, room, n, workdir,
         cpu_s(janus_pid)
     v1 = [cpu_s(c.proc.pid) for c in others]
     h1 = [cpu_s(h.proc.pid) for h in hosts]
-    r1 = [h.report() for h in hosts]
     dt = time.monotonic() - t0
-    if hosts and r0[0] and r1[0]:
-        # what each viewer received in the window, by kind, per second
-        rates = [((b["video_buffers"] - a["video_buffers"]) / dt,
-                  (b["audio_buffers"] - a["audio_buffers"]) / dt)
-                 for a, b in zip(r0[0]["viewers"], r1[0]["viewers"])]
+    r1 = [h.report() for h in hosts]
+    if hosts:
+        rec["report_wait_s"] = [tr0 - asked, time.monotonic() - t0 - dt]
+    if hosts and all(r0) and all(r1):
+        # what each viewer received between the two reports, by kind,
+        # per second
+        dr = time.monotonic() - tr0
+        rates = [((b["video_buffers"] - a["video_buffers"]) / dr,
+                  (b["audio_buffers"] - a["audio_buffers"]) / dr)
+                 for x, y in zip(r0, r1)
+                 for a, b in zip(x["viewers"], y["viewers"])]
         rec["window_video_buffers_per_s"] = [v for v, _ in rates]
         rec["window_audio_buffers_per_s"] = [a for _, a in rates]
         rec["receiving_in_window"] = sum(1 for v, a in rates
                                          if v > 0 and a > 0)
     rec["load_window"] = [load0, suites.loadavg()]
-    if hosts and h0[0] is not None and h1[0] is not None:
-        rec["viewer_host_cpu_pct"] = (h1[0] - h0[0]) / dt * 100
+    if hosts and None not in h0 + h1:
+        rec["viewer_host_cpu_pct"] = sum(b - a for a, b in zip(h0, h1)) \
+            / dt * 100
+        rec["viewer_hosts_cpu_pct"] = [(b - a) / dt * 100
+                                       for a, b in zip(h0, h1)]
     each = sorted((b - a) / dt * 100 for a, b in zip(v0, v1)
                   if a is not None and b is not None)
     if each:
@@ -447,6 +474,10 @@ def main():
                     help="where the viewers run: shared (one legba-peer "
                     "viewers process, each viewer a LegbaRoom of its own; "
                     "the default) or process (one legba-call each)")
+    ap.add_argument("--viewer-hosts", type=int, default=1,
+                    help="with --viewer-host shared: the processes the "
+                    "viewers are split into, each starting "
+                    "viewer-batch / viewer-hosts at a time (default 1)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--settle", type=float, default=8.0)
     ap.add_argument("--settle-per-participant", type=float, default=0.3,
@@ -480,6 +511,7 @@ def main():
                            "janus_rtp_ports": args.janus_rtp_ports,
                            "viewer_batch": args.viewer_batch,
                            "viewer_host": args.viewer_host,
+                           "viewer_hosts": args.viewer_hosts,
                            "publisher": "320x180 15 fps H.264 + Opus",
                            "receivers": "--video none --audio none, "
                            "decoding", "viewer_opts":
