@@ -1372,16 +1372,44 @@ def sfu_auto_lines(results_dir, rel):
     return lines
 
 
+def _in_window(rooms):
+    """Viewers that received video and audio in each room's window."""
+    return ", ".join(f"{r['receiving_in_window']}/{r['receivers']}"
+                     if "receiving_in_window" in r else "–" for r in rooms)
+
+
+def _window_rates(rooms):
+    """Each room's median and lowest video buffers/s over its viewers."""
+    out = []
+    for r in rooms:
+        rates = sorted(r.get("window_video_buffers_per_s", []))
+        if rates:
+            out.append(f"{rates[len(rates) // 2]:.1f} ({rates[0]:.1f})")
+    return ", ".join(out) or "–"
+
+
+def _load_range(rooms):
+    """The 1-minute load at the windows' starts and ends."""
+    loads = [w[0] for r in rooms for w in r.get("load_window", [])]
+    return f"{min(loads):g} to {max(loads):g}" if loads else "–"
+
+
 def _sfu_viewer_lines(res, name, link):
     """One publisher to many viewers: from res, a results file of its own
     (name, link) or the rooms' file (None)."""
     st = res["settings"]
     opts = st.get("viewer_opts")
-    how = (f"`legba-call {opts}`" + (": they count what arrives, decode "
-                                      "nothing and publish nothing"
-                                      if "undecoded" in opts else "")
-           if opts else "the viewers decode: legba-call had no "
-           "receive-only mode without decoding")
+    if st.get("viewer_host") == "shared":
+        how = ("all viewers in one process, `legba-peer viewers`, each a "
+               "LegbaRoom of its own with its own signalling connection "
+               "and Janus subscription: they count what arrives, decode "
+               "nothing and publish nothing")
+    else:
+        how = (f"`legba-call {opts}`, one process each"
+               + (": they count what arrives, decode nothing and publish "
+                  "nothing" if "undecoded" in opts else "")
+               if opts else "the viewers decode: legba-call had no "
+               "receive-only mode without decoding")
     lines = ["", "One publisher to many viewers through one Janus ("
              f"{how}):", ""]
     if name is not None:
@@ -1392,12 +1420,17 @@ def _sfu_viewer_lines(res, name, link):
                   f"{st.get('settle_per_participant_s', 0):g} s per "
                   f"participant, a {st['window_s']:g} s window.", ""]
     each = any("receiver_cpu_pct_median" in r for r in res["rooms"])
+    host = any("viewer_host_cpu_pct" in r for r in res["rooms"])
     lines += ["| viewers | receiving before the window | Janus CPU % | "
               "Janus CPU % per forwarded stream | publisher CPU % | "
               "upload kbit/s | join p50 ms |"
               + (" a viewer's CPU % (median) | all viewers' CPU % |"
-                 if each else ""),
-              "|---|---|---|---|---|---|---|" + ("---|---|" if each else "")]
+                 if each else "")
+              + (" receiving in the window | video buffers/s a viewer, "
+                 "median (lowest) | the viewers' process CPU % | per "
+                 "viewer % | 1-min load in the window |" if host else ""),
+              "|---|---|---|---|---|---|---|" + ("---|---|" if each else "")
+              + ("---|---|---|---|---|" if host else "")]
     for v in st["viewers"]:
         rooms = _sfu_rooms(res, "sfu", v + 1, viewers=True)
         per = [r["janus_cpu_pct"] / v for r in rooms
@@ -1414,7 +1447,12 @@ def _sfu_viewer_lines(res, name, link):
             f" | {_pooled(rooms, 'first_video_ms')} |"
             + (f" {_spread([r.get('receiver_cpu_pct_median') for r in rooms], '{:.1f}')}"
                f" | {_spread([r.get('receivers_cpu_pct_total') for r in rooms])} |"
-               if each else ""))
+               if each else "")
+            + (f" {_in_window(rooms)} | {_window_rates(rooms)} |"
+               f" {_spread([r.get('viewer_host_cpu_pct') for r in rooms])}"
+               f" | {_spread([r['viewer_host_cpu_pct'] / v for r in rooms if r.get('viewer_host_cpu_pct') is not None], '{:.2f}')}"
+               f" | {_load_range(rooms)} |"
+               if host else ""))
     if name is not None:
         lines += _sfu_failed_lines(res)
         c = res["conditions"]

@@ -18,6 +18,9 @@
  *                    [--bitrate KBPS]
  *   legba-peer mesh  --server-url URL --identity ID [--expect N]
  *                    [--width W --height H] [--bitrate KBPS] [--loss P]
+ *   legba-peer viewers --server-url URL --room ROOM --count N
+ *                    [--identity PREFIX] [--first F] [--batch B]
+ *                    [--max-participants M]
  *
  * --server-url ws://HOST:PORT: a legba-server of its own process (app
  * key bench-key, secret bench-secret) instead of the embedded one.
@@ -73,6 +76,20 @@
  * mesh drives four of them. --loss P drops each RTP packet this
  * participant sends with probability P (bench/peers/loss.h), in each of
  * the webrtcbins its room makes.
+ *
+ * viewers: N receive-only participants of ROOM in this one process
+ * (identities PREFIX<F>..PREFIX<F+N-1>, "r" and 1 by default), each a LegbaRoom of its
+ * own (its own signalling client and, in an SFU room, its own Janus
+ * session and subscription) with no track, in one pipeline; each
+ * received track ends in a fakesink whose buffers are counted, nothing
+ * decoded. They start --batch at a time, each batch once the one before
+ * has joined (or failed, or after 60 s), with a line {"event": "batch"}
+ * on standard output after each and {"event": "started"} after the
+ * last; then "report" on standard input prints each viewer's figures
+ * (ms from its connect call: joined_ms, first_video_ms, -1 when never;
+ * started_ms from the first viewer's; buffers received by kind; its
+ * room's state and last error), and end of input leaves the rooms.
+ * bench/sfu/sfu-vs-mesh.py --viewer-host shared drives it.
  *
  * A pair is set up when each room lists the other participant as
  * connected: its peer connection is up and both of its data channels are
@@ -1174,6 +1191,276 @@ mode_mesh (const char *identity, guint expect, guint width, guint height,
   return m.decoding ? 0 : 1;
 }
 
+/* ---- viewers ---- */
+
+/* a receive-only participant: a room with no track, counting what
+ * arrives on its track pads without decoding it */
+typedef struct
+{
+  Side side;
+  char *identity;
+  gint64 started_us;            /* its connect call */
+  gint video_buffers;           /* atomic */
+  gint audio_buffers;           /* atomic */
+  gint64 first_video_us;        /* under viewers_lock, 0 until a buffer */
+  char *error;                  /* its room's last error */
+} Viewer;
+
+static GMutex viewers_lock;
+
+static GstPadProbeReturn
+viewer_video_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Viewer *v = data;
+
+  if (g_atomic_int_add (&v->video_buffers, 1) == 0) {
+    g_mutex_lock (&viewers_lock);
+    v->first_video_us = g_get_monotonic_time ();
+    g_mutex_unlock (&viewers_lock);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn
+viewer_audio_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  g_atomic_int_inc (&((Viewer *) data)->audio_buffers);
+  return GST_PAD_PROBE_OK;
+}
+
+/* every received track ends in a fakesink, its buffers counted */
+static void
+on_viewer_track (LegbaRoom * room, LegbaParticipant * lp, LegbaTrackKind kind,
+    GstPad * pad, Viewer * v)
+{
+  GstElement *sink = gst_element_factory_make ("fakesink", NULL);
+  GstPad *sinkpad;
+
+  g_object_set (sink, "sync", FALSE, "async", FALSE, NULL);
+  gst_bin_add (GST_BIN (v->side.pipeline), sink);
+  gst_element_sync_state_with_parent (sink);
+  sinkpad = gst_element_get_static_pad (sink, "sink");
+  gst_pad_add_probe (sinkpad, GST_PAD_PROBE_TYPE_BUFFER,
+      kind == LEGBA_TRACK_KIND_VIDEO ? viewer_video_buffer :
+      viewer_audio_buffer, v, NULL);
+  if (gst_pad_link (pad, sinkpad) != GST_PAD_LINK_OK)
+    g_printerr ("viewers: %s could not link a received track\n", v->identity);
+  gst_object_unref (sinkpad);
+}
+
+static void
+on_viewer_error (LegbaRoom * room, GError * error, Viewer * v)
+{
+  g_free (v->error);
+  v->error = g_strdup (error->message);
+}
+
+static void
+on_viewer_connected (GObject * room, GAsyncResult * result, gpointer data)
+{
+  Viewer *v = data;
+  GError *error = NULL;
+
+  if (!legba_room_connect_finish (LEGBA_ROOM (room), result, &error)) {
+    g_printerr ("viewers: %s could not join: %s\n", v->identity,
+        error->message);
+    on_viewer_error (LEGBA_ROOM (room), error, v);
+    g_error_free (error);
+  }
+}
+
+static gboolean
+viewer_settled (Viewer * v)
+{
+  LegbaRoomState state = legba_room_get_state (v->side.room);
+
+  return v->side.joined_at != 0 || state == LEGBA_ROOM_STATE_FAILED;
+}
+
+static const char *
+state_nick (LegbaRoomState state)
+{
+  GEnumClass *c = g_type_class_ref (LEGBA_TYPE_ROOM_STATE);
+  GEnumValue *v = g_enum_get_value (c, state);
+
+  g_type_class_unref (c);
+  return v ? v->value_nick : "unknown";
+}
+
+static double
+since_ms (gint64 us, gint64 from_us)
+{
+  return us == 0 ? -1 : (us - from_us) / 1000.0;
+}
+
+static void
+viewers_report (GPtrArray * viewers, gint64 t0)
+{
+  GString *out = g_string_new ("{\"peer\": \"legba\", \"mode\": \"viewers\", "
+      "\"viewers\": [");
+
+  for (guint i = 0; i < viewers->len; i++) {
+    Viewer *v = g_ptr_array_index (viewers, i);
+    gint64 first;
+
+    g_mutex_lock (&viewers_lock);
+    first = v->first_video_us;
+    g_mutex_unlock (&viewers_lock);
+    g_string_append_printf (out, "%s{\"identity\": \"%s\", "
+        "\"started_ms\": %.1f, \"joined_ms\": %.1f, "
+        "\"first_video_ms\": %.1f, \"video_buffers\": %d, "
+        "\"audio_buffers\": %d, \"state\": \"%s\", \"error\": ",
+        i ? ", " : "", v->identity, since_ms (v->started_us, t0),
+        since_ms (v->side.joined_at, v->started_us),
+        since_ms (first, v->started_us),
+        g_atomic_int_get (&v->video_buffers),
+        g_atomic_int_get (&v->audio_buffers),
+        state_nick (legba_room_get_state (v->side.room)));
+    if (v->error == NULL) {
+      g_string_append (out, "null}");
+    } else {
+      g_autofree char *e = g_strescape (v->error, NULL);
+
+      g_string_append_printf (out, "\"%s\"}", e);
+    }
+  }
+  g_string_append (out, "]}");
+  puts (out->str);
+  fflush (stdout);
+  g_string_free (out, TRUE);
+}
+
+typedef struct
+{
+  GPtrArray *viewers;           /* Viewer */
+  GMainLoop *loop;
+  gint64 t0;                    /* the first viewer's connect call */
+} Viewers;
+
+/* the driver's commands: report prints every viewer's counts; end of
+ * input leaves */
+static gboolean
+on_viewers_command (GIOChannel * in, GIOCondition cond, gpointer data)
+{
+  Viewers *vs = data;
+  char *line = NULL;
+  GIOStatus status = g_io_channel_read_line (in, &line, NULL, NULL, NULL);
+
+  if (status == G_IO_STATUS_AGAIN)
+    return G_SOURCE_CONTINUE;
+  if (status != G_IO_STATUS_NORMAL) {
+    g_main_loop_quit (vs->loop);
+    return G_SOURCE_REMOVE;
+  }
+  g_strstrip (line);
+  if (strcmp (line, "report") == 0)
+    viewers_report (vs->viewers, vs->t0);
+  else
+    g_printerr ("viewers: unknown command '%s'\n", line);
+  g_free (line);
+  return G_SOURCE_CONTINUE;
+}
+
+static Viewer *
+viewer_start (GstElement * pipeline, const char *room_name,
+    const char *identity, guint max_participants)
+{
+  Viewer *v = g_new0 (Viewer, 1);
+
+  v->identity = g_strdup (identity);
+  side_create (&v->side, pipeline, room_name, identity);
+  if (max_participants > 0)
+    g_object_set (v->side.room, "max-participants", max_participants, NULL);
+  g_signal_connect (v->side.room, "track-added",
+      G_CALLBACK (on_viewer_track), v);
+  g_signal_connect (v->side.room, "error", G_CALLBACK (on_viewer_error), v);
+  v->started_us = g_get_monotonic_time ();
+  legba_room_connect_async (v->side.room, NULL, on_viewer_connected, v);
+  return v;
+}
+
+/* after viewer_stop() and once its room's callbacks have run */
+static void
+viewer_free (Viewer * v)
+{
+  g_free (v->identity);
+  g_free (v->error);
+  g_free (v);
+}
+
+/* count viewers of room_name, identities PREFIX1..PREFIXcount, each a
+ * room of its own in one pipeline, started batch at a time: each batch
+ * once the one before has joined (or failed, or after 60 s) */
+static int
+mode_viewers (const char *room_name, const char *prefix, guint first_id,
+    guint count, guint batch, guint max_participants)
+{
+  Viewers vs = { 0 };
+  GstElement *pipeline = gst_pipeline_new ("viewers");
+  GIOChannel *in;
+  guint watch;
+
+  vs.viewers = g_ptr_array_new_with_free_func ((GDestroyNotify) viewer_free);
+  vs.loop = g_main_loop_new (NULL, FALSE);
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  legba_room_prepare ();
+  legba_room_prepare_wait ();
+  for (guint first = 1; first <= count; first += batch) {
+    guint last = MIN (first + batch - 1, count), joined = 0;
+    gboolean expired = FALSE;
+    guint id;
+
+    for (guint i = first; i <= last; i++) {
+      g_autofree char *identity = g_strdup_printf ("%s%u", prefix,
+          first_id + i - 1);
+
+      g_ptr_array_add (vs.viewers, viewer_start (pipeline, room_name,
+              identity, max_participants));
+    }
+    if (first == 1)
+      vs.t0 = ((Viewer *) g_ptr_array_index (vs.viewers, 0))->started_us;
+    id = g_timeout_add_seconds (60, timed_out, &expired);
+    for (;;) {
+      guint settled = 0;
+
+      joined = 0;
+      for (guint i = first - 1; i < last; i++) {
+        Viewer *v = g_ptr_array_index (vs.viewers, i);
+
+        settled += viewer_settled (v);
+        joined += v->side.joined_at != 0;
+      }
+      if (settled == last - first + 1 || expired)
+        break;
+      g_main_context_iteration (NULL, TRUE);
+    }
+    if (!expired)
+      g_source_remove (id);
+    g_print ("{\"event\": \"batch\", \"started\": %u, \"joined\": %u, "
+        "\"ms\": %.1f}\n", last, joined,
+        (g_get_monotonic_time () - vs.t0) / 1000.0);
+    fflush (stdout);
+  }
+  g_print ("{\"event\": \"started\", \"viewers\": %u}\n", count);
+  fflush (stdout);
+  in = g_io_channel_unix_new (0);
+  watch = g_io_add_watch (in, G_IO_IN | G_IO_HUP | G_IO_ERR,
+      on_viewers_command, &vs);
+  g_main_loop_run (vs.loop);
+  if (g_main_context_find_source_by_id (NULL, watch) != NULL)
+    g_source_remove (watch);
+  g_io_channel_unref (in);
+  for (guint i = 0; i < vs.viewers->len; i++)
+    side_stop (&((Viewer *) g_ptr_array_index (vs.viewers, i))->side, FALSE);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (pipeline);
+  /* let the rooms finish leaving */
+  while (g_main_context_iteration (NULL, FALSE));
+  g_ptr_array_unref (vs.viewers);
+  g_main_loop_unref (vs.loop);
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1182,13 +1469,14 @@ main (int argc, char **argv)
   double seconds = 120, rate = 100, loss = 0;
   gint64 bytes = 4000000;
   guint size = 1024;
-  char *url = NULL, *identity = NULL;
-  guint expect = 3;
+  char *url = NULL, *identity = NULL, *room_name = NULL;
+  guint expect = 3, batch = 10, max_participants = 0, first_id = 1;
   gboolean in_process = FALSE;
   LegbaServer *server = NULL;
   GOptionEntry entries[] = {
     {"iterations", 0, 0, G_OPTION_ARG_INT, &iterations, "setup: pairs", "N"},
-    {"count", 0, 0, G_OPTION_ARG_INT, &count, "pairs: pairs", "N"},
+    {"count", 0, 0, G_OPTION_ARG_INT, &count, "pairs: pairs; viewers: viewers",
+        "N"},
     {"no-teardown", 0, 0, G_OPTION_ARG_NONE, &no_teardown,
         "pairs: exit with the pairs up once the figures are printed", NULL},
     {"seconds", 0, 0, G_OPTION_ARG_DOUBLE, &seconds, "pairs: bound", "S"},
@@ -1220,6 +1508,14 @@ main (int argc, char **argv)
         "mesh: the other participants to decode", "N"},
     {"loss", 0, 0, G_OPTION_ARG_DOUBLE, &loss,
         "mesh: drop each RTP packet sent with this probability", "P"},
+    {"room", 0, 0, G_OPTION_ARG_STRING, &room_name,
+        "viewers: the room to join", "ROOM"},
+    {"first", 0, 0, G_OPTION_ARG_INT, &first_id,
+        "viewers: the first viewer's number (default 1)", "N"},
+    {"batch", 0, 0, G_OPTION_ARG_INT, &batch,
+        "viewers: viewers started at a time (default 10)", "N"},
+    {"max-participants", 0, 0, G_OPTION_ARG_INT, &max_participants,
+        "viewers: each room's max-participants", "N"},
     {NULL}
   };
   GOptionContext *ctx;
@@ -1228,7 +1524,9 @@ main (int argc, char **argv)
 
   main_ms = now_ms ();
   census_raise_fd_limit ();
-  ctx = g_option_context_new ("setup|pairs|bulk|rtt|call|first-frame|mesh");
+  ctx =
+      g_option_context_new
+      ("setup|pairs|bulk|rtt|call|first-frame|mesh|viewers");
 
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_option_context_add_group (ctx, gst_init_get_option_group ());
@@ -1279,6 +1577,10 @@ main (int argc, char **argv)
     rc = mode_first_frame (iterations, width, height, kbps);
   else if (strcmp (argv[1], "mesh") == 0 && identity != NULL && external_server)
     rc = mode_mesh (identity, expect, width, height, kbps);
+  else if (strcmp (argv[1], "viewers") == 0 && room_name != NULL &&
+      external_server && count > 0 && batch > 0)
+    rc = mode_viewers (room_name, identity ? identity : "r", first_id, count,
+        batch, max_participants);
   else {
     g_printerr ("unknown mode %s\n", argv[1]);
     rc = 2;
@@ -1290,5 +1592,6 @@ main (int argc, char **argv)
   g_clear_pointer (&hub, test_hub_free);
   g_free (server_url);
   g_free (identity);
+  g_free (room_name);
   return rc;
 }

@@ -6,7 +6,8 @@ one publisher's upload and CPU as the room grows, glass-to-glass latency,
 join time, and one publisher to many viewers through one Janus.
 
     bench/sfu/sfu-vs-mesh.py [--build DIR] [--sizes 2,4,8,16]
-        [--viewers 10] [--viewer-display undecoded] [--janus-rtp-ports 1000]
+        [--viewers 10] [--viewer-host shared] [--viewer-display undecoded]
+        [--janus-rtp-ports 1000]
         [--repeats 2] [--settle S] [--window S] [--json FILE]
 
 Starts a Janus of its own (tests/common/start-janus.sh, without an API
@@ -16,16 +17,20 @@ room is legba-call processes on this host: one publisher (--width 320
 --height 180 --fps 15, H.264, test video and audio) and receive-only
 participants (--video none --audio none, which still decode what they
 receive), all with --measure-latency. Viewer rooms (--viewers) are one
-publisher and N viewers, --video none --audio none --display
---viewer-display (undecoded by default: they count what arrives and decode
-nothing, and publish nothing to Janus), started --viewer-batch at a time,
-each batch once the one before has joined. The publisher joins first;
+publisher and N viewers that count what arrives, decode nothing and
+publish nothing to Janus, started --viewer-batch at a time, each batch
+once the one before has joined: with --viewer-host shared (the default)
+all N in one process, `legba-peer viewers` (bench/peers/legba-peer.c),
+each a LegbaRoom of its own with its own signalling connection and Janus
+subscription; with --viewer-host process one legba-call each, --video
+none --audio none --display --viewer-display (undecoded by default). The publisher joins first;
 once it is in the call the others start (together, in rooms of sizes);
 --settle seconds (and --settle-per-participant more for each
 participant) after the last started, the publisher's CPU (/proc/PID/stat,
 user+sys) and upload are sampled over --window seconds, and Janus's and
-each receiver's CPU likewise; then every process is stopped and reports
-its --json.
+each receiver's CPU (or the viewers' host's) likewise; then every
+process is stopped and reports its --json (the host, each viewer's
+figures).
 
 Upload is what the publisher hands to the kernel on its UDP sockets
 (bench/sfu/sendcount.c, preloaded: RTP, RTCP, DTLS, STUN payloads,
@@ -40,10 +45,12 @@ BUILD must be a release build with the integration tools."""
 import argparse
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -159,6 +166,115 @@ class Call:
         return res
 
 
+class ViewerHost:
+    """Viewers 1..count of a room in one process (legba-peer viewers):
+    each a LegbaRoom of its own, receive-only, counting what arrives
+    without decoding. Its report comes at stop(), one entry per viewer
+    shaped as legba-call's."""
+
+    def __init__(self, build, url, room, count, batch, max_participants,
+                 workdir, first=1):
+        self.cmd = [os.path.join(build, "bench", "legba-peer"), "viewers",
+                    "--server-url", url, "--room", room, "--count",
+                    str(count), "--first", str(first), "--batch",
+                    str(batch), "--identity", "r",
+                    "--max-participants", str(max_participants)]
+        env = dict(os.environ, GST_DEBUG="*:1")
+        self.err_path = os.path.join(workdir, f"{room}-viewers{first}.err")
+        self.err = open(self.err_path, "w")
+        self.count = count
+        self.batches = []
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(self.cmd, env=env,
+                                     stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE,
+                                     stderr=self.err, text=True, bufsize=1)
+        self.lines = queue.Queue()
+        threading.Thread(target=self.read_output, daemon=True).start()
+
+    def read_output(self):
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def read_line(self, seconds):
+        """The next line of its output, or None after seconds or at its
+        end."""
+        try:
+            return self.lines.get(timeout=max(seconds, 0))
+        except queue.Empty:
+            return None
+
+    def wait_started(self, seconds):
+        """Waits for every batch to have started (its "started" line)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            line = self.read_line(deadline - time.monotonic())
+            if line is None:
+                return False
+            if not line.startswith("{"):
+                continue
+            event = json.loads(line)
+            if event.get("event") == "batch":
+                self.batches.append(event)
+            elif event.get("event") == "started":
+                return True
+        return False
+
+    def report(self):
+        """Each viewer's figures now (legba-peer's report), or None."""
+        if self.proc.poll() is not None:
+            return None
+        try:
+            self.proc.stdin.write("report\n")
+            self.proc.stdin.flush()
+            while True:
+                line = self.read_line(30)
+                if line is None:
+                    return None
+                if line.startswith("{") and '"mode": "viewers"' in line:
+                    return json.loads(line)
+        except (BrokenPipeError, ValueError):
+            return None
+
+    def stop(self):
+        """Each viewer's report, as Call.stop() gives legba-call's, and
+        each viewer's start in s from the first's."""
+        report = self.report()
+        try:
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.err.close()
+        with open(self.err_path) as f:
+            self.stderr_tail = f.read().strip().splitlines()[-20:]
+        if report is None:
+            tail = self.stderr_tail[-5:]
+            return [{"exit": self.proc.returncode, "stderr_tail": tail}
+                    for _ in range(self.count)], [0] * self.count
+        reports, offsets = [], []
+        for v in report["viewers"]:
+            ok = v["state"] == "connected"
+            rep = {"joined_ms": v["joined_ms"] if v["joined_ms"] >= 0
+                   else None,
+                   "first_video_ms": v["first_video_ms"]
+                   if v["first_video_ms"] >= 0 else None,
+                   "participants": [{"identity": "pub",
+                                     "video_frames": v["video_buffers"],
+                                     "audio_buffers": v["audio_buffers"]}]}
+            r = {"exit": 0 if ok else 1, "report": rep}
+            if not ok:
+                r["stderr_tail"] = [f"{v['state']}: {v['error']}"]
+            reports.append(r)
+            offsets.append(v["started_ms"] / 1000)
+        return reports, offsets
+
+
 def wait_for(pred, seconds):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -174,12 +290,13 @@ def run_room(args, topology, url, n, label, workdir, preload, janus_pid):
     rec = {"topology": topology, "participants": n, "label": label,
            "load_start": suites.loadavg()}
     others = []
+    hosts = []
     try:
         if not wait_for(lambda: pub.joined() or pub.proc.poll() is not None,
                         30) or pub.proc.poll() is not None:
             rec["error"] = "the publisher did not join"
         else:
-            measure(args, rec, pub, others, url, room, n, workdir,
+            measure(args, rec, pub, others, hosts, url, room, n, workdir,
                     janus_pid)
     finally:
         for c in others:
@@ -187,6 +304,17 @@ def run_room(args, topology, url, n, label, workdir, preload, janus_pid):
         first = others[0].started if others else 0
         offsets = [c.started - first for c in others]
         reports = [c.stop() for c in others]
+        if hosts:
+            reports, offsets, rec["viewer_hosts"] = [], [], []
+            first = hosts[0].started
+        for h in hosts:
+            rs, os_ = h.stop()
+            reports += rs
+            # each host's viewers' starts from the first host's start
+            offsets += [o + h.started - first for o in os_]
+            rec["viewer_hosts"].append({"exit": h.proc.returncode,
+                                        "batches": h.batches,
+                                        "stderr_tail": h.stderr_tail})
         pub_report = pub.stop()
     rec["load_end"] = suites.loadavg()
     rec["publisher"] = pub_report
@@ -194,17 +322,32 @@ def run_room(args, topology, url, n, label, workdir, preload, janus_pid):
     return rec
 
 
-def measure(args, rec, pub, others, url, room, n, workdir,
+def measure(args, rec, pub, others, hosts, url, room, n, workdir,
             janus_pid):
     """Starts the receivers, lets them settle, samples over the window.
     Viewers start --viewer-batch at a time, each batch once the one before
     has joined (or after 60 s): a hundred processes starting at once on
-    two cores time out joining."""
+    two cores time out joining. With --viewer-host shared, the viewers
+    are one legba-peer process (hosts), which starts them so."""
     viewers = rec["label"].startswith("viewers")
     display = args.viewer_display if viewers else "none"
     batch = args.viewer_batch if viewers else n
+    shared = viewers and args.viewer_host == "shared"
     started = time.monotonic()
-    for first in range(1, n, batch):
+    if shared:
+        # viewers 1..n-1 split into --viewer-hosts processes, each
+        # starting its share batch / hosts at a time
+        k = min(args.viewer_hosts, n - 1)
+        first = 1
+        for h in range(k):
+            count = (n - 1) // k + (1 if h < (n - 1) % k else 0)
+            hosts.append(ViewerHost(args.build, url, room, count,
+                                    max(1, batch // k), n, workdir, first))
+            first += count
+        if not all([h.wait_started(60 * (n // max(1, batch // k) + 1))
+                    for h in hosts]):
+            rec["error"] = "a viewers' host did not start them all"
+    for first in range(1, n if not shared else 1, batch):
         calls = [Call(args.build, url, room, f"r{i}", False, workdir, n,
                       display=display)
                  for i in range(first, min(first + batch, n))]
@@ -216,15 +359,44 @@ def measure(args, rec, pub, others, url, room, n, workdir,
     rec["settle_s"] = rec["start_s"] + args.settle + \
         args.settle_per_participant * n
     time.sleep(rec["settle_s"] - rec["start_s"])
+    # the host's counts first: it may be slow to answer, and the CPU
+    # window must not include the wait
+    asked = time.monotonic()
+    r0 = [h.report() for h in hosts]
+    tr0 = time.monotonic()
     c0, b0, j0 = cpu_s(pub.proc.pid), read_count(pub.count_file), \
         cpu_s(janus_pid)
     v0 = [cpu_s(c.proc.pid) for c in others]
+    h0 = [cpu_s(h.proc.pid) for h in hosts]
+    load0 = suites.loadavg()
     t0 = time.monotonic()
     time.sleep(args.window)
     c1, b1, j1 = cpu_s(pub.proc.pid), read_count(pub.count_file), \
         cpu_s(janus_pid)
     v1 = [cpu_s(c.proc.pid) for c in others]
+    h1 = [cpu_s(h.proc.pid) for h in hosts]
     dt = time.monotonic() - t0
+    r1 = [h.report() for h in hosts]
+    if hosts:
+        rec["report_wait_s"] = [tr0 - asked, time.monotonic() - t0 - dt]
+    if hosts and all(r0) and all(r1):
+        # what each viewer received between the two reports, by kind,
+        # per second
+        dr = time.monotonic() - tr0
+        rates = [((b["video_buffers"] - a["video_buffers"]) / dr,
+                  (b["audio_buffers"] - a["audio_buffers"]) / dr)
+                 for x, y in zip(r0, r1)
+                 for a, b in zip(x["viewers"], y["viewers"])]
+        rec["window_video_buffers_per_s"] = [v for v, _ in rates]
+        rec["window_audio_buffers_per_s"] = [a for _, a in rates]
+        rec["receiving_in_window"] = sum(1 for v, a in rates
+                                         if v > 0 and a > 0)
+    rec["load_window"] = [load0, suites.loadavg()]
+    if hosts and None not in h0 + h1:
+        rec["viewer_host_cpu_pct"] = sum(b - a for a, b in zip(h0, h1)) \
+            / dt * 100
+        rec["viewer_hosts_cpu_pct"] = [(b - a) / dt * 100
+                                       for a, b in zip(h0, h1)]
     each = sorted((b - a) / dt * 100 for a, b in zip(v0, v1)
                   if a is not None and b is not None)
     if each:
@@ -268,8 +440,12 @@ def summarize_receivers(rec, reports, offsets, settle):
     print(f"  {rec['topology']} n={rec['participants']} {rec['label']}: "
           f"pub cpu {rec.get('publisher_cpu_pct', -1):.0f}% upload "
           f"{rec.get('publisher_upload_kbps', -1):.0f} kbit/s, "
-          f"{receiving}/{len(reports)} receiving, janus cpu "
-          f"{rec.get('janus_cpu_pct', 0):.0f}%, load {rec['load_end'][0]}",
+          f"{receiving}/{len(reports)} receiving"
+          + (f" ({rec['receiving_in_window']} in the window)"
+             if "receiving_in_window" in rec else "") + ", janus cpu "
+          f"{rec.get('janus_cpu_pct', 0):.0f}%, viewer host cpu "
+          f"{rec.get('viewer_host_cpu_pct', -1):.0f}%, "
+          f"load {rec['load_end'][0]}",
           flush=True)
 
 
@@ -293,6 +469,15 @@ def main():
                     help="the viewers' --display: undecoded (count what "
                     "arrives, decode nothing; the default) or none "
                     "(decode)")
+    ap.add_argument("--viewer-host", default="shared",
+                    choices=["shared", "process"],
+                    help="where the viewers run: shared (one legba-peer "
+                    "viewers process, each viewer a LegbaRoom of its own; "
+                    "the default) or process (one legba-call each)")
+    ap.add_argument("--viewer-hosts", type=int, default=1,
+                    help="with --viewer-host shared: the processes the "
+                    "viewers are split into, each starting "
+                    "viewer-batch / viewer-hosts at a time (default 1)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--settle", type=float, default=8.0)
     ap.add_argument("--settle-per-participant", type=float, default=0.3,
@@ -301,6 +486,8 @@ def main():
     ap.add_argument("--json")
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
+    if args.viewer_host == "shared" and args.viewer_display != "undecoded":
+        ap.error("--viewer-display none needs --viewer-host process")
     if build_type(args.build) != "release":
         ap.error(f"{args.build} is not a release build")
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -323,10 +510,16 @@ def main():
                            "window_s": args.window,
                            "janus_rtp_ports": args.janus_rtp_ports,
                            "viewer_batch": args.viewer_batch,
+                           "viewer_host": args.viewer_host,
+                           "viewer_hosts": args.viewer_hosts,
                            "publisher": "320x180 15 fps H.264 + Opus",
                            "receivers": "--video none --audio none, "
-                           "decoding", "viewer_opts": "--video none --audio "
-                           f"none --display {args.viewer_display}",
+                           "decoding", "viewer_opts":
+                               "legba-peer viewers: no track, buffers "
+                               "counted undecoded"
+                               if args.viewer_host == "shared" else
+                               "legba-call --video none --audio "
+                               f"none --display {args.viewer_display}",
                            "upload": "UDP payload bytes the "
                            "publisher sends (LD_PRELOAD sendcount.c)"},
               "rooms": []}
