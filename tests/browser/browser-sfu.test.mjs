@@ -564,21 +564,16 @@ async function startRelay (defer, target)
   };
 }
 
-test('an SFU room whose page loses its own connection to a healthy Janus: ' +
-    'the page opens a session again and it and legba-call decode each ' +
-    'other again', async (t) => {
-  const defer = teardown(t);
-  const janus = await startJanus(defer);
-  if (!janus) {
-    t.skip('janus is not installed');
-    return;
-  }
-  const relay = await startRelay(defer, new URL(janus.JANUS_WS_URL));
+/* legba-server (topology sfu, its participants given wsUrl as their
+ * Janus), the demo page "ada" in headless Chromium and a legba-call
+ * "gst" in one SFU room, once each decodes the other. */
+async function pageAndCall (defer, janus, wsUrl)
+{
   const server = await startServer({ args: ['--web-dir',
     requireEnv('LEGBA_WEB_DIR'), '--pusher-js-dir',
     join(requireEnv('LEGBA_SOURCE_ROOT'), 'tests', 'integration',
         'node_modules', 'pusher-js', 'dist', 'web'),
-    '--janus-url', janus.JANUS_HTTP_URL, '--janus-ws-url', relay.url,
+    '--janus-url', janus.JANUS_HTTP_URL, '--janus-ws-url', wsUrl,
     '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', 'sfu'] });
   defer(() => server.stop());
   const chrome = await launchChromium();
@@ -605,6 +600,21 @@ test('an SFU room whose page loses its own connection to a healthy Janus: ' +
   await decodedFrom(page, call.id, FRAMES, SETUP_MS);
   await until(() => callFrames(call, 'ada') > FRAMES,
       'legba-call to decode the page\'s video', { ms: SETUP_MS, detail });
+  return { server, page, call, adaId, detail, logged };
+}
+
+test('an SFU room whose page loses its own connection to a healthy Janus: ' +
+    'the page opens a session again and it and legba-call decode each ' +
+    'other again', async (t) => {
+  const defer = teardown(t);
+  const janus = await startJanus(defer);
+  if (!janus) {
+    t.skip('janus is not installed');
+    return;
+  }
+  const relay = await startRelay(defer, new URL(janus.JANUS_WS_URL));
+  const { page, call, adaId, detail, logged } = await pageAndCall(defer,
+      janus, relay.url);
   assert.equal(relay.pageLinks().length, 1, 'the page reached Janus once');
 
   const before = callFrames(call, 'ada');
@@ -672,37 +682,8 @@ test('an SFU room whose page\'s session Janus destroys: the page learns it ' +
     t.skip('janus is not installed');
     return;
   }
-  const server = await startServer({ args: ['--web-dir',
-    requireEnv('LEGBA_WEB_DIR'), '--pusher-js-dir',
-    join(requireEnv('LEGBA_SOURCE_ROOT'), 'tests', 'integration',
-        'node_modules', 'pusher-js', 'dist', 'web'),
-    '--janus-url', janus.JANUS_HTTP_URL, '--janus-ws-url', janus.JANUS_WS_URL,
-    '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', 'sfu'] });
-  defer(() => server.stop());
-  const chrome = await launchChromium();
-  defer(() => chrome.close());
-  const page = await openParticipant(chrome, { url: `${server.base}/demo/` },
-      'ada');
-  defer(() => page.close());
-  const call = startCall(server, 'gst');
-  defer(async () => {
-    if (!call.child.exitCode && !call.child.signalCode)
-      call.child.kill('SIGKILL');
-    await call.exited;
-  });
-  const detail = async () => [call.describe(), '--- ada log:',
-    ...await page.tab.evaluate(() => window.legba.record.log.slice(-40))
-        .catch(() => []), await page.describe(),
-    `--- legba-server:\n${server.log().slice(-3000)}`].join('\n');
-  const logged = (text) => page.tab.evaluate((t) =>
-    window.legba.record.log.some((line) => line.includes(t)), text);
-
-  const adaId = await page.join(server, ROOM, { source: 'test',
-    identity: 'ada' });
-  await until(() => call.id, 'legba-call to join', { ms: SETUP_MS, detail });
-  await decodedFrom(page, call.id, FRAMES, SETUP_MS);
-  await until(() => callFrames(call, 'ada') > FRAMES,
-      'legba-call to decode the page\'s video', { ms: SETUP_MS, detail });
+  const { page, call, adaId, detail, logged } = await pageAndCall(defer,
+      janus, janus.JANUS_WS_URL);
 
   assert.ok(await destroySessionOf(janus, adaId), 'Janus held the page\'s ' +
       'session');
