@@ -480,6 +480,7 @@ test_round_trip (void)
   GstElement *queue = gst_element_factory_make ("appsrc", NULL);
   GstElement *late = gst_element_factory_make ("identity", NULL);
   GstElement *out = gst_element_factory_make ("fakesink", NULL);
+  g_autoptr (GstCaps) rtcp = gst_caps_new_empty_simple ("application/x-rtcp");
   gint64 deadline;
   gdouble ms = 0;
 
@@ -488,8 +489,7 @@ test_round_trip (void)
   g_object_set (back, "emit-signals", TRUE, "sync", FALSE, "async", FALSE,
       NULL);
   g_object_set (queue, "is-live", TRUE, "format", GST_FORMAT_TIME, NULL);
-  gst_app_src_set_caps (GST_APP_SRC (queue),
-      gst_caps_new_empty_simple ("application/x-rtcp"));
+  gst_app_src_set_caps (GST_APP_SRC (queue), rtcp);
   g_signal_connect (back, "new-sample", G_CALLBACK (pass_rtcp), queue);
   g_object_set (out, "sync", FALSE, "async", FALSE, NULL);
   g_signal_connect (a, "request-aux-sender", G_CALLBACK (request_aux_sender),
