@@ -80,7 +80,9 @@ adapt_peer (LegbaPeer * peer, gint64 now)
   guint highest = 0;
   gboolean done = FALSE;
 
-  if (peer->webrtcbin == NULL)
+  /* a connection without media (a room of data only) has no jitter
+   * buffer to look for among webrtcbin's elements */
+  if (peer->webrtcbin == NULL || !legba_peer_media_has_streams (peer))
     return;
   it = gst_bin_iterate_recurse (GST_BIN (peer->webrtcbin));
   while (!done) {
