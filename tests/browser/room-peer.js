@@ -314,6 +314,7 @@ export class LegbaRoomPeer extends EventTarget
     this._partIds = 0;
     this._sfu = null;
     this._topologyTaken = false;
+    this._pendingTopology = null;
     this._log = options.log ?? (() => {});
   }
 
@@ -416,6 +417,11 @@ export class LegbaRoomPeer extends EventTarget
   {
     this.id = members.myID;
     this._topologyTaken = false;
+    /* §8: an SFU room is known before any offer goes */
+    const topology = this._pendingTopology;
+    this._pendingTopology = null;
+    if (topology !== null)
+      this._onTopology(topology);
     const handedOut = `${this._pusher.connection.socket_id}\n` +
       this.channelName;
     if (iceServersHandedOut.has(handedOut)) {
@@ -1049,8 +1055,11 @@ export class LegbaRoomPeer extends EventTarget
    * SFU session goes and the new room is joined. */
   _onTopology (data)
   {
-    if (!this.id)
+    if (!this.id) {
+      /* it comes just before the first subscription_succeeded */
+      this._pendingTopology = data;
       return;
+    }
     let topology;
     try {
       topology = parseTopology(data);
@@ -1061,7 +1070,7 @@ export class LegbaRoomPeer extends EventTarget
     const moved = this._sfu !== null && topology.topology === 'sfu' &&
       (topology.sfu.url !== this._sfu.sfu.url ||
         topology.sfu.room !== this._sfu.sfu.room);
-    if (this._topologyTaken && !moved) {
+    if ((this._topologyTaken || this._sfu !== null) && !moved) {
       /* the same room (a reconnection's subscription): its token is the
        * one of later requests, and of a session opened again */
       if (this._sfu !== null && topology.topology === 'sfu')

@@ -219,11 +219,12 @@ test('a legba-room/2 member of an SFU room gets legba:topology, and its ' +
   assert.equal(topology.sfu.kind, 'janus');
   assert.equal(topology.sfu.url, janus.JANUS_WS_URL);
   assert.ok(Number.isSafeInteger(topology.sfu.room) && topology.sfu.room > 0);
-  /* It came right after the subscription succeeded, to this socket. */
+  /* It came just before the subscription succeeded, to this socket:
+   * the member knows it is an SFU room before it sees the others. */
   const events = a.pusher.recorder.events.filter((e) =>
     e.channel === a.channel).map((e) => e.event);
   assert.deepEqual(events.slice(0, 2),
-      ['pusher_internal:subscription_succeeded', 'legba:topology']);
+      ['legba:topology', 'pusher_internal:subscription_succeeded']);
 
   const joined = await publisherJoin(topology.sfu);
   assert.equal(joined.videoroom, 'joined', JSON.stringify(joined));

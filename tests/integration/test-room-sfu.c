@@ -459,9 +459,30 @@ coordinated_setup (Fixture * f, gconstpointer data)
   fixture_listen (f, 0);
 }
 
+static void
+on_deep_element_added (GstBin * bin, GstBin * sub_bin, GstElement * element,
+    gint * webrtcbins)
+{
+  GstElementFactory *factory = gst_element_get_factory (element);
+
+  if (factory != NULL && strcmp (GST_OBJECT_NAME (factory), "webrtcbin") == 0)
+    g_atomic_int_inc (webrtcbins);
+}
+
+/* Counts the webrtcbins the participant ever makes, closed ones too. */
+static void
+count_webrtcbins (Participant * p, gint * webrtcbins)
+{
+  g_signal_connect (p->pipeline, "deep-element-added",
+      G_CALLBACK (on_deep_element_added), webrtcbins);
+}
+
 /* Nobody but legba-server plays the coordinator: it makes the VideoRoom
  * when alice joins and tells each member the room, pin and token; the
- * participants meet through Janus with the mesh's pads and data. */
+ * participants meet through Janus with the mesh's pads and data. The
+ * room is known to each before it sees the others: nobody makes a mesh
+ * connection, even for a moment (each makes one webrtcbin to publish and
+ * one per participant it receives, no more). */
 static void
 test_sfu_coordinated (Fixture * f, gconstpointer data)
 {
@@ -470,24 +491,35 @@ test_sfu_coordinated (Fixture * f, gconstpointer data)
   g_autoptr (JsonNode) hello = json_from_string ("{\"n\":1}", NULL);
   Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
   Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
-  Participant *all[2] = { a, b };
+  Participant *c = participant_new_for_server (f, "carol", "h264", TRUE);
+  Participant *all[3] = { a, b, c };
   Resend json_resend = { a->room, hello, NULL };
+  gint made[3] = { 0, 0, 0 };
   guint resend_source;
 
+  for (guint i = 0; i < 3; i++)
+    count_webrtcbins (all[i], &made[i]);
   participant_connect_and_wait (a);
   participant_connect_and_wait (b);
   ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other "
       "through the Janus legba-server coordinates");
   assert_only_sfu_connections (a, 1);
   assert_only_sfu_connections (b, 1);
+  participant_connect_and_wait (c);
+  ROOM_WAIT_FOR (all_decode (all, 3), "all three to decode each other");
+  for (guint i = 0; i < 3; i++) {
+    assert_only_sfu_connections (all[i], 2);
+    g_assert_cmpint (g_atomic_int_get (&made[i]), ==, 3);
+  }
   g_signal_connect (b->room, "data-received", G_CALLBACK (on_data), received);
   resend_source = resend_start (&json_resend);
   ROOM_WAIT_FOR (received->len > 0, "bob to receive alice's message");
   g_source_remove (resend_source);
   g_assert_cmpstr (((Message *) received->pdata[0])->from, ==,
       legba_room_get_participant_id (a->room));
-  assert_no_room_errors (a);
-  assert_no_room_errors (b);
+  for (guint i = 0; i < 3; i++)
+    assert_no_room_errors (all[i]);
+  participant_free (c);
   participant_free (b);
   participant_free (a);
 }

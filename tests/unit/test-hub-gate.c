@@ -3,8 +3,8 @@
  *
  * The hub's gate (what SFU rooms use): a presence subscription it holds is
  * neither a member nor answered until the gate accepts it (then
- * subscription_succeeded, member_added to the others and the gate's event
- * to that socket only) or refuses it (a subscription_error, no member); a
+ * member_added to the others, and to that socket only the gate's event
+ * then subscription_succeeded) or refuses it (a subscription_error, no member); a
  * connection that closes or unsubscribes meanwhile is forgotten; the gate
  * hears of members leaving and of the channel vacated; it reads the
  * members of the whole cluster, and its notices go to the relay and come
@@ -159,9 +159,11 @@ test_accept (void)
 
   g_assert_true (legba_hub_gate_accept (f->hub, b->socket_id, HELD,
           "legba:topology", "{\"topology\":\"sfu\"}"));
-  data = client_expect (b, "pusher_internal:subscription_succeeded", HELD);
+  /* The gate's event first: the member knows the room before its
+   * members. */
   event = client_expect (b, "legba:topology", HELD);
   g_assert_cmpstr (data_string (event, "topology"), ==, "sfu");
+  data = client_expect (b, "pusher_internal:subscription_succeeded", HELD);
   client_expect_nothing (b);
   /* The others see a member, never the gate's event. */
   client_skip (a, "pusher_internal:member_added", HELD);

@@ -857,7 +857,7 @@ static const LegbaJanusEvents janus_events = {
 /* ---- The room's ---- */
 
 /* docs/room-protocol.md §8: the server tells each member of an
- * SFU room, right after it joined, where its SFU is; whoever publishes
+ * SFU room, just before it joined, where its SFU is; whoever publishes
  * the event on the room's channel, the room takes it once per join. */
 static void
 on_event_received (LegbaSignaller * signaller, const char *event,
@@ -873,7 +873,10 @@ on_event_received (LegbaSignaller * signaller, const char *event,
         "malformed %s event: %s", event, why);
     return;
   }
-  if (self->state != LEGBA_ROOM_STATE_CONNECTED &&
+  /* An SFU room's members get it just before they are in the room (the
+   * room core then makes no mesh connection), an auto room's while in it. */
+  if (self->state != LEGBA_ROOM_STATE_CONNECTING &&
+      self->state != LEGBA_ROOM_STATE_CONNECTED &&
       self->state != LEGBA_ROOM_STATE_RECONNECTING) {
     GST_INFO ("room %s: a topology event outside the room, ignored",
         self->room_name);

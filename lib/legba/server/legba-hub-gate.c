@@ -109,13 +109,11 @@ legba_hub_gate_accept (LegbaHub * hub, const char *socket_id,
   held = gate_take (hub, socket_id, channel, &conn);
   if (held == NULL)
     return FALSE;
+  if (event != NULL)
+    frame = hub_frame_new (event, channel, data);
   hub_enter (hub);
   ok = hub_subscription_add (hub, conn, channel, &held->user_id,
-      &held->user_info);
-  if (ok && event != NULL) {
-    frame = hub_frame_new (event, channel, data);
-    hub_conn_send (hub, conn, frame);
-  }
+      &held->user_info, frame);
   hub_leave (hub);
   held_subscription_free (held);
   return ok;

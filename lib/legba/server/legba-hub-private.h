@@ -223,10 +223,12 @@ G_GNUC_INTERNAL void hub_conn_subscription_error (LegbaHub * hub,
     const char *format, ...) G_GNUC_PRINTF (6, 7);
 /* *INDENT-ON* */
 /* Subscribes conn to the channel name (authorized; user_id and user_info
- * for presence, taken when used); FALSE when the presence channel is full
- * (conn got the subscription_error). */
+ * for presence, taken when used); first, when not NULL, is a frame that
+ * goes to conn just before its subscription_succeeded. FALSE when the
+ * presence channel is full (conn got the subscription_error, not first). */
 G_GNUC_INTERNAL gboolean hub_subscription_add (LegbaHub * hub,
-    LegbaHubConn * conn, const char *name, char **user_id, char **user_info);
+    LegbaHubConn * conn, const char *name, char **user_id, char **user_info,
+    GBytes * first);
 
 /* ---- The gate's held subscriptions (legba-hub-gate.c) ---- */
 

@@ -325,7 +325,7 @@ presence_has_room (LegbaHub * hub, LegbaHubConn * conn, const char *name,
 
 gboolean
 hub_subscription_add (LegbaHub * hub, LegbaHubConn * conn, const char *name,
-    char **user_id, char **user_info)
+    char **user_id, char **user_info, GBytes * first)
 {
   LegbaHubApp *app = conn->app;
   Channel *channel;
@@ -364,6 +364,8 @@ hub_subscription_add (LegbaHub * hub, LegbaHubConn * conn, const char *name,
   hub_channel_release (hub, app, channel);
   if (joined)
     hub_presence_member_joined (hub, app, channel, member, conn);
+  if (first != NULL)
+    hub_conn_send (hub, conn, first);
   conn_subscription_succeeded (hub, conn, channel,
       member ? member->user_id : NULL);
   if (hub->hooks.subscribed != NULL)
@@ -454,7 +456,7 @@ hub_handle_subscribe (LegbaHub * hub, LegbaHubConn * conn, JsonObject * frame)
         hub_gate_hold (hub, conn, name, &user_id, &user_info))
       return;
   }
-  hub_subscription_add (hub, conn, name, &user_id, &user_info);
+  hub_subscription_add (hub, conn, name, &user_id, &user_info, NULL);
 }
 
 /* Pusher protocol 7: pusher:unsubscribe {channel}; unknown channels are

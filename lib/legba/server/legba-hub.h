@@ -516,9 +516,10 @@ void legba_hub_set_gate (LegbaHub * hub, const LegbaHubGate * gate,
     gpointer user_data);
 
 /* Completes the held subscription of socket_id to channel: the
- * subscription is made as an ungated one would be, then event (when not
+ * subscription is made as an ungated one would be, and event (when not
  * NULL) with data, a JSON text, goes to that connection only, on the
- * channel. FALSE when nothing was held (the connection left or
+ * channel, just before its pusher_internal:subscription_succeeded (so that
+ * a client knows what the room is before it acts on the members). FALSE when nothing was held (the connection left or
  * unsubscribed) or the subscription could not be made after all (the
  * channel filled up meanwhile; it got a pusher:subscription_error). */
 gboolean legba_hub_gate_accept (LegbaHub * hub, const char *socket_id,

@@ -905,8 +905,13 @@ handle_frame (LegbaSignalClient * self, JsonObject * frame)
     on_subscription_succeeded (self, frame);
   else if (g_str_equal (event, "pusher:subscription_error"))
     on_subscription_error (self, frame);
-  else if (!self->conn->subscribed)
+  else if (!self->conn->subscribed && (g_str_has_prefix (event, "client-")
+          || g_str_has_prefix (event, "pusher")))
     g_debug ("Ignoring %s before the subscription", event);
+  else if (!self->conn->subscribed)
+    /* docs/room-protocol.md §8: the server's word to this socket alone
+     * (an SFU room's topology) comes before subscription_succeeded */
+    on_server_event (self, event, frame);
   else if (g_str_equal (event, "pusher_internal:member_added"))
     on_member_added (self, frame);
   else if (g_str_equal (event, "pusher_internal:member_removed"))

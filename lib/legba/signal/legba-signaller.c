@@ -277,7 +277,9 @@ legba_signaller_default_init (LegbaSignallerInterface * iface)
    *
    * The application's backend published @event to the room
    * (docs/room-protocol.md §7: a room reports it as data from the participant
-   * id `server`, with @event as the topic).
+   * id `server`, with @event as the topic), or the server told this
+   * participant alone (§8: an SFU room's `legba:topology`, which comes
+   * just before #LegbaSignaller::joined).
    */
   g_signal_new ("event-received", G_TYPE_FROM_INTERFACE (iface),
       G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 2,
