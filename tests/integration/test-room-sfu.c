@@ -469,6 +469,22 @@ on_deep_element_added (GstBin * bin, GstBin * sub_bin, GstElement * element,
     g_atomic_int_inc (webrtcbins);
 }
 
+/* The video packets p's stats of other say went out: in an SFU room,
+ * on p's publisher connection, through which other receives it. */
+static gboolean
+stats_show_video_sent (Participant * p, Participant * other)
+{
+  LegbaParticipant *lp = participant_find (p, other);
+  g_autoptr (GstStructure) stats = lp ? legba_participant_get_stats (lp) : NULL;
+  guint64 packets = 0;
+  guint estimate = 0;
+
+  return stats != NULL &&
+      gst_structure_get_uint64 (stats, "packets-sent-video", &packets) &&
+      gst_structure_get_uint (stats, "target-bitrate", &estimate) &&
+      packets > 0 && estimate > 0;
+}
+
 /* Counts the webrtcbins the participant ever makes, closed ones too. */
 static void
 count_webrtcbins (Participant * p, gint * webrtcbins)
@@ -511,6 +527,12 @@ test_sfu_coordinated (Fixture * f, gconstpointer data)
     assert_only_sfu_connections (all[i], 2);
     g_assert_cmpint (g_atomic_int_get (&made[i]), ==, 3);
   }
+  /* each participant's stats of another carry what is sent to it: the
+   * publisher connection's figures, not those of the receive-only
+   * subscriber connection, which sends no video */
+  ROOM_WAIT_FOR (stats_show_video_sent (a, b) && stats_show_video_sent (b, c)
+      && stats_show_video_sent (c, a), "the stats to show the video sent "
+      "towards Janus");
   g_signal_connect (b->room, "data-received", G_CALLBACK (on_data), received);
   resend_source = resend_start (&json_resend);
   ROOM_WAIT_FOR (received->len > 0, "bob to receive alice's message");

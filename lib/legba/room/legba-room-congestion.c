@@ -272,13 +272,19 @@ copy_field (GQuark field, const GValue * value, gpointer summary)
   return TRUE;
 }
 
-/* Adds the sender's figures to the participant's stats summary. */
+/* Adds the sender's figures to the participant's stats summary, when
+ * the connection sends media: a receive-only one's estimate (a viewer's,
+ * an SFU subscriber's) says nothing of a path anything goes on. */
 void
 legba_peer_congestion_add_stats (LegbaPeer * peer, GstStructure * summary)
 {
-  g_autoptr (LegbaPeerSender) sender = peer_sender (peer);
+  g_autoptr (LegbaPeerSender) sender = NULL;
   g_autoptr (GstStructure) stats = NULL;
 
+  if (peer->media[LEGBA_TRACK_KIND_VIDEO].webrtc_sink == NULL &&
+      peer->media[LEGBA_TRACK_KIND_AUDIO].webrtc_sink == NULL)
+    return;
+  sender = peer_sender (peer);
   if (sender == NULL)
     return;
   stats = legba_peer_sender_get_stats (sender);

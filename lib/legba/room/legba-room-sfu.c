@@ -347,13 +347,22 @@ subscriber_send_signal (LegbaPeer * peer, JsonObject * signal)
   }
 }
 
+/* A participant's stats are its subscriber connection's, with the
+ * sending figures of the publisher connection (the estimate, the pacer,
+ * the retransmissions towards Janus): what this participant sends
+ * reaches every other through it. */
 static void
 peer_stats (LegbaPeer * peer, GstStructure * summary)
 {
-  if (peer->participant->peer == peer)
-    legba_participant_take_stats (peer->participant, summary);
-  else
+  LegbaSfuClient *self = peer->room->sfu;
+
+  if (peer->participant->peer != peer) {
     gst_structure_free (summary);
+    return;
+  }
+  if (self != NULL && self->publisher != NULL && self->publisher != peer)
+    legba_peer_congestion_add_stats (self->publisher, summary);
+  legba_participant_take_stats (peer->participant, summary);
 }
 
 static void
