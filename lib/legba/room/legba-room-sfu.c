@@ -821,7 +821,8 @@ session_lost (LegbaSfuClient * self, int code, const char *why)
   if (self->move_wait == NULL) {
     self->lost_code = code;
     self->lost_at = g_get_monotonic_time ();
-    self->move_wait = g_timeout_source_new_seconds (MOVE_WAIT_S);
+    /* to the millisecond: a second timer may fire up to a second early */
+    self->move_wait = g_timeout_source_new (MOVE_WAIT_S * 1000);
     g_source_set_callback (self->move_wait, move_wait_expired, self, NULL);
     g_source_attach (self->move_wait, g_main_context_get_thread_default ());
   }
