@@ -16,53 +16,36 @@ grew it was the room, not GStreamer).
 Skipped (exit 77) when not root or without /dev/net/tun.
 """
 
-import json
 import os
-import subprocess
 import sys
-import tempfile
 import unittest
 
 if os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
     print("the network lab needs root and /dev/net/tun: skipped")
     sys.exit(77)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-NETLAB = os.path.join(HERE, "..", "netlab", "netlab.py")
+from smoke import netlab_run
+
 BUILD = None
 
 
-def run_lab(max_latency):
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "netlab.json")
-        # a lab name of its own: other labs may run beside it
-        lab = f"legba-lab-playout{os.getpid()}"
-        proc = subprocess.run(
-            [sys.executable, NETLAB, "--build", BUILD,
-             "--scenarios", "1mbit-loss2-delay50", "--senders", "legba:600",
-             "--receiver", "legba", "--window", "10",
-             "--receiver-max-latency", str(max_latency),
-             "--lab-name", lab, "--output", out], capture_output=True,
-            text=True, timeout=80)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        with open(out) as f:
-            [run] = json.load(f)["scenarios"]
-    names = subprocess.run(["ip", "netns", "list"], capture_output=True,
-                           text=True, check=True).stdout
-    assert lab not in names, names
-    return run
-
-
 class NetlabPlayout(unittest.TestCase):
+    def run_lab(self, max_latency):
+        [run] = netlab_run(self, BUILD, "playout", [
+            "--scenarios", "1mbit-loss2-delay50", "--senders", "legba:600",
+            "--receiver", "legba", "--window", "10",
+            "--receiver-max-latency", str(max_latency)], timeout=80)
+        return run
+
     def test_grows_on_a_lossy_round_trip(self):
-        run = run_lab(400)
+        run = self.run_lab(400)
         self.assertGreater(run["frames_in_window"], 0)
         self.assertIsNotNone(run["jitter_latency_ms_max"])
         self.assertGreater(run["jitter_latency_ms_max"], 100)
         self.assertLessEqual(run["jitter_latency_ms_max"], 400)
 
     def test_fixed_without_room_to_grow(self):
-        run = run_lab(100)
+        run = self.run_lab(100)
         self.assertGreater(run["frames_in_window"], 0)
         # no change was seen (a jitter buffer's latency is set before
         # it is in the pipeline, where gst-launch-1.0 -v does not see it)

@@ -13,39 +13,22 @@ beyond that (speed lives in the benchmark).
 Skipped (exit 77) when not root or without /dev/net/tun.
 """
 
-import json
 import os
-import subprocess
 import sys
-import tempfile
 import unittest
 
 if os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
     print("the network lab needs root and /dev/net/tun: skipped")
     sys.exit(77)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-NETLAB = os.path.join(HERE, "..", "netlab", "netlab.py")
+from smoke import netlab_run
+
 BUILD = None
 
 
 class NetlabSmoke(unittest.TestCase):
     def test_call_across_the_lab(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            out = os.path.join(tmp, "netlab.json")
-            # a lab name of its own: other labs may run beside it
-            lab = f"legba-lab-smoke{os.getpid()}"
-            proc = subprocess.run(
-                [sys.executable, NETLAB, "--build", BUILD, "--smoke",
-                 "--lab-name", lab, "--output", out], capture_output=True,
-                text=True, timeout=55)
-            self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
-            with open(out) as f:
-                res = json.load(f)
-        names = subprocess.run(["ip", "netns", "list"], capture_output=True,
-                               text=True, check=True).stdout
-        self.assertNotIn(lab, names)
-        [run] = res["scenarios"]
+        [run] = netlab_run(self, BUILD, "smoke", ["--smoke"], timeout=55)
         self.assertEqual(run["scenario"], "1mbit")
         self.assertEqual(run["sender"], "legba")
         self.assertEqual(run["receiver"], "legba")
