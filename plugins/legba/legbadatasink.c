@@ -16,7 +16,9 @@
  * or, for applications, a #LegbaRoom set as `legba-room`. Messages go to
  * the participants in the room when the buffer arrives (all of them, or
  * those `to` names) and wait in each recipient's queue while its channel
- * is not open yet. A #LegbaDataMeta on a buffer overrides the topic, the
+ * is not open yet. In an SFU room a message to everyone goes once, to the
+ * SFU, which relays it to each participant (its queue is then the one
+ * that may be full); one to named participants is refused there. A #LegbaDataMeta on a buffer overrides the topic, the
  * recipients and the reliability for that buffer.
  *
  * Messages are sent from the streaming thread (a #LegbaRoom takes sends
@@ -235,10 +237,13 @@ match_members (GstLegbaDataSink * self, char **to, GPtrArray * ids)
   return n;
 }
 
+/* Sends to participant id, or with id NULL to everyone at once (an SFU
+ * room, where the message goes once, to the SFU). */
 static void
 send_one (Send * s, const char *id)
 {
-  const char *to[] = { id, NULL };
+  const char *one[] = { id, NULL };
+  const char *const *to = id != NULL ? one : NULL;
   g_autoptr (GError) error = NULL;
   gboolean ok, member;
 
@@ -258,7 +263,7 @@ send_one (Send * s, const char *id)
   }
   /* its queue is full, unless it left the room meanwhile */
   g_mutex_lock (&s->self->lock);
-  member = g_hash_table_contains (s->self->members, id);
+  member = id == NULL || g_hash_table_contains (s->self->members, id);
   g_mutex_unlock (&s->self->lock);
   if (member)
     g_ptr_array_add (s->refused, g_strdup (id));
@@ -323,6 +328,7 @@ send_buffer (GstLegbaDataSink * self, Send * s)
   gint64 deadline;
   guint generation;
   guint min, timeout;
+  gboolean at_once;
 
   GST_OBJECT_LOCK (self);
   min = self->min_recipients;
@@ -330,9 +336,15 @@ send_buffer (GstLegbaDataSink * self, Send * s)
   GST_OBJECT_UNLOCK (self);
   if (min > 0 && !wait_for_recipients (self, s->to, min))
     return GST_FLOW_FLUSHING;
+  /* in an SFU room a message to everyone goes once, to the SFU, which
+   * relays it to each (a message to named participants is refused) */
+  at_once = s->to == NULL && legba_room_is_sfu (self->room);
   g_mutex_lock (&self->lock);
   generation = self->ready_generation;
-  match_members (self, s->to, s->targets);
+  if (at_once)
+    g_ptr_array_add (s->targets, NULL);
+  else
+    match_members (self, s->to, s->targets);
   g_mutex_unlock (&self->lock);
   send_to_targets (s);
   GST_DEBUG_OBJECT (self, "sent to %u recipients, %u refused%s%s",
@@ -362,6 +374,13 @@ send_buffer (GstLegbaDataSink * self, Send * s)
   if (s->error != NULL) {
     GST_ELEMENT_WARNING (self, RESOURCE, WRITE,
         ("A message could not be sent: %s", s->error->message), (NULL));
+    GST_OBJECT_LOCK (self);
+    self->not_delivered++;
+    GST_OBJECT_UNLOCK (self);
+  } else if (at_once && s->refused->len > 0) {
+    GST_ELEMENT_WARNING (self, RESOURCE, WRITE,
+        ("The room's SFU did not take a message within %u ms", timeout),
+        ("the queue of the connection to it stayed full"));
     GST_OBJECT_LOCK (self);
     self->not_delivered++;
     GST_OBJECT_UNLOCK (self);

@@ -12,13 +12,12 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '../integration/server.mjs';
 import {
-  launchChromium, openParticipant, servePage, teardown, until,
+  gstLaunch, launchChromium, openParticipant, servePage, teardown, until,
 } from './browser.mjs';
 
 /* a sanitizer build on a loaded 2-core machine sets up a call in ~15 s */
@@ -37,39 +36,6 @@ after(async () => {
   await chrome?.close();
   await page?.close();
 });
-
-/* gst-launch-1.0 with a legbaroom `identity` in `room` and `tail`; killed
- * with the test. */
-function gstLaunch (server, room, identity, tail)
-{
-  const line = ['legbaroom', 'name=r',
-    `server-url=ws://${server.host}:${server.port}`,
-    `app-key=${server.key}`, `app-secret=${server.secret}`, `room=${room}`,
-    `identity=${identity}`, ...tail];
-  /* the data elements say what they wait for and send, for the failure
-   * report */
-  const env = { ...process.env,
-    GST_DEBUG: `${process.env.GST_DEBUG ?? '*:1'},legbadata*:5` };
-  const child = spawn('gst-launch-1.0', line,
-      { stdio: ['ignore', 'pipe', 'pipe'], env });
-  const p = { output: '', exit: null };
-  for (const stream of [child.stdout, child.stderr]) {
-    stream.setEncoding('utf8');
-    stream.on('data', (chunk) => {
-      p.output = (p.output + chunk).slice(-65536);
-    });
-  }
-  p.exited = new Promise((resolve) => child.on('exit', (code, signal) => {
-    p.exit = { code, signal };
-    resolve(p.exit);
-  }));
-  p.stop = async () => {
-    if (!p.exit)
-      child.kill('SIGINT');
-    return p.exited;
-  };
-  return p;
-}
 
 async function filesIn (dir, prefix)
 {

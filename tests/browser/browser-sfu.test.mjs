@@ -9,7 +9,9 @@
 // other's video through Janus, chat goes both ways over the publishers'
 // data channels, a message to a named participant is refused, and the
 // page works under the Content-Security-Policy the server sends with it
-// (which names Janus's WebSocket API). Then, with two Janus, the one
+// (which names Janus's WebSocket API). A gst-launch-1.0 pipeline
+// (legbaroom, legbadatasrc, legbadatasink) and the page do the same:
+// video and JSON both ways through Janus. Then, with two Janus, the one
 // holding the room is killed mid-call: the server makes the room again on
 // the other, and the page and legba-call decode each other again through
 // it. And an `auto:2` room (docs/room-protocol.md §8, "A mesh room that
@@ -31,7 +33,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import {
+  mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync,
+} from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,7 +43,7 @@ import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { startServer } from '../integration/server.mjs';
 import {
-  decodedFrom, launchChromium, openParticipant, teardown, until,
+  decodedFrom, gstLaunch, launchChromium, openParticipant, teardown, until,
 } from './browser.mjs';
 
 const run = promisify(execFile);
@@ -91,6 +95,27 @@ async function startJanus (defer, adminKey, adminSecret)
   }
 }
 
+/* legba-server serving the /demo page (and pusher-js for it), with
+ * args; stopped with the test. */
+async function startDemoServer (defer, args)
+{
+  const server = await startServer({ args: ['--web-dir',
+    requireEnv('LEGBA_WEB_DIR'), '--pusher-js-dir',
+    join(requireEnv('LEGBA_SOURCE_ROOT'), 'tests', 'integration',
+        'node_modules', 'pusher-js', 'dist', 'web'), ...args] });
+  defer(() => server.stop());
+  return server;
+}
+
+/* The server's arguments for rooms of topology on janus, which the
+ * participants reach at wsUrl. */
+function janusArgs (janus, { topology = 'sfu', wsUrl } = {})
+{
+  wsUrl ??= janus.JANUS_WS_URL;
+  return ['--janus-url', janus.JANUS_HTTP_URL, '--janus-ws-url', wsUrl,
+    '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', topology];
+}
+
 /* legba-call with --chat and --json: its human-readable lines come on
  * standard error, the report on standard output at exit. */
 function startCall (server, identity, env = {})
@@ -127,13 +152,7 @@ test('an SFU room: the /demo page and legba-call decode each other and ' +
     t.skip('janus is not installed');
     return;
   }
-  const server = await startServer({ args: ['--web-dir',
-    requireEnv('LEGBA_WEB_DIR'), '--pusher-js-dir',
-    join(requireEnv('LEGBA_SOURCE_ROOT'), 'tests', 'integration',
-        'node_modules', 'pusher-js', 'dist', 'web'),
-    '--janus-url', janus.JANUS_HTTP_URL, '--janus-ws-url', janus.JANUS_WS_URL,
-    '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', 'sfu'] });
-  defer(() => server.stop());
+  const server = await startDemoServer(defer, janusArgs(janus));
   const served = await fetch(`${server.base}/demo/`);
   const origin = new URL(janus.JANUS_WS_URL);
   assert.match(served.headers.get('content-security-policy') ?? '',
@@ -240,6 +259,92 @@ test('an SFU room: the /demo page and legba-call decode each other and ' +
   await page.leave();
 });
 
+/* Files in dir whose names are prefix, digits and suffix, sorted. */
+function filesLike (dir, prefix, suffix)
+{
+  const re = new RegExp(`^${prefix}\\d+\\${suffix}$`);
+  return readdirSync(dir).filter((n) => re.test(n)).sort();
+}
+
+test('an SFU room: gst-launch-1.0 (legbaroom, legbadatasrc, ' +
+    'legbadatasink) and the page receive each other\'s video and JSON ' +
+    'through Janus', async (t) => {
+  const defer = teardown(t);
+  const janus = await startJanus(defer);
+  if (!janus) {
+    t.skip('janus is not installed');
+    return;
+  }
+  const server = await startDemoServer(defer, janusArgs(janus));
+  const dir = mkdtempSync(join(tmpdir(), 'legba-sfu-gst-'));
+  defer(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'hello.json'), JSON.stringify({ from: 'gst' }));
+  const chrome = await launchChromium();
+  defer(() => chrome.close());
+  const page = await openParticipant(chrome, { url: `${server.base}/demo/` },
+      'ada');
+  defer(() => page.close());
+  await page.join(server, ROOM, { source: 'test', identity: 'ada' });
+  /* gst-launch-1.0 publishes H.264, writes what it decodes of the first
+   * participant's video as JPEG files and the page's messages on topic
+   * from-web as JSON files, and sends hello.json on topic from-gst five
+   * times a second (Janus relays a message only to subscribers already
+   * listening: the first ones may be lost) */
+  const g = gstLaunch(server, ROOM, 'gst', ['videotestsrc', 'is-live=true',
+    '!', 'video/x-raw,width=320,height=240,framerate=15/1', '!', 'x264enc',
+    'tune=zerolatency', 'key-int-max=30', '!', 'r.',
+    'r.recv_video_0', '!', 'decodebin', '!', 'videoconvert', '!', 'jpegenc',
+    '!', 'multifilesink', `location=${join(dir, 'frame-%05d.jpg')}`,
+    'legbadatasrc', 'room-element=r', 'topic=from-web', '!', 'multifilesink',
+    `location=${join(dir, 'got-%05d.json')}`,
+    'multifilesrc', `location=${join(dir, 'hello.json')}`, '!',
+    'application/json', '!', 'identity', 'sleep-time=200000', '!',
+    'legbadatasink', 'room-element=r', 'topic=from-gst']);
+  defer(async () => {
+    const exit = await g.stop();
+    assert.equal(exit.code, 0, `gst-launch-1.0 exits 0\n${g.output}`);
+  });
+  const detail = async () => [`--- gst-launch-1.0:\n${g.output.slice(-4000)}`,
+    await page.describe(), `--- legba-server:\n${server.log().slice(-3000)}`]
+      .join('\n');
+
+  /* the page decodes the pipeline's video through Janus */
+  const gstId = await until(() => page.tab.evaluate(() =>
+    [...window.legba.peer().participants.keys()]
+        .find((id) => id.startsWith('gst-'))), 'gst-launch-1.0 to join',
+  { ms: SETUP_MS, detail });
+  await decodedFrom(page, gstId, FRAMES, SETUP_MS);
+  /* and the pipeline decodes the page's */
+  await until(() => filesLike(dir, 'frame-', '.jpg').length > FRAMES,
+      'gst-launch-1.0 to decode the page\'s video', { ms: SETUP_MS, detail });
+
+  /* JSON both ways: the pipeline's reach the page from it, on its topic */
+  const fromGst = await until(async () => (await page.record()).events
+      .find((e) => e.type === 'data' && e.topic === 'from-gst'),
+  'the page to receive the pipeline\'s JSON', { ms: SETUP_MS, detail });
+  assert.equal(fromGst.participant, gstId);
+  assert.deepEqual(fromGst.data, { from: 'gst' });
+  /* the page's reach the pipeline's legbadatasrc, as sent */
+  await until(async () => {
+    if (filesLike(dir, 'got-', '.json').length > 0)
+      return true;
+    await page.tab.evaluate(() => window.legba.send({ from: 'web' },
+        { topic: 'from-web' }));
+    return false;
+  }, 'gst-launch-1.0 to write the page\'s JSON', { ms: SETUP_MS,
+    every: 200, detail });
+  const [first] = filesLike(dir, 'got-', '.json');
+  assert.deepEqual(JSON.parse(readFileSync(join(dir, first), 'utf8')),
+      { from: 'web' });
+  /* nothing but the SFU's connections on the page */
+  assert.equal(await page.tab.evaluate(() =>
+    [...window.legba.peer().participants.values()]
+        .filter((p) => p.conn).length), 0, 'no mesh peer connection');
+  assert.ok(!/CRITICAL/.test(g.output), `no CRITICAL from gst-launch-1.0\n` +
+      g.output.slice(-4000));
+  await page.leave();
+});
+
 /* legba-call's latest count of video frames decoded from participant id
  * (its --stats lines), 0 before any. */
 function callFrames (call, id)
@@ -262,14 +367,8 @@ async (t) => {
     return;
   }
   const spare = await startJanus(defer, janus.JANUS_ADMIN_KEY);
-  const server = await startServer({ args: ['--web-dir',
-    requireEnv('LEGBA_WEB_DIR'), '--pusher-js-dir',
-    join(requireEnv('LEGBA_SOURCE_ROOT'), 'tests', 'integration',
-        'node_modules', 'pusher-js', 'dist', 'web'),
-    '--janus-url', janus.JANUS_HTTP_URL, '--janus-ws-url', janus.JANUS_WS_URL,
-    '--janus-url', spare.JANUS_HTTP_URL, '--janus-ws-url', spare.JANUS_WS_URL,
-    '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', 'sfu'] });
-  defer(() => server.stop());
+  const server = await startDemoServer(defer, [...janusArgs(janus),
+    '--janus-url', spare.JANUS_HTTP_URL, '--janus-ws-url', spare.JANUS_WS_URL]);
   const chrome = await launchChromium();
   defer(() => chrome.close());
   const page = await openParticipant(chrome, { url: `${server.base}/demo/` },
@@ -349,13 +448,8 @@ async (t) => {
     t.skip('janus is not installed');
     return;
   }
-  const server = await startServer({ args: ['--web-dir',
-    requireEnv('LEGBA_WEB_DIR'), '--pusher-js-dir',
-    join(requireEnv('LEGBA_SOURCE_ROOT'), 'tests', 'integration',
-        'node_modules', 'pusher-js', 'dist', 'web'),
-    '--janus-url', janus.JANUS_HTTP_URL, '--janus-ws-url', janus.JANUS_WS_URL,
-    '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', 'auto:2'] });
-  defer(() => server.stop());
+  const server = await startDemoServer(defer,
+      janusArgs(janus, { topology: 'auto:2' }));
   const chrome = await launchChromium();
   defer(() => chrome.close());
   const page = await openParticipant(chrome, { url: `${server.base}/demo/` },
@@ -569,13 +663,7 @@ async function startRelay (defer, target)
  * "gst" in one SFU room, once each decodes the other. */
 async function pageAndCall (defer, janus, wsUrl)
 {
-  const server = await startServer({ args: ['--web-dir',
-    requireEnv('LEGBA_WEB_DIR'), '--pusher-js-dir',
-    join(requireEnv('LEGBA_SOURCE_ROOT'), 'tests', 'integration',
-        'node_modules', 'pusher-js', 'dist', 'web'),
-    '--janus-url', janus.JANUS_HTTP_URL, '--janus-ws-url', wsUrl,
-    '--janus-admin-key', janus.JANUS_ADMIN_KEY, '--topology', 'sfu'] });
-  defer(() => server.stop());
+  const server = await startDemoServer(defer, janusArgs(janus, { wsUrl }));
   const chrome = await launchChromium();
   defer(() => chrome.close());
   const page = await openParticipant(chrome, { url: `${server.base}/demo/` },

@@ -6,7 +6,7 @@
 // and pusher-js's browser build on 127.0.0.1, opens one page per browser
 // participant and reads what it decoded from getStats.
 
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -248,4 +248,37 @@ export async function decodedFrom (participant, remote, frames, ms = WAIT_MS)
     detail: async () => `stats: ${JSON.stringify(last)}\n` +
         await participant.describe() });
   return last;
+}
+
+/* gst-launch-1.0 with a legbaroom `identity` in `room` and `tail`; killed
+ * with the test. */
+export function gstLaunch (server, room, identity, tail)
+{
+  const line = ['legbaroom', 'name=r',
+    `server-url=ws://${server.host}:${server.port}`,
+    `app-key=${server.key}`, `app-secret=${server.secret}`, `room=${room}`,
+    `identity=${identity}`, ...tail];
+  /* the data elements say what they wait for and send, for the failure
+   * report */
+  const env = { ...process.env,
+    GST_DEBUG: `${process.env.GST_DEBUG ?? '*:1'},legbadata*:5` };
+  const child = spawn('gst-launch-1.0', line,
+      { stdio: ['ignore', 'pipe', 'pipe'], env });
+  const p = { output: '', exit: null };
+  for (const stream of [child.stdout, child.stderr]) {
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk) => {
+      p.output = (p.output + chunk).slice(-65536);
+    });
+  }
+  p.exited = new Promise((resolve) => child.on('exit', (code, signal) => {
+    p.exit = { code, signal };
+    resolve(p.exit);
+  }));
+  p.stop = async () => {
+    if (!p.exit)
+      child.kill('SIGINT');
+    return p.exited;
+  };
+  return p;
 }

@@ -540,6 +540,33 @@ legba_room_send_bytes (LegbaRoom * self, GBytes * bytes,
 }
 
 /**
+ * legba_room_is_sfu:
+ * @self: a #LegbaRoom
+ *
+ * Whether the room is an SFU room (docs/rooms.md, "SFU rooms"): what
+ * this participant sends goes once to the room's SFU, which relays it to
+ * every other participant, and a message to named participants is
+ * refused. A room learns it when it joins (an `auto` room, when it moves
+ * to its SFU). Any thread, as legba_room_send_json().
+ *
+ * Returns: %TRUE in an SFU room
+ */
+gboolean
+legba_room_is_sfu (LegbaRoom * self)
+{
+  LegbaRoomData *d;
+  gboolean sfu;
+
+  g_return_val_if_fail (LEGBA_IS_ROOM (self), FALSE);
+
+  d = self->data;
+  g_mutex_lock (&d->lock);
+  sfu = d->sfu_id != NULL;
+  g_mutex_unlock (&d->lock);
+  return sfu;
+}
+
+/**
  * legba_room_get_max_message_size:
  * @self: a #LegbaRoom
  * @participant_id: a participant id

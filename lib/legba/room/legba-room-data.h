@@ -76,6 +76,8 @@ LEGBA_API
 gboolean legba_room_send_bytes (LegbaRoom * self, GBytes * bytes,
     LegbaReliability reliability, const char *const *to, GError ** error);
 LEGBA_API
+gboolean legba_room_is_sfu (LegbaRoom * self);
+LEGBA_API
 gsize legba_room_get_max_message_size (LegbaRoom * self,
     const char *participant_id);
 LEGBA_API
