@@ -88,7 +88,9 @@
  * last; then "report" on standard input prints each viewer's figures
  * (ms from its connect call: joined_ms, first_video_ms, -1 when never;
  * started_ms from the first viewer's; buffers received by kind; its
- * room's state and last error), and end of input leaves the rooms.
+ * room's state and last error; and bus_pending, whether the pipeline's
+ * bus holds a message: it should not, each dropped where it is posted),
+ * and end of input leaves the rooms.
  * bench/sfu/sfu-vs-mesh.py --viewer-host shared drives it.
  *
  * A pair is set up when each room lists the other participant as
@@ -1293,8 +1295,9 @@ since_ms (gint64 us, gint64 from_us)
   return us == 0 ? -1 : (us - from_us) / 1000.0;
 }
 
+/* bus: the viewers' pipeline's, whose queue should stay empty */
 static void
-viewers_report (GPtrArray * viewers, gint64 t0)
+viewers_report (GPtrArray * viewers, gint64 t0, GstBus * bus)
 {
   GString *out = g_string_new ("{\"peer\": \"legba\", \"mode\": \"viewers\", "
       "\"viewers\": [");
@@ -1324,7 +1327,8 @@ viewers_report (GPtrArray * viewers, gint64 t0)
       g_string_append_printf (out, "\"%s\"}", e);
     }
   }
-  g_string_append (out, "]}");
+  g_string_append_printf (out, "], \"bus_pending\": %s}",
+      gst_bus_have_pending (bus) ? "true" : "false");
   puts (out->str);
   fflush (stdout);
   g_string_free (out, TRUE);
@@ -1334,8 +1338,40 @@ typedef struct
 {
   GPtrArray *viewers;           /* Viewer */
   GMainLoop *loop;
+  GstBus *bus;                  /* the viewers' pipeline's */
   gint64 t0;                    /* the first viewer's connect call */
 } Viewers;
+
+/* every message of the viewers' pipeline, on the thread that posts it:
+ * errors and warnings go to standard error, and none is queued. Nothing
+ * reads the pipeline's bus; queued, its messages would pile up for the
+ * process's life, and each post into that queue waits for the posts
+ * before it to finish (gst_atomic_queue_push), which with a hundred rooms'
+ * threads posting on two busy cores held the main loop for tens of
+ * seconds: no Janus keepalive sent, no join answered */
+static GstBusSyncReply
+on_viewers_bus_message (GstBus * bus, GstMessage * message, gpointer data)
+{
+  GError *error = NULL;
+  char *debug = NULL;
+
+  switch (GST_MESSAGE_TYPE (message)) {
+    case GST_MESSAGE_ERROR:
+      gst_message_parse_error (message, &error, &debug);
+      break;
+    case GST_MESSAGE_WARNING:
+      gst_message_parse_warning (message, &error, &debug);
+      break;
+    default:
+      return GST_BUS_DROP;
+  }
+  g_printerr ("viewers: %s from %s: %s\n",
+      GST_MESSAGE_TYPE (message) == GST_MESSAGE_ERROR ? "error" : "warning",
+      GST_MESSAGE_SRC_NAME (message), error->message);
+  g_error_free (error);
+  g_free (debug);
+  return GST_BUS_DROP;
+}
 
 /* the driver's commands: report prints every viewer's counts; end of
  * input leaves */
@@ -1354,7 +1390,7 @@ on_viewers_command (GIOChannel * in, GIOCondition cond, gpointer data)
   }
   g_strstrip (line);
   if (strcmp (line, "report") == 0)
-    viewers_report (vs->viewers, vs->t0);
+    viewers_report (vs->viewers, vs->t0, vs->bus);
   else
     g_printerr ("viewers: unknown command '%s'\n", line);
   g_free (line);
@@ -1402,6 +1438,8 @@ mode_viewers (const char *room_name, const char *prefix, guint first_id,
 
   vs.viewers = g_ptr_array_new_with_free_func ((GDestroyNotify) viewer_free);
   vs.loop = g_main_loop_new (NULL, FALSE);
+  vs.bus = gst_element_get_bus (pipeline);
+  gst_bus_set_sync_handler (vs.bus, on_viewers_bus_message, NULL, NULL);
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
   legba_room_prepare ();
   legba_room_prepare_wait ();
@@ -1453,6 +1491,7 @@ mode_viewers (const char *room_name, const char *prefix, guint first_id,
   for (guint i = 0; i < vs.viewers->len; i++)
     side_stop (&((Viewer *) g_ptr_array_index (vs.viewers, i))->side, FALSE);
   gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (vs.bus);
   gst_object_unref (pipeline);
   /* let the rooms finish leaving */
   while (g_main_context_iteration (NULL, FALSE));
