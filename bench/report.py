@@ -1195,6 +1195,72 @@ def netlab_receiver_lines(results_dir, rel):
     return lines + [""]
 
 
+def netlab_tcp_lines(results_dir, rel):
+    """Repeated runs of one scenario beside a TCP flow (netlab.py
+    --scenarios 1mbit-tcp --senders legba:2000,chromium, written as
+    netlab-tcp-STAMP.json): one row per run and sender, every such file in
+    the order of their stamps, and the medians of the rows read (a
+    1-minute load under 10 at the row's end) by Legba version and
+    sender (Chromium's sender over every file)."""
+    paths = sorted(glob.glob(os.path.join(results_dir,
+                                          "netlab-tcp-[0-9]*.json")))
+    if not paths:
+        return []
+    rows = []
+    for path in paths:
+        with open(path) as f:
+            res = json.load(f)
+        for r in res["scenarios"]:
+            rows.append((path, res, r))
+    lines = ["### Beside a TCP flow, run after run", "",
+             "The 1 Mbit/s link with a 200 ms queue and one bulk TCP flow "
+             "(the lab's Linux runs BBR) beside the call, Legba "
+             "(`legba-call --bitrate 2000`) and the room page in headless "
+             "Chromium sending in turn, the order alternating from run to "
+             "run: **the call** is what the receiver's interface took in "
+             "less the TCP flow's payload, **TCP** the flow's payload "
+             "(medians of the window's seconds); **load** the 1-minute "
+             "load average at the row's end: a row over 10 is not read. "
+             "Each file names its Legba version and command.", "",
+             "| file | Legba | sender | load | the call kbit/s | TCP "
+             "kbit/s | fps | freezes (time) |", "|---|---|---|---|---|---|"
+             "---|---|"]
+    read = {}
+    for path, res, r in rows:
+        who = r.get("sender", "legba")
+        if "error" in r:
+            lines.append(f"| [`{os.path.basename(path)}`]({rel(path)}) | "
+                         f"{res.get('legba')} | {who} | | failed: "
+                         f"{r['error']} | | | |")
+            continue
+        load = r.get("load", [None])[0]
+        lines.append(
+            f"| [`{os.path.basename(path)}`]({rel(path)}) | "
+            f"{res.get('legba')} | {who} | {_f(load, '{:.1f}')} | "
+            f"{_f(r.get('call_kbps_median'))} | "
+            f"{_f(r.get('tcp_kbps_median'))} | {_f(r['fps_median'])} | "
+            f"{r['freeze_count']} ({r['freeze_s']:.1f} s) |")
+        if load is not None and load <= 10 and \
+                r.get("call_kbps_median") is not None:
+            # Chromium's sender is the same whatever Legba the file ran
+            key = (res.get("legba") if who != "chromium" else "", who)
+            read.setdefault(key, []).append(
+                (r["call_kbps_median"], r["tcp_kbps_median"]))
+    lines.append("")
+    if read:
+        lines += ["The rows read, by Legba version and sender: "
+                  + "; ".join(
+                      (f"{who} with Legba {legba}" if legba else
+                       f"{who} (every file)") + ": the call "
+                      f"{_f(_median([c for c, _ in v]))} kbit/s (median "
+                      f"of {len(v)}, {_f(min(c for c, _ in v))}–"
+                      f"{_f(max(c for c, _ in v))}), TCP "
+                      f"{_f(_median([t for _, t in v]))}"
+                      for (legba, who), v in sorted(read.items()))
+                  + ".", ""]
+    return lines
+
+
 def netlab_fec_lines(results_dir, rel):
     """Video FEC against none (netlab.py --senders legba:N,legba-fecP:N,
     chromium on lossy links, written as netlab-fec-STAMP.json; docs/
@@ -1746,6 +1812,7 @@ def main():
             lines.append("")
         lines += ["Conditions:"] + conditions_lines(res) + [""]
     lines += netlab_lines(args.results, rel, charts)
+    lines += netlab_tcp_lines(args.results, rel)
     lines += netlab_receiver_lines(args.results, rel)
     lines += netlab_mesh3_lines(args.results, rel)
     lines += netlab_fec_lines(args.results, rel)

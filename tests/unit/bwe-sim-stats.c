@@ -126,3 +126,28 @@ bwe_sim_first_queue_below (BweSim * s, gint64 from_us, gint64 us)
 {
   return first (s, from_us, queue_below, us);
 }
+
+void
+bwe_sim_delivered (BweSim * s, gint64 from_us, gint64 to_us, guint * call_bps,
+    guint * tcp_bps)
+{
+  const GArray *samples = bwe_sim_get_samples (s);
+  const BweSimSample *first = NULL, *last = NULL;
+
+  *call_bps = *tcp_bps = 0;
+  for (guint i = 0; i < samples->len; i++) {
+    const BweSimSample *x = &g_array_index (samples, BweSimSample, i);
+
+    if (x->t < from_us || x->t >= to_us)
+      continue;
+    if (first == NULL)
+      first = x;
+    last = x;
+  }
+  if (first == NULL || last->t <= first->t)
+    return;
+  *call_bps = (last->call_bytes - first->call_bytes) * 8 * G_USEC_PER_SEC /
+      (last->t - first->t);
+  *tcp_bps = (last->tcp_bytes - first->tcp_bytes) * 8 * G_USEC_PER_SEC /
+      (last->t - first->t);
+}

@@ -22,6 +22,30 @@
 /* the receiver's clock is this far ahead of the sender's */
 #define RECEIVER_OFFSET_US ((gint64) 987654321)
 #define FIRST_SEQ 65000
+/* the TCP flow: segments of 1,460 bytes (1,500 on the link), an initial
+ * window of 10 */
+#define TCP_BYTES 1460
+#define TCP_LINK_BITS ((TCP_BYTES + OVERHEAD) * 8.0)
+#define TCP_INITIAL_WINDOW 10.0
+#define TCP_MIN_WINDOW 2.0
+/* BBR (v1's parameters as Linux has them; startup goes straight to the
+ * gain cycle, without the drain phase): its startup gain, its window
+ * twice the rate times the lowest round trip and 3 segments, the
+ * bandwidth filter over 10 rounds, the lowest round trip measured again
+ * every 10 s with 4 segments in flight for 200 ms, the gains it paces at
+ * in turn, a round trip each, and its rate before any measure (its
+ * initial window over 100 ms) */
+#define BBR_HIGH_GAIN 2.885
+#define BBR_CWND_GAIN 2.0
+#define BBR_EXTRA_SEGMENTS 3.0
+#define BBR_MIN_WINDOW 4.0
+#define BBR_BW_ROUNDS 10
+#define BBR_RTT_EXPIRY_US (10000 * MS)
+#define BBR_PROBE_RTT_US (200 * MS)
+#define BBR_PHASES 8
+static const gdouble bbr_gains[BBR_PHASES] = { 1.25, 0.75, 1, 1, 1, 1, 1, 1 };
+
+#define BBR_INITIAL_BPS (TCP_INITIAL_WINDOW * TCP_LINK_BITS * 10)
 
 typedef struct
 {
@@ -29,6 +53,11 @@ typedef struct
   gint64 arrival_us;            /* sim time, -1 until delivered */
   guint size;
   gint twcc;                    /* the transport-wide index, -1: none */
+  gboolean tcp;                 /* the TCP flow's */
+  guint64 delivered;            /* the TCP flow's bytes acknowledged when
+                                 * it was sent, and when the last of them
+                                 * was */
+  gint64 delivered_at;
 } Sent;
 
 typedef struct
@@ -67,7 +96,50 @@ struct _BweSim
   GQueue reports;               /* Report, on the way back */
   GArray *samples;              /* BweSimSample */
   gdouble encoder_bps;          /* the target as the encoder follows it */
+  guint64 call_bytes;           /* delivered */
+  guint64 tcp_bytes;
+
+  /* the TCP flow: its window and slow start threshold in segments,
+   * segments in flight, the acknowledgement of each delivered segment and
+   * the duplicate acknowledgements that tell each lost one (TcpEvent, in
+   * the order they reach it), the end of a loss recovery (within which
+   * another loss does not halve the window again); BBR's lowest round
+   * trip, when it was measured, and the end of its drain */
+  gdouble cwnd;
+  gdouble ssthresh;
+  guint inflight;
+  GQueue acks;
+  GQueue losses;
+  gint64 recover_until;
+  guint64 delivered;
+  gint64 delivered_at;
+  /* BBR: the highest delivery rate of each of the last rounds, the
+   * current round's end (the bytes delivered when it ends) and count,
+   * startup (and the rate it last grew from, and the rounds since), the
+   * lowest round trip and when it was measured, the end of the drain that
+   * measures it, the pacing gain's phase and its start, the pacer's
+   * budget */
+  gdouble bw[BBR_BW_ROUNDS];
+  guint64 round_end;
+  guint round;
+  gboolean startup;
+  gdouble full_bw;
+  guint full_bw_rounds;
+  gint64 min_rtt;
+  gint64 min_rtt_at;
+  gint64 probe_rtt_until;
+  guint phase;
+  gint64 phase_start;
+  gdouble tcp_budget;
 };
+
+typedef struct
+{
+  gint64 at;                    /* when it reaches the TCP sender */
+  gint64 send_us;               /* the segment's */
+  guint64 delivered;
+  gint64 delivered_at;
+} TcpEvent;
 
 void
 bwe_sim_config_init (BweSimConfig * c)
@@ -95,6 +167,11 @@ bwe_sim_new (const BweSimConfig * c)
   g_queue_init (&s->queue);
   g_queue_init (&s->flight);
   g_queue_init (&s->reports);
+  g_queue_init (&s->acks);
+  g_queue_init (&s->losses);
+  s->cwnd = TCP_INITIAL_WINDOW;
+  s->ssthresh = G_MAXDOUBLE;
+  s->startup = TRUE;
   return s;
 }
 
@@ -118,6 +195,8 @@ bwe_sim_free (BweSim * s)
   g_queue_clear_full (&s->queue, g_free);
   g_queue_clear_full (&s->flight, g_free);
   g_queue_clear_full (&s->reports, report_free);
+  g_queue_clear_full (&s->acks, g_free);
+  g_queue_clear_full (&s->losses, g_free);
   g_free (s);
 }
 
@@ -211,7 +290,16 @@ depart (BweSim * s, Hop * h, gint64 at)
   g_queue_push_tail (&s->flight, h);
 }
 
-static void
+static gint64
+queue_delay (BweSim * s)
+{
+  return s->c.capacity_bps ? (gint64) (s->queue_bits * G_USEC_PER_SEC /
+      s->c.capacity_bps) : 0;
+}
+
+/* Returns FALSE when the packet is lost on the way in or dropped by the
+ * full queue. */
+static gboolean
 enqueue (BweSim * s, guint index)
 {
   Sent *p = &g_array_index (s->sent, Sent, index);
@@ -219,20 +307,169 @@ enqueue (BweSim * s, guint index)
   Hop *h;
 
   if (g_rand_double (s->rand) < s->c.loss)
-    return;
+    return FALSE;
   if (s->c.capacity_bps > 0 && (s->queue_bits + bits) * G_USEC_PER_SEC >
       (guint64) s->c.capacity_bps * s->c.queue_us)
-    return;
+    return FALSE;
   h = g_new0 (Hop, 1);
   h->index = index;
   h->at = s->now;
   h->bits_left = bits;
   if (s->c.capacity_bps == 0) {
     depart (s, h, s->now);
-    return;
+    return TRUE;
   }
   g_queue_push_tail (&s->queue, h);
   s->queue_bits += bits;
+  return TRUE;
+}
+
+static void
+push_event (GQueue * q, gint64 at, const Sent * p)
+{
+  TcpEvent *e = g_new (TcpEvent, 1);
+
+  e->at = at;
+  e->send_us = p->send_us;
+  e->delivered = p->delivered;
+  e->delivered_at = p->delivered_at;
+  g_queue_push_tail (q, e);
+}
+
+/* Takes the head of q into *e if it is due. */
+static gboolean
+pop_due (BweSim * s, GQueue * q, TcpEvent * e)
+{
+  TcpEvent *head = g_queue_peek_head (q);
+
+  if (head == NULL || head->at > s->now)
+    return FALSE;
+  *e = *head;
+  g_free (g_queue_pop_head (q));
+  return TRUE;
+}
+
+static gdouble
+bbr_bw (const BweSim * s)
+{
+  gdouble bw = 0;
+
+  for (guint i = 0; i < BBR_BW_ROUNDS; i++)
+    bw = MAX (bw, s->bw[i]);
+  return bw > 0 ? bw : BBR_INITIAL_BPS;
+}
+
+/* BBR takes an acknowledgement: the delivery rate since the segment was
+ * sent, the rounds, the end of startup, the lowest round trip (and, when
+ * it is 10 s old, a drain to measure it again). */
+static void
+bbr_ack (BweSim * s, const TcpEvent * e)
+{
+  gint64 rtt = e->at - e->send_us, interval = s->now - e->delivered_at;
+
+  if (interval > 0) {
+    gdouble rate = (s->delivered - e->delivered) * 8.0 * G_USEC_PER_SEC /
+        interval;
+
+    s->bw[s->round % BBR_BW_ROUNDS] = MAX (s->bw[s->round % BBR_BW_ROUNDS],
+        rate);
+  }
+  if (e->delivered >= s->round_end) {
+    s->round_end = s->delivered;
+    s->round++;
+    s->bw[s->round % BBR_BW_ROUNDS] = 0;
+    if (s->startup) {
+      if (bbr_bw (s) >= 1.25 * s->full_bw) {
+        s->full_bw = bbr_bw (s);
+        s->full_bw_rounds = 0;
+      } else if (++s->full_bw_rounds >= 3) {
+        s->startup = FALSE;
+        s->phase = 1;
+        s->phase_start = s->now;
+      }
+    }
+  }
+  if (s->min_rtt == 0 || rtt <= s->min_rtt ||
+      s->now - s->min_rtt_at > BBR_RTT_EXPIRY_US) {
+    if (s->min_rtt > 0 && s->now - s->min_rtt_at > BBR_RTT_EXPIRY_US &&
+        s->now >= s->probe_rtt_until)
+      s->probe_rtt_until = s->now + BBR_PROBE_RTT_US;
+    s->min_rtt = rtt;
+    s->min_rtt_at = s->now;
+  }
+}
+
+/* BBR's window, and the gain it paces at now. */
+static gdouble
+bbr_window (BweSim * s, gdouble * gain)
+{
+  gdouble bdp = bbr_bw (s) * s->min_rtt / G_USEC_PER_SEC / TCP_LINK_BITS;
+
+  if (s->startup) {
+    *gain = BBR_HIGH_GAIN;
+    return s->min_rtt ? MAX (TCP_INITIAL_WINDOW, BBR_HIGH_GAIN * bdp) :
+        TCP_INITIAL_WINDOW;
+  }
+  if (s->now < s->probe_rtt_until) {
+    *gain = 1;
+    return BBR_MIN_WINDOW;
+  }
+  if (s->now - s->phase_start >= MAX (s->min_rtt, MS)) {
+    s->phase = (s->phase + 1) % BBR_PHASES;
+    s->phase_start = s->now;
+  }
+  *gain = bbr_gains[s->phase];
+  return MAX (BBR_MIN_WINDOW, BBR_CWND_GAIN * bdp + BBR_EXTRA_SEGMENTS);
+}
+
+/* The TCP flow, which always has data: Reno's window (slow start, then a
+ * segment more each round trip, halved at most once a round trip on
+ * loss, which the duplicate acknowledgements of the segments after it
+ * tell a round trip later), kept full; or BBR's, paced at its gain times
+ * the highest delivery rate it measured. */
+static void
+tcp_step (BweSim * s)
+{
+  TcpEvent e;
+  gdouble window, gain = 0;
+
+  if (s->c.tcp == BWE_SIM_TCP_NONE || s->now < s->c.tcp_from_us)
+    return;
+  while (pop_due (s, &s->acks, &e)) {
+    s->inflight--;
+    s->delivered += TCP_BYTES + OVERHEAD;
+    s->delivered_at = s->now;
+    if (s->c.tcp == BWE_SIM_TCP_BBR)
+      bbr_ack (s, &e);
+    else
+      s->cwnd += s->cwnd < s->ssthresh ? 1 : 1 / s->cwnd;
+  }
+  while (pop_due (s, &s->losses, &e)) {
+    s->inflight--;
+    if (s->c.tcp == BWE_SIM_TCP_RENO && s->now >= s->recover_until) {
+      s->ssthresh = s->cwnd = MAX (s->cwnd / 2, TCP_MIN_WINDOW);
+      s->recover_until = s->now + 2 * s->c.one_way_us + queue_delay (s);
+    }
+  }
+  window = s->cwnd;
+  if (s->c.tcp == BWE_SIM_TCP_BBR) {
+    window = bbr_window (s, &gain);
+    s->tcp_budget = MIN (s->tcp_budget + gain * bbr_bw (s) / 8 * STEP_US /
+        G_USEC_PER_SEC, 2 * (TCP_BYTES + OVERHEAD));
+  }
+  while (s->inflight < window && (gain == 0 || s->tcp_budget > 0)) {
+    Sent p = {.send_us = s->now,.arrival_us = -1,.size = TCP_BYTES,
+      .twcc = -1,.tcp = TRUE,.delivered = s->delivered,
+      .delivered_at = s->delivered_at ? s->delivered_at : s->now
+    };
+
+    g_array_append_val (s->sent, p);
+    s->inflight++;
+    s->tcp_budget -= TCP_BYTES + OVERHEAD;
+    if (!enqueue (s, s->sent->len - 1))
+      push_event (&s->losses, s->now + 2 * s->c.one_way_us +
+          queue_delay (s), &p);
+  }
 }
 
 /* The pacer sends at PACING times the target. */
@@ -289,7 +526,16 @@ receive (BweSim * s)
   Hop *h;
 
   while ((h = g_queue_peek_head (&s->flight)) != NULL && h->at <= s->now) {
-    g_array_index (s->sent, Sent, h->index).arrival_us = h->at;
+    Sent *p = &g_array_index (s->sent, Sent, h->index);
+
+    p->arrival_us = h->at;
+    if (p->tcp) {
+      s->tcp_bytes += p->size + OVERHEAD;
+      push_event (&s->acks, h->at + s->c.one_way_us, p);
+      g_free (g_queue_pop_head (&s->flight));
+      continue;
+    }
+    s->call_bytes += p->size + OVERHEAD;
     s->highest_arrived = h->index;
     s->any_arrived = TRUE;
     g_free (g_queue_pop_head (&s->flight));
@@ -334,21 +580,18 @@ sender_events (BweSim * s)
     legba_bwe_set_untracked (s->bwe, AUDIO_LINK_BPS);
   if (s->now % TICK_US == 0)
     legba_bwe_on_tick (s->bwe, s->now);
-  if (s->now % RTT_US == 0 && s->now > 0) {
-    gint64 queue = s->c.capacity_bps ? (gint64) (s->queue_bits *
-        G_USEC_PER_SEC / s->c.capacity_bps) : 0;
-
-    legba_bwe_on_rtt (s->bwe, 2 * s->c.one_way_us + queue, s->now);
-  }
+  if (s->now % RTT_US == 0 && s->now > 0)
+    legba_bwe_on_rtt (s->bwe, 2 * s->c.one_way_us + queue_delay (s), s->now);
 }
 
 static void
 sample (BweSim * s)
 {
-  BweSimSample x = {.t = s->now,.target = legba_bwe_target (s->bwe) };
+  BweSimSample x = {.t = s->now,.target = legba_bwe_target (s->bwe),
+    .queue_us = queue_delay (s),.call_bytes = s->call_bytes,
+    .tcp_bytes = s->tcp_bytes
+  };
 
-  if (s->c.capacity_bps > 0)
-    x.queue_us = s->queue_bits * G_USEC_PER_SEC / s->c.capacity_bps;
   legba_bwe_get_state (s->bwe, &x.state);
   g_array_append_val (s->samples, x);
 }
@@ -359,6 +602,7 @@ bwe_sim_run (BweSim * s, gint64 until_us)
   for (; s->now < until_us; s->now += STEP_US) {
     produce (s);
     pace (s);
+    tcp_step (s);
     serve (s);
     receive (s);
     sender_events (s);

@@ -10,12 +10,25 @@
  * and jitter that keeps the order; a receiver that reports every packet's
  * arrival time (transport-wide feedback) every feedback interval; and the
  * round-trip time once a second; the sender may pad up to what the
- * estimator asks it to probe with (legba_bwe_probe()). Everything random
- * comes from one seed.
+ * estimator asks it to probe with (legba_bwe_probe()); a bulk TCP flow
+ * may share the bottleneck, Reno (loss-based) or BBR (v1: paced at its
+ * highest measured delivery rate, a window of twice that times its
+ * lowest round trip, measured again every 10 s on a drained queue).
+ * Everything random comes from one seed.
  */
 #pragma once
 
 #include <legba/room/legba-bwe.h>
+
+typedef enum
+{
+  BWE_SIM_TCP_NONE,
+  BWE_SIM_TCP_RENO,             /* loss-based: halves its window on loss */
+  BWE_SIM_TCP_BBR,              /* BBR's window: twice the link's rate
+                                 * times its lowest round trip, which it
+                                 * measures again every 10 s on a drained
+                                 * queue; loss does not move it */
+} BweSimTcp;
 
 typedef struct
 {
@@ -32,6 +45,8 @@ typedef struct
   gint64 encoder_lag_us;        /* it follows the target with this time
                                  * constant (0: at once) */
   gboolean pads;                /* the sender pads up to legba_bwe_probe() */
+  BweSimTcp tcp;                /* a bulk TCP flow sharing the bottleneck */
+  gint64 tcp_from_us;           /* from then on */
   guint32 seed;
   LegbaBweConfig bwe;
 } BweSimConfig;
@@ -42,6 +57,8 @@ typedef struct
   guint target;
   gint64 queue_us;
   LegbaBweState state;
+  guint64 call_bytes;           /* delivered so far, the call's */
+  guint64 tcp_bytes;            /* and the TCP flow's */
 } BweSimSample;
 
 typedef struct _BweSim BweSim;
@@ -68,5 +85,9 @@ gint64 bwe_sim_queue_percentile (BweSim * s, gint64 from_us, gint64 to_us,
 gint64 bwe_sim_first_target_below (BweSim * s, gint64 from_us, guint bps);
 gint64 bwe_sim_first_target_above (BweSim * s, gint64 from_us, guint bps);
 gint64 bwe_sim_first_queue_below (BweSim * s, gint64 from_us, gint64 us);
+/* what the bottleneck delivered of the call and of the TCP flow, bit/s,
+ * over from_us <= t < to_us */
+void bwe_sim_delivered (BweSim * s, gint64 from_us, gint64 to_us,
+    guint * call_bps, guint * tcp_bps);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (BweSim, bwe_sim_free)

@@ -29,6 +29,10 @@
 #define STANDING_US (100 * LEGBA_BWE_MS)
 #define STANDING_TIME_US (500 * LEGBA_BWE_MS)
 #define STANDING_GIVE_UP_US (3 * LEGBA_BWE_S)
+/* A decrease for a standing queue shows within a round trip and
+ * STANDING_DRAIN_TIME_US: a queue of ours is then this much shorter. */
+#define STANDING_DRAIN_US (20 * LEGBA_BWE_MS)
+#define STANDING_DRAIN_TIME_US (300 * LEGBA_BWE_MS)
 
 typedef struct
 {
@@ -64,6 +68,9 @@ struct _LegbaBwe
   gboolean missing;
   gboolean standing;
   gint64 standing_since;
+  gboolean standing_cut;        /* the rule decreased in this queue */
+  gint64 standing_cut_at;
+  gint64 standing_cut_queue;    /* the queueing delay then */
 };
 
 static void
@@ -237,10 +244,13 @@ take_delays (LegbaBwe * bwe)
 
 /* The gradient sees a queue grow, not one that stands full: a queue of
  * STANDING_US over the base delay for STANDING_TIME_US, not draining, with
- * the link's rate measured, is overuse too. One that still stands
- * STANDING_GIVE_UP_US later was not drained by the decrease: not a queue
- * of ours (the receiver's clock stepped, or another flow keeps it full),
- * and the delay now becomes the base. */
+ * the link's rate measured, is overuse too, once. A queue of ours is
+ * shorter by STANDING_DRAIN_US a round trip and STANDING_DRAIN_TIME_US
+ * after that decrease (it put the rate under what the link carries); one
+ * that is not, or that still stands STANDING_GIVE_UP_US after it began,
+ * is not ours (the receiver's clock stepped, or another flow keeps it
+ * full, as BBR refills the queue it drains every 10 s), and the delay now
+ * becomes the base. */
 static gboolean
 queue_stands (LegbaBwe * bwe, guint acked, gint64 now_us)
 {
@@ -250,14 +260,21 @@ queue_stands (LegbaBwe * bwe, guint acked, gint64 now_us)
   }
   if (!bwe->standing) {
     bwe->standing = TRUE;
+    bwe->standing_cut = FALSE;
     bwe->standing_since = now_us;
   }
-  if (now_us - bwe->standing_since >= STANDING_GIVE_UP_US) {
+  if (now_us - bwe->standing_since >= STANDING_GIVE_UP_US ||
+      (bwe->standing_cut &&
+          now_us - bwe->standing_cut_at >= bwe->rtt_us +
+          STANDING_DRAIN_TIME_US &&
+          bwe->trendline.queue_us >
+          bwe->standing_cut_queue - STANDING_DRAIN_US)) {
     legba_bwe_trendline_rebase (&bwe->trendline);
     bwe->standing = FALSE;
     return FALSE;
   }
-  return now_us - bwe->standing_since >= STANDING_TIME_US &&
+  return !bwe->standing_cut &&
+      now_us - bwe->standing_since >= STANDING_TIME_US &&
       bwe->trendline.trend >= 0;
 }
 
@@ -278,6 +295,7 @@ legba_bwe_on_feedback (LegbaBwe * bwe, const LegbaBwePacket * packets,
 {
   guint expected = 0;
   gint lost = 0;
+  gboolean standing;
   LegbaBweUsage usage;
   LegbaBweSignals in;
   gint64 highest;
@@ -300,7 +318,8 @@ legba_bwe_on_feedback (LegbaBwe * bwe, const LegbaBwePacket * packets,
   feedback_came (bwe, now_us);
   usage = take_delays (bwe);
   in.acked_bps = with_untracked (bwe, legba_bwe_acked_bps (&bwe->acked));
-  if (queue_stands (bwe, in.acked_bps, now_us))
+  standing = queue_stands (bwe, in.acked_bps, now_us);
+  if (standing)
     usage = LEGBA_BWE_USAGE_OVERUSING;
   in.usage = usage;
   in.recent_bps = with_untracked (bwe,
@@ -309,6 +328,12 @@ legba_bwe_on_feedback (LegbaBwe * bwe, const LegbaBwePacket * packets,
   in.rtt_us = bwe->rtt_us;
   in.queue_us = bwe->trendline.queue_us;
   legba_bwe_aimd_update (&bwe->aimd, &in, now_us);
+  if (standing && bwe->aimd.state == LEGBA_BWE_RATE_DECREASE &&
+      bwe->aimd.last_decrease == now_us) {
+    bwe->standing_cut = TRUE;
+    bwe->standing_cut_at = now_us;
+    bwe->standing_cut_queue = bwe->trendline.queue_us;
+  }
   legba_bwe_loss_count (&bwe->loss, expected, lost);
   legba_bwe_loss_update (&bwe->loss, MIN (bwe->aimd.rate, bwe->loss.bound),
       now_us);
