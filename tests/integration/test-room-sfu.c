@@ -546,6 +546,49 @@ test_sfu_coordinated (Fixture * f, gconstpointer data)
   participant_free (a);
 }
 
+/* Alice's signalling goes away (she leaves the room's channel) while
+ * her media keep coming through Janus: bob keeps her, away, and keeps
+ * receiving her (§3's grace period, as in the mesh); she is listed again
+ * within it: nothing was torn down, nobody left, and each still receives
+ * the other. (A participant the SFU room dropped at once would never be
+ * received again: Janus says nothing of a publisher that did not go.) */
+static void
+test_sfu_signalling_away (Fixture * f, gconstpointer data)
+{
+  Participant *a = participant_new_for_server (f, "alice", "h264", TRUE);
+  Participant *b = participant_new_for_server (f, "bob", "h264", TRUE);
+  Participant *all[2] = { a, b };
+  LegbaParticipant *alice_seen;
+  guint64 before;
+
+  participant_connect_and_wait (a);
+  participant_connect_and_wait (b);
+  ROOM_WAIT_FOR (all_decode (all, 2), "alice and bob to decode each other");
+  alice_seen = g_object_ref (participant_find (b, a));
+  legba_signaller_leave (a->signaller);
+  ROOM_WAIT_FOR (legba_participant_get_state (alice_seen) ==
+      LEGBA_PARTICIPANT_STATE_AWAY, "bob to see alice away");
+  before = participant_frames (b, a, LEGBA_TRACK_KIND_VIDEO);
+  ROOM_WAIT_FOR (participant_frames (b, a, LEGBA_TRACK_KIND_VIDEO) >=
+      before + 15, "bob to receive alice while she is away");
+  g_assert_true (legba_signaller_join (a->signaller, ROOM,
+          legba_room_get_participant_id (a->room), "alice", NULL, NULL));
+  ROOM_WAIT_FOR (legba_participant_get_state (alice_seen) ==
+      LEGBA_PARTICIPANT_STATE_CONNECTED, "alice to be back");
+  g_assert_cmpuint (b->left, ==, 0);
+  g_assert_true (participant_find (b, a) == alice_seen);
+  before = participant_frames (a, b, LEGBA_TRACK_KIND_VIDEO);
+  ROOM_WAIT_FOR (participant_frames (a, b, LEGBA_TRACK_KIND_VIDEO) >=
+      before + 15 && all_decode (all, 2), "both to go on receiving");
+  assert_only_sfu_connections (a, 1);
+  assert_only_sfu_connections (b, 1);
+  assert_no_room_errors (a);
+  assert_no_room_errors (b);
+  g_object_unref (alice_seen);
+  participant_free (b);
+  participant_free (a);
+}
+
 /* A server coordinating two Janus: open_janus and spare_janus. */
 static void
 two_janus_setup (Fixture * f, gconstpointer data)
@@ -1079,6 +1122,8 @@ main (int argc, char **argv)
       test_sfu_token_renewed, fixture_teardown);
   g_test_add ("/room/sfu/coordinated", Fixture, NULL, coordinated_setup,
       test_sfu_coordinated, fixture_teardown);
+  g_test_add ("/room/sfu/signalling-away", Fixture, NULL, coordinated_setup,
+      test_sfu_signalling_away, fixture_teardown);
   g_test_add ("/room/sfu/janus-dies", Fixture, NULL, two_janus_setup,
       test_sfu_janus_dies, fixture_teardown);
   g_assert_true (legba_test_janus_start_open (&open_janus));

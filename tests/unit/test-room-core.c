@@ -138,12 +138,14 @@ on_candidates (gpointer handle, const char *pc, JsonArray * candidates,
       json_array_get_length (candidates));
 }
 
+/* live holds the live connections' pcs and, for an SFU room's
+ * participants (pc NULL), their ids */
 static gboolean
 on_is_live (gpointer handle, const char *pc, gpointer user_data)
 {
   Room *r = user_data;
 
-  return g_hash_table_contains (r->live, pc);
+  return g_hash_table_contains (r->live, pc != NULL ? pc : handle);
 }
 
 static void
@@ -798,13 +800,44 @@ test_sfu_mode (Room * r, gconstpointer data)
   /* a reconnect lists the members again without offering */
   join (r, ids, 0);
   assert_log (r, "added b-1 +\n");
-  /* a participant that leaves is removed at once */
+  /* a participant whose media do not come through the SFU is removed
+   * at once when it leaves */
   legba_room_core_member_removed (r->core, "z-1", 0);
   assert_log (r, "removed z-1\n");
   /* leaving ends the SFU room: the next join starts as a mesh */
   legba_room_core_leave (r->core, TRUE);
   assert_log (r, "removed a-1\nremoved b-1\n");
   g_assert_false (legba_room_core_is_sfu (r->core));
+}
+
+/* SFU rooms, §3's grace period: a participant whose media still come
+ * through the SFU when the server says it left (its signalling went) is
+ * kept, away, and back as it was when listed again within the grace
+ * period; once its media stop, it is removed at the next check. */
+static void
+test_sfu_grace (Room * r, gconstpointer data)
+{
+  legba_room_core_use_sfu (r->core);
+  legba_room_core_member_added (r->core, "a-1", "a-1", 0);
+  legba_room_core_member_added (r->core, "b-1", "b-1", 0);
+  assert_log (r, "added a-1 +\nadded b-1 +\n");
+  g_hash_table_add (r->live, g_strdup ("a-1"));
+  g_hash_table_add (r->live, g_strdup ("b-1"));
+
+  legba_room_core_member_removed (r->core, "a-1", 1000 * MS);
+  assert_log (r, "state a-1 away\n");
+  g_assert_nonnull (legba_room_core_find (r->core, "a-1"));
+  legba_room_core_tick (r->core, 1500 * MS);
+  legba_room_core_member_added (r->core, "a-1", "a-1", 1600 * MS);
+  assert_log (r, "state a-1 connected\n");
+  g_assert_cmpint (r->deadline, ==, -1);
+
+  legba_room_core_member_removed (r->core, "b-1", 2000 * MS);
+  assert_log (r, "state b-1 away\n");
+  g_hash_table_remove (r->live, "b-1");
+  legba_room_core_tick (r->core, r->deadline);
+  assert_log (r, "removed b-1\n");
+  g_assert_null (legba_room_core_find (r->core, "b-1"));
 }
 
 int
@@ -830,6 +863,7 @@ main (int argc, char **argv)
   ADD ("grace/back-on-rejoin", test_grace_back_on_rejoin);
   ADD ("grace/expires", test_grace_expires);
   ADD ("grace/not-live", test_grace_not_live);
+  ADD ("sfu/grace", test_sfu_grace);
   ADD ("grace/bye", test_grace_bye);
   ADD ("replace/greater", test_replace_failed_greater);
   ADD ("replace/smaller", test_replace_failed_smaller);

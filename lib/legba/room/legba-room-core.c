@@ -290,13 +290,23 @@ offer_wait_expired (LegbaRoomCore * core, Member * m)
     offer_to (core, m);
 }
 
+/* Whether the member's media still come: its peer connection's in a
+ * mesh, in an SFU room the connection they come through from the SFU
+ * (the room's, pc NULL). */
+static gboolean
+member_is_live (LegbaRoomCore * core, Member * m)
+{
+  if (m->pc == NULL && !core->sfu)
+    return FALSE;
+  return core->actions.peer_is_live (m->handle, m->pc, core->user_data);
+}
+
 /* §3: keep a still-connected peer for the grace period; a peer whose
  * packets stopped (a killed process) is not still connected. */
 static void
 grace_check (LegbaRoomCore * core, Member * m, gint64 now)
 {
-  if (m->pc != NULL &&
-      core->actions.peer_is_live (m->handle, m->pc, core->user_data) &&
+  if (member_is_live (core, m) &&
       now - m->away_since < LEGBA_ROOM_GRACE_MS * MS) {
     m->grace_at = now + LEGBA_ROOM_LIVENESS_MS / 3 * MS;
     return;
@@ -311,8 +321,8 @@ come_back (LegbaRoomCore * core, Member * m)
 {
   m->removed = FALSE;
   m->grace_at = NEVER;
-  set_state (core, m, m->connected ? LEGBA_ROOM_CORE_CONNECTED :
-      LEGBA_ROOM_CORE_CONNECTING);
+  set_state (core, m, m->connected || (core->sfu && member_is_live (core, m))
+      ? LEGBA_ROOM_CORE_CONNECTED : LEGBA_ROOM_CORE_CONNECTING);
 }
 
 /* ---- Membership ---- */
@@ -378,8 +388,7 @@ legba_room_core_member_removed (LegbaRoomCore * core, const char *id,
   if (m == NULL || m->removed)
     return;
   m->offer_at = NEVER;
-  if (m->pc == NULL ||
-      !core->actions.peer_is_live (m->handle, m->pc, core->user_data)) {
+  if (!member_is_live (core, m)) {
     remove_member (core, m);
   } else {
     g_debug ("%s left the server; keeping its connection for the grace "

@@ -118,7 +118,8 @@ typedef enum
  *   when the connection takes it (it had sent its offer and had no answer).
  * apply_candidates: hand remote candidates (a JSON array) to `pc`.
  * peer_is_live: whether `pc` is connected and received packets within
- *   LEGBA_ROOM_LIVENESS_MS.
+ *   LEGBA_ROOM_LIVENESS_MS; in an SFU room (pc NULL), the connection the
+ *   participant's media come through from the SFU.
  * schedule: call legba_room_core_tick() at monotonic time `deadline`
  *   (microseconds), replacing the previous request; -1: no call needed.
  * room_full: the room holds `members` others, more than max-participants
