@@ -27,7 +27,9 @@
 // test's own between the participants and Janus): the page opens a
 // session on the same Janus again and both decode each other again; the
 // same when Janus destroys the page's session behind its open WebSocket
-// (its admin API), which the page learns from its next keepalive. Without
+// (its admin API), which the page learns from its next keepalive. And a
+// page whose signalling connection drops keeps its Janus session, and
+// another page keeps it (away, §3's grace period) and receives it. Without
 // janus installed, the tests are skipped.
 
 import { test } from 'node:test';
@@ -343,6 +345,80 @@ test('an SFU room: gst-launch-1.0 (legbaroom, legbadatasrc, ' +
   assert.ok(!/CRITICAL/.test(g.output), `no CRITICAL from gst-launch-1.0\n` +
       g.output.slice(-4000));
   await page.leave();
+});
+
+test('an SFU room whose page\'s signalling connection drops, twice: the ' +
+    'page keeps its SFU session, and the other page keeps it, away, and ' +
+    'receives it throughout', async (t) => {
+  const defer = teardown(t);
+  const janus = await startJanus(defer);
+  if (!janus) {
+    t.skip('janus is not installed');
+    return;
+  }
+  const server = await startDemoServer(defer, janusArgs(janus));
+  const chrome = await launchChromium();
+  defer(() => chrome.close());
+  const url = { url: `${server.base}/demo/` };
+  const [ada, bea] = await Promise.all([openParticipant(chrome, url, 'ada'),
+    openParticipant(chrome, url, 'bea')]);
+  defer(() => ada.close());
+  defer(() => bea.close());
+  const adaId = await ada.join(server, ROOM, { source: 'test',
+    identity: 'ada' });
+  const beaId = await bea.join(server, ROOM, { source: 'test',
+    identity: 'bea' });
+  const detail = async () => [await ada.describe(), await bea.describe(),
+    `--- legba-server:\n${server.log().slice(-3000)}`].join('\n');
+  await decodedFrom(ada, beaId, FRAMES, SETUP_MS);
+  await decodedFrom(bea, adaId, FRAMES, SETUP_MS);
+  await ada.tab.evaluate(() => {
+    window.keptSfu = window.legba.peer()._sfu;
+  });
+  await bea.tab.evaluate(() => {
+    window.seenStates = [];
+    window.legba.peer().addEventListener('participant-state',
+        (e) => window.seenStates.push(e.detail));
+  });
+
+  for (let i = 1; i <= 2; i++) {
+    const before = await ada.tab.evaluate(() => {
+      const peer = window.legba.peer();
+      return { socket: peer._pusher.connection.socket_id,
+        token: peer._sfu.sfu.token };
+    });
+    /* the WebSocket closes under pusher-js, which connects again and
+     * subscribes again: the server takes ada's token back, then gives
+     * her a new one with the same room */
+    await ada.tab.evaluate(() => window.legba.peer()._pusher.connection
+        .connection.transport.socket.close());
+    await until(() => ada.tab.evaluate((b) => {
+      const peer = window.legba.peer();
+      return peer.state === 'connected' &&
+        peer._pusher.connection.socket_id !== b.socket &&
+        peer._sfu?.sfu.token !== b.token;
+    }, before), `ada's signalling to come back (${i})`, { ms: SETUP_MS,
+      detail });
+    await until(() => bea.tab.evaluate((id) =>
+      window.legba.peer().participants.get(id)?.state === 'connected' &&
+      window.seenStates.filter((s) => s.participant === id &&
+        s.state === 'away').length >= 1, adaId),
+    `bea to have seen ada away and back (${i})`, { ms: SETUP_MS, detail });
+  }
+  assert.ok(await ada.tab.evaluate(() =>
+    window.legba.peer()._sfu === window.keptSfu), 'ada kept her SFU session');
+  assert.equal((await ada.record()).log
+      .filter((l) => l.includes('SFU room: Janus')).length, 1,
+  'ada joined the VideoRoom once');
+  assert.deepEqual((await bea.record()).events
+      .filter((e) => e.type === 'participant-left'), [],
+  'bea never saw ada leave');
+  const frames = (await bea.stats())[adaId].inbound.video.frames;
+  await decodedFrom(bea, adaId, frames + FRAMES, SETUP_MS);
+  const back = (await ada.stats())[beaId].inbound.video.frames;
+  await decodedFrom(ada, beaId, back + FRAMES, SETUP_MS);
+  await ada.leave();
+  await bea.leave();
 });
 
 /* legba-call's latest count of video frames decoded from participant id

@@ -475,8 +475,10 @@ export class LegbaRoomPeer extends EventTarget
 
   _connState (p)
   {
-    return p.conn?.pc.connectionState === 'connected' ? 'connected' :
-      p.conn ? 'connecting' : 'new';
+    if (p.conn?.pc.connectionState === 'connected' ||
+        (!p.conn && this._sfu?.receives(p.id)))
+      return 'connected';
+    return p.conn ? 'connecting' : 'new';
   }
 
   _setParticipantState (p, state)
@@ -522,7 +524,8 @@ export class LegbaRoomPeer extends EventTarget
     p.present = false;
     clearTimeout(p.offerTimer);
     p.offerTimer = null;
-    if (p.conn?.pc.connectionState === 'connected') {
+    if (p.conn?.pc.connectionState === 'connected' ||
+        this._sfu?.receives(p.id)) {
       this._setParticipantState(p, 'away');
       p.graceTimer = setTimeout(() => this._drop(p), GRACE_MS);
     } else {

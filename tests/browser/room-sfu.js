@@ -797,6 +797,18 @@ export class LegbaSfu
 
   /* presence said the participant left: its subscriptions end, and its
    * mesh connection of a move */
+  /* Whether participant's media come through a connected subscription
+   * (§3's grace period holds for it when its signalling goes). */
+  receives (participant)
+  {
+    for (const feed of this.feeds.values()) {
+      if (feed.display === participant &&
+          feed.pc?.connectionState === 'connected')
+        return true;
+    }
+    return false;
+  }
+
   dropParticipant (participant)
   {
     this.move?.participantLeft(participant);
