@@ -176,8 +176,8 @@ test_loss5 (void)
  * sender took 1 s), the queue under 100 ms within 3 s, and 1.6 Mbit/s or
  * more within 10 s of the restore. */
 static void
-check_step_full (gdouble encoder_share, gint64 encoder_lag_us, gboolean pads,
-    gint64 back_within_us)
+check_step_seed (gdouble encoder_share, gint64 encoder_lag_us, gboolean pads,
+    gint64 back_within_us, guint32 seed)
 {
   g_autoptr (BweSim) s = NULL;
   BweSimConfig c;
@@ -191,7 +191,7 @@ check_step_full (gdouble encoder_share, gint64 encoder_lag_us, gboolean pads,
   c.encoder_lag_us = encoder_lag_us;
   c.audio_untracked = c.untracked_told = audio_untracked;
   c.pads = pads;
-  c.seed = 42;
+  c.seed = seed;
   s = bwe_sim_new (&c);
 
   bwe_sim_run (s, 20 * S);
@@ -205,10 +205,11 @@ check_step_full (gdouble encoder_share, gint64 encoder_lag_us, gboolean pads,
   back = bwe_sim_first_target_above (s, 40 * S, 1600000) - 40 * S;
   dip_p95 = bwe_sim_queue_percentile (s, 23 * S, 40 * S, 0.95);
   g_test_message ("step (encoder %.2f, lag %" G_GINT64_FORMAT
-      " ms%s): below 500k after %" G_GINT64_FORMAT
+      " ms%s, seed %u): below 500k after %" G_GINT64_FORMAT
       " ms, queue under 100 ms after %" G_GINT64_FORMAT " ms, the dip's p95 %"
       G_GINT64_FORMAT " ms, 1.6M after %" G_GINT64_FORMAT " ms",
-      encoder_share, encoder_lag_us / MS, pads ? ", padded" : "", below / MS,
+      encoder_share, encoder_lag_us / MS, pads ? ", padded" : "", seed,
+      below / MS,
       drained / MS, dip_p95 / MS, back / MS);
   g_assert_cmpint (below, >=, 0);
   g_assert_cmpint (below, <=, 1 * S);
@@ -217,6 +218,13 @@ check_step_full (gdouble encoder_share, gint64 encoder_lag_us, gboolean pads,
   g_assert_cmpint (dip_p95, <=, 100 * MS);
   g_assert_cmpint (back, >=, 0);
   g_assert_cmpint (back, <=, back_within_us);
+}
+
+static void
+check_step_full (gdouble encoder_share, gint64 encoder_lag_us, gboolean pads,
+    gint64 back_within_us)
+{
+  check_step_seed (encoder_share, encoder_lag_us, pads, back_within_us, 42);
 }
 
 static void
@@ -252,14 +260,26 @@ test_step_encoder_lag (void)
 
 /* The same lagging encoder with a sender that pads up to what the
  * estimator asks while the link may have grown back (legba_bwe_probe(),
- * as LegbaPeerSender does): the link is tested at the rate, not at the 80%
- * of it the encoder makes, and the restore is seen sooner: 1.6 Mbit/s
- * within 8 s (5.3 s, 6.1 with jitter; 9.4 and 9.0 unpadded), the dip's
- * queue no longer. */
+ * as LegbaPeerSender does): the link is tested over the dip's capacity,
+ * not at the 80% of the rate the encoder makes, and the restore is seen
+ * sooner: 1.6 Mbit/s within 8 s (4.2 s, 4.2 with jitter; 8.0 and 6.9
+ * unpadded), the dip's queue no longer. */
 static void
 test_step_encoder_lag_padded (void)
 {
   check_step_full (0.8, 1 * S, TRUE, 8 * S);
+}
+
+/* The same, jittered, over forty seeds: each is back within 7 s (4.8 s
+ * on average, 6.1 at most). A sign of growth that noise gives in the dip
+ * (the dip's capacity estimate lags the link) starts a recovery that
+ * soon meets the dip's link again; that recovery must not cost the link's
+ * past, or the real restore climbs from the dip without it (11.7 s). */
+static void
+test_step_seeds (void)
+{
+  for (guint32 seed = 1; seed <= 40; seed++)
+    check_step_seed (0.8, 1 * S, TRUE, 7 * S, seed);
 }
 
 /* The receiver stops reporting for 10 s on a 1 Mbit/s link: the target
@@ -338,19 +358,21 @@ compare_uint (gconstpointer a, gconstpointer b)
 /* BBR keeps a queue standing and drains it every 10 s: the standing queue
  * rule, taught the base again by each drain, must not take the queue
  * BBR refills for ours. The share either way depends on who holds the
- * queue when BBR measures its round trip, so over eleven seeds: the
- * call's median at least 30% of the link (each decrease the rule made
- * until it gave up after 3 s: 19%). */
+ * queue when BBR measures its round trip (a seed gives the call 15% of
+ * the link or 70%), so over 41 seeds: the call's median at least 25% of
+ * the link (32%, 49% with jitter; each decrease the rule made until it
+ * gave up after 3 s: 14%, 20%). */
 static void
 test_beside_bbr (void)
 {
-  guint calls[11];
+  guint calls[41];
 
   for (guint i = 0; i < G_N_ELEMENTS (calls); i++)
     calls[i] = beside_tcp (BWE_SIM_TCP_BBR, i + 1);
   qsort (calls, G_N_ELEMENTS (calls), sizeof calls[0], compare_uint);
-  g_test_message ("beside BBR: the call's median %u bit/s", calls[5]);
-  g_assert_cmpuint (calls[5], >=, 300000);
+  g_test_message ("beside BBR: the call's median %u bit/s",
+      calls[G_N_ELEMENTS (calls) / 2]);
+  g_assert_cmpuint (calls[G_N_ELEMENTS (calls) / 2], >=, 250000);
 }
 
 static void
@@ -408,6 +430,8 @@ main (int argc, char **argv)
   add_sim ("/bwe/sim/step-encoder-under", test_step_encoder_under);
   add_sim ("/bwe/sim/step-encoder-lag", test_step_encoder_lag);
   add_sim ("/bwe/sim/step-encoder-lag-padded", test_step_encoder_lag_padded);
+  g_test_add_data_func ("/bwe/sim/step-seeds-jitter",
+      (gconstpointer) test_step_seeds, run_jittered);
   add_sim ("/bwe/sim/feedback-gap", test_feedback_gap);
   add_sim ("/bwe/sim/beside-reno", test_beside_reno);
   add_sim ("/bwe/sim/beside-bbr", test_beside_bbr);

@@ -17,8 +17,11 @@
  * pass the dip's capacity by what the encoder leaves unused first): for
  * PROBE_US after the link shrank, and while the rate recovers, with the
  * detector normal and no queue, the sender is asked to fill the link up
- * to the rate with padding: the acknowledged bitrate then follows the
- * rate, and so does the recovery's bound of twice it.
+ * to the rate with padding (in the dip, to PROBE_SIGMAS over the dip's
+ * capacity, where the rate is not yet): the acknowledged bitrate then
+ * follows the rate, and so does the recovery's bound of twice it. A
+ * recovery that meets the dip's link again keeps what the link carried
+ * before, for the next sign of growth.
  */
 #include <legba/room/legba-bwe-private.h>
 
@@ -61,11 +64,21 @@
 #define RECOVER_QUEUE_US (20 * LEGBA_BWE_MS)
 #define RAMP_RECOVER 1.5
 #define RECOVER_SHARE 0.9
+/* a recovery that meets an overuse under this share of what the link
+ * carried before has met the dip's link again */
+#define RECOVER_MET 0.5
+/* a recovery, and the ramp from where it ends, pads up to the rate (the
+ * encoder may make less) until the first overuse, the user's ceiling or
+ * this long */
+#define RECOVER_PAD_US (10 * LEGBA_BWE_S)
 /* what the link carried before it shrank: the highest acknowledged
  * bitrate, fading by this a second */
 #define PEAK_DECAY 0.98
 /* how long after the link shrank the sender pads up to the rate */
 #define PROBE_US (30 * LEGBA_BWE_S)
+/* in the dip, the padding tests the link this many deviations over the
+ * dip's capacity, where the rate may still climb towards it */
+#define PROBE_SIGMAS 1.5
 
 void
 legba_bwe_aimd_init (LegbaBweAimd * r, gdouble start, gdouble min, gdouble max)
@@ -83,6 +96,7 @@ legba_bwe_aimd_init (LegbaBweAimd * r, gdouble start, gdouble min, gdouble max)
   r->deviation = DEVIATION_MIN;
   r->prior_kbps = 0;
   r->recover_to = 0;
+  r->recovering = FALSE;
   r->peak_bps = 0;
   r->shrunk_at = 0;
   r->probing = FALSE;
@@ -135,18 +149,24 @@ capacity_reset (LegbaBweAimd * r, gint64 now_us)
   r->deviation = DEVIATION_MIN;
   r->prior_kbps = 0;
   r->recover_to = 0;
+  r->recovering = FALSE;
 }
 
 /* The link has grown: the capacity estimate is forgotten, and if the
- * link had more before it shrank, the rate recovers towards that. */
+ * link had more before it shrank, the rate recovers towards that; what it
+ * had is kept until the recovery is through (see decrease()). */
 static void
 capacity_grown (LegbaBweAimd * r, gint64 now_us)
 {
   gdouble prior = r->prior_kbps;
 
   capacity_reset (r, now_us);
-  if (prior > 0)
+  if (prior > 0) {
+    r->prior_kbps = prior;
     r->recover_to = RECOVER_SHARE * prior * 1000.0;
+    r->recovering = TRUE;
+    r->recovered_at = now_us;
+  }
 }
 
 /* A signal that the link has grown: the acknowledged bitrate over the
@@ -197,7 +217,10 @@ increase (LegbaBweAimd * r, const LegbaBweSignals * in, gint64 now_us)
   } else {
     r->above = FALSE;
   }
-  limit = (r->recover_to > r->rate ? CAP_FACTOR_RECOVER : CAP_FACTOR) * acked
+  if (r->recovering && (now_us - r->recovered_at >= RECOVER_PAD_US ||
+          r->rate >= r->max_rate))
+    r->recovering = FALSE;
+  limit = (r->recovering ? CAP_FACTOR_RECOVER : CAP_FACTOR) * acked
       + CAP_EXTRA_BPS;
   if (acked && r->rate >= limit)
     return;
@@ -213,6 +236,7 @@ increase (LegbaBweAimd * r, const LegbaBweSignals * in, gint64 now_us)
     } else if (!r->have_capacity) {
       if (r->recover_to > 0) {
         r->recover_to = 0;
+        r->prior_kbps = 0;
         r->ramp_since = now_us;
       }
       ramp = MIN (RAMP_FREE, RAMP_NEAR + RAMP_GAIN *
@@ -253,7 +277,18 @@ decrease (LegbaBweAimd * r, guint acked, guint recent, gint64 now_us)
   }
   /* the capacity from the smoother estimate: one window's noise would
    * move its bounds */
-  r->recover_to = 0;
+  if (r->recover_to > 0) {
+    /* A recovery that meets a link still far under what it had before:
+     * the link had not grown back (the acknowledged bitrate passed the
+     * dip's estimate, which lags the link, by noise), and what it had is
+     * kept for the next sign while the sender still probes for it.
+     * Otherwise the link came back smaller than before. */
+    if (!acked || acked >= RECOVER_MET * r->prior_kbps * 1000.0 ||
+        now_us - r->shrunk_at >= PROBE_US)
+      r->prior_kbps = 0;
+    r->recover_to = 0;
+  }
+  r->recovering = FALSE;
   if (acked) {
     if (!r->have_capacity || acked >= capacity_lower (r)) {
       r->below = 0;
@@ -311,7 +346,7 @@ legba_bwe_aimd_update (LegbaBweAimd * r, const LegbaBweSignals * in,
   r->rate = CLAMP (r->rate, r->min_rate, r->max_rate);
   r->probing = ((r->prior_kbps > 0 && r->have_capacity &&
           r->prior_kbps * 1000.0 > capacity_upper (r) &&
-          now_us - r->shrunk_at < PROBE_US) || r->recover_to > r->rate) &&
+          now_us - r->shrunk_at < PROBE_US) || r->recovering) &&
       in->usage == LEGBA_BWE_USAGE_NORMAL && in->queue_us <= RECOVER_QUEUE_US;
 }
 
@@ -321,7 +356,12 @@ legba_bwe_aimd_update (LegbaBweAimd * r, const LegbaBweSignals * in,
 gdouble
 legba_bwe_aimd_probe (const LegbaBweAimd * r)
 {
-  return r->probing ? r->rate : 0;
+  if (!r->probing)
+    return 0;
+  if (r->have_capacity)
+    return MAX (r->rate, (r->capacity_kbps + PROBE_SIGMAS *
+            capacity_sigma (r)) * 1000.0);
+  return r->rate;
 }
 
 /* Without feedback: scales the rate down, within [min, max], and forgets

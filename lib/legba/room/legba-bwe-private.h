@@ -174,6 +174,8 @@ typedef struct
   gint64 shrunk_at;             /* when the link was seen to shrink */
   gboolean probing;             /* the last update asked for padding */
   gdouble recover_to;
+  gboolean recovering;           /* since recovered_at, until an overuse */
+  gint64 recovered_at;
   gdouble peak_bps;             /* the highest acknowledged bitrate, fading */
 } LegbaBweAimd;
 

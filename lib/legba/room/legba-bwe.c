@@ -380,17 +380,26 @@ legba_bwe_on_tick (LegbaBwe * bwe, gint64 now_us)
  *
  * What the sender should put on the link, with padding where its media
  * falls short, so that a link that shrank is seen to have grown back even
- * when the encoder makes less than the target: the target for a while
- * after the link shrank, as long as no queue builds; 0 otherwise.
+ * when the encoder makes less than the target: for a while after the
+ * link shrank, the target or, if more, a little over the capacity the
+ * link showed since (the target still climbs towards it); while the
+ * rate recovers and ramps on from there, the target; and only as long as
+ * no queue builds. Never over the loss-based bound or the ceiling, and
+ * 0 otherwise.
  *
  * Returns: bits per second, or 0
  */
 guint
 legba_bwe_probe (LegbaBwe * bwe)
 {
+  gdouble probe;
+
   g_return_val_if_fail (bwe != NULL, 0);
 
-  return legba_bwe_aimd_probe (&bwe->aimd) > 0 ? bwe->target : 0;
+  probe = legba_bwe_aimd_probe (&bwe->aimd);
+  if (probe <= 0)
+    return 0;
+  return (guint) CLAMP (MIN (probe, bwe->loss.bound), bwe->target, bwe->max);
 }
 
 guint
