@@ -110,9 +110,11 @@ update_target (LegbaPeerSender * self, gint64 now)
 
     legba_bwe_get_state (self->bwe, &state);
     GST_DEBUG_OBJECT (self, "target %u bit/s (delay %u, loss %u, acked %u, "
-        "%s, %s, loss %.3f), video %u bit/s", target, state.delay_bps,
-        state.loss_bps, state.acked_bps, legba_bwe_usage_name (state.usage),
-        legba_bwe_rate_state_name (state.rate_state), state.loss_fraction,
+        "%s, %s, trend %.1f / %.1f ms, queue %" G_GINT64_FORMAT " ms, loss "
+        "%.3f), video %u bit/s", target, state.delay_bps, state.loss_bps,
+        state.acked_bps, legba_bwe_usage_name (state.usage),
+        legba_bwe_rate_state_name (state.rate_state), state.modified_trend,
+        state.threshold, state.queue_delay_us / 1000, state.loss_fraction,
         self->video_target);
   }
   self->reported_target = self->video_target;
@@ -302,6 +304,24 @@ policy_for (LegbaPeerSender * self, guint32 ssrc)
   return policy;
 }
 
+static const char *
+verdict_name (LegbaRtxVerdict verdict)
+{
+  switch (verdict) {
+    case LEGBA_RTX_SEND:
+      return "sent";
+    case LEGBA_RTX_UNKNOWN:
+      return "refused: unknown";
+    case LEGBA_RTX_TOO_OLD:
+      return "refused: too old";
+    case LEGBA_RTX_RECENT:
+      return "refused: sent within the round trip";
+    case LEGBA_RTX_OVER_BUDGET:
+      return "refused: over budget";
+  }
+  return "refused";
+}
+
 /* Whether rtprtxsend is asked to send the packet again. */
 static gboolean
 answer_request (LegbaPeerSender * self, const GstStructure * s)
@@ -320,7 +340,7 @@ answer_request (LegbaPeerSender * self, const GstStructure * s)
         g_get_monotonic_time ());
   g_mutex_unlock (&self->lock);
   GST_LOG_OBJECT (self, "retransmission of %u (SSRC %08x): %s", seqnum, ssrc,
-      verdict == LEGBA_RTX_SEND ? "sent" : "refused");
+      verdict_name (verdict));
   return verdict == LEGBA_RTX_SEND;
 }
 
