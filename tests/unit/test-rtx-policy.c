@@ -64,6 +64,30 @@ test_unknown_and_old (void)
   g_assert_cmpuint (counts.too_old, ==, 1);
 }
 
+/* A NACK that a queue delayed is answered; the receiver asks again a
+ * round trip later (the copy was lost too), and that request is answered
+ * as well, though the packet left 360 ms before: a receiver still asking
+ * is still waiting for it (Chromium's holds a frame's missing packets for
+ * seconds, and freezes until it gets them or a key frame). Past a second
+ * and the round trip, no longer. */
+static void
+test_late_request_repeated (void)
+{
+  g_autoptr (LegbaRtxPolicy) p = legba_rtx_policy_new ();
+  gint64 t = 1000 * MS;
+
+  legba_rtx_policy_set_rtt (p, 100 * MS);
+  legba_rtx_policy_set_target (p, 1000000);
+  legba_rtx_policy_packet_sent (p, 9, 1200, t);
+  g_assert_cmpint (legba_rtx_policy_request (p, 9, t + 250 * MS), ==,
+      LEGBA_RTX_SEND);
+  g_assert_cmpint (legba_rtx_policy_request (p, 9, t + 360 * MS), ==,
+      LEGBA_RTX_SEND);
+  legba_rtx_policy_packet_sent (p, 10, 1200, t);
+  g_assert_cmpint (legba_rtx_policy_request (p, 10, t + 1101 * MS), ==,
+      LEGBA_RTX_TOO_OLD);
+}
+
 /* A storm: the receiver asks for every packet of a second of video, again
  * every round trip. What is answered stays within the share of the
  * target, whatever is asked. */
@@ -122,6 +146,8 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/rtx-policy/once-per-round-trip", test_once_per_round_trip);
   g_test_add_func ("/rtx-policy/unknown-and-old", test_unknown_and_old);
+  g_test_add_func ("/rtx-policy/late-request-repeated",
+      test_late_request_repeated);
   g_test_add_func ("/rtx-policy/budget-bounds-a-storm",
       test_budget_bounds_a_storm);
   g_test_add_func ("/rtx-policy/budget-follows-target",

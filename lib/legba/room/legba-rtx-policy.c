@@ -10,8 +10,13 @@
 /* A round trip shorter than this is taken as this: requests for one loss
  * come in bursts this close (one per NACK of a frame's packets). */
 #define MIN_RTT_US (10 * G_TIME_SPAN_MILLISECOND)
-/* The receiver's jitter buffer (webrtcbin's latency by default). */
-#define DEFAULT_MAX_AGE_US (200 * G_TIME_SPAN_MILLISECOND)
+/* A receiver that still asks for a packet wants it: a Legba receiver
+ * stops asking once its jitter buffer has played past it, Chromium's
+ * waits for a frame's missing packets for seconds before it asks for a
+ * key frame. So the bound is a second, as long as libwebrtc keeps sent
+ * packets for (plus the round trip), against a receiver that asks for
+ * packets long gone. */
+#define DEFAULT_MAX_AGE_US (1000 * G_TIME_SPAN_MILLISECOND)
 #define DEFAULT_SHARE 0.25
 /* Before the estimator gives a target. */
 #define DEFAULT_TARGET 300000

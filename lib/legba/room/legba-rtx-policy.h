@@ -8,8 +8,10 @@
  * a stream left and when it was last sent again, and answers a request
  * only when all of these hold:
  *
- * - the packet is known: it left within the history, and is not older
- *   than the policy's max age (by then the receiver has played past it);
+ * - the packet is known: it left within the history, and not longer
+ *   than the policy's max age and a round trip ago (1 s by default: a
+ *   receiver that still asks wants it; this bounds one that asks for
+ *   packets long gone);
  * - it was not sent again within the last round trip (a receiver asks
  *   again each round trip while the packet is missing; a copy already on
  *   its way answers those requests);
