@@ -12,8 +12,9 @@
 //
 // send: publishes its fake camera (playing CLIP.y4m in a loop, at the
 // clip's size and rate) and microphone; recv: publishes nothing. Prints
-// one JSON line when joined, then one a second until S seconds have
-// passed: getStats' video RTP counters of every peer connection
+// one JSON line when joined, receiving one when the first frame is
+// decoded (getStats read every 50 ms until then), then one a second
+// until S seconds have passed: getStats' video RTP counters of every peer connection
 // (outbound-rtp and inbound-rtp, with remote-inbound-rtp's round trip,
 // and the negotiated payload type) and the nominated candidate pair's
 // availableOutgoingBitrate, as Chromium gives them.
@@ -121,8 +122,19 @@ try {
   print({ joined: id, version: browser.version() });
   const end = Date.now() + Number(opts.seconds) * 1000;
   let next = Date.now();
+  let awaitingFirst = !send;
   while (Date.now() < end) {
     next += 1000;
+    /* receiving, until a frame is decoded: every 50 ms, for its time */
+    while (awaitingFirst && Date.now() < next) {
+      const stats = await tab.evaluate(pageStats);
+      if (stats.some((pc) => pc.inbound?.framesDecoded > 0)) {
+        print({ firstFrame: true });
+        awaitingFirst = false;
+      } else {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
     await new Promise((resolve) => setTimeout(resolve,
         Math.max(0, next - Date.now())));
     print({ stats: await tab.evaluate(pageStats) });

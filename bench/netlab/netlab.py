@@ -372,7 +372,10 @@ def chromium_receiver(lines, t0, series, start, end):
                        - at(pts, prev, "framesDecoded"))
         prev = s["t"]
     decoded = [(t, c.get("framesDecoded", 0)) for t, c in pts]
-    first = next((t for t, n in decoded if n > 0), None)
+    # the page's line at its first decoded frame (read every 50 ms), else
+    # the first second's sample that has one
+    first = next((t - t0 for t, l in lines if '"firstFrame"' in l),
+                 next((t for t, n in decoded if n > 0), None))
     count = at(pts, end, "freezeCount") - at(pts, start, "freezeCount")
     total = (at(pts, end, "totalFreezesDuration")
              - at(pts, start, "totalFreezesDuration"))
