@@ -129,6 +129,10 @@ static const LegbaEncoderFamily families[] = {
         .speed = {"", "", ""},
       },
   {
+        /* x264's buffer model at 100 ms (its default 600): no frame, a key
+         * frame at a scene cut included, is more than about three frames'
+         * worth, as libwebrtc caps its key frames; larger ones stood in a
+         * 1 Mbit/s bottleneck's queue for 150-180 ms (docs/encoders.md). */
         .name = "x264",
         .patterns = "x264enc",
         .hardware = FALSE,
@@ -136,7 +140,7 @@ static const LegbaEncoderFamily families[] = {
         .bitrate_mutable = TRUE,
         .keyframe = "key-int-max",
         .realtime = "tune=zerolatency bframes=0 b-adapt=false rc-lookahead=0 "
-        "sync-lookahead=0",
+        "sync-lookahead=0 vbv-buf-capacity=100",
         .speed = {"speed-preset=ultrafast", "speed-preset=superfast",
             "speed-preset=veryfast"},
       },
