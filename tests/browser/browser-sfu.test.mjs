@@ -399,10 +399,15 @@ test('an SFU room whose page\'s signalling connection drops, twice: the ' +
         peer._sfu?.sfu.token !== b.token;
     }, before), `ada's signalling to come back (${i})`, { ms: SETUP_MS,
       detail });
-    await until(() => bea.tab.evaluate((id) =>
+    /* the server takes ada's old connection out of the channel (bea sees
+     * her away) before her new one can subscribe: the page's socket
+     * closes once the server has answered its close frame, and the new
+     * one needs a connection, an authorisation request and a subscription
+     * more */
+    await until(() => bea.tab.evaluate(({ id, n }) =>
       window.legba.peer().participants.get(id)?.state === 'connected' &&
       window.seenStates.filter((s) => s.participant === id &&
-        s.state === 'away').length >= 1, adaId),
+        s.state === 'away').length >= n, { id: adaId, n: i }),
     `bea to have seen ada away and back (${i})`, { ms: SETUP_MS, detail });
   }
   assert.ok(await ada.tab.evaluate(() =>
