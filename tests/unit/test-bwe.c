@@ -209,8 +209,7 @@ check_step_seed (gdouble encoder_share, gint64 encoder_lag_us, gboolean pads,
       " ms, queue under 100 ms after %" G_GINT64_FORMAT " ms, the dip's p95 %"
       G_GINT64_FORMAT " ms, 1.6M after %" G_GINT64_FORMAT " ms",
       encoder_share, encoder_lag_us / MS, pads ? ", padded" : "", seed,
-      below / MS,
-      drained / MS, dip_p95 / MS, back / MS);
+      below / MS, drained / MS, dip_p95 / MS, back / MS);
   g_assert_cmpint (below, >=, 0);
   g_assert_cmpint (below, <=, 1 * S);
   g_assert_cmpint (drained, >=, 0);
