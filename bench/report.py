@@ -1025,8 +1025,9 @@ def netlab_lines(results_dir, rel, charts):
               f"{receiver}. One run each, medians over the window of the "
               "per-second samples; freeze time by Chromium's definition; "
               "RTX: RTP packets of a payload type other than the media's, "
-              "counted on the wire by the delay line (docs/benchmarks.md, "
-              "\"Network lab\")."]
+              "counted on the wire by the delay line; first frame: from "
+              "the sender's start, and from its join where the run has it "
+              "(docs/benchmarks.md, \"Network lab\")."]
     lines += [f"Left out: {n}." for n in res.get("notes", [])]
     lines += ["", "| scenario | sender | window | first frame | received "
               "kbit/s | fps | freezes (time) | queue p50 / p95 ms | "
@@ -1043,6 +1044,8 @@ def netlab_lines(results_dir, rel, charts):
             continue
         first = ("no frame" if r["first_frame_s"] is None
                  else f"{r['first_frame_s']:.1f} s")
+        if r.get("first_frame_after_join_s") is not None:
+            first += f" ({r['first_frame_after_join_s']:.1f} s after join)"
         if r.get("sender_failed"):
             first += f" (the sender exited {r['sender_failed']['exit']})"
         lines.append(

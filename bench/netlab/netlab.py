@@ -152,6 +152,21 @@ class Reader(threading.Thread):
                 self.lines.append((time.monotonic(), line.rstrip("\n")))
             self.tail.append(line.rstrip("\n"))
 
+    def wait_for(self, pred, timeout):
+        """The arrival time of the first kept line pred takes, waiting up
+        to timeout seconds for it; None if none came."""
+        deadline = time.monotonic() + timeout
+        seen = 0
+        while True:
+            lines = self.lines[seen:]
+            seen += len(lines)
+            t = next((t for t, l in lines if pred(l)), None)
+            if t is not None or time.monotonic() >= deadline:
+                return t
+            if not self.is_alive() and seen == len(self.lines):
+                return None
+            time.sleep(0.02)
+
 
 def counters(ns, dev):
     out = subprocess.run(ns_exec(ns, ["ip", "-j", "-s", "link", "show",
@@ -265,6 +280,14 @@ def wire_series(samples, media_pt):
 
 
 JITTER_LATENCY = re.compile(r"GstRtpJitterBuffer:([^:]*): latency = (\d+)")
+
+
+def joined(line):
+    """A participant's line saying it is in the room: chromium-peer.mjs's
+    first line, legba-call's, or the room state gst-launch-1.0 -m shows
+    for legbaroom."""
+    return (line.startswith('{"joined"') or line.startswith("joined room ")
+            or "legba-room-state, state=(string)connected" in line)
 
 
 def legba_receiver(lines, t0, series, start, end):
@@ -555,7 +578,7 @@ class Scenario:
                                    duration + 10, env)
         else:
             _, rcv = self.start(ns_exec(lab["rcv"], [
-                "gst-launch-1.0", "-v", "legbaroom", "name=r",
+                "gst-launch-1.0", "-v", "-m", "legbaroom", "name=r",
                 f"server-url=ws://10.201.2.1:{PORT}", "app-key=lab",
                 "app-secret=lab-secret", "room=lab", "identity=rcv",
                 f"latency={self.args.receiver_latency}"] + (
@@ -565,7 +588,12 @@ class Scenario:
                 "!", "video/x-h264", "!", "avdec_h264", "!", "fakesink",
                 "name=frames", "silent=false", "sync=false"]),
                 lambda l: ("(frames:sink) (" in l and "chain" in l) or
-                JITTER_LATENCY.search(l) is not None, env)
+                JITTER_LATENCY.search(l) is not None or joined(l), env)
+        # the receiver is in the room before the sender starts: a first
+        # frame's time is the sender's, not the receiver's start
+        if rcv.wait_for(joined, 60) is None:
+            raise RuntimeError("the receiver did not join within 60 s: "
+                               + " | ".join(rcv.tail))
         t0 = time.monotonic()
         if self.sender == "chromium":
             sender, snd = self.chromium(lab["snd"], "snd",
@@ -582,7 +610,7 @@ class Scenario:
                     if self.sender == "legba-nocc" else []) + (
                     ["--video-fec", self.sender[len("legba-fec"):]]
                     if self.sender.startswith("legba-fec") else [])),
-                lambda l: l.startswith("stats:"), env)
+                lambda l: l.startswith("stats:") or joined(l), env)
         tcp = None
         if self.spec.get("tcp"):
             procs, tcp = tcp_flow(lab)
@@ -660,6 +688,14 @@ class Scenario:
             v = [s[key] for s in win if s.get(key) is not None]
             return statistics.median(v) if v else None
 
+        # the sender's own start to its join, and its join to the
+        # receiver's first frame ("a picture within 3 s of connecting")
+        joined_s = next((t - t0 for t, l in snd_lines if joined(l)), None)
+        first = recv["first_frame_s"]
+        recv["sender_joined_s"] = joined_s
+        recv["first_frame_after_join_s"] = (
+            first - joined_s if first is not None and joined_s is not None
+            else None)
         return {
             "scenario": self.name, "lab": self.spec["lab"],
             "steps": self.spec.get("steps"),
