@@ -9,6 +9,8 @@
  * sender (transport-wide feedback, NACKs for lost packets, PLIs).
  */
 #include "room-test.h"
+
+#include <gst/video/video.h>
 #include "legba-test.h"
 
 #include <glib/gstdio.h>
@@ -1203,9 +1205,8 @@ hold_and_say (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 }
 
 /* A peer whose sending is stuck (its payloader blocked: so is every peer
- * whose DTLS handshake is not done, webrtcbin holding its data until
- * then, and for good one whose connection never comes up) holds up no
- * one else when someone joins. The newcomer's branch, linked to alice's
+ * whose link stalls, and for good one whose connection goes down) holds
+ * up no one else when someone joins. The newcomer's branch, linked to alice's
  * tee, makes her encoder negotiate again and ask every branch for its
  * allocation: bob's stuck queue must not keep that question, or alice's
  * encoder stops for everyone. Carol decodes alice meanwhile, and bob
@@ -1244,6 +1245,118 @@ test_join_while_stuck (Fixture * f, gconstpointer data)
   assert_no_room_errors (bob);
   assert_no_room_errors (carol);
   participant_free (carol);
+  participant_free (bob);
+  participant_free (alice);
+}
+
+/* ---- A connection starts at a key frame, unasked ---- */
+
+typedef struct
+{
+  gint seen;                    /* (atomic) a frame reached the payloader */
+  gint first_delta;             /* (atomic) and it was a delta frame */
+} FirstFrame;
+
+static GstPadProbeReturn
+first_to_payloader (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  FirstFrame *first = data;
+  GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER (info);
+
+  g_atomic_int_set (&first->first_delta,
+      GST_BUFFER_FLAG_IS_SET (buffer, GST_BUFFER_FLAG_DELTA_UNIT));
+  g_atomic_int_set (&first->seen, TRUE);
+  return GST_PAD_PROBE_REMOVE;
+}
+
+static void
+watch_first_to_payloader (GstBin * bin, GstBin * sub_bin,
+    GstElement * element, gpointer data)
+{
+  GstElementFactory *factory = gst_element_get_factory (element);
+  GstPad *sink;
+
+  if (factory == NULL ||
+      g_strcmp0 (GST_OBJECT_NAME (factory), "rtph264pay") != 0)
+    return;
+  sink = gst_element_get_static_pad (element, "sink");
+  gst_pad_add_probe (sink, GST_PAD_PROBE_TYPE_BUFFER, first_to_payloader,
+      data, NULL);
+  gst_object_unref (sink);
+}
+
+static GstPadProbeReturn
+refuse_key_unit (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  return gst_video_event_is_force_key_unit (GST_PAD_PROBE_INFO_EVENT (info)) ?
+      GST_PAD_PROBE_DROP : GST_PAD_PROBE_OK;
+}
+
+/* Key-frame requests from the receiving branch (the room's when the track
+ * is linked, the parser's, the decoder's) end at the depayloader: none
+ * becomes a PLI. */
+static void
+refuse_at_depayloaders (GstBin * bin, GstBin * sub_bin, GstElement * element,
+    gpointer data)
+{
+  GstElementFactory *factory = gst_element_get_factory (element);
+  GstPad *sink;
+
+  if (factory == NULL || !g_str_has_suffix (GST_OBJECT_NAME (factory), "depay"))
+    return;
+  sink = gst_element_get_static_pad (element, "sink");
+  gst_pad_add_probe (sink, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM, refuse_key_unit,
+      NULL, NULL);
+  gst_object_unref (sink);
+}
+
+static GstPadProbeReturn
+count_key_unit (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  if (gst_video_event_is_force_key_unit (GST_PAD_PROBE_INFO_EVENT (info))) {
+    g_atomic_int_inc ((gint *) data);
+    g_main_context_wakeup (NULL);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+/* Once the connection is up the sender asks its encoder for a key frame
+ * of its own accord, and the branch to the participant starts there: a
+ * participant that cannot ask (a browser asks only once it has received
+ * a frame it cannot decode, a round trip later) gets a picture from the
+ * first frame. Bob never asks (his requests end before they become
+ * PLIs); a request still reaches alice's encoder, whose key frames come
+ * only on request, and the first frame of alice's branch to bob is a key
+ * frame, not one queued while the handshake went on. */
+static void
+test_first_frame_unasked (Fixture * f, gconstpointer data)
+{
+  Participant *alice = participant_new_for_server (f, "alice", "h264", FALSE);
+  Participant *bob = participant_new_for_server (f, "bob", NULL, TRUE);
+  g_autoptr (GstElement) encoder = find_by_factory (alice->pipeline, "x264enc");
+  g_autoptr (GstPad) encoder_src = NULL;
+  FirstFrame first = { 0, };
+  gint requests = 0;
+
+  g_assert_nonnull (encoder);
+  encoder_src = gst_element_get_static_pad (encoder, "src");
+  gst_pad_add_probe (encoder_src, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM,
+      count_key_unit, &requests, NULL);
+  g_signal_connect (alice->pipeline, "deep-element-added",
+      G_CALLBACK (watch_first_to_payloader), &first);
+  g_signal_connect (bob->pipeline, "deep-element-added",
+      G_CALLBACK (refuse_at_depayloaders), NULL);
+  participant_connect_and_wait (alice);
+  participant_connect_and_wait (bob);
+  ROOM_WAIT_FOR (g_atomic_int_get (&requests) > 0 &&
+      g_atomic_int_get (&first.seen),
+      "alice to ask her encoder for a key frame and send bob a frame");
+  g_assert_cmpuint (session_count (bob, "sent-pli-count"), ==, 0);
+  g_assert_cmpuint (session_count (bob, "sent-fir-count"), ==, 0);
+  g_assert_false (g_atomic_int_get (&first.first_delta));
+  assert_no_room_errors (alice);
+  assert_no_room_errors (bob);
+  g_signal_handlers_disconnect_by_data (alice->pipeline, &first);
   participant_free (bob);
   participant_free (alice);
 }
@@ -1294,6 +1407,7 @@ main (int argc, char **argv)
   ADD_ROOM ("peer-error", test_peer_error, 0);
   ADD_ROOM ("send-overflow", test_send_overflow, 0);
   ADD_ROOM ("join-while-stuck", test_join_while_stuck, 0);
+  ADD_ROOM ("first-frame-unasked", test_first_frame_unasked, 0);
   g_test_add_func ("/room/server/wss", test_wss);
   ADD_ROOM ("turn-relay-only", test_turn, 0);
   return g_test_run ();

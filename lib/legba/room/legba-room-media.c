@@ -36,8 +36,8 @@ local_caps_known_cb (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-static GstEvent *
-key_unit_event (void)
+GstEvent *
+legba_room_key_unit_event (void)
 {
   return gst_video_event_new_upstream_force_key_unit (GST_CLOCK_TIME_NONE,
       TRUE, 0);
@@ -53,7 +53,7 @@ key_unit_later (gpointer data)
   g_mutex_lock (&track->room->lock);
   g_clear_pointer (&track->key_unit_later, g_source_unref);
   g_mutex_unlock (&track->room->lock);
-  gst_pad_push_event (teesink, key_unit_event ());
+  gst_pad_push_event (teesink, legba_room_key_unit_event ());
   gst_object_unref (teesink);
   return G_SOURCE_REMOVE;
 }
@@ -661,89 +661,6 @@ find_sink_pad (LegbaPeer * peer, guint mline)
   return found;
 }
 
-/* The entry of a peer's send queue, on the encoder's streaming thread
- * (the queue outlives its pad's probe). A frame the queue has no room for
- * is dropped, and so is every frame after it up to the next key frame: a
- * decoder cannot use the frames that refer to a lost one. The encoder is
- * asked for a key frame (rate-limited per track, limit_key_units) when
- * the dropping starts and again once the queue has room, so that the
- * peer's video comes back soon, not at the next periodic key frame. */
-typedef struct
-{
-  GstElement *queue;            /* unowned */
-  LegbaTrackKind kind;
-  gboolean dropping;            /* up to the next key frame */
-  gboolean asked;               /* for a key frame since the queue had room */
-  guint64 dropped;
-} SendGate;
-
-static void
-ask_key_frame (SendGate * gate, GstPad * pad)
-{
-  if (gate->kind == LEGBA_TRACK_KIND_VIDEO)
-    gst_pad_push_event (pad, key_unit_event ());
-}
-
-static GstPadProbeReturn
-send_gate (GstPad * pad, GstPadProbeInfo * info, gpointer data)
-{
-  SendGate *gate = data;
-  GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER (info);
-  gboolean delta = GST_BUFFER_FLAG_IS_SET (buffer, GST_BUFFER_FLAG_DELTA_UNIT);
-  guint64 level = 0;
-
-  g_object_get (gate->queue, "current-level-time", &level, NULL);
-  if (level >= LEGBA_ROOM_SEND_QUEUE_TIME) {
-    if (!gate->dropping) {
-      GST_INFO_OBJECT (gate->queue, "%s send queue full (%" GST_TIME_FORMAT
-          "): dropping up to the next key frame", kind_names[gate->kind],
-          GST_TIME_ARGS (level));
-      ask_key_frame (gate, pad);
-    }
-    gate->dropping = TRUE;
-    gate->asked = FALSE;
-    gate->dropped++;
-    return GST_PAD_PROBE_DROP;
-  }
-  if (gate->dropping && delta) {
-    if (!gate->asked)
-      ask_key_frame (gate, pad);
-    gate->asked = TRUE;
-    gate->dropped++;
-    return GST_PAD_PROBE_DROP;
-  }
-  if (gate->dropping)
-    GST_INFO_OBJECT (gate->queue, "%s resumes after %" G_GUINT64_FORMAT
-        " frames dropped", kind_names[gate->kind], gate->dropped);
-  gate->dropping = FALSE;
-  gate->dropped = 0;
-  return GST_PAD_PROBE_OK;
-}
-
-/* The serialized queries that come down the track's tee, answered at the
- * entry of a peer's branch, at once. The queue behind it would keep such
- * a query until everything queued before it has left, and the data of a
- * peer whose DTLS handshake is not done waits (webrtcbin holds it until
- * then), or never leaves when the connection never comes up. The tee
- * asks its branches in turn, on the encoder's thread: one waiting branch
- * would stop the encoder, and the track for every participant. An
- * encoder asks for an ALLOCATION each time it negotiates again, and it
- * does each time a branch is linked to the tee: whenever a participant
- * joins. An encoded branch needs no buffers of its own (the payloader
- * only reads), so its answer asks for nothing; a DRAIN is answered as
- * done, the peer's queued frames being the peer's. */
-static GstPadProbeReturn
-send_query (GstPad * pad, GstPadProbeInfo * info, gpointer data)
-{
-  switch (GST_QUERY_TYPE (GST_PAD_PROBE_INFO_QUERY (info))) {
-    case GST_QUERY_ALLOCATION:
-    case GST_QUERY_DRAIN:
-      return GST_PAD_PROBE_HANDLED;
-    default:
-      return GST_PAD_PROBE_OK;
-  }
-}
-
 /* webrtcbin 1.22 syncs what it sends to the clock (a clocksync before its
  * RTP session, for sources that are not live: a file would otherwise go
  * out as fast as it is read), and the clocksync waits out the latency
@@ -769,6 +686,20 @@ send_latency (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_OK;
 }
 
+/* The connection is up: the branch's frames may leave, the video from a
+ * key frame asked for now (once per branch). */
+static void
+open_send (LegbaPeer * peer, LegbaTrackKind kind)
+{
+  LegbaPeerMedia *m = &peer->media[kind];
+
+  if (m->gate == NULL || !legba_send_gate_open (m->gate))
+    return;
+  GST_DEBUG ("pc %s: connected, %s may leave", peer->pc, kind_names[kind]);
+  if (kind == LEGBA_TRACK_KIND_VIDEO)
+    gst_pad_send_event (m->tee_pad, legba_room_key_unit_event ());
+}
+
 static gboolean
 link_send (LegbaPeer * peer, LegbaTrackKind kind, GError ** error)
 {
@@ -781,7 +712,6 @@ link_send (LegbaPeer * peer, LegbaTrackKind kind, GError ** error)
   GstElement *queue, *pay, *filter;
   GstPad *queue_sink, *filter_src;
   GstPadLinkReturn link;
-  SendGate *gate;
   int index;
 
   index = find_media (peer->answer, kind_names[kind]);
@@ -805,9 +735,8 @@ link_send (LegbaPeer * peer, LegbaTrackKind kind, GError ** error)
   if (pay == NULL)
     return FALSE;
   queue = gst_element_factory_make ("queue", NULL);
-  /* a peer that cannot keep up (or whose DTLS handshake is not done:
-   * webrtcbin holds the data until then) loses frames, never stalls the
-   * others: send_gate drops whole frames up to the next key frame once
+  /* a peer that cannot keep up loses frames, never stalls the others:
+   * send_gate drops whole frames up to the next key frame once
    * LEGBA_ROOM_SEND_QUEUE_TIME is queued. The queue's own limit, twice
    * that, is never reached; it leaks upstream (GStreamer 1.22's
    * downstream leak re-stores the queued sticky events itself, racing its
@@ -815,15 +744,7 @@ link_send (LegbaPeer * peer, LegbaTrackKind kind, GError ** error)
   g_object_set (queue, "max-size-buffers", 0, "max-size-bytes", 0,
       "max-size-time", 2 * LEGBA_ROOM_SEND_QUEUE_TIME, NULL);
   gst_util_set_object_arg (G_OBJECT (queue), "leaky", "upstream");
-  queue_sink = gst_element_get_static_pad (queue, "sink");
-  gate = g_new0 (SendGate, 1);
-  gate->queue = queue;
-  gate->kind = kind;
-  gst_pad_add_probe (queue_sink, GST_PAD_PROBE_TYPE_BUFFER, send_gate, gate,
-      g_free);
-  gst_pad_add_probe (queue_sink, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM |
-      GST_PAD_PROBE_TYPE_PUSH, send_query, NULL, NULL);
-  gst_object_unref (queue_sink);
+  m->gate = legba_send_gate_attach (queue, kind);
   filter = gst_element_factory_make ("capsfilter", NULL);
   g_object_set (filter, "caps", caps, NULL);
   gst_bin_add_many (peer->bin, queue, pay, filter, NULL);
@@ -862,12 +783,21 @@ link_send (LegbaPeer * peer, LegbaTrackKind kind, GError ** error)
   gst_pad_link (m->tee_pad, m->bin_sink);
   GST_DEBUG ("pc %s: sending %s as %" GST_PTR_FORMAT, peer->pc,
       kind_names[kind], caps);
+  if (peer->connection_state == GST_WEBRTC_PEER_CONNECTION_STATE_CONNECTED)
+    open_send (peer, kind);
   g_mutex_lock (&peer->lock);
   if (kind == LEGBA_TRACK_KIND_AUDIO && peer->sender != NULL && m->ssrc != 0)
     legba_peer_sender_set_audio_ssrc (LEGBA_PEER_SENDER (peer->sender),
         m->ssrc);
   g_mutex_unlock (&peer->lock);
   return TRUE;
+}
+
+void
+legba_peer_media_open (LegbaPeer * peer)
+{
+  for (LegbaTrackKind kind = 0; kind < 2; kind++)
+    open_send (peer, kind);
 }
 
 gboolean
@@ -888,6 +818,7 @@ unlink_send (LegbaPeer * peer, LegbaTrackKind kind)
   LegbaPeerMedia *m = &peer->media[kind];
   LegbaLocalTrack *track = peer->room->tracks[kind];
 
+  m->gate = NULL;
   if (m->tee_pad != NULL) {
     gst_pad_unlink (m->tee_pad, m->bin_sink);
     gst_element_release_request_pad (track->tee, m->tee_pad);
@@ -989,7 +920,7 @@ on_track_linked (GstPad * pad, GstPad * peer_pad, gpointer data)
 {
   GstPad *tee_src = data;
 
-  gst_pad_send_event (tee_src, key_unit_event ());
+  gst_pad_send_event (tee_src, legba_room_key_unit_event ());
 }
 
 static void
@@ -1148,7 +1079,7 @@ key_gate (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   }
   if (gate->dropped++ == 0 ||
       !GST_BUFFER_FLAG_IS_SET (buffer, GST_BUFFER_FLAG_DELTA_UNIT))
-    gst_pad_send_event (pad, key_unit_event ());
+    gst_pad_send_event (pad, legba_room_key_unit_event ());
   return GST_PAD_PROBE_DROP;
 }
 

@@ -338,6 +338,8 @@ connection_state_changed (LegbaPeer * peer, gpointer data)
   GST_DEBUG ("pc %s: connection state %d", peer->pc, state);
   peer->connection_state = state;
   progress (peer);
+  if (state == GST_WEBRTC_PEER_CONNECTION_STATE_CONNECTED)
+    legba_peer_media_open (peer);
   if (state == GST_WEBRTC_PEER_CONNECTION_STATE_FAILED)
     peer->events->failed (peer, failure_reason (peer));
   else

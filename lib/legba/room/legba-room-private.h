@@ -232,6 +232,17 @@ typedef struct
 /* The room's */
 extern const LegbaPeerEvents legba_room_peer_events;
 
+/* legba-room-send-gate.c: the entry of a peer's send queue, closed until
+ * the connection is up, then from the first key frame; frames dropped up
+ * to a key frame once the queue is full */
+typedef struct _LegbaSendGate LegbaSendGate;
+LegbaSendGate *legba_send_gate_attach (GstElement * queue,
+    LegbaTrackKind kind);
+/* TRUE when it was closed until now */
+gboolean legba_send_gate_open (LegbaSendGate * gate);
+/* an upstream force-key-unit request, as the room sends them */
+GstEvent *legba_room_key_unit_event (void);
+
 typedef struct
 {
   /* sending: a branch from the local track's tee into webrtcbin */
@@ -240,6 +251,7 @@ typedef struct
   GstElement *elements[4];      /* queue, payloader, capsfilter, NULL */
   GstPad *webrtc_sink;          /* request pad of webrtcbin */
   guint32 ssrc;                 /* announced in the codec preferences */
+  LegbaSendGate *gate;          /* the queue's entry (its probe owns it) */
 
   /* receiving: the depayloaded stream of the participant */
   GstPad *track_pad;            /* ghost src pad of the peer's bin (lock) */
@@ -389,6 +401,9 @@ void legba_room_media_complete_answer (const GstSDPMessage * offer,
     GstSDPMessage * answer);
 gboolean legba_peer_media_link_send (LegbaPeer * peer, GError ** error);
 void legba_peer_media_unlink (LegbaPeer * peer);
+/* The connection is up (DTLS done): the send branches open, the video at
+ * a key frame asked for now. */
+void legba_peer_media_open (LegbaPeer * peer);
 /* The track of kind the peer receives is no longer the participant's: it
  * is reported removed, its data discarded; the connection goes on. */
 void legba_peer_media_withdraw (LegbaPeer * peer, LegbaTrackKind kind);
