@@ -129,10 +129,12 @@ static const LegbaEncoderFamily families[] = {
         .speed = {"", "", ""},
       },
   {
-        /* x264's buffer model at 100 ms (its default 600): no frame, a key
-         * frame at a scene cut included, is more than about three frames'
-         * worth, as libwebrtc caps its key frames; larger ones stood in a
-         * 1 Mbit/s bottleneck's queue for 150-180 ms (docs/encoders.md). */
+        /* x264's buffer model at 150 ms (its default 600): no frame, a key
+         * frame at a scene cut included, is more than a few frames' worth,
+         * as libwebrtc caps its key frames; larger ones stood in a 1 Mbit/s
+         * bottleneck's queue for 150-180 ms. At 100 ms x264 made 16-50%
+         * less than its bitrate, and beside a TCP flow the estimate, held
+         * to what was sent, fell with it (docs/encoders.md). */
         .name = "x264",
         .patterns = "x264enc",
         .hardware = FALSE,
@@ -140,7 +142,7 @@ static const LegbaEncoderFamily families[] = {
         .bitrate_mutable = TRUE,
         .keyframe = "key-int-max",
         .realtime = "tune=zerolatency bframes=0 b-adapt=false rc-lookahead=0 "
-        "sync-lookahead=0 vbv-buf-capacity=100",
+        "sync-lookahead=0 vbv-buf-capacity=150",
         .speed = {"speed-preset=ultrafast", "speed-preset=superfast",
             "speed-preset=veryfast"},
       },
