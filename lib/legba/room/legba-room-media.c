@@ -36,13 +36,6 @@ local_caps_known_cb (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-GstEvent *
-legba_room_key_unit_event (void)
-{
-  return gst_video_event_new_upstream_force_key_unit (GST_CLOCK_TIME_NONE,
-      TRUE, 0);
-}
-
 /* Sends the request the rate limit held back, now that it may pass. */
 static gboolean
 key_unit_later (gpointer data)

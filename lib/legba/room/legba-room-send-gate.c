@@ -21,6 +21,8 @@
  */
 #include <legba/room/legba-room-private.h>
 
+#include <gst/video/video.h>
+
 static const char *const kind_names[] = { "video", "audio" };
 
 struct _LegbaSendGate
@@ -32,6 +34,13 @@ struct _LegbaSendGate
   gboolean asked;               /* for a key frame since the queue had room */
   guint64 dropped;
 };
+
+GstEvent *
+legba_room_key_unit_event (void)
+{
+  return gst_video_event_new_upstream_force_key_unit (GST_CLOCK_TIME_NONE,
+      TRUE, 0);
+}
 
 static void
 ask_key_frame (LegbaSendGate * gate, GstPad * pad)
