@@ -9,14 +9,13 @@
  * sender (transport-wide feedback, NACKs for lost packets, PLIs).
  */
 #include "room-test.h"
-
-#include <gst/video/video.h>
 #include "legba-test.h"
 
 #include <glib/gstdio.h>
 #include <signal.h>
 
 #define GST_USE_UNSTABLE_API
+#include <gst/video/video.h>
 #include <gst/webrtc/webrtc.h>
 
 /* frames each participant must decode of each other's tracks */
@@ -1206,11 +1205,11 @@ hold_and_say (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 
 /* A peer whose sending is stuck (its payloader blocked: so is every peer
  * whose link stalls, and for good one whose connection goes down) holds
- * up no one else when someone joins. The newcomer's branch, linked to alice's
- * tee, makes her encoder negotiate again and ask every branch for its
- * allocation: bob's stuck queue must not keep that question, or alice's
- * encoder stops for everyone. Carol decodes alice meanwhile, and bob
- * does again once unblocked. */
+ * up no one else when someone joins. The newcomer's branch, linked to
+ * alice's tee, makes her encoder negotiate again and ask every branch
+ * for its allocation: bob's stuck queue must not keep that question, or
+ * alice's encoder stops for everyone. Carol decodes alice meanwhile, and
+ * bob does again once unblocked. */
 static void
 test_join_while_stuck (Fixture * f, gconstpointer data)
 {
