@@ -58,13 +58,15 @@ function pageStats ()
     'targetBitrate', 'qualityLimitationReason', 'freezeCount',
     'totalFreezesDuration', 'jitterBufferDelay',
     'jitterBufferEmittedCount', 'roundTripTime', 'fractionLost',
-    'fecPacketsReceived', 'fecPacketsDiscarded'];
+    'fecPacketsReceived', 'fecPacketsDiscarded',
+    'roundTripTimeMeasurements', 'totalRoundTripTime'];
   const peer = window.legba.peer();
   return Promise.all([...peer.participants.values()]
     .filter((p) => p.conn)
     .map(async (p) => {
       const out = { participant: p.id, outbound: null, inbound: null,
-        remoteInbound: null, availableOutgoingBitrate: null };
+        remoteInbound: null, remoteOutbound: null,
+        availableOutgoingBitrate: null };
       const report = await p.conn.pc.getStats();
       for (const r of report.values()) {
         /* the congestion controller's estimate of the link (from the
@@ -75,8 +77,11 @@ function pageStats ()
           out.availableOutgoingBitrate = pair.availableOutgoingBitrate;
         if (r.kind !== 'video')
           continue;
+        /* remote-outbound-rtp: the round trip a receiver times from the
+         * sender's answers to its extended reports */
         const side = { 'outbound-rtp': 'outbound', 'inbound-rtp': 'inbound',
-          'remote-inbound-rtp': 'remoteInbound' }[r.type];
+          'remote-inbound-rtp': 'remoteInbound',
+          'remote-outbound-rtp': 'remoteOutbound' }[r.type];
         if (!side)
           continue;
         out[side] = {};

@@ -350,7 +350,9 @@ def stats_lines(lines, t0, side):
     """chromium-peer.mjs's per-second lines: (t, the first peer
     connection's video counters of that side, with its connection's
     availableOutgoingBitrate and, sending, the remote-inbound-rtp's
-    round trip and fraction lost)."""
+    round trip and fraction lost; receiving, the remote-outbound-rtp's
+    round trips, those the receiver timed from the sender's answers to
+    its extended reports)."""
     out = []
     for t, line in lines:
         try:
@@ -366,6 +368,12 @@ def stats_lines(lines, t0, side):
                 remote = pc.get("remoteInbound") or {}
                 if side == "outbound":
                     for k in ("roundTripTime", "fractionLost"):
+                        if k in remote:
+                            c["remote_" + k] = remote[k]
+                remote = pc.get("remoteOutbound") or {}
+                if side == "inbound":
+                    for k in ("roundTripTimeMeasurements",
+                              "totalRoundTripTime"):
                         if k in remote:
                             c["remote_" + k] = remote[k]
                 out.append((t - t0, c))
@@ -387,7 +395,9 @@ def chromium_receiver(lines, t0, series, start, end):
     """The room page receiving: frames decoded a second from getStats,
     freezes as Chromium counts them (its definition), and a stall at the
     window's end that Chromium has not counted yet (it counts a freeze
-    when the next frame comes)."""
+    when the next frame comes): over a second without a new frame up to
+    the window's end, unless the first sample after it shows frames and
+    no new freeze (the samples, a second apart, straddled the end)."""
     pts = stats_lines(lines, t0, "inbound")
     prev = 0
     for s in series:
@@ -404,7 +414,13 @@ def chromium_receiver(lines, t0, series, start, end):
              - at(pts, start, "totalFreezesDuration"))
     last_new = max([start] + [t for (t, n), (_, m) in zip(decoded[1:],
                    decoded) if n > m and t <= end])
-    if end - last_new > 1:
+    after = next((c for t, c in pts if t > end), None)
+    resumed = (after is not None
+               and after.get("framesDecoded", 0)
+               > at(pts, end, "framesDecoded")
+               and after.get("freezeCount", 0)
+               == at(pts, end, "freezeCount"))
+    if end - last_new > 1 and not resumed:
         count += 1
         total += end - last_new
     return {"first_frame_s": first,
@@ -419,6 +435,8 @@ def chromium_receiver(lines, t0, series, start, end):
             "nacks_sent": at(pts, end, "nackCount")
             - at(pts, start, "nackCount"),
             "plis_sent": at(pts, end, "pliCount") - at(pts, start, "pliCount"),
+            "receiver_rtt_measurements":
+            at(pts, end, "remote_roundTripTimeMeasurements"),
             "receiver_stats": [{"t": round(t, 3), **c} for t, c in pts]}
 
 

@@ -85,6 +85,31 @@ class ChromiumReceiver(unittest.TestCase):
         self.assertEqual(res["freeze_count"], 1)
         self.assertAlmostEqual(res["freeze_s"], 6)
 
+    def test_samples_straddling_the_end_are_no_stall(self):
+        # a sample just before 14 s, the next just after the window's end
+        # at 15 s: frames every second, no freeze
+        times = [t + 0.0004 for t in range(1, 14)] + [13.9996, 15.0004]
+        lines = self.lines([(t, '{"framesDecoded": %d}' % (30 * i))
+                            for i, t in enumerate(times, 1)])
+        series = [{"t": float(t)} for t in range(1, 16)]
+        res = netlab.chromium_receiver(lines, 0, series, 5, 15)
+        self.assertEqual(res["freeze_count"], 0)
+        self.assertEqual(res["freeze_s"], 0)
+
+    def test_stall_counted_after_the_end_is_added(self):
+        # frames stop at 12 s and come back after the window's end, where
+        # Chromium counts the freeze
+        lines = self.lines([
+            (t, '{"framesDecoded": %d, "freezeCount": %d, '
+             '"totalFreezesDuration": %d}'
+             % (30 * min(t, 12) + (30 if t >= 16 else 0),
+                1 if t >= 16 else 0, 4 if t >= 16 else 0))
+            for t in range(1, 18)])
+        series = [{"t": float(t)} for t in range(1, 16)]
+        res = netlab.chromium_receiver(lines, 0, series, 5, 15)
+        self.assertEqual(res["freeze_count"], 1)
+        self.assertAlmostEqual(res["freeze_s"], 3)
+
 
 class Wire(unittest.TestCase):
     def sample(self, t, rtp, lost=0):
