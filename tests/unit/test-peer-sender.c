@@ -337,6 +337,34 @@ test_requests_bounded (void)
   gst_harness_teardown (h);
 }
 
+/* A request for a packet already sent again, a round trip later (100 ms
+ * before any report gives one), goes upstream twice: rtprtxsend sends a
+ * copy per request. */
+static void
+test_repeat_goes_twice (void)
+{
+  GstHarness *h = sender_harness (300000, 2000000);
+  GstStructure *stats;
+  guint64 twice = 0;
+
+  for (guint16 i = 0; i < 3; i++)
+    gst_harness_push (h, rtp_packet (VIDEO_SSRC, i, 1200));
+  for (guint16 i = 0; i < 3; i++)
+    gst_buffer_unref (gst_harness_pull (h));
+  count_upstream_requests (h);
+
+  gst_harness_push_upstream_event (h, rtx_request (1, VIDEO_SSRC));
+  g_assert_cmpuint (count_upstream_requests (h), ==, 1);
+  g_usleep (110 * G_TIME_SPAN_MILLISECOND);
+  gst_harness_push_upstream_event (h, rtx_request (1, VIDEO_SSRC));
+  g_assert_cmpuint (count_upstream_requests (h), ==, 2);
+  stats = legba_peer_sender_get_stats (LEGBA_PEER_SENDER (h->element));
+  g_assert_true (gst_structure_get_uint64 (stats, "rtx-sent-twice", &twice));
+  g_assert_cmpuint (twice, ==, 1);
+  gst_structure_free (stats);
+  gst_harness_teardown (h);
+}
+
 /* Other upstream events, transport-wide feedback among them, pass on. */
 static void
 test_feedback_passes (void)
@@ -536,6 +564,7 @@ main (int argc, char **argv)
       test_unsteered_video_unpaced);
   g_test_add_func ("/peer-sender/audio-first", test_audio_first);
   g_test_add_func ("/peer-sender/requests-bounded", test_requests_bounded);
+  g_test_add_func ("/peer-sender/repeat-goes-twice", test_repeat_goes_twice);
   g_test_add_func ("/peer-sender/feedback-passes", test_feedback_passes);
   g_test_add_func ("/peer-sender/video-target-before-feedback",
       test_video_target_before_feedback);

@@ -19,13 +19,13 @@ test_once_per_round_trip (void)
   legba_rtx_policy_set_rtt (p, 80 * MS);
   legba_rtx_policy_set_target (p, 2000000);
   legba_rtx_policy_packet_sent (p, 7, 1200, t);
-  g_assert_cmpint (legba_rtx_policy_request (p, 7, t + 40 * MS), ==,
+  g_assert_cmpint (legba_rtx_policy_request (p, 7, t + 40 * MS, NULL), ==,
       LEGBA_RTX_SEND);
-  g_assert_cmpint (legba_rtx_policy_request (p, 7, t + 41 * MS), ==,
+  g_assert_cmpint (legba_rtx_policy_request (p, 7, t + 41 * MS, NULL), ==,
       LEGBA_RTX_RECENT);
-  g_assert_cmpint (legba_rtx_policy_request (p, 7, t + 110 * MS), ==,
+  g_assert_cmpint (legba_rtx_policy_request (p, 7, t + 110 * MS, NULL), ==,
       LEGBA_RTX_RECENT);
-  g_assert_cmpint (legba_rtx_policy_request (p, 7, t + 125 * MS), ==,
+  g_assert_cmpint (legba_rtx_policy_request (p, 7, t + 125 * MS, NULL), ==,
       LEGBA_RTX_SEND);
 }
 
@@ -41,21 +41,22 @@ test_unknown_and_old (void)
   legba_rtx_policy_set_rtt (p, 50 * MS);
   legba_rtx_policy_set_max_age (p, 200 * MS);
   legba_rtx_policy_set_target (p, 2000000);
-  g_assert_cmpint (legba_rtx_policy_request (p, 1, t), ==, LEGBA_RTX_UNKNOWN);
+  g_assert_cmpint (legba_rtx_policy_request (p, 1, t, NULL), ==,
+      LEGBA_RTX_UNKNOWN);
   legba_rtx_policy_packet_sent (p, 1, 1000, t);
   legba_rtx_policy_packet_sent (p, 1 + LEGBA_RTX_HISTORY, 1000, t);
-  g_assert_cmpint (legba_rtx_policy_request (p, 1, t + MS), ==,
+  g_assert_cmpint (legba_rtx_policy_request (p, 1, t + MS, NULL), ==,
       LEGBA_RTX_UNKNOWN);
   legba_rtx_policy_packet_sent (p, 2, 1000, t);
   /* max age plus a round trip */
-  g_assert_cmpint (legba_rtx_policy_request (p, 2, t + 251 * MS), ==,
+  g_assert_cmpint (legba_rtx_policy_request (p, 2, t + 251 * MS, NULL), ==,
       LEGBA_RTX_TOO_OLD);
   legba_rtx_policy_packet_sent (p, 3, 1000, t);
-  g_assert_cmpint (legba_rtx_policy_request (p, 3, t + 249 * MS), ==,
+  g_assert_cmpint (legba_rtx_policy_request (p, 3, t + 249 * MS, NULL), ==,
       LEGBA_RTX_SEND);
   /* a time before the packet left: not trusted */
   legba_rtx_policy_packet_sent (p, 4, 1000, t);
-  g_assert_cmpint (legba_rtx_policy_request (p, 4, t - MS), ==,
+  g_assert_cmpint (legba_rtx_policy_request (p, 4, t - MS, NULL), ==,
       LEGBA_RTX_UNKNOWN);
   legba_rtx_policy_get_counts (p, &counts);
   g_assert_cmpuint (counts.requests, ==, 5);
@@ -79,12 +80,12 @@ test_late_request_repeated (void)
   legba_rtx_policy_set_rtt (p, 100 * MS);
   legba_rtx_policy_set_target (p, 1000000);
   legba_rtx_policy_packet_sent (p, 9, 1200, t);
-  g_assert_cmpint (legba_rtx_policy_request (p, 9, t + 250 * MS), ==,
+  g_assert_cmpint (legba_rtx_policy_request (p, 9, t + 250 * MS, NULL), ==,
       LEGBA_RTX_SEND);
-  g_assert_cmpint (legba_rtx_policy_request (p, 9, t + 360 * MS), ==,
+  g_assert_cmpint (legba_rtx_policy_request (p, 9, t + 360 * MS, NULL), ==,
       LEGBA_RTX_SEND);
   legba_rtx_policy_packet_sent (p, 10, 1200, t);
-  g_assert_cmpint (legba_rtx_policy_request (p, 10, t + 1101 * MS), ==,
+  g_assert_cmpint (legba_rtx_policy_request (p, 10, t + 1101 * MS, NULL), ==,
       LEGBA_RTX_TOO_OLD);
 }
 
@@ -109,9 +110,11 @@ test_budget_bounds_a_storm (void)
     legba_rtx_policy_packet_sent (p, seq, size, t);
     for (guint back = 0; back < 5; back++) {
       guint16 asked = seq - back * 2;
+      guint copies;
 
-      if (legba_rtx_policy_request (p, asked, t + MS) == LEGBA_RTX_SEND)
-        answered_bytes += size;
+      if (legba_rtx_policy_request (p, asked, t + MS, &copies) ==
+          LEGBA_RTX_SEND)
+        answered_bytes += copies * size;
     }
     seq++;
   }
@@ -135,9 +138,50 @@ test_budget_follows_target (void)
   for (guint16 seq = 0; seq < 100; seq++)
     legba_rtx_policy_packet_sent (p, seq, 1000, t);
   for (guint16 seq = 0; seq < 100; seq++)
-    answered += legba_rtx_policy_request (p, seq, t + MS) == LEGBA_RTX_SEND;
+    answered +=
+        legba_rtx_policy_request (p, seq, t + MS, NULL) == LEGBA_RTX_SEND;
   /* 0.5 x 100 kbit/s x 500 ms = 3125 bytes: three packets */
   g_assert_cmpuint (answered, ==, 3);
+}
+
+/* A request for a packet already sent again, a round trip later, is
+ * answered with two copies; one copy when the budget holds only one. */
+static void
+test_repeat_sent_twice (void)
+{
+  g_autoptr (LegbaRtxPolicy) p = legba_rtx_policy_new ();
+  g_autoptr (LegbaRtxPolicy) tight = legba_rtx_policy_new ();
+  LegbaRtxCounts counts;
+  guint copies = 9;
+  gint64 t = 1000 * MS;
+
+  legba_rtx_policy_set_rtt (p, 20 * MS);
+  legba_rtx_policy_set_target (p, 2000000);
+  legba_rtx_policy_packet_sent (p, 5, 1200, t);
+  g_assert_cmpint (legba_rtx_policy_request (p, 5, t + 5 * MS, &copies), ==,
+      LEGBA_RTX_SEND);
+  g_assert_cmpuint (copies, ==, 1);
+  g_assert_cmpint (legba_rtx_policy_request (p, 5, t + 10 * MS, &copies), ==,
+      LEGBA_RTX_RECENT);
+  g_assert_cmpuint (copies, ==, 0);
+  g_assert_cmpint (legba_rtx_policy_request (p, 5, t + 110 * MS, &copies), ==,
+      LEGBA_RTX_SEND);
+  g_assert_cmpuint (copies, ==, 2);
+  g_assert_cmpint (legba_rtx_policy_request (p, 5, t + 220 * MS, &copies), ==,
+      LEGBA_RTX_SEND);
+  g_assert_cmpuint (copies, ==, 2);
+  legba_rtx_policy_get_counts (p, &counts);
+  g_assert_cmpuint (counts.sent, ==, 3);
+  g_assert_cmpuint (counts.sent_twice, ==, 2);
+
+  /* 0.25 x 40 kbit/s x 500 ms = 625 bytes: one 600-byte copy at a time */
+  legba_rtx_policy_set_target (tight, 40000);
+  legba_rtx_policy_packet_sent (tight, 5, 600, t);
+  g_assert_cmpint (legba_rtx_policy_request (tight, 5, t + 5 * MS, &copies),
+      ==, LEGBA_RTX_SEND);
+  g_assert_cmpint (legba_rtx_policy_request (tight, 5, t + 1000 * MS,
+          &copies), ==, LEGBA_RTX_SEND);
+  g_assert_cmpuint (copies, ==, 1);
 }
 
 int
@@ -148,6 +192,7 @@ main (int argc, char **argv)
   g_test_add_func ("/rtx-policy/unknown-and-old", test_unknown_and_old);
   g_test_add_func ("/rtx-policy/late-request-repeated",
       test_late_request_repeated);
+  g_test_add_func ("/rtx-policy/repeat-sent-twice", test_repeat_sent_twice);
   g_test_add_func ("/rtx-policy/budget-bounds-a-storm",
       test_budget_bounds_a_storm);
   g_test_add_func ("/rtx-policy/budget-follows-target",

@@ -322,26 +322,27 @@ verdict_name (LegbaRtxVerdict verdict)
   return "refused";
 }
 
-/* Whether rtprtxsend is asked to send the packet again. */
-static gboolean
+/* How many times rtprtxsend is asked to send the packet again: 0, 1, or
+ * 2 for a packet asked for again after its copy left. */
+static guint
 answer_request (LegbaPeerSender * self, const GstStructure * s)
 {
-  guint seqnum = 0, ssrc = 0;
+  guint seqnum = 0, ssrc = 0, copies = 0;
   LegbaRtxPolicy *policy;
   LegbaRtxVerdict verdict = LEGBA_RTX_UNKNOWN;
 
   if (!gst_structure_get_uint (s, "seqnum", &seqnum) ||
       !gst_structure_get_uint (s, "ssrc", &ssrc))
-    return FALSE;
+    return 0;
   g_mutex_lock (&self->lock);
   policy = g_hash_table_lookup (self->policies, GUINT_TO_POINTER (ssrc));
   if (policy != NULL)
     verdict = legba_rtx_policy_request (policy, seqnum & 0xffff,
-        g_get_monotonic_time ());
+        g_get_monotonic_time (), &copies);
   g_mutex_unlock (&self->lock);
-  GST_LOG_OBJECT (self, "retransmission of %u (SSRC %08x): %s", seqnum, ssrc,
-      verdict_name (verdict));
-  return verdict == LEGBA_RTX_SEND;
+  GST_LOG_OBJECT (self, "retransmission of %u (SSRC %08x): %s%s", seqnum,
+      ssrc, verdict_name (verdict), copies > 1 ? ", twice" : "");
+  return verdict == LEGBA_RTX_SEND ? copies : 0;
 }
 
 gboolean
@@ -351,10 +352,16 @@ legba_peer_sender_src_event (GstPad * pad, GstObject * parent, GstEvent * event)
   const GstStructure *s = gst_event_get_structure (event);
 
   if (GST_EVENT_TYPE (event) == GST_EVENT_CUSTOM_UPSTREAM && s != NULL) {
-    if (gst_structure_has_name (s, "GstRTPRetransmissionRequest") &&
-        !answer_request (self, s)) {
-      gst_event_unref (event);
-      return TRUE;
+    if (gst_structure_has_name (s, "GstRTPRetransmissionRequest")) {
+      guint copies = answer_request (self, s);
+
+      if (copies == 0) {
+        gst_event_unref (event);
+        return TRUE;
+      }
+      /* rtprtxsend sends one copy per request */
+      if (copies > 1)
+        gst_pad_push_event (self->sinkpad, gst_event_ref (event));
     }
     if (gst_structure_has_name (s, "RTPTWCCPackets"))
       on_twcc (self, s);
@@ -762,6 +769,7 @@ add_counts (gpointer ssrc, gpointer policy, gpointer total)
   legba_rtx_policy_get_counts (policy, &counts);
   sum->requests += counts.requests;
   sum->sent += counts.sent;
+  sum->sent_twice += counts.sent_twice;
   sum->unknown += counts.unknown;
   sum->too_old += counts.too_old;
   sum->recent += counts.recent;
@@ -809,6 +817,7 @@ legba_peer_sender_get_stats (LegbaPeerSender * self)
       "video-steered", G_TYPE_BOOLEAN, !self->video_unsteered,
       "rtx-requests", G_TYPE_UINT64, rtx.requests,
       "rtx-sent", G_TYPE_UINT64, rtx.sent,
+      "rtx-sent-twice", G_TYPE_UINT64, rtx.sent_twice,
       "rtx-refused-recent", G_TYPE_UINT64, rtx.recent,
       "rtx-refused-too-old", G_TYPE_UINT64, rtx.too_old + rtx.unknown,
       "rtx-refused-budget", G_TYPE_UINT64, rtx.over_budget,

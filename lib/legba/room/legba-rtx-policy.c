@@ -94,7 +94,7 @@ legba_rtx_policy_packet_sent (LegbaRtxPolicy * policy, guint16 seqnum,
 }
 
 static LegbaRtxVerdict
-judge (LegbaRtxPolicy * policy, guint16 seqnum, gint64 now_us)
+judge (LegbaRtxPolicy * policy, guint16 seqnum, gint64 now_us, guint * copies)
 {
   Entry *entry = &policy->entries[seqnum % LEGBA_RTX_HISTORY];
   gint64 rtt = MAX (policy->rtt_us, MIN_RTT_US);
@@ -108,21 +108,38 @@ judge (LegbaRtxPolicy * policy, guint16 seqnum, gint64 now_us)
   refill (policy, now_us);
   if (policy->budget < entry->size)
     return LEGBA_RTX_OVER_BUDGET;
-  policy->budget -= entry->size;
+  *copies = entry->resent_us != 0 && policy->budget >= 2.0 * entry->size ?
+      2 : 1;
+  policy->budget -= *copies * (gdouble) entry->size;
   entry->resent_us = MAX (now_us, 1);
   return LEGBA_RTX_SEND;
 }
 
+/**
+ * legba_rtx_policy_request:
+ * @policy: the policy
+ * @seqnum: the packet asked for
+ * @now_us: the time
+ * @copies: (out) (optional): with LEGBA_RTX_SEND, how many copies to send
+ *   (1, or 2 when the packet was sent again before), else 0
+ *
+ * Returns: whether the request is answered, or why not
+ */
 LegbaRtxVerdict
 legba_rtx_policy_request (LegbaRtxPolicy * policy, guint16 seqnum,
-    gint64 now_us)
+    gint64 now_us, guint * copies)
 {
-  LegbaRtxVerdict verdict = judge (policy, seqnum, now_us);
+  guint n = 0;
+  LegbaRtxVerdict verdict = judge (policy, seqnum, now_us, &n);
 
+  if (copies != NULL)
+    *copies = n;
   policy->counts.requests++;
   switch (verdict) {
     case LEGBA_RTX_SEND:
       policy->counts.sent++;
+      if (n == 2)
+        policy->counts.sent_twice++;
       break;
     case LEGBA_RTX_UNKNOWN:
       policy->counts.unknown++;

@@ -19,6 +19,14 @@
  *   estimated rate with the media, at most `share` of the target over any
  *   second, so that on a full link they never crowd out what they repair.
  *
+ * A packet asked for again after its copy left was lost again (or the
+ * request was): that answer is two copies, when the budget has room for
+ * both, so that one more loss does not cost another round of asking. A
+ * receiver that does not know the round trip asks every 100 ms
+ * (libwebrtc's receivers, without media of their own towards a sender
+ * that does not answer their extended reports), and a frame that waits
+ * for two such rounds is a freeze.
+ *
  * Every refusal is counted by its reason. Time is the caller's monotonic
  * clock in microseconds; nothing here reads a clock or locks.
  */
@@ -43,6 +51,7 @@ typedef struct
 {
   guint64 requests;
   guint64 sent;
+  guint64 sent_twice;           /* of sent: answered with two copies */
   guint64 unknown;
   guint64 too_old;
   guint64 recent;
@@ -57,7 +66,7 @@ void legba_rtx_policy_free (LegbaRtxPolicy * policy);
 void legba_rtx_policy_packet_sent (LegbaRtxPolicy * policy, guint16 seqnum,
     guint size, gint64 now_us);
 LegbaRtxVerdict legba_rtx_policy_request (LegbaRtxPolicy * policy,
-    guint16 seqnum, gint64 now_us);
+    guint16 seqnum, gint64 now_us, guint * copies);
 
 void legba_rtx_policy_set_rtt (LegbaRtxPolicy * policy, gint64 rtt_us);
 void legba_rtx_policy_set_target (LegbaRtxPolicy * policy, guint bitrate);
