@@ -25,13 +25,25 @@
 
 static const char *const kind_names[] = { "video", "audio" };
 
+/* Where the frames stand, once the connection is up (the streaming
+ * thread's own). */
+typedef enum
+{
+  GATE_PASSING,
+  /* dropping up to the next key frame, asked for since the queue had
+   * room */
+  GATE_TO_KEY_FRAME,
+  /* dropping up to the next key frame, to be asked for: the queue was
+   * full when it was last asked for */
+  GATE_TO_KEY_FRAME_UNASKED,
+} GateState;
+
 struct _LegbaSendGate
 {
   GstElement *queue;            /* unowned */
   LegbaTrackKind kind;
   gint open;                    /* (atomic) the connection is up */
-  gboolean dropping;            /* up to the next key frame */
-  gboolean asked;               /* for a key frame since the queue had room */
+  GateState state;
   guint64 dropped;
 };
 
@@ -63,28 +75,27 @@ send_gate (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   }
   g_object_get (gate->queue, "current-level-time", &level, NULL);
   if (level >= LEGBA_ROOM_SEND_QUEUE_TIME) {
-    if (!gate->dropping) {
+    if (gate->state == GATE_PASSING) {
       GST_INFO_OBJECT (gate->queue, "%s send queue full (%" GST_TIME_FORMAT
           "): dropping up to the next key frame", kind_names[gate->kind],
           GST_TIME_ARGS (level));
       ask_key_frame (gate, pad);
     }
-    gate->dropping = TRUE;
-    gate->asked = FALSE;
+    gate->state = GATE_TO_KEY_FRAME_UNASKED;
     gate->dropped++;
     return GST_PAD_PROBE_DROP;
   }
-  if (gate->dropping && delta) {
-    if (!gate->asked)
+  if (gate->state != GATE_PASSING && delta) {
+    if (gate->state == GATE_TO_KEY_FRAME_UNASKED)
       ask_key_frame (gate, pad);
-    gate->asked = TRUE;
+    gate->state = GATE_TO_KEY_FRAME;
     gate->dropped++;
     return GST_PAD_PROBE_DROP;
   }
-  if (gate->dropping)
+  if (gate->state != GATE_PASSING)
     GST_INFO_OBJECT (gate->queue, "%s resumes after %" G_GUINT64_FORMAT
         " frames dropped", kind_names[gate->kind], gate->dropped);
-  gate->dropping = FALSE;
+  gate->state = GATE_PASSING;
   gate->dropped = 0;
   return GST_PAD_PROBE_OK;
 }
@@ -123,8 +134,7 @@ legba_send_gate_attach (GstElement * queue, LegbaTrackKind kind)
   gate->kind = kind;
   /* closed until the connection is up; then from the first key frame,
    * the one the room asks for when it opens the gate */
-  gate->dropping = TRUE;
-  gate->asked = TRUE;
+  gate->state = GATE_TO_KEY_FRAME;
   gst_pad_add_probe (sink, GST_PAD_PROBE_TYPE_BUFFER, send_gate, gate, g_free);
   gst_pad_add_probe (sink, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM |
       GST_PAD_PROBE_TYPE_PUSH, send_query, NULL, NULL);
