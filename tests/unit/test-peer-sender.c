@@ -337,9 +337,9 @@ test_requests_bounded (void)
   gst_harness_teardown (h);
 }
 
-/* A request for a packet already sent again, a round trip later (100 ms
- * before any report gives one), goes upstream twice: rtprtxsend sends a
- * copy per request. */
+/* A request for a packet already sent again, two round trips later (the
+ * round trip is 100 ms before any report gives one), goes upstream twice:
+ * rtprtxsend sends a copy per request. */
 static void
 test_repeat_goes_twice (void)
 {
@@ -355,7 +355,7 @@ test_repeat_goes_twice (void)
 
   gst_harness_push_upstream_event (h, rtx_request (1, VIDEO_SSRC));
   g_assert_cmpuint (count_upstream_requests (h), ==, 1);
-  g_usleep (110 * G_TIME_SPAN_MILLISECOND);
+  g_usleep (210 * G_TIME_SPAN_MILLISECOND);
   gst_harness_push_upstream_event (h, rtx_request (1, VIDEO_SSRC));
   g_assert_cmpuint (count_upstream_requests (h), ==, 2);
   stats = legba_peer_sender_get_stats (LEGBA_PEER_SENDER (h->element));

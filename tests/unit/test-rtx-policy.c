@@ -144,8 +144,9 @@ test_budget_follows_target (void)
   g_assert_cmpuint (answered, ==, 3);
 }
 
-/* A request for a packet already sent again, a round trip later, is
- * answered with two copies; one copy when the budget holds only one. */
+/* A request for a packet already sent again, two round trips later, is
+ * answered with two copies; one copy sooner, or when the budget holds
+ * only one. */
 static void
 test_repeat_sent_twice (void)
 {
@@ -164,14 +165,18 @@ test_repeat_sent_twice (void)
   g_assert_cmpint (legba_rtx_policy_request (p, 5, t + 10 * MS, &copies), ==,
       LEGBA_RTX_RECENT);
   g_assert_cmpuint (copies, ==, 0);
-  g_assert_cmpint (legba_rtx_policy_request (p, 5, t + 110 * MS, &copies), ==,
+  /* a round trip and a half after the copy: one more */
+  g_assert_cmpint (legba_rtx_policy_request (p, 5, t + 35 * MS, &copies), ==,
+      LEGBA_RTX_SEND);
+  g_assert_cmpuint (copies, ==, 1);
+  g_assert_cmpint (legba_rtx_policy_request (p, 5, t + 75 * MS, &copies), ==,
       LEGBA_RTX_SEND);
   g_assert_cmpuint (copies, ==, 2);
-  g_assert_cmpint (legba_rtx_policy_request (p, 5, t + 220 * MS, &copies), ==,
+  g_assert_cmpint (legba_rtx_policy_request (p, 5, t + 175 * MS, &copies), ==,
       LEGBA_RTX_SEND);
   g_assert_cmpuint (copies, ==, 2);
   legba_rtx_policy_get_counts (p, &counts);
-  g_assert_cmpuint (counts.sent, ==, 3);
+  g_assert_cmpuint (counts.sent, ==, 4);
   g_assert_cmpuint (counts.sent_twice, ==, 2);
 
   /* 0.25 x 40 kbit/s x 500 ms = 625 bytes: one 600-byte copy at a time */

@@ -108,8 +108,11 @@ judge (LegbaRtxPolicy * policy, guint16 seqnum, gint64 now_us, guint * copies)
   refill (policy, now_us);
   if (policy->budget < entry->size)
     return LEGBA_RTX_OVER_BUDGET;
-  *copies = entry->resent_us != 0 && policy->budget >= 2.0 * entry->size ?
-      2 : 1;
+  /* asked for again two round trips after its copy left: not a request
+   * that crossed the copy on its way, or one the bottleneck's queue
+   * delayed, but a copy (or a request) lost */
+  *copies = entry->resent_us != 0 && now_us - entry->resent_us >= 2 * rtt
+      && policy->budget >= 2.0 * entry->size ? 2 : 1;
   policy->budget -= *copies * (gdouble) entry->size;
   entry->resent_us = MAX (now_us, 1);
   return LEGBA_RTX_SEND;

@@ -19,9 +19,11 @@
  *   estimated rate with the media, at most `share` of the target over any
  *   second, so that on a full link they never crowd out what they repair.
  *
- * A packet asked for again after its copy left was lost again (or the
- * request was): that answer is two copies, when the budget has room for
- * both, so that one more loss does not cost another round of asking. A
+ * A packet asked for again two round trips after its copy left was lost
+ * again (or the request was): that answer is two copies, when the budget
+ * has room for both, so that one more loss does not cost another round
+ * of asking. A request sooner than that may have crossed the copy, or
+ * been delayed with it in a queue, and gets one. A
  * receiver that does not know the round trip asks every 100 ms
  * (libwebrtc's receivers, without media of their own towards a sender
  * that does not answer their extended reports), and a frame that waits
