@@ -303,6 +303,18 @@ count_upstream_requests (GstHarness * h)
   return n;
 }
 
+/* Video packets 0 to n - 1 through the sender, and the requests so far
+ * gone upstream cleared. */
+static void
+send_video (GstHarness * h, guint16 n)
+{
+  for (guint16 i = 0; i < n; i++)
+    gst_harness_push (h, rtp_packet (VIDEO_SSRC, i, 1200));
+  for (guint16 i = 0; i < n; i++)
+    gst_buffer_unref (gst_harness_pull (h));
+  count_upstream_requests (h);
+}
+
 /* A request for a packet sent passes once; the same request again at
  * once, one for a packet never sent, and a storm of requests do not. */
 static void
@@ -311,11 +323,7 @@ test_requests_bounded (void)
   GstHarness *h = sender_harness (300000, 2000000);
   guint passed;
 
-  for (guint16 i = 0; i < 10; i++)
-    gst_harness_push (h, rtp_packet (VIDEO_SSRC, i, 1200));
-  for (guint16 i = 0; i < 10; i++)
-    gst_buffer_unref (gst_harness_pull (h));
-  count_upstream_requests (h);
+  send_video (h, 10);
 
   gst_harness_push_upstream_event (h, rtx_request (3, VIDEO_SSRC));
   g_assert_cmpuint (count_upstream_requests (h), ==, 1);
@@ -347,11 +355,7 @@ test_repeat_goes_twice (void)
   GstStructure *stats;
   guint64 twice = 0;
 
-  for (guint16 i = 0; i < 3; i++)
-    gst_harness_push (h, rtp_packet (VIDEO_SSRC, i, 1200));
-  for (guint16 i = 0; i < 3; i++)
-    gst_buffer_unref (gst_harness_pull (h));
-  count_upstream_requests (h);
+  send_video (h, 3);
 
   gst_harness_push_upstream_event (h, rtx_request (1, VIDEO_SSRC));
   g_assert_cmpuint (count_upstream_requests (h), ==, 1);
