@@ -144,6 +144,17 @@ test_budget_follows_target (void)
   g_assert_cmpuint (answered, ==, 3);
 }
 
+/* The copies a request is answered with; it must be answered. */
+static guint
+answered_with (LegbaRtxPolicy * p, guint16 seq, gint64 at)
+{
+  guint copies = 0;
+
+  g_assert_cmpint (legba_rtx_policy_request (p, seq, at, &copies), ==,
+      LEGBA_RTX_SEND);
+  return copies;
+}
+
 /* A request for a packet already sent again, two round trips later, is
  * answered with two copies; one copy sooner, or when the budget holds
  * only one. */
@@ -159,22 +170,14 @@ test_repeat_sent_twice (void)
   legba_rtx_policy_set_rtt (p, 20 * MS);
   legba_rtx_policy_set_target (p, 2000000);
   legba_rtx_policy_packet_sent (p, 5, 1200, t);
-  g_assert_cmpint (legba_rtx_policy_request (p, 5, t + 5 * MS, &copies), ==,
-      LEGBA_RTX_SEND);
-  g_assert_cmpuint (copies, ==, 1);
+  g_assert_cmpuint (answered_with (p, 5, t + 5 * MS), ==, 1);
   g_assert_cmpint (legba_rtx_policy_request (p, 5, t + 10 * MS, &copies), ==,
       LEGBA_RTX_RECENT);
   g_assert_cmpuint (copies, ==, 0);
   /* a round trip and a half after the copy: one more */
-  g_assert_cmpint (legba_rtx_policy_request (p, 5, t + 35 * MS, &copies), ==,
-      LEGBA_RTX_SEND);
-  g_assert_cmpuint (copies, ==, 1);
-  g_assert_cmpint (legba_rtx_policy_request (p, 5, t + 75 * MS, &copies), ==,
-      LEGBA_RTX_SEND);
-  g_assert_cmpuint (copies, ==, 2);
-  g_assert_cmpint (legba_rtx_policy_request (p, 5, t + 175 * MS, &copies), ==,
-      LEGBA_RTX_SEND);
-  g_assert_cmpuint (copies, ==, 2);
+  g_assert_cmpuint (answered_with (p, 5, t + 35 * MS), ==, 1);
+  g_assert_cmpuint (answered_with (p, 5, t + 75 * MS), ==, 2);
+  g_assert_cmpuint (answered_with (p, 5, t + 175 * MS), ==, 2);
   legba_rtx_policy_get_counts (p, &counts);
   g_assert_cmpuint (counts.sent, ==, 4);
   g_assert_cmpuint (counts.sent_twice, ==, 2);
@@ -182,11 +185,8 @@ test_repeat_sent_twice (void)
   /* 0.25 x 40 kbit/s x 500 ms = 625 bytes: one 600-byte copy at a time */
   legba_rtx_policy_set_target (tight, 40000);
   legba_rtx_policy_packet_sent (tight, 5, 600, t);
-  g_assert_cmpint (legba_rtx_policy_request (tight, 5, t + 5 * MS, &copies),
-      ==, LEGBA_RTX_SEND);
-  g_assert_cmpint (legba_rtx_policy_request (tight, 5, t + 1000 * MS,
-          &copies), ==, LEGBA_RTX_SEND);
-  g_assert_cmpuint (copies, ==, 1);
+  g_assert_cmpuint (answered_with (tight, 5, t + 5 * MS), ==, 1);
+  g_assert_cmpuint (answered_with (tight, 5, t + 1000 * MS), ==, 1);
 }
 
 int

@@ -322,8 +322,8 @@ verdict_name (LegbaRtxVerdict verdict)
   return "refused";
 }
 
-/* How many times rtprtxsend is asked to send the packet again: 0, 1, or
- * 2 for a packet asked for again after its copy left. */
+/* How many times rtprtxsend is asked to send the packet again: 0 (the
+ * policy refuses), 1, or 2 (legba-rtx-policy.h). */
 static guint
 answer_request (LegbaPeerSender * self, const GstStructure * s)
 {
@@ -342,7 +342,7 @@ answer_request (LegbaPeerSender * self, const GstStructure * s)
   g_mutex_unlock (&self->lock);
   GST_LOG_OBJECT (self, "retransmission of %u (SSRC %08x): %s%s", seqnum,
       ssrc, verdict_name (verdict), copies > 1 ? ", twice" : "");
-  return verdict == LEGBA_RTX_SEND ? copies : 0;
+  return copies;
 }
 
 gboolean

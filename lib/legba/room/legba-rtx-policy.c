@@ -124,7 +124,8 @@ judge (LegbaRtxPolicy * policy, guint16 seqnum, gint64 now_us, guint * copies)
  * @seqnum: the packet asked for
  * @now_us: the time
  * @copies: (out) (optional): with LEGBA_RTX_SEND, how many copies to send
- *   (1, or 2 when the packet was sent again before), else 0
+ *   (2 for a packet sent again two round trips ago or more, else 1),
+ *   else 0
  *
  * Returns: whether the request is answered, or why not
  */

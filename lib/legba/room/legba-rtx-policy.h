@@ -23,11 +23,10 @@
  * again (or the request was): that answer is two copies, when the budget
  * has room for both, so that one more loss does not cost another round
  * of asking. A request sooner than that may have crossed the copy, or
- * been delayed with it in a queue, and gets one. A
- * receiver that does not know the round trip asks every 100 ms
- * (libwebrtc's receivers, without media of their own towards a sender
- * that does not answer their extended reports), and a frame that waits
- * for two such rounds is a freeze.
+ * been delayed with it in a queue, and gets one. A receiver that does
+ * not know the round trip asks every 100 ms (a Chromium receiver of a
+ * Legba sender, docs/congestion-control.md), and a frame that waits for
+ * two such rounds is a freeze.
  *
  * Every refusal is counted by its reason. Time is the caller's monotonic
  * clock in microseconds; nothing here reads a clock or locks.
